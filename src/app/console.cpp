@@ -1,0 +1,162 @@
+#include "app/console.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+namespace dyno::app {
+
+namespace {
+
+const char* kBold = "\x1b[1m";
+const char* kDim = "\x1b[2m";
+const char* kYellow = "\x1b[33m";
+const char* kReset = "\x1b[0m";
+
+std::string paint(const std::string& text, const char* code, bool color) {
+  return color ? std::string(code) + text + kReset : text;
+}
+
+std::string pad_left(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+std::string pad_right(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+void dist_row(std::ostringstream& out, const std::string& name, const metrics::Distribution& d,
+              int decimals) {
+  out << "  " << pad_right(name, 22) << pad_left(std::to_string(d.count), 7);
+  for (const auto& v : {d.mean, d.p50, d.p90, d.p99, d.max, d.jitter}) {
+    out << pad_left(fmt(v, decimals), 11);
+  }
+  out << "\n";
+}
+
+std::string bytes_text(std::optional<double> b) {
+  if (!b) return "n/a";
+  return fmt(*b / (1024.0 * 1024.0), 1) + " MiB";
+}
+
+}  // namespace
+
+std::string fmt(std::optional<double> v, int decimals) {
+  if (!v || !std::isfinite(*v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, *v);
+  return buf;
+}
+
+ConsoleStyle detect_style(const std::string& color, bool quiet) {
+  ConsoleStyle style;
+  const bool no_color_env =
+      std::getenv("NO_COLOR") != nullptr && std::getenv("NO_COLOR")[0] != '\0';
+  if (color == "always") {
+    style.color = true;
+  } else if (color == "auto") {
+    style.color = !no_color_env && ::isatty(STDOUT_FILENO) != 0;
+  }
+  style.progress = !quiet && ::isatty(STDERR_FILENO) != 0;
+  return style;
+}
+
+void ProgressBar::update(const load::Progress& p, double elapsed_s) {
+  if (!enabled_) return;
+  std::ostringstream line;
+  if (p.warmup) {
+    line << "warm-up · " << p.in_flight << " in flight";
+  } else {
+    constexpr int kWidth = 24;
+    if (p.total && *p.total > 0) {
+      const double frac =
+          std::min(1.0, static_cast<double>(p.done + p.failed) / static_cast<double>(*p.total));
+      const int filled = static_cast<int>(frac * kWidth);
+      line << "[" << std::string(static_cast<std::size_t>(filled), '#')
+           << std::string(static_cast<std::size_t>(kWidth - filled), '.') << "] "
+           << (p.done + p.failed) << "/" << *p.total;
+    } else {
+      line << (p.done + p.failed) << " done";
+    }
+    line << " · " << p.failed << " errors · " << p.in_flight << " in flight";
+    if (elapsed_s > 0) {
+      line << " · " << fmt(static_cast<double>(p.output_tokens) / elapsed_s, 0) << " tok/s";
+    }
+  }
+  std::string text = line.str();
+  std::fprintf(stderr, "\r\x1b[2K%s", text.c_str());
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+void ProgressBar::finish() {
+  if (enabled_ && drawn_) {
+    std::fprintf(stderr, "\r\x1b[2K");
+    std::fflush(stderr);
+  }
+  drawn_ = false;
+}
+
+std::string render_summary(const RunHeadline& h, const metrics::Summary& s, bool color) {
+  std::ostringstream out;
+  out << paint("dyno run " + h.run_id, kBold, color) << " · " << h.status << "\n";
+  out << "engine    " << h.engine << " · model " << h.model << " · " << h.api << "\n";
+  out << "load      " << h.load << "\n";
+  out << "requests  " << s.requests_ok << " ok · " << s.requests_failed << " failed";
+  if (s.requests_cancelled > 0) out << " · " << s.requests_cancelled << " cancelled";
+  out << " · " << s.warmup_requests << " warm-up discarded · window " << fmt(s.service_window_s, 2)
+      << " s\n";
+  if (!s.errors_by_category.empty()) {
+    out << "errors   ";
+    for (const auto& [cat, n] : s.errors_by_category) out << " " << cat << "=" << n;
+    out << "\n";
+  }
+  out << "\n";
+  out << paint(pad_right("latency (ms)", 24) + pad_left("n", 7) + pad_left("mean", 11) +
+                   pad_left("p50", 11) + pad_left("p90", 11) + pad_left("p99", 11) +
+                   pad_left("max", 11) + pad_left("p95-p50", 11),
+               kDim, color)
+      << "\n";
+  dist_row(out, "ttft", s.ttft_ms, 2);
+  dist_row(out, "ttft from schedule", s.ttft_from_schedule_ms, 2);
+  dist_row(out, "tpot", s.tpot_ms, 2);
+  dist_row(out, "event gap (itl)", s.event_gap_ms, 2);
+  dist_row(out, "e2e", s.e2e_ms, 1);
+  dist_row(out, "queue delay", s.queue_delay_ms, 3);
+  out << paint("rates (tok/s)", kDim, color) << "\n";
+  dist_row(out, "decode per user", s.decode_rate_per_user, 1);
+  dist_row(out, "prefill (client)", s.prefill_rate_client, 0);
+  out << "\n";
+  out << "throughput  output " << fmt(s.output_tokens_per_s, 1) << " tok/s · input "
+      << fmt(s.input_tokens_per_s, 1) << " tok/s · " << fmt(s.requests_per_s, 2)
+      << " req/s · decode " << fmt(s.decode_tokens_per_s, 1) << " tok/s\n";
+  out << "concurrency achieved " << fmt(s.achieved_concurrency, 2) << "\n";
+  if (s.goodput_requests_per_s || s.goodput_requests) {
+    out << "goodput     " << fmt(s.goodput_requests_per_s, 2) << " req/s ("
+        << (s.goodput_requests ? std::to_string(*s.goodput_requests) : "n/a") << " of "
+        << s.requests_total << " met " << h.slo_text << ")\n";
+  }
+  out << "tokens      in " << s.input_tokens_total << " · out " << s.output_tokens_total
+      << " · tokens/event " << fmt(s.tokens_per_event, 2) << " · counted from";
+  for (const auto& [src, n] : s.token_count_sources) out << " " << src << "=" << n;
+  out << "\n";
+  out << "client      cpu " << fmt(s.client_cpu_s, 2) << " s · peak rss "
+      << bytes_text(s.client_peak_rss_bytes) << " · loop lag p99 "
+      << fmt(s.client_loop_lag_ms.p99, 2) << " ms\n";
+  out << "definitions " << s.definition_set << " (percentiles: linear interpolation)\n";
+  out << "record      " << h.record_dir << "\n";
+  return out.str();
+}
+
+std::string render_warnings(const std::vector<metrics::Warning>& warnings, bool color) {
+  std::string out;
+  for (const auto& w : warnings) {
+    out += paint("warning[" + w.code + "]", kYellow, color) + ": " + w.message + "\n";
+    out += "  hint: " + w.hint + "\n";
+  }
+  return out;
+}
+
+}  // namespace dyno::app

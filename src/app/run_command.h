@@ -1,0 +1,68 @@
+// `dyno run`: options as the user gave them, and the command that executes them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "metrics/summary.h"
+
+namespace dyno::app {
+
+/// A usage error: bad flag value or combination. The message names the flag and what to do.
+class UsageError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// Exit codes (documented in the README and `dyno --help`).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;    ///< dyno itself could not work (I/O, internal)
+inline constexpr int kExitUsage = 2;      ///< bad flags or input files
+inline constexpr int kExitRunFailed = 3;  ///< run failed or exceeded the error budget
+inline constexpr int kExitInterrupted = 130;
+
+/// `dyno run` flags, as parsed (defaults applied by CLI11). Validated by run_command().
+struct RunOptions {
+  std::optional<std::string> url;
+  std::optional<std::string> model;
+  std::string api = "chat";
+  std::string profile = "small-gpu";  ///< embedded sim profile (no --url)
+  std::optional<std::uint32_t> concurrency;
+  std::optional<double> rate;
+  std::string arrival = "poisson";
+  double burstiness = 1.0;
+  std::optional<std::uint64_t> requests;
+  std::optional<double> duration_s;
+  std::uint64_t warmup = 0;
+  std::optional<std::int64_t> max_tokens;
+  double temperature = 0.0;
+  std::uint64_t seed = 0;
+  std::optional<std::string> stream_file;
+  std::int64_t input_tokens = 256;
+  std::int64_t output_tokens = 128;
+  std::optional<std::string> slo;
+  std::string runs_root = "runs";
+  std::string label;
+  bool json = false;
+  bool no_stream = false;
+  bool keep_outputs = false;
+  bool no_chunk_times = false;
+  double connect_timeout_s = 10.0;
+  std::optional<double> first_token_timeout_s;
+  std::optional<double> timeout_s;
+  double error_budget = 0.05;
+  bool insecure = false;
+  bool quiet = false;
+  std::string color = "auto";
+};
+
+/// Parses "ttft=500ms,tpot=50ms,e2e=10s" (units ms or s; a bare number is milliseconds).
+/// Throws UsageError naming --slo.
+metrics::Slo parse_slo(const std::string& text);
+
+/// Runs the benchmark; returns the exit code. Throws UsageError for bad options.
+int run_command(const RunOptions& options);
+
+}  // namespace dyno::app

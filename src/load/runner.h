@@ -1,0 +1,64 @@
+// The run loop: sends requests on a closed- or open-loop schedule, collects traces.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "load/schedule.h"
+#include "metrics/trace.h"
+#include "transport/event_loop.h"
+#include "transport/target.h"
+#include "workload/request.h"
+
+namespace dyno::load {
+
+struct LoadConfig {
+  bool open_loop = false;
+  std::uint32_t concurrency = 1;          ///< closed loop: requests kept in flight
+  std::optional<ScheduleSpec> schedule;   ///< open loop
+  std::optional<std::uint64_t> requests;  ///< measured requests to send
+  std::optional<double> duration_s;       ///< stop sending after this (measured phase)
+  std::uint64_t warmup = 0;               ///< discarded requests sent first (at concurrency)
+  bool keep_event_times = true;           ///< keep every token-bearing event time
+  bool keep_output_text = false;
+};
+
+/// Progress, sampled by the caller for the progress bar (read on the loop thread).
+struct Progress {
+  std::uint64_t done = 0;
+  std::uint64_t failed = 0;
+  std::uint64_t in_flight = 0;
+  std::optional<std::uint64_t> total;  ///< measured requests planned, when known
+  std::int64_t output_tokens = 0;
+  bool warmup = false;
+};
+
+struct RunHooks {
+  /// Called on the loop thread when a request ends (ok, failed or cancelled).
+  std::function<void(const metrics::Trace&)> on_finished;
+  /// Called on the loop thread about every 100 ms.
+  std::function<void(const Progress&)> on_progress;
+  /// Polled every 50 ms; when set, sending stops and in-flight requests are cancelled.
+  const std::atomic<bool>* stop_requested = nullptr;
+};
+
+struct LoadResult {
+  std::vector<metrics::Trace> traces;  ///< every submission, by index
+  std::int64_t t0_steady_ns = 0;       ///< the run's t0 (all trace times are relative to it)
+  std::int64_t measured_start_ns = 0;  ///< relative to t0
+  bool interrupted = false;
+  std::vector<double> loop_lag_s;  ///< event-loop lag samples taken every 10 ms
+};
+
+/// Runs warm-up then the measured phase. Submissions walk `requests` cyclically: submissions
+/// 0..warmup-1 are warm-up, the rest measured. Requires requests.size() > 0 and at least one
+/// of config.requests / config.duration_s.
+LoadResult run_load(transport::EventLoop& loop, transport::Target& target,
+                    const std::vector<workload::Request>& requests, const LoadConfig& config,
+                    const RunHooks& hooks);
+
+}  // namespace dyno::load

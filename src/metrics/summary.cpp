@@ -1,0 +1,311 @@
+#include "metrics/summary.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+namespace dyno::metrics {
+
+namespace {
+
+constexpr double kNsPerS = 1e9;
+
+double ns_to_s(std::int64_t ns) { return static_cast<double>(ns) / kNsPerS; }
+
+/// b − a in seconds when both stamps exist.
+std::optional<double> interval_s(const std::optional<std::int64_t>& a,
+                                 const std::optional<std::int64_t>& b) {
+  if (!a || !b) return std::nullopt;
+  return ns_to_s(*b - *a);
+}
+
+/// Formats a number for a warning message (3 significant digits is enough to act on).
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+std::string percent(double fraction) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f %%", fraction * 100.0);
+  return buf;
+}
+
+std::optional<double> per_window(double amount, const std::optional<double>& window_s) {
+  if (!window_s || !(*window_s > 0.0)) return std::nullopt;
+  return amount / *window_s;
+}
+
+double mean_of(std::span<const double> v) {
+  double sum = 0.0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
+}  // namespace
+
+RequestFigures request_figures(const Trace& t) {
+  RequestFigures f;
+  f.queue_delay_s = interval_s(t.scheduled_ns, t.sent_ns);
+  f.ttft_s = interval_s(t.sent_ns, t.first_token_ns);
+  f.ttft_from_schedule_s = interval_s(t.scheduled_ns, t.first_token_ns);
+  f.e2e_s = interval_s(t.sent_ns, t.done_ns);
+  // tpot and decode_rate need a positive decode interval: with one output token there is no
+  // decode step, and a zero interval (a non-streamed response, every token at once) says
+  // nothing about decode speed.
+  if (t.output_tokens && *t.output_tokens >= 2 && t.first_token_ns && t.last_token_ns &&
+      *t.last_token_ns > *t.first_token_ns) {
+    const double decode_s = ns_to_s(*t.last_token_ns - *t.first_token_ns);
+    const auto steps = static_cast<double>(*t.output_tokens - 1);
+    f.tpot_s = decode_s / steps;
+    f.decode_rate = steps / decode_s;
+  }
+  if (t.input_tokens && f.ttft_s && *f.ttft_s > 0.0) {
+    f.prefill_rate_client = static_cast<double>(*t.input_tokens) / *f.ttft_s;
+  }
+  if (t.output_tokens && !t.event_times_ns.empty()) {
+    f.tokens_per_event =
+        static_cast<double>(*t.output_tokens) / static_cast<double>(t.event_times_ns.size());
+  }
+  return f;
+}
+
+std::vector<double> event_gaps_s(const Trace& trace) {
+  std::vector<double> gaps;
+  const auto& ev = trace.event_times_ns;
+  if (ev.size() < 2) return gaps;
+  gaps.reserve(ev.size() - 1);
+  for (std::size_t i = 1; i < ev.size(); ++i) gaps.push_back(ns_to_s(ev[i] - ev[i - 1]));
+  return gaps;
+}
+
+bool meets_slo(const RequestFigures& figures, const Slo& slo) {
+  const auto holds = [](const std::optional<double>& bound, const std::optional<double>& value) {
+    return !bound || !value || *value <= *bound;
+  };
+  return holds(slo.ttft_s, figures.ttft_s) && holds(slo.tpot_s, figures.tpot_s) &&
+         holds(slo.e2e_s, figures.e2e_s);
+}
+
+double union_length(std::vector<std::pair<std::int64_t, std::int64_t>> intervals) {
+  std::erase_if(intervals, [](const auto& iv) { return iv.second < iv.first; });
+  if (intervals.empty()) return 0.0;
+  std::sort(intervals.begin(), intervals.end());
+  std::int64_t total = 0;
+  std::int64_t cur_begin = intervals.front().first;
+  std::int64_t cur_end = intervals.front().second;
+  for (std::size_t i = 1; i < intervals.size(); ++i) {
+    const auto& [a, b] = intervals[i];
+    if (a <= cur_end) {
+      cur_end = std::max(cur_end, b);
+    } else {
+      total += cur_end - cur_begin;
+      cur_begin = a;
+      cur_end = b;
+    }
+  }
+  total += cur_end - cur_begin;
+  return static_cast<double>(total);
+}
+
+Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& options) {
+  Summary s;
+
+  std::vector<const Trace*> ok;
+  std::vector<const Trace*> ended;  // measured ok + failed
+  for (const Trace& t : traces) {
+    if (!t.measured()) {
+      ++s.warmup_requests;
+      continue;
+    }
+    switch (t.status) {
+      case RequestStatus::kCancelled:
+        ++s.requests_cancelled;
+        continue;
+      case RequestStatus::kOk:
+        ++s.requests_ok;
+        ok.push_back(&t);
+        break;
+      case RequestStatus::kError:
+        ++s.requests_failed;
+        ++s.errors_by_category[t.error_category.empty() ? "unknown" : t.error_category];
+        break;
+    }
+    ended.push_back(&t);
+  }
+  s.requests_total = s.requests_ok + s.requests_failed;
+  if (s.requests_total > 0) {
+    s.error_rate = static_cast<double>(s.requests_failed) / static_cast<double>(s.requests_total);
+  }
+
+  // Service window W and Little's-law concurrency over every ended request.
+  std::optional<std::int64_t> first_sent;
+  std::optional<std::int64_t> last_done;
+  double e2e_sum_s = 0.0;
+  for (const Trace* t : ended) {
+    if (t->sent_ns) first_sent = first_sent ? std::min(*first_sent, *t->sent_ns) : *t->sent_ns;
+    if (t->done_ns) last_done = last_done ? std::max(*last_done, *t->done_ns) : *t->done_ns;
+    if (t->sent_ns && t->done_ns) e2e_sum_s += ns_to_s(*t->done_ns - *t->sent_ns);
+  }
+  if (first_sent && last_done && *last_done >= *first_sent) {
+    s.service_window_s = ns_to_s(*last_done - *first_sent);
+  }
+  const std::optional<double>& window = s.service_window_s;
+  s.requests_per_s = per_window(static_cast<double>(s.requests_ok), window);
+  s.achieved_concurrency = per_window(e2e_sum_s, window);
+
+  // Per-request figures of completed requests.
+  bool any_input = false;
+  bool any_output = false;
+  std::int64_t decode_steps = 0;
+  std::vector<std::pair<std::int64_t, std::int64_t>> decode_intervals;
+  std::int64_t event_tokens = 0;
+  std::int64_t events = 0;
+  std::uint64_t good = 0;
+  std::vector<double> queue_delay_ms, ttft_ms, ttft_sched_ms, e2e_ms, tpot_ms, gap_ms;
+  std::vector<double> decode_rate, prefill_rate, input_tokens, output_tokens;
+  for (const Trace* t : ok) {
+    const RequestFigures f = request_figures(*t);
+    ++s.token_count_sources[to_string(t->token_count_source)];
+    if (t->input_tokens) {
+      any_input = true;
+      s.input_tokens_total += *t->input_tokens;
+      input_tokens.push_back(static_cast<double>(*t->input_tokens));
+    }
+    if (t->output_tokens) {
+      any_output = true;
+      s.output_tokens_total += *t->output_tokens;
+      output_tokens.push_back(static_cast<double>(*t->output_tokens));
+      if (!t->event_times_ns.empty()) {
+        event_tokens += *t->output_tokens;
+        events += static_cast<std::int64_t>(t->event_times_ns.size());
+      }
+    }
+    if (f.decode_rate) {  // output_tokens >= 2 and last_token > first_token
+      decode_steps += *t->output_tokens - 1;
+      decode_intervals.emplace_back(*t->first_token_ns, *t->last_token_ns);
+      decode_rate.push_back(*f.decode_rate);
+    }
+    if (f.queue_delay_s) queue_delay_ms.push_back(*f.queue_delay_s * 1e3);
+    if (f.ttft_s) ttft_ms.push_back(*f.ttft_s * 1e3);
+    if (f.ttft_from_schedule_s) ttft_sched_ms.push_back(*f.ttft_from_schedule_s * 1e3);
+    if (f.e2e_s) e2e_ms.push_back(*f.e2e_s * 1e3);
+    if (f.tpot_s) tpot_ms.push_back(*f.tpot_s * 1e3);
+    if (f.prefill_rate_client) prefill_rate.push_back(*f.prefill_rate_client);
+    for (double g : event_gaps_s(*t)) gap_ms.push_back(g * 1e3);
+    if (options.slo.any() && meets_slo(f, options.slo)) ++good;
+  }
+  if (any_output) {
+    s.output_tokens_per_s = per_window(static_cast<double>(s.output_tokens_total), window);
+  }
+  if (any_input) {
+    s.input_tokens_per_s = per_window(static_cast<double>(s.input_tokens_total), window);
+  }
+  if (!decode_intervals.empty()) {
+    const double union_s = union_length(std::move(decode_intervals)) / kNsPerS;
+    if (union_s > 0.0) s.decode_tokens_per_s = static_cast<double>(decode_steps) / union_s;
+  }
+  if (events > 0) {
+    s.tokens_per_event = static_cast<double>(event_tokens) / static_cast<double>(events);
+  }
+  if (options.slo.any()) {
+    s.goodput_requests = good;
+    s.goodput_requests_per_s = per_window(static_cast<double>(good), window);
+  }
+  s.queue_delay_ms = summarize(std::move(queue_delay_ms));
+  s.ttft_ms = summarize(std::move(ttft_ms));
+  s.ttft_from_schedule_ms = summarize(std::move(ttft_sched_ms));
+  s.e2e_ms = summarize(std::move(e2e_ms));
+  s.tpot_ms = summarize(std::move(tpot_ms));
+  s.event_gap_ms = summarize(std::move(gap_ms));
+  s.decode_rate_per_user = summarize(std::move(decode_rate));
+  s.prefill_rate_client = summarize(std::move(prefill_rate));
+  s.input_tokens = summarize(std::move(input_tokens));
+  s.output_tokens = summarize(std::move(output_tokens));
+
+  s.client_cpu_s = options.client.cpu_s;
+  s.client_peak_rss_bytes = options.client.peak_rss_bytes;
+  std::vector<double> lag_ms;
+  lag_ms.reserve(options.client.loop_lag_s.size());
+  for (double v : options.client.loop_lag_s) lag_ms.push_back(v * 1e3);
+  s.client_loop_lag_ms = summarize(std::move(lag_ms));
+
+  // Warnings.
+  if (s.requests_ok == 0) {
+    s.warnings.push_back({"no_completed_requests",
+                          "no measured request completed (" + std::to_string(s.requests_failed) +
+                              " failed, " + std::to_string(s.requests_cancelled) +
+                              " cancelled); no latency or rate figures",
+                          "check the URL, model name and API key, and that the engine is up; see "
+                          "errors_by_category"});
+  }
+  if (s.error_rate && *s.error_rate > options.high_error_rate) {
+    std::string categories;
+    for (const auto& [category, n] : s.errors_by_category) {
+      categories += (categories.empty() ? "" : ", ") + category + ": " + std::to_string(n);
+    }
+    s.warnings.push_back(
+        {"high_error_rate",
+         "error rate " + percent(*s.error_rate) + " (" + std::to_string(s.requests_failed) +
+             " of " + std::to_string(s.requests_total) + " requests failed; " + categories +
+             ") is above " + percent(options.high_error_rate),
+         "look at errors_by_category; check the URL, model and API key, or lower the load"});
+  }
+  if (options.declared_concurrency && s.achieved_concurrency &&
+      *s.achieved_concurrency < kUnderfillRatio * *options.declared_concurrency) {
+    s.warnings.push_back(
+        {"concurrency_underfilled",
+         "achieved concurrency " + num(*s.achieved_concurrency) + " is below " +
+             num(kUnderfillRatio) + " x the declared " + num(*options.declared_concurrency),
+         "raise --requests or --duration so that ramp-up and drain are a small part of the "
+         "window, or check the engine's limit on running sequences"});
+  }
+
+  std::vector<std::string> reasons;
+  if (s.client_loop_lag_ms.p99 && *s.client_loop_lag_ms.p99 > kLoopLagP99WarnS * 1e3) {
+    reasons.push_back("event-loop lag p99 " + num(*s.client_loop_lag_ms.p99) + " ms > " +
+                      num(kLoopLagP99WarnS * 1e3) + " ms");
+  }
+  if (options.open_loop) {
+    // Queue delay of every ended request, in sent order (a failed request waited too).
+    std::vector<std::pair<std::int64_t, double>> delays;  // (sent_ns, delay_ms)
+    for (const Trace* t : ended) {
+      if (t->sent_ns && t->scheduled_ns) {
+        delays.emplace_back(*t->sent_ns, ns_to_s(*t->sent_ns - *t->scheduled_ns) * 1e3);
+      }
+    }
+    std::stable_sort(delays.begin(), delays.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<double> sorted_ms;
+    sorted_ms.reserve(delays.size());
+    for (const auto& d : delays) sorted_ms.push_back(d.second);
+    std::vector<double> in_order = sorted_ms;
+    std::sort(sorted_ms.begin(), sorted_ms.end());
+    const auto p99 = percentile_sorted(sorted_ms, 99.0);
+    if (p99 && *p99 > kQueueDelayP99WarnS * 1e3) {
+      reasons.push_back("queue delay p99 " + num(*p99) + " ms > " + num(kQueueDelayP99WarnS * 1e3) +
+                        " ms");
+    }
+    const std::size_t quarter = in_order.size() / 4;
+    if (quarter >= 1) {
+      const double first = mean_of(std::span(in_order).first(quarter));
+      const double last = mean_of(std::span(in_order).last(quarter));
+      if (last - first > kQueueDelayGrowthWarnS * 1e3) {
+        reasons.push_back("mean queue delay grew from " + num(first) + " ms (first quarter) to " +
+                          num(last) + " ms (last quarter)");
+      }
+    }
+  }
+  if (!reasons.empty()) {
+    std::string message = "the client may have distorted the timing: ";
+    for (std::size_t i = 0; i < reasons.size(); ++i) message += (i ? "; " : "") + reasons[i];
+    s.warnings.push_back(
+        {"client_saturated", message,
+         "lower the rate or concurrency, or run the client on a faster machine; dyno's own CPU "
+         "use is in client_cpu_s"});
+  }
+  return s;
+}
+
+}  // namespace dyno::metrics

@@ -1,0 +1,31 @@
+#include "metrics/trace.h"
+
+namespace dyno::metrics {
+
+const char* to_string(TokenCountSource source) {
+  switch (source) {
+    case TokenCountSource::kNone:
+      return "none";
+    case TokenCountSource::kUsage:
+      return "usage";
+    case TokenCountSource::kTokenizer:
+      return "tokenizer";
+    case TokenCountSource::kChunks:
+      return "chunks";
+  }
+  return "none";
+}
+
+const char* to_string(RequestStatus status) {
+  switch (status) {
+    case RequestStatus::kOk:
+      return "ok";
+    case RequestStatus::kError:
+      return "error";
+    case RequestStatus::kCancelled:
+      return "cancelled";
+  }
+  return "error";
+}
+
+}  // namespace dyno::metrics

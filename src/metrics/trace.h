@@ -1,0 +1,62 @@
+// The trace of one request: raw timestamps and counts appended on the hot path.
+// Every figure is computed from traces afterwards by the pure functions in summary.h.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dyno::metrics {
+
+/// Where output_tokens/input_tokens came from (METRICS.md "Tokens").
+enum class TokenCountSource { kNone, kUsage, kTokenizer, kChunks };
+
+/// Outcome of a request.
+enum class RequestStatus {
+  kOk,         ///< completed; counted in every figure
+  kError,      ///< failed; counted in error_rate by `error_category`
+  kCancelled,  ///< still in flight when the run was interrupted; excluded from figures
+};
+
+/// All times are nanoseconds from the run's t0 on the steady clock. An absent stamp is nullopt.
+struct Trace {
+  std::uint64_t index = 0;         ///< submission order within the run (warm-up first)
+  std::string request_id;          ///< the stream's request id
+  std::string phase = "measured";  ///< "warmup" or "measured" (or a protocol pass name)
+
+  std::optional<std::int64_t> scheduled_ns;
+  std::optional<std::int64_t> sent_ns;
+  std::optional<std::int64_t> first_byte_ns;
+  std::optional<std::int64_t> first_token_ns;    ///< first event with any generated text
+  std::optional<std::int64_t> first_content_ns;  ///< first event with non-reasoning text
+  std::optional<std::int64_t> last_token_ns;
+  std::optional<std::int64_t> done_ns;
+
+  /// Time of every token-bearing event (content, reasoning or completion text), in order.
+  std::vector<std::int64_t> event_times_ns;
+  std::int64_t reasoning_events = 0;  ///< of which carried reasoning text only
+
+  std::optional<std::int64_t> input_tokens;
+  std::optional<std::int64_t> output_tokens;
+  std::optional<std::int64_t> cached_input_tokens;  ///< usage.prompt_tokens_details.cached_tokens
+  std::optional<std::int64_t> reasoning_tokens;     ///< usage.completion_tokens_details
+  TokenCountSource token_count_source = TokenCountSource::kNone;
+
+  RequestStatus status = RequestStatus::kOk;
+  std::optional<int> http_status;
+  std::string error_category;  ///< "" when ok; else
+                               ///< connect|tls|http_status|timeout|stream_truncated|parse|cancelled
+  std::string error_message;
+  std::string finish_reason;
+  std::string output_text;          ///< only when outputs are kept
+  std::string server_timings_json;  ///< raw JSON object of engine-reported timings, when any
+
+  bool ok() const { return status == RequestStatus::kOk; }
+  bool measured() const { return phase != "warmup"; }
+};
+
+const char* to_string(TokenCountSource source);
+const char* to_string(RequestStatus status);
+
+}  // namespace dyno::metrics

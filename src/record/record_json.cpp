@@ -1,0 +1,219 @@
+#include "record/record_json.h"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <cmath>
+#include <stdexcept>
+
+#include "json/json_text.h"
+
+namespace dyno::record {
+
+namespace json = boost::json;
+
+namespace {
+
+json::value opt_int(const std::optional<std::int64_t>& v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
+
+std::optional<std::int64_t> get_opt_int(const json::object& obj, const char* key) {
+  const json::value* v = obj.if_contains(key);
+  if (v == nullptr || v->is_null()) return std::nullopt;
+  if (v->is_int64()) return v->as_int64();
+  if (v->is_uint64()) return static_cast<std::int64_t>(v->as_uint64());
+  throw std::runtime_error(std::string("key `") + key + "`: expected an integer");
+}
+
+std::string get_string(const json::object& obj, const char* key) {
+  const json::value* v = obj.if_contains(key);
+  if (v == nullptr || v->is_null()) return {};
+  if (!v->is_string())
+    throw std::runtime_error(std::string("key `") + key + "`: expected a string");
+  return std::string(v->as_string());
+}
+
+}  // namespace
+
+json::value number_or_null(std::optional<double> v) {
+  if (!v || !std::isfinite(*v)) return nullptr;
+  return *v;
+}
+
+json::object distribution_to_json(const metrics::Distribution& d) {
+  json::object o;
+  o["count"] = d.count;
+  o["mean"] = number_or_null(d.mean);
+  o["stddev"] = number_or_null(d.stddev);
+  o["min"] = number_or_null(d.min);
+  o["p50"] = number_or_null(d.p50);
+  o["p90"] = number_or_null(d.p90);
+  o["p95"] = number_or_null(d.p95);
+  o["p99"] = number_or_null(d.p99);
+  o["p99_9"] = number_or_null(d.p999);
+  o["max"] = number_or_null(d.max);
+  o["jitter_p95_minus_p50"] = number_or_null(d.jitter);
+  return o;
+}
+
+json::object trace_to_json(const metrics::Trace& t, bool keep_event_times) {
+  json::object o;
+  o["index"] = t.index;
+  o["request_id"] = t.request_id;
+  o["phase"] = t.phase;
+  o["status"] = metrics::to_string(t.status);
+  o["scheduled_ns"] = opt_int(t.scheduled_ns);
+  o["sent_ns"] = opt_int(t.sent_ns);
+  o["first_byte_ns"] = opt_int(t.first_byte_ns);
+  o["first_token_ns"] = opt_int(t.first_token_ns);
+  o["first_content_ns"] = opt_int(t.first_content_ns);
+  o["last_token_ns"] = opt_int(t.last_token_ns);
+  o["done_ns"] = opt_int(t.done_ns);
+  o["input_tokens"] = opt_int(t.input_tokens);
+  o["output_tokens"] = opt_int(t.output_tokens);
+  o["cached_input_tokens"] = opt_int(t.cached_input_tokens);
+  o["reasoning_tokens"] = opt_int(t.reasoning_tokens);
+  o["token_count_source"] = metrics::to_string(t.token_count_source);
+  o["token_events"] = t.event_times_ns.size();
+  o["reasoning_events"] = t.reasoning_events;
+  o["http_status"] = t.http_status ? json::value(*t.http_status) : json::value(nullptr);
+  if (t.error_category.empty()) {
+    o["error"] = nullptr;
+  } else {
+    o["error"] = json::object{{"category", t.error_category}, {"message", t.error_message}};
+  }
+  o["finish_reason"] =
+      t.finish_reason.empty() ? json::value(nullptr) : json::value(t.finish_reason);
+  if (!t.server_timings_json.empty()) {
+    boost::system::error_code ec;
+    json::value timings = json::parse(t.server_timings_json, ec);
+    o["server_timings"] = ec ? json::value(nullptr) : timings;
+  }
+  if (keep_event_times) {
+    json::array deltas;
+    deltas.reserve(t.event_times_ns.size());
+    std::int64_t prev = 0;
+    for (std::int64_t ts : t.event_times_ns) {
+      deltas.push_back(ts - prev);
+      prev = ts;
+    }
+    o["chunk_times_ns"] = std::move(deltas);
+  }
+  if (!t.output_text.empty()) o["output_text"] = t.output_text;
+  return o;
+}
+
+metrics::Trace trace_from_json(const json::object& o) {
+  metrics::Trace t;
+  const auto idx = get_opt_int(o, "index");
+  if (!idx) throw std::runtime_error("key `index`: missing");
+  t.index = static_cast<std::uint64_t>(*idx);
+  t.request_id = get_string(o, "request_id");
+  t.phase = get_string(o, "phase");
+  const std::string status = get_string(o, "status");
+  if (status == "ok") {
+    t.status = metrics::RequestStatus::kOk;
+  } else if (status == "error") {
+    t.status = metrics::RequestStatus::kError;
+  } else if (status == "cancelled") {
+    t.status = metrics::RequestStatus::kCancelled;
+  } else {
+    throw std::runtime_error("key `status`: unknown value '" + status + "'");
+  }
+  t.scheduled_ns = get_opt_int(o, "scheduled_ns");
+  t.sent_ns = get_opt_int(o, "sent_ns");
+  t.first_byte_ns = get_opt_int(o, "first_byte_ns");
+  t.first_token_ns = get_opt_int(o, "first_token_ns");
+  t.first_content_ns = get_opt_int(o, "first_content_ns");
+  t.last_token_ns = get_opt_int(o, "last_token_ns");
+  t.done_ns = get_opt_int(o, "done_ns");
+  t.input_tokens = get_opt_int(o, "input_tokens");
+  t.output_tokens = get_opt_int(o, "output_tokens");
+  t.cached_input_tokens = get_opt_int(o, "cached_input_tokens");
+  t.reasoning_tokens = get_opt_int(o, "reasoning_tokens");
+  const std::string source = get_string(o, "token_count_source");
+  for (auto s : {metrics::TokenCountSource::kNone, metrics::TokenCountSource::kUsage,
+                 metrics::TokenCountSource::kTokenizer, metrics::TokenCountSource::kChunks}) {
+    if (source == metrics::to_string(s)) t.token_count_source = s;
+  }
+  t.reasoning_events = get_opt_int(o, "reasoning_events").value_or(0);
+  if (auto hs = get_opt_int(o, "http_status")) t.http_status = static_cast<int>(*hs);
+  if (const json::value* e = o.if_contains("error"); e != nullptr && e->is_object()) {
+    t.error_category = get_string(e->get_object(), "category");
+    t.error_message = get_string(e->get_object(), "message");
+  }
+  t.finish_reason = get_string(o, "finish_reason");
+  if (const json::value* st = o.if_contains("server_timings"); st != nullptr && !st->is_null()) {
+    t.server_timings_json = json_text::compact(*st);
+  }
+  if (const json::value* c = o.if_contains("chunk_times_ns"); c != nullptr && c->is_array()) {
+    std::int64_t acc = 0;
+    for (const auto& d : c->get_array()) {
+      if (!d.is_int64()) throw std::runtime_error("key `chunk_times_ns`: expected integers");
+      acc += d.get_int64();
+      t.event_times_ns.push_back(acc);
+    }
+  }
+  t.output_text = get_string(o, "output_text");
+  return t;
+}
+
+json::object summary_to_json(const metrics::Summary& s) {
+  json::object o;
+  o["definition_set"] = s.definition_set;
+  o["percentile_method"] = kPercentileMethod;
+
+  json::object errors;
+  for (const auto& [k, v] : s.errors_by_category) errors[k] = v;
+  o["requests"] = json::object{{"total", s.requests_total},
+                               {"ok", s.requests_ok},
+                               {"failed", s.requests_failed},
+                               {"cancelled", s.requests_cancelled},
+                               {"warmup_discarded", s.warmup_requests},
+                               {"error_rate", number_or_null(s.error_rate)},
+                               {"errors_by_category", std::move(errors)}};
+
+  json::object sources;
+  for (const auto& [k, v] : s.token_count_sources) sources[k] = v;
+  o["tokens"] = json::object{{"input_total", s.input_tokens_total},
+                             {"output_total", s.output_tokens_total},
+                             {"count_sources", std::move(sources)},
+                             {"tokens_per_event", number_or_null(s.tokens_per_event)}};
+
+  o["throughput"] =
+      json::object{{"service_window_s", number_or_null(s.service_window_s)},
+                   {"output_tokens_per_s", number_or_null(s.output_tokens_per_s)},
+                   {"input_tokens_per_s", number_or_null(s.input_tokens_per_s)},
+                   {"requests_per_s", number_or_null(s.requests_per_s)},
+                   {"decode_tokens_per_s", number_or_null(s.decode_tokens_per_s)},
+                   {"achieved_concurrency", number_or_null(s.achieved_concurrency)},
+                   {"goodput_requests_per_s", number_or_null(s.goodput_requests_per_s)},
+                   {"goodput_requests",
+                    s.goodput_requests ? json::value(*s.goodput_requests) : json::value(nullptr)}};
+
+  o["latency_ms"] =
+      json::object{{"queue_delay", distribution_to_json(s.queue_delay_ms)},
+                   {"ttft", distribution_to_json(s.ttft_ms)},
+                   {"ttft_from_schedule", distribution_to_json(s.ttft_from_schedule_ms)},
+                   {"e2e", distribution_to_json(s.e2e_ms)},
+                   {"tpot", distribution_to_json(s.tpot_ms)},
+                   {"event_gap", distribution_to_json(s.event_gap_ms)}};
+  o["rates_tok_s"] =
+      json::object{{"decode_rate_per_user", distribution_to_json(s.decode_rate_per_user)},
+                   {"prefill_rate_client", distribution_to_json(s.prefill_rate_client)}};
+  o["lengths_tokens"] = json::object{{"input", distribution_to_json(s.input_tokens)},
+                                     {"output", distribution_to_json(s.output_tokens)}};
+  o["client"] = json::object{{"cpu_s", number_or_null(s.client_cpu_s)},
+                             {"peak_rss_bytes", number_or_null(s.client_peak_rss_bytes)},
+                             {"loop_lag_ms", distribution_to_json(s.client_loop_lag_ms)}};
+  json::array warnings;
+  for (const auto& w : s.warnings) {
+    warnings.push_back(json::object{{"code", w.code}, {"message", w.message}, {"hint", w.hint}});
+  }
+  o["warnings"] = std::move(warnings);
+  return o;
+}
+
+std::string pretty_json(const json::value& v) { return json_text::pretty(v); }
+
+}  // namespace dyno::record

@@ -1,0 +1,38 @@
+// JSON forms of the record's value types (schema version 1, see docs/record.md).
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+#include <optional>
+#include <string>
+
+#include "metrics/summary.h"
+#include "metrics/trace.h"
+
+namespace dyno::record {
+
+inline constexpr int kSchemaVersion = 1;
+inline constexpr const char* kPercentileMethod =
+    "linear interpolation between closest ranks (numpy 'linear', Hyndman-Fan type 7)";
+
+/// A double as JSON: non-finite values become null (never NaN/Infinity in a record).
+boost::json::value number_or_null(std::optional<double> v);
+
+boost::json::object distribution_to_json(const metrics::Distribution& d);
+
+/// One requests.jsonl object. `keep_event_times` adds chunk_times_ns, delta-encoded: the
+/// first element is the first event's time from t0, each next one the gap to its predecessor.
+boost::json::object trace_to_json(const metrics::Trace& trace, bool keep_event_times);
+
+/// Reads a requests.jsonl object back (inverse of trace_to_json). Throws std::runtime_error
+/// naming the key on a malformed object.
+metrics::Trace trace_from_json(const boost::json::object& obj);
+
+/// The figures part of summary.json (everything but identity keys added by the caller).
+boost::json::object summary_to_json(const metrics::Summary& summary);
+
+/// Pretty-prints with two-space indentation and a trailing newline (for files people read).
+/// Keys keep insertion order, which the writers keep stable.
+std::string pretty_json(const boost::json::value& v);
+
+}  // namespace dyno::record

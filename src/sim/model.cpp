@@ -1,0 +1,213 @@
+#include "sim/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <utility>
+
+namespace dyno::sim {
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t x = (state += 0x9E3779B97F4A7C15ull);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Uniform in [0, 1).
+double uniform(std::uint64_t& state) {
+  return static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
+}
+
+}  // namespace
+
+Model::Model(Profile profile, std::uint64_t seed) : profile_(std::move(profile)), seed_(seed) {}
+
+std::int64_t Model::submit(const ModelRequest& request, double arrival_s) {
+  Seq s;
+  s.id = request.id;
+  s.prompt = std::max<std::int64_t>(1, request.prompt_tokens);
+  s.max_tokens = std::max<std::int64_t>(
+      1, request.max_tokens > 0 ? request.max_tokens : profile_.default_max_tokens);
+  std::uint64_t mix = seed_ ^ (request.seed * 0xD1B54A32D192ED03ull) ^ 0x5EEDull;
+  s.rng = splitmix64(mix);
+  s.output_len = s.max_tokens;
+  s.finish = FinishReason::kLength;
+  const double p = profile_.eos_probability;
+  if (p > 0.0 && !request.ignore_eos) {
+    // Each token at index >= min_tokens (1-based) is EOS with probability p: the stop position
+    // is first + a geometric number of failures.
+    const std::int64_t first = std::max<std::int64_t>(1, request.min_tokens);
+    if (first <= s.max_tokens) {
+      double failures = 0.0;
+      if (p < 1.0) {
+        const double u = 1.0 - uniform(s.rng);  // (0, 1]
+        failures = std::floor(std::log(u) / std::log1p(-p));
+      }
+      if (static_cast<double>(first) + failures <= static_cast<double>(s.max_tokens)) {
+        s.output_len = first + static_cast<std::int64_t>(failures);
+        s.finish = FinishReason::kStop;
+      }
+    }
+  }
+  s.reasoning_len = static_cast<std::int64_t>(
+      std::floor(profile_.reasoning_fraction * static_cast<double>(s.output_len)));
+  if (!plan_) clock_ = std::max(clock_, arrival_s);
+  waiting_.push_back(s);
+  return s.output_len;
+}
+
+bool Model::cancel(std::uint64_t id) {
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+    if (it->id == id) {
+      waiting_.erase(it);
+      return true;
+    }
+  }
+  for (Seq& s : running_) {
+    if (s.id == id && !s.gone) {
+      s.gone = true;
+      --live_;
+      kv_used_ -= reservation(s);
+      if (!plan_) compact();
+      return true;
+    }
+  }
+  return false;
+}
+
+void Model::set_paused(std::uint64_t id, bool paused) {
+  for (Seq& s : running_) {
+    if (s.id == id && !s.gone) s.paused = paused;
+  }
+  for (Seq& s : waiting_) {
+    if (s.id == id) s.paused = paused;
+  }
+}
+
+bool Model::admissible(const Seq& s) const {
+  const std::size_t count = running();
+  if (count >= profile_.max_running_seqs) return false;
+  return count == 0 || kv_used_ + reservation(s) <= profile_.kv_capacity_tokens;
+}
+
+bool Model::has_work() const {
+  for (const Seq& s : running_) {
+    if (!s.gone && !s.paused) return true;
+  }
+  return !waiting_.empty() && admissible(waiting_.front());
+}
+
+double Model::step_duration(std::int64_t decode_seqs, std::int64_t decode_context,
+                            std::int64_t prefill_tokens) const {
+  if (profile_.zero_delay) return 0.0;
+  return profile_.step_base_s + profile_.decode_seq_s * static_cast<double>(decode_seqs) +
+         profile_.decode_ctx_token_s * static_cast<double>(decode_context) +
+         static_cast<double>(prefill_tokens) / profile_.prefill_tokens_per_s;
+}
+
+std::optional<StepPlan> Model::start_step(double now_s) {
+  if (plan_) return plan_;
+  while (!waiting_.empty() && admissible(waiting_.front())) {
+    kv_used_ += reservation(waiting_.front());
+    ++live_;
+    running_.push_back(waiting_.front());
+    waiting_.pop_front();
+  }
+  planned_.clear();
+  std::int64_t budget = profile_.step_token_budget;
+  StepPlan plan;
+  for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    const Seq& s = running_[i];
+    if (s.gone || s.paused || s.prefilled < s.prompt) continue;
+    planned_.push_back(Planned{i, 0, true});
+    --budget;
+    ++plan.decode_seqs;
+    plan.decode_context += s.prompt + s.generated;
+  }
+  for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    const Seq& s = running_[i];
+    if (s.gone || s.paused || s.prefilled >= s.prompt) continue;
+    const std::int64_t chunk = std::min(budget, s.prompt - s.prefilled);
+    planned_.push_back(Planned{i, chunk, false});
+    budget -= chunk;
+    plan.prefill_tokens += chunk;
+  }
+  if (planned_.empty()) return std::nullopt;
+  plan.start_s = now_s;
+  plan.end_s = now_s + step_duration(plan.decode_seqs, plan.decode_context, plan.prefill_tokens);
+  plan_ = plan;
+  return plan_;
+}
+
+std::int32_t Model::decode_tokens(Seq& s) {
+  std::int64_t n = 1;
+  for (std::uint32_t k = 0; k < profile_.spec_tokens; ++k) {
+    if (uniform(s.rng) >= profile_.spec_acceptance) break;
+    ++n;
+  }
+  n = std::min(n, s.output_len - s.generated);
+  if (s.generated < s.reasoning_len) n = std::min(n, s.reasoning_len - s.generated);
+  return static_cast<std::int32_t>(n);
+}
+
+const std::vector<Event>& Model::complete_step() {
+  if (!plan_) throw std::logic_error("Model::complete_step without a planned step");
+  events_.clear();
+  const double end = plan_->end_s;
+  for (const Planned& p : planned_) {
+    Seq& s = running_[p.index];
+    if (s.gone) continue;
+    Event e;
+    e.request_id = s.id;
+    e.time_s = end;
+    e.first_index = s.generated;
+    e.kind = s.generated < s.reasoning_len ? TokenKind::kReasoning : TokenKind::kContent;
+    if (p.decode) {
+      e.tokens = decode_tokens(s);
+    } else {
+      s.prefilled += p.prefill;
+      if (s.prefilled < s.prompt) continue;
+      e.tokens = 1;  // prefill completion produces the first output token
+      e.first = true;
+    }
+    s.generated += e.tokens;
+    if (s.generated >= s.output_len) {
+      e.finish = s.finish;
+      s.gone = true;
+      --live_;
+      kv_used_ -= reservation(s);
+    }
+    events_.push_back(e);
+  }
+  clock_ = end;
+  plan_.reset();
+  compact();
+  return events_;
+}
+
+void Model::compact() {
+  running_.erase(
+      std::remove_if(running_.begin(), running_.end(), [](const Seq& s) { return s.gone; }),
+      running_.end());
+}
+
+std::vector<Event> Model::run_until(double t_s) {
+  std::vector<Event> out;
+  for (;;) {
+    if (!plan_ && !start_step(clock_)) break;
+    if (plan_->end_s > t_s) break;
+    const std::vector<Event>& events = complete_step();
+    out.insert(out.end(), events.begin(), events.end());
+  }
+  if (!plan_) clock_ = std::max(clock_, t_s);
+  return out;
+}
+
+std::optional<double> Model::next_step_end() {
+  if (!plan_ && !start_step(clock_)) return std::nullopt;
+  return plan_->end_s;
+}
+
+}  // namespace dyno::sim

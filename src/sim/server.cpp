@@ -1,0 +1,1042 @@
+#include "sim/server.h"
+
+#include <array>
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <list>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+#include "sim/model.h"
+#include "sim/tokenizer.h"
+
+namespace dyno::sim {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace json = boost::json;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using boost::system::error_code;
+
+// Backpressure: a sequence whose connection has more than kHighWater rendered but unsent bytes
+// is paused in the model until the writer drains it below kLowWater.
+constexpr std::size_t kHighWater = 256 * 1024;
+constexpr std::size_t kLowWater = 64 * 1024;
+// Zero-delay engine: steps run back to back for at most this many steps or events before the
+// engine yields to the io_context (the writers then send all of it in one write each).
+constexpr std::size_t kZeroDelayBurstSteps = 16;
+constexpr std::size_t kZeroDelayBurstEvents = 512;
+constexpr std::uint64_t kBodyLimit = 64ull * 1024 * 1024;
+
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+std::string json_string(std::string_view s) { return json::serialize(json::string(s)); }
+
+enum class Fault { kNone, kHttp500, kHttp429, kMalformed, kCut, kStall };
+
+const char* fault_name(Fault f) {
+  switch (f) {
+    case Fault::kNone:
+      return "none";
+    case Fault::kHttp500:
+      return "http_500";
+    case Fault::kHttp429:
+      return "http_429";
+    case Fault::kMalformed:
+      return "malformed";
+    case Fault::kCut:
+      return "cut";
+    case Fault::kStall:
+      return "stall";
+  }
+  return "none";
+}
+
+bool every(std::uint32_t n, std::uint64_t ordinal) { return n != 0 && ordinal % n == 0; }
+
+const char* finish_name(FinishReason r) { return r == FinishReason::kStop ? "stop" : "length"; }
+
+// A request-level error carried to the HTTP response.
+struct HttpError {
+  http::status status;
+  std::string message;
+  std::string type = "invalid_request_error";
+};
+
+std::string error_body(const HttpError& e) {
+  json::object err;
+  err["message"] = e.message;
+  err["type"] = e.type;
+  err["code"] = static_cast<int>(e.status);
+  json::object body;
+  body["error"] = std::move(err);
+  return json::serialize(body);
+}
+
+// Connection state shared by the session coroutine and the server's stop().
+struct Conn {
+  explicit Conn(tcp::socket s) : socket(std::move(s)) {}
+  tcp::socket socket;
+};
+
+// A parsed, validated completion request.
+struct CompletionRequest {
+  bool chat = false;
+  bool stream = false;
+  bool include_usage = false;
+  std::string prompt_text;  // empty when the prompt was given as token ids
+  std::int64_t prompt_tokens = 0;
+  std::int64_t max_tokens = 0;
+  std::int64_t min_tokens = 0;
+  bool ignore_eos = false;
+  std::optional<std::uint64_t> seed;
+};
+
+// One completion request in flight: what the engine renders for its connection's writer.
+struct Stream {
+  explicit Stream(asio::any_io_executor ex) : signal(ex) {}
+
+  std::uint64_t id = 0;
+  CompletionRequest req;
+  std::uint64_t text_seed = 0;
+  Fault fault = Fault::kNone;    // assigned by ordinal (malformed/cut/stall)
+  bool fault_done = false;       // the assigned fault happened (recorded in the truth log)
+  bool fault_triggered = false;  // cut/stall happened: no more events are rendered
+  std::string prefix_content;    // pre-rendered SSE chunk parts
+  std::string prefix_reasoning;
+  std::string suffix;
+  std::string chunk_head;  // `data: {"id":..,"object":..,"created":..,"model":..,`
+
+  std::string pending;  // rendered, unsent bytes (streaming)
+  std::vector<std::int32_t> pending_event_tokens;
+  bool role_sent = false;
+  bool paused = false;
+  bool finished = false;       // the model finished the sequence
+  bool tail_rendered = false;  // final/usage/[DONE] chunks are in `pending`
+  FinishReason finish = FinishReason::kNone;
+  std::int64_t generated = 0;
+  std::int64_t reasoning_tokens = 0;
+  std::int64_t events_rendered = 0;
+  std::string content;  // non-streaming text
+  std::string reasoning;
+
+  std::string xid;  // X-Request-Id
+  std::int64_t received_ns = 0;
+  bool logged = false;  // the truth line is written
+  std::vector<std::int64_t> event_times_ns;
+  std::vector<std::int32_t> event_tokens;
+  asio::steady_timer signal;  // cancelled to wake the connection's writer
+};
+
+struct Sizes {
+  std::array<char, 24> text{};
+  std::size_t size = 0;
+};
+
+Sizes chunk_size_line(std::size_t n) {
+  Sizes s;
+  const int written = std::snprintf(s.text.data(), s.text.size(), "%zx\r\n", n);
+  s.size = written > 0 ? static_cast<std::size_t>(written) : 0;
+  return s;
+}
+
+}  // namespace
+
+struct Server::Impl {
+  explicit Impl(ServerOptions o) : options(std::move(o)), model(options.profile, options.seed) {}
+
+  ServerOptions options;
+  asio::io_context io{1};
+  tcp::acceptor acceptor{io};
+  asio::steady_timer engine_wake{io};
+  asio::steady_timer step_timer{io};
+  Model model;
+  Clock::time_point epoch = Clock::now();
+  std::unordered_map<std::uint64_t, std::shared_ptr<Stream>> streams;
+  std::list<std::weak_ptr<Conn>> conns;
+  std::uint64_t next_id = 1;
+  std::uint64_t ordinal = 0;
+  std::uint64_t ended = 0;
+  bool stopping = false;
+  std::uint16_t bound_port = 0;
+
+  std::ofstream truth_file;
+  std::string truth_buf;
+
+  std::thread thread;
+  std::atomic<bool> started{false};
+  std::mutex join_mutex;
+  bool joined = false;
+
+  double now_s() const { return std::chrono::duration<double>(Clock::now() - epoch).count(); }
+  void wake_engine() { engine_wake.cancel(); }
+
+  std::uint16_t start();
+  void initiate_stop();
+  void join_and_flush();
+
+  asio::awaitable<void> accept_loop();
+  asio::awaitable<void> engine_loop();
+  asio::awaitable<void> session(std::shared_ptr<Conn> conn);
+  asio::awaitable<bool> handle(Conn& conn, http::request<http::string_body>& req);
+  asio::awaitable<bool> handle_completion(Conn& conn, http::request<http::string_body>& req,
+                                          bool chat);
+  asio::awaitable<bool> stream_response(Conn& conn, Stream& stream, bool keep_alive);
+  asio::awaitable<bool> whole_response(Conn& conn, Stream& stream, unsigned version,
+                                       bool keep_alive);
+  asio::awaitable<void> wait_for_close(Conn& conn);
+
+  void dispatch(const Event& e);
+  void render_tail(Stream& st);
+  void trigger_fault(Stream& st);
+  void log_stream(Stream& st, std::int64_t done_ns);
+  void count_end();
+  void log_truth(const std::string& request_id, std::int64_t received_ns, int status, Fault fault,
+                 bool stream, const Stream* st, std::int64_t done_ns);
+
+  std::string handle_tokenize(const std::string& body, http::status& status) const;
+  std::string models_body() const;
+  CompletionRequest parse_completion(const std::string& body, bool chat) const;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Lifecycle
+
+std::uint16_t Server::Impl::start() {
+  if (options.truth_path) {
+    truth_file.open(*options.truth_path, std::ios::binary | std::ios::trunc);
+    if (!truth_file) {
+      throw std::runtime_error("cannot open truth log " + options.truth_path->string());
+    }
+  }
+  error_code ec;
+  tcp::resolver resolver(io);
+  const auto results = resolver.resolve(options.host, std::to_string(options.port), ec);
+  if (ec || results.empty()) {
+    throw std::runtime_error("sim: cannot resolve " + options.host + ": " + ec.message());
+  }
+  const tcp::endpoint endpoint = results.begin()->endpoint();
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    throw std::runtime_error("sim: cannot listen on " + options.host + ":" +
+                             std::to_string(options.port) + ": " + ec.message());
+  }
+  bound_port = acceptor.local_endpoint().port();
+  asio::co_spawn(io, accept_loop(), asio::detached);
+  asio::co_spawn(io, engine_loop(), asio::detached);
+  thread = std::thread([this] { io.run(); });
+  started = true;
+  return bound_port;
+}
+
+// Runs on the server thread: stop accepting, drop every connection, end the loop. Requests in
+// flight get no truth line (they never ended).
+void Server::Impl::initiate_stop() {
+  if (stopping) return;
+  stopping = true;
+  error_code ec;
+  acceptor.close(ec);
+  for (auto& weak : conns) {
+    if (auto conn = weak.lock()) conn->socket.close(ec);
+  }
+  engine_wake.cancel();
+  step_timer.cancel();
+  for (auto& [id, st] : streams) st->signal.cancel();
+  io.stop();
+}
+
+void Server::Impl::join_and_flush() {
+  std::lock_guard lock(join_mutex);
+  if (joined || !thread.joinable()) return;
+  thread.join();
+  joined = true;
+  if (truth_file.is_open()) {
+    truth_file << truth_buf;
+    truth_buf.clear();
+    truth_file.flush();
+    truth_file.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Engine
+
+asio::awaitable<void> Server::Impl::engine_loop() {
+  error_code ec;
+  const bool zero_delay = options.profile.zero_delay;
+  std::size_t burst_steps = 0;
+  std::size_t burst_events = 0;
+  while (!stopping) {
+    const std::optional<StepPlan> plan = model.start_step(now_s());
+    if (!plan) {
+      engine_wake.expires_at(Clock::time_point::max());
+      co_await engine_wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      continue;
+    }
+    if (zero_delay) {
+      // Let the sockets be serviced between steps, in bounded bursts: one yield per step would
+      // cost one write syscall per step when a single connection streams.
+      if (++burst_steps >= kZeroDelayBurstSteps || burst_events >= kZeroDelayBurstEvents) {
+        burst_steps = 0;
+        burst_events = 0;
+        co_await asio::post(io, asio::use_awaitable);
+      }
+    } else {
+      step_timer.expires_at(epoch + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(plan->end_s)));
+      co_await step_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    if (stopping) break;
+    const std::vector<Event>& events = model.complete_step();
+    burst_events += events.size();
+    for (const Event& e : events) dispatch(e);
+  }
+}
+
+void Server::Impl::dispatch(const Event& e) {
+  const auto it = streams.find(e.request_id);
+  if (it == streams.end()) return;
+  Stream& st = *it->second;
+  st.generated += e.tokens;
+  if (e.kind == TokenKind::kReasoning) st.reasoning_tokens += e.tokens;
+  const auto first = static_cast<std::uint64_t>(e.first_index);
+  const auto count = static_cast<std::uint64_t>(e.tokens);
+  if (st.req.stream) {
+    if (!st.role_sent && st.req.chat) {
+      st.pending += st.chunk_head;
+      st.pending +=
+          R"("choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,)"
+          R"("finish_reason":null}]})"
+          "\n\n";
+    }
+    st.role_sent = true;
+    st.pending +=
+        e.kind == TokenKind::kReasoning && st.req.chat ? st.prefix_reasoning : st.prefix_content;
+    append_output_pieces(st.pending, st.text_seed, first, count);
+    st.pending += st.suffix;
+    st.pending_event_tokens.push_back(e.tokens);
+  } else {
+    append_output_pieces(e.kind == TokenKind::kReasoning && st.req.chat ? st.reasoning : st.content,
+                         st.text_seed, first, count);
+    st.event_tokens.push_back(e.tokens);
+  }
+  ++st.events_rendered;
+  bool wake = st.req.stream;
+  // A response that ends at the fault point gets no cut/stall (nothing left to cut).
+  if (st.fault != Fault::kNone && !st.fault_done &&
+      st.events_rendered >= options.faults.after_tokens &&
+      (st.fault == Fault::kMalformed || e.finish == FinishReason::kNone)) {
+    trigger_fault(st);
+    wake = true;
+  }
+  if (e.finish != FinishReason::kNone) {
+    st.finished = true;
+    st.finish = e.finish;
+    if (st.req.stream) render_tail(st);
+    wake = true;
+  }
+  if (!st.finished && !st.fault_triggered && st.req.stream && !st.paused &&
+      st.pending.size() > kHighWater) {
+    st.paused = true;
+    model.set_paused(st.id, true);
+  }
+  if (st.finished || st.fault_triggered) streams.erase(it);  // `st` stays alive in its session
+  if (wake) st.signal.cancel();
+}
+
+// Malformed: a bad `data:` line, then normal streaming. Cut/stall: the sequence leaves the
+// model; the writer sends what is pending, then closes or stalls.
+void Server::Impl::trigger_fault(Stream& st) {
+  st.fault_done = true;
+  if (st.fault == Fault::kMalformed) {
+    // Non-streamed responses get a malformed body instead (see whole_response).
+    if (st.req.stream) st.pending += "data: {not json\n\n";
+    return;
+  }
+  st.fault_triggered = true;
+  if (!st.finished) model.cancel(st.id);
+  wake_engine();
+}
+
+void Server::Impl::render_tail(Stream& st) {
+  const std::int64_t prompt = st.req.prompt_tokens;
+  std::string& out = st.pending;
+  out += st.chunk_head;
+  if (st.req.chat) {
+    out += R"("choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":")";
+    out += finish_name(st.finish);
+    out += "\"}]}\n\n";
+  } else {
+    out += R"("choices":[{"index":0,"text":"","logprobs":null,"finish_reason":")";
+    out += finish_name(st.finish);
+    out += "\",\"stop_reason\":null}]}\n\n";
+  }
+  if (st.req.include_usage) {
+    out += st.chunk_head;
+    out += R"("choices":[],"usage":{"prompt_tokens":)";
+    out += std::to_string(prompt);
+    out += R"(,"completion_tokens":)";
+    out += std::to_string(st.generated);
+    out += R"(,"total_tokens":)";
+    out += std::to_string(prompt + st.generated);
+    if (options.profile.reasoning_fraction > 0.0) {
+      out += R"(,"completion_tokens_details":{"reasoning_tokens":)";
+      out += std::to_string(st.reasoning_tokens);
+      out += "}";
+    }
+    out += "}}\n\n";
+  }
+  out += "data: [DONE]\n\n";
+  st.tail_rendered = true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Connections
+
+asio::awaitable<void> Server::Impl::accept_loop() {
+  while (!stopping) {
+    error_code ec;
+    tcp::socket socket(io);
+    co_await acceptor.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      if (stopping || !acceptor.is_open()) co_return;
+      continue;
+    }
+    socket.set_option(tcp::no_delay(true), ec);
+    auto conn = std::make_shared<Conn>(std::move(socket));
+    // Forget connections that ended, so the list stays as long as the live set.
+    conns.remove_if([](const std::weak_ptr<Conn>& w) { return w.expired(); });
+    conns.push_back(conn);
+    asio::co_spawn(io, session(std::move(conn)), asio::detached);
+  }
+}
+
+asio::awaitable<void> Server::Impl::session(std::shared_ptr<Conn> conn) {
+  beast::flat_buffer buffer;
+  try {
+    while (!stopping) {
+      error_code ec;
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(kBodyLimit);
+      co_await http::async_read_header(conn->socket, buffer, parser,
+                                       asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) break;
+      // curl sends "Expect: 100-continue" for larger bodies and waits a second for this.
+      if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        co_await asio::async_write(conn->socket, asio::buffer(kContinue),
+                                   asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) break;
+      }
+      co_await http::async_read(conn->socket, buffer, parser,
+                                asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) break;
+      http::request<http::string_body> req = parser.release();
+      if (!co_await handle(*conn, req)) break;
+    }
+  } catch (const std::exception&) {
+    // A connection's failure never takes the server down; the socket is closed below.
+  }
+  error_code ignored;
+  conn->socket.shutdown(tcp::socket::shutdown_both, ignored);
+  conn->socket.close(ignored);
+}
+
+namespace {
+
+http::response<http::string_body> make_response(http::status status, unsigned version,
+                                                bool keep_alive, std::string body,
+                                                std::string_view content_type) {
+  http::response<http::string_body> res{status, version};
+  res.set(http::field::server, "dyno-sim");
+  res.set(http::field::content_type, content_type);
+  res.keep_alive(keep_alive);
+  res.body() = std::move(body);
+  res.prepare_payload();
+  return res;
+}
+
+}  // namespace
+
+// Note: no temporaries with destructors inside co_await expressions here and below (GCC 12
+// mis-destroys some of them); values are computed into locals first.
+asio::awaitable<bool> Server::Impl::handle(Conn& conn, http::request<http::string_body>& req) {
+  std::string_view target = req.target();
+  if (const auto q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
+  const bool keep_alive = req.keep_alive();
+  const auto method = req.method();
+  const bool completion = target == "/v1/chat/completions" || target == "/v1/completions";
+  if (completion && method == http::verb::post) {
+    const bool chat = target == "/v1/chat/completions";
+    const bool keep = co_await handle_completion(conn, req, chat);
+    co_return keep;
+  }
+
+  http::status status = http::status::ok;
+  std::string body;
+  if (completion) {
+    status = http::status::method_not_allowed;
+    body = error_body(HttpError{status, "use POST for " + std::string(target)});
+  } else if (target == "/health" && method == http::verb::get) {
+    body = "{}";
+  } else if (target == "/v1/models" && method == http::verb::get) {
+    body = models_body();
+  } else if (target == "/tokenize" && method == http::verb::post) {
+    body = handle_tokenize(req.body(), status);
+  } else {
+    status = http::status::not_found;
+    body = error_body(HttpError{
+        status, "no route for " + std::string(req.method_string()) + " " + std::string(target),
+        "not_found_error"});
+  }
+  http::response<http::string_body> res =
+      make_response(status, req.version(), keep_alive, std::move(body), "application/json");
+  error_code ec;
+  co_await http::async_write(conn.socket, res, asio::redirect_error(asio::use_awaitable, ec));
+  co_return !ec && keep_alive;
+}
+
+std::string Server::Impl::models_body() const {
+  json::object entry;
+  entry["id"] = options.profile.model_name;
+  entry["object"] = "model";
+  entry["created"] = 0;
+  entry["owned_by"] = "dyno-sim";
+  entry["max_model_len"] = options.profile.max_model_len;
+  json::array data;
+  data.push_back(std::move(entry));
+  json::object body;
+  body["object"] = "list";
+  body["data"] = std::move(data);
+  return json::serialize(body);
+}
+
+namespace {
+
+// Throws HttpError (400) describing the first problem.
+[[noreturn]] void bad_request(std::string message) {
+  throw HttpError{http::status::bad_request, std::move(message)};
+}
+
+json::object parse_object(const std::string& body) {
+  error_code ec;
+  json::value v = json::parse(body, ec);
+  if (ec) bad_request("invalid JSON body: " + ec.message());
+  if (!v.is_object()) bad_request("the request body must be a JSON object");
+  return std::move(v.get_object());
+}
+
+std::vector<ChatMessage> parse_messages(const json::value& v) {
+  if (!v.is_array()) bad_request("'messages' must be an array");
+  std::vector<ChatMessage> out;
+  for (const json::value& m : v.get_array()) {
+    if (!m.is_object()) bad_request("each message must be an object");
+    const json::object& o = m.get_object();
+    const json::value* role = o.if_contains("role");
+    if (!role || !role->is_string()) bad_request("each message needs a string 'role'");
+    ChatMessage msg;
+    msg.role = std::string(role->get_string());
+    if (const json::value* content = o.if_contains("content")) {
+      if (content->is_string()) {
+        msg.content = std::string(content->get_string());
+      } else if (content->is_array()) {
+        for (const json::value& part : content->get_array()) {
+          const json::object* p = part.if_object();
+          const json::value* text = p ? p->if_contains("text") : nullptr;
+          if (!text || !text->is_string()) bad_request("content parts must have a string 'text'");
+          msg.content += text->get_string();
+        }
+      } else if (!content->is_null()) {
+        bad_request("'content' must be a string, an array of parts or null");
+      }
+    }
+    out.push_back(std::move(msg));
+  }
+  if (out.empty()) bad_request("'messages' must not be empty");
+  return out;
+}
+
+std::optional<std::int64_t> optional_int(const json::object& o, std::string_view key,
+                                         std::int64_t min) {
+  const json::value* v = o.if_contains(key);
+  if (!v || v->is_null()) return std::nullopt;
+  std::int64_t i = 0;
+  if (v->is_int64()) {
+    i = v->get_int64();
+  } else if (v->is_uint64() && v->get_uint64() <= static_cast<std::uint64_t>(INT64_MAX)) {
+    i = static_cast<std::int64_t>(v->get_uint64());
+  } else {
+    bad_request("'" + std::string(key) + "' must be an integer");
+  }
+  if (i < min) bad_request("'" + std::string(key) + "' must be >= " + std::to_string(min));
+  return i;
+}
+
+bool optional_bool(const json::object& o, std::string_view key, bool fallback) {
+  const json::value* v = o.if_contains(key);
+  if (!v || v->is_null()) return fallback;
+  if (!v->is_bool()) bad_request("'" + std::string(key) + "' must be a boolean");
+  return v->get_bool();
+}
+
+void check_number(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  if (v && !v->is_null() && !v->is_number()) {
+    bad_request("'" + std::string(key) + "' must be a number");
+  }
+}
+
+}  // namespace
+
+CompletionRequest Server::Impl::parse_completion(const std::string& body, bool chat) const {
+  const json::object o = parse_object(body);
+  const Profile& profile = options.profile;
+  const json::value* model_v = o.if_contains("model");
+  if (!model_v) bad_request("'model' is required");
+  if (!model_v->is_string()) bad_request("'model' must be a string");
+  if (model_v->get_string() != profile.model_name) {
+    throw HttpError{http::status::not_found, "The model `" + std::string(model_v->get_string()) +
+                                                 "` does not exist (this server serves `" +
+                                                 profile.model_name + "`)."};
+  }
+  CompletionRequest r;
+  r.chat = chat;
+  if (chat) {
+    const json::value* messages = o.if_contains("messages");
+    if (!messages) bad_request("'messages' is required");
+    r.prompt_text =
+        apply_chat_template(parse_messages(*messages), true, profile.chat_template_tokens);
+    r.prompt_tokens = static_cast<std::int64_t>(count_tokens(r.prompt_text));
+  } else {
+    const json::value* prompt = o.if_contains("prompt");
+    if (!prompt) bad_request("'prompt' is required");
+    if (prompt->is_string()) {
+      r.prompt_text = std::string(prompt->get_string());
+      r.prompt_tokens = static_cast<std::int64_t>(count_tokens(r.prompt_text));
+    } else if (prompt->is_array() && !prompt->get_array().empty()) {
+      const json::array& a = prompt->get_array();
+      if (a.size() == 1 && a[0].is_string()) {
+        r.prompt_text = std::string(a[0].get_string());
+        r.prompt_tokens = static_cast<std::int64_t>(count_tokens(r.prompt_text));
+      } else {
+        for (const json::value& t : a) {
+          if (!t.is_int64() && !t.is_uint64()) {
+            bad_request("'prompt' must be a string, [string] or an array of token ids");
+          }
+        }
+        r.prompt_tokens = static_cast<std::int64_t>(a.size());
+      }
+    } else {
+      bad_request("'prompt' must be a string, [string] or a non-empty array of token ids");
+    }
+    if (r.prompt_tokens == 0) bad_request("'prompt' must not be empty");
+  }
+  std::optional<std::int64_t> max_tokens = optional_int(o, "max_tokens", 1);
+  if (!max_tokens) max_tokens = optional_int(o, "max_completion_tokens", 1);
+  r.max_tokens = max_tokens.value_or(profile.default_max_tokens);
+  r.min_tokens = optional_int(o, "min_tokens", 0).value_or(0);
+  if (const auto n = optional_int(o, "n", 1); n && *n != 1) bad_request("only n = 1 is supported");
+  if (const auto seed = optional_int(o, "seed", INT64_MIN)) {
+    r.seed = static_cast<std::uint64_t>(*seed);
+  }
+  r.ignore_eos = optional_bool(o, "ignore_eos", false);
+  r.stream = optional_bool(o, "stream", false);
+  check_number(o, "temperature");
+  check_number(o, "top_p");
+  if (const json::value* so = o.if_contains("stream_options"); so && !so->is_null()) {
+    if (!so->is_object()) bad_request("'stream_options' must be an object");
+    r.include_usage = optional_bool(so->get_object(), "include_usage", false);
+  }
+  if (const json::value* stop = o.if_contains("stop");
+      stop && !stop->is_null() && !stop->is_string() && !stop->is_array()) {
+    bad_request("'stop' must be a string, an array of strings or null");
+  }
+  if (r.prompt_tokens + r.max_tokens > profile.max_model_len) {
+    bad_request("This model's maximum context length is " + std::to_string(profile.max_model_len) +
+                " tokens. However, you requested " +
+                std::to_string(r.prompt_tokens + r.max_tokens) + " tokens (" +
+                std::to_string(r.prompt_tokens) + " in the prompt, " +
+                std::to_string(r.max_tokens) + " in the completion).");
+  }
+  return r;
+}
+
+std::string Server::Impl::handle_tokenize(const std::string& body, http::status& status) const {
+  try {
+    const json::object o = parse_object(body);
+    if (const json::value* m = o.if_contains("model");
+        m && m->is_string() && m->get_string() != options.profile.model_name) {
+      throw HttpError{http::status::not_found,
+                      "The model `" + std::string(m->get_string()) + "` does not exist."};
+    }
+    std::string text;
+    if (const json::value* messages = o.if_contains("messages")) {
+      text = apply_chat_template(parse_messages(*messages),
+                                 optional_bool(o, "add_generation_prompt", true),
+                                 options.profile.chat_template_tokens);
+    } else if (const json::value* prompt = o.if_contains("prompt")) {
+      if (!prompt->is_string()) bad_request("'prompt' must be a string");
+      text = std::string(prompt->get_string());
+    } else {
+      bad_request("'prompt' or 'messages' is required");
+    }
+    json::array ids;
+    for (const Token& t : tokenize(text)) ids.push_back(t.id);
+    json::object out;
+    out["count"] = ids.size();
+    out["max_model_len"] = options.profile.max_model_len;
+    out["tokens"] = std::move(ids);
+    return json::serialize(out);
+  } catch (const HttpError& e) {
+    status = e.status;
+    return error_body(e);
+  }
+}
+
+asio::awaitable<bool> Server::Impl::handle_completion(Conn& conn,
+                                                      http::request<http::string_body>& req,
+                                                      bool chat) {
+  const std::int64_t received_ns = steady_ns();
+  const std::uint64_t n = ++ordinal;
+  const bool keep_alive = req.keep_alive();
+  std::string xid;
+  if (const auto it = req.find("X-Request-Id"); it != req.end()) xid = std::string(it->value());
+  const Faults& faults = options.faults;
+
+  // Plain error responses (injected 500/429 first: they stand in for a failing front end).
+  std::optional<HttpError> error;
+  Fault fault = Fault::kNone;
+  CompletionRequest parsed;
+  if (every(faults.http_500_every, n)) {
+    fault = Fault::kHttp500;
+    error = HttpError{http::status::internal_server_error, "injected fault: internal error",
+                      "server_error"};
+  } else if (every(faults.http_429_every, n)) {
+    fault = Fault::kHttp429;
+    error = HttpError{http::status::too_many_requests, "injected fault: rate limited",
+                      "rate_limit_error"};
+  } else {
+    try {
+      parsed = parse_completion(req.body(), chat);
+    } catch (const HttpError& e) {
+      error = e;
+    }
+  }
+  if (error) {
+    auto res = make_response(error->status, req.version(), keep_alive, error_body(*error),
+                             "application/json");
+    if (fault == Fault::kHttp429) res.set(http::field::retry_after, "1");
+    log_truth(xid, received_ns, static_cast<int>(error->status), fault, parsed.stream, nullptr,
+              steady_ns());
+    error_code ec;
+    co_await http::async_write(conn.socket, res, asio::redirect_error(asio::use_awaitable, ec));
+    if (!stopping) count_end();
+    co_return !ec && keep_alive && !stopping;
+  }
+
+  auto st = std::make_shared<Stream>(io.get_executor());
+  st->id = next_id++;
+  st->req = parsed;
+  st->xid = std::move(xid);
+  st->received_ns = received_ns;
+  st->text_seed = parsed.seed ? *parsed.seed : options.seed * 0x9E3779B97F4A7C15ull + n;
+  if (every(faults.malformed_every, n)) {
+    st->fault = Fault::kMalformed;
+  } else if (every(faults.cut_every, n)) {
+    st->fault = Fault::kCut;
+  } else if (every(faults.stall_every, n)) {
+    st->fault = Fault::kStall;
+  }
+  const auto created = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  const std::string object = chat ? "chat.completion.chunk" : "text_completion";
+  st->chunk_head = "data: {\"id\":\"" + std::string(chat ? "chatcmpl-" : "cmpl-") +
+                   std::to_string(st->id) + "\",\"object\":\"" + object +
+                   "\",\"created\":" + std::to_string(created) +
+                   ",\"model\":" + json_string(options.profile.model_name) + ",";
+  if (chat) {
+    st->prefix_content = st->chunk_head + R"("choices":[{"index":0,"delta":{"content":")";
+    st->prefix_reasoning =
+        st->chunk_head + R"("choices":[{"index":0,"delta":{"reasoning_content":")";
+    st->suffix = "\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n";
+  } else {
+    st->prefix_content = st->chunk_head + R"("choices":[{"index":0,"text":")";
+    st->suffix = "\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}]}\n\n";
+  }
+
+  ModelRequest mr;
+  mr.id = st->id;
+  mr.prompt_tokens = parsed.prompt_tokens;
+  mr.max_tokens = parsed.max_tokens;
+  mr.min_tokens = parsed.min_tokens;
+  mr.ignore_eos = parsed.ignore_eos;
+  mr.seed = st->text_seed;
+  streams.emplace(st->id, st);
+  if (st->fault != Fault::kNone && faults.after_tokens == 0) trigger_fault(*st);
+  if (!st->fault_triggered) {
+    model.submit(mr, now_s());
+    wake_engine();
+  } else {
+    streams.erase(st->id);
+  }
+
+  bool keep = false;
+  if (parsed.stream) {
+    keep = co_await stream_response(conn, *st, keep_alive);
+  } else {
+    const unsigned version = req.version();
+    keep = co_await whole_response(conn, *st, version, keep_alive);
+  }
+  // Whatever happened (client gone, fault, stop), the sequence leaves the model.
+  if (streams.erase(st->id) > 0) model.cancel(st->id);
+  if (stopping) co_return false;
+  log_stream(*st, steady_ns());  // no-op when logged at its last write
+  count_end();
+  if (st->fault_triggered) {
+    // A stall ends (and is logged) when the sending stops; the connection then stays open,
+    // silent, until the client gives up. A cut closes it at once.
+    if (st->fault == Fault::kStall) co_await wait_for_close(conn);
+    error_code ignored;
+    conn.socket.close(ignored);
+    co_return false;
+  }
+  co_return keep && !stopping;
+}
+
+// The SSE writer: sends whatever the engine rendered, batching everything pending into one
+// write. Returns whether the connection can serve another request.
+asio::awaitable<bool> Server::Impl::stream_response(Conn& conn, Stream& stream, bool keep_alive) {
+  Stream* st = &stream;
+  error_code ec;
+  std::string head =
+      "HTTP/1.1 200 OK\r\nServer: dyno-sim\r\nContent-Type: text/event-stream\r\n"
+      "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n";
+  head += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+  co_await asio::async_write(conn.socket, asio::buffer(head),
+                             asio::redirect_error(asio::use_awaitable, ec));
+  std::string out;
+  while (!ec && !stopping) {
+    if (st->pending.empty()) {
+      if (st->tail_rendered || st->fault_triggered) break;
+      st->signal.expires_at(Clock::time_point::max());
+      error_code wait_ec;
+      co_await st->signal.async_wait(asio::redirect_error(asio::use_awaitable, wait_ec));
+      continue;
+    }
+    out.clear();
+    out.swap(st->pending);
+    const std::int64_t t = steady_ns();
+    for (const std::int32_t tokens : st->pending_event_tokens) {
+      st->event_times_ns.push_back(t);
+      st->event_tokens.push_back(tokens);
+    }
+    st->pending_event_tokens.clear();
+    const bool last = st->tail_rendered && !st->fault_triggered;
+    if (last) log_stream(*st, t);
+    const Sizes size_line = chunk_size_line(out.size());
+    const std::array<asio::const_buffer, 3> buffers{
+        asio::buffer(size_line.text.data(), size_line.size), asio::buffer(out),
+        asio::buffer(last ? std::string_view("\r\n0\r\n\r\n") : std::string_view("\r\n"))};
+    co_await asio::async_write(conn.socket, buffers, asio::redirect_error(asio::use_awaitable, ec));
+    if (st->paused && st->pending.size() < kLowWater) {
+      st->paused = false;
+      model.set_paused(st->id, false);
+      wake_engine();
+    }
+  }
+  if (ec || stopping) co_return false;
+  co_return !st->fault_triggered && keep_alive;
+}
+
+asio::awaitable<bool> Server::Impl::whole_response(Conn& conn, Stream& stream, unsigned version,
+                                                   bool keep_alive) {
+  Stream* st = &stream;
+  while (!st->finished && !st->fault_triggered && !stopping) {
+    st->signal.expires_at(Clock::time_point::max());
+    error_code wait_ec;
+    co_await st->signal.async_wait(asio::redirect_error(asio::use_awaitable, wait_ec));
+  }
+  if (stopping) co_return false;
+  if (st->fault_triggered) co_return false;
+  std::string body;
+  if (st->fault == Fault::kMalformed && st->fault_done) {
+    body = "{not json";
+  } else {
+    const Stream& s = *st;
+    json::object usage;
+    usage["prompt_tokens"] = s.req.prompt_tokens;
+    usage["completion_tokens"] = s.generated;
+    usage["total_tokens"] = s.req.prompt_tokens + s.generated;
+    if (options.profile.reasoning_fraction > 0.0) {
+      json::object details;
+      details["reasoning_tokens"] = s.reasoning_tokens;
+      usage["completion_tokens_details"] = std::move(details);
+    }
+    json::object choice;
+    choice["index"] = 0;
+    if (s.req.chat) {
+      json::object message;
+      message["role"] = "assistant";
+      message["content"] = s.content;
+      if (options.profile.reasoning_fraction > 0.0) message["reasoning_content"] = s.reasoning;
+      choice["message"] = std::move(message);
+    } else {
+      choice["text"] = s.content;
+    }
+    choice["logprobs"] = nullptr;
+    choice["finish_reason"] = finish_name(s.finish);
+    json::object o;
+    o["id"] = (s.req.chat ? "chatcmpl-" : "cmpl-") + std::to_string(s.id);
+    o["object"] = s.req.chat ? "chat.completion" : "text_completion";
+    o["created"] = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+    o["model"] = options.profile.model_name;
+    json::array choices;
+    choices.push_back(std::move(choice));
+    o["choices"] = std::move(choices);
+    o["usage"] = std::move(usage);
+    body = json::serialize(o);
+  }
+  auto res =
+      make_response(http::status::ok, version, keep_alive, std::move(body), "application/json");
+  const std::int64_t t = steady_ns();
+  st->event_times_ns.assign(st->event_tokens.size(), t);
+  log_stream(*st, t);
+  error_code ec;
+  co_await http::async_write(conn.socket, res, asio::redirect_error(asio::use_awaitable, ec));
+  co_return !ec && keep_alive;
+}
+
+// Reads and discards until the peer closes (or the server stops): a stalled response.
+asio::awaitable<void> Server::Impl::wait_for_close(Conn& conn) {
+  std::array<char, 4096> sink{};
+  error_code ec;
+  while (!ec && !stopping) {
+    co_await conn.socket.async_read_some(asio::buffer(sink),
+                                         asio::redirect_error(asio::use_awaitable, ec));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Truth log
+
+// A request's truth line is logged when its last bytes are handed to the socket (so a stop that
+// follows the client's read of them cannot lose it); it counts as ended (exit_after_requests)
+// once that write completed.
+void Server::Impl::log_stream(Stream& st, std::int64_t done_ns) {
+  if (st.logged) return;
+  st.logged = true;
+  log_truth(st.xid, st.received_ns, 200, st.fault_done ? st.fault : Fault::kNone, st.req.stream,
+            &st, done_ns);
+}
+
+void Server::Impl::count_end() {
+  ++ended;
+  if (options.exit_after_requests && ended >= *options.exit_after_requests) initiate_stop();
+}
+
+void Server::Impl::log_truth(const std::string& request_id, std::int64_t received_ns, int status,
+                             Fault fault, bool stream, const Stream* st, std::int64_t done_ns) {
+  if (truth_file.is_open()) {
+    std::string& out = truth_buf;
+    out += R"({"request_id":)";
+    out += json_string(request_id);
+    out += R"(,"received_ns":)";
+    out += std::to_string(received_ns);
+    out += R"(,"status":)";
+    out += std::to_string(status);
+    out += R"(,"fault":")";
+    out += fault_name(fault);
+    out += R"(","stream":)";
+    out += stream ? "true" : "false";
+    out += R"(,"prompt_tokens":)";
+    out += std::to_string(st ? st->req.prompt_tokens : 0);
+    out += R"(,"completion_tokens":)";
+    std::int64_t sent = 0;
+    if (st) {
+      for (const std::int32_t tokens : st->event_tokens) sent += tokens;
+    }
+    out += std::to_string(sent);
+    out += R"(,"event_times_ns":[)";
+    if (st) {
+      for (std::size_t i = 0; i < st->event_times_ns.size(); ++i) {
+        if (i) out += ',';
+        out += std::to_string(st->event_times_ns[i]);
+      }
+    }
+    out += R"(],"event_tokens":[)";
+    if (st) {
+      for (std::size_t i = 0; i < st->event_tokens.size(); ++i) {
+        if (i) out += ',';
+        out += std::to_string(st->event_tokens[i]);
+      }
+    }
+    out += R"(],"first_token_ns":)";
+    out += st && !st->event_times_ns.empty() ? std::to_string(st->event_times_ns.front())
+                                             : std::string("null");
+    out += R"(,"done_ns":)";
+    out += std::to_string(done_ns);
+    out += "}\n";
+    if (truth_buf.size() > (1u << 20)) {
+      truth_file << truth_buf;
+      truth_buf.clear();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Public API
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+Server::~Server() { stop(); }
+
+std::uint16_t Server::start() {
+  if (impl_->started) throw std::logic_error("sim::Server::start called twice");
+  return impl_->start();
+}
+
+void Server::stop() {
+  if (!impl_->started) return;
+  asio::post(impl_->io, [impl = impl_.get()] { impl->initiate_stop(); });
+  impl_->join_and_flush();
+}
+
+void Server::wait() {
+  if (impl_->started) impl_->join_and_flush();
+}
+
+std::uint16_t Server::port() const { return impl_->bound_port; }
+
+}  // namespace dyno::sim

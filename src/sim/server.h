@@ -1,0 +1,106 @@
+// The simulated engine as an OpenAI-compatible HTTP server (in-process or `dyno sim`).
+//
+// Endpoints (HTTP/1.1, keep-alive):
+//   POST /v1/chat/completions, POST /v1/completions  OpenAI/vLLM-shaped, streamed (SSE, chunked)
+//       or not. Streamed framing: for chat a role chunk (delta {"role":"assistant","content":""})
+//       sent with the first token; one `data:` chunk per model event (delta.content, or
+//       delta.reasoning_content for reasoning tokens; choices[0].text for completions); a final
+//       chunk with an empty delta/text and finish_reason "length" or "stop"; with
+//       stream_options.include_usage a usage chunk ("choices":[]; completion_tokens_details
+//       .reasoning_tokens only for profiles with reasoning_fraction > 0); then `data: [DONE]`.
+//       Prompt tokens: tokens of the prompt (completions; a token-id array counts its length)
+//       or of apply_chat_template(messages) (chat). Errors: 400 bad JSON/fields, absent model,
+//       n != 1, prompt + max_tokens > max_model_len; 404 other model name; OpenAI-style body
+//       {"error":{"message":..,"type":..,"code":<status>}}. temperature/top_p/stop are
+//       validated for type and otherwise ignored (the output vocabulary is fixed).
+//   GET /v1/models, GET /health ("{}"), POST /tokenize (vLLM shape), anything else 404.
+//
+// Truth log (ServerOptions::truth_path): JSONL, one line per request to a completion endpoint,
+// written when its last bytes are handed to the socket (or when it fails, is cut or stalls),
+// buffered and flushed by stop()/wait(); requests still in flight at stop get no line:
+//   {"request_id":"<X-Request-Id header, empty if absent>",
+//    "received_ns":<steady ns when the request was fully read>,
+//    "status":200|400|404|429|500, "fault":"none|http_500|http_429|malformed|cut|stall",
+//    "stream":true|false, "prompt_tokens":N (0 for error responses),
+//    "completion_tokens":<tokens in the events below>,
+//    "event_times_ns":[<steady ns just before the write carrying each token event was issued>],
+//    "event_tokens":[<tokens per event>],
+//    "first_token_ns":<event_times_ns[0], or null>, "done_ns":<steady ns of the last write>}
+// steady ns = std::chrono::steady_clock (CLOCK_MONOTONIC) time_since_epoch in ns, comparable
+// with a client in another process. Events batched into one write share its time. For
+// non-streamed responses every event gets the time of the response write. "fault" names the
+// injected fault only if it actually happened (a response shorter than after_tokens events is
+// "none"); "stream" is false for requests refused before their body was read (500/429).
+// A client that disconnects mid-response gets a line with the events written so far.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/profile.h"
+
+namespace dyno::sim {
+
+/// Injected failures, for testing clients. Each applies to requests whose arrival ordinal n
+/// (1-based, counting every request to a completion endpoint, valid or not) satisfies
+/// n % every == 0 (0 = never); when several match, the first in field order applies.
+/// http_500/http_429 answer at once, before the body is looked at (429 with Retry-After: 1).
+/// The others act after `after_tokens` token events: malformed writes `data: {not json` and
+/// then continues normally (non-streamed: the body is `{not json`); cut closes the socket
+/// without the terminating chunk; stall stops sending and leaves the connection open until the
+/// client closes it or the server stops. Cut/stall drop the sequence from the engine.
+struct Faults {
+  std::uint32_t http_500_every = 0;
+  std::uint32_t http_429_every = 0;
+  std::uint32_t malformed_every = 0;  ///< a `data:` line that is not JSON, mid-stream
+  std::uint32_t cut_every = 0;        ///< close the connection mid-stream
+  std::uint32_t stall_every = 0;      ///< stop sending mid-stream (connection left open)
+  std::uint32_t after_tokens = 2;     ///< malformed/cut/stall happen after this many tokens
+};
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;  ///< 0: pick a free port
+  Profile profile;
+  std::uint64_t seed = 0;
+  Faults faults;
+  std::optional<std::filesystem::path> truth_path;  ///< JSONL, one line per request
+  /// Stop serving (as if the engine crashed) once N completion requests ended, counting every
+  /// request with a truth line; in-flight requests are dropped.
+  std::optional<std::uint64_t> exit_after_requests;
+};
+
+/// Runs on its own thread with its own event loop, so it never shares a core's queue with the
+/// client it serves in-process. The engine (sim/model.h) runs on the steady clock: each step
+/// starts when the previous one ended and its events are written at its end. Zero-delay
+/// profiles run up to 16 steps (or 512 events) back to back between yields to the event loop.
+/// Backpressure: a sequence whose connection holds more than 256 KiB of unsent output is paused
+/// (it keeps its KV reservation) until the backlog drops below 64 KiB. A client that
+/// disconnects has its sequence dropped at the next write.
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();  ///< stops and joins
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Binds and starts serving; returns the bound port. Throws std::runtime_error on bind errors.
+  std::uint16_t start();
+  /// Stops accepting, closes connections, flushes the truth log, joins the thread. Idempotent;
+  /// called by the destructor.
+  void stop();
+  /// Blocks until the server stopped (by stop() or exit_after_requests), then flushes the
+  /// truth log. Returns at once if never started.
+  void wait();
+  std::uint16_t port() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dyno::sim

@@ -1,0 +1,52 @@
+// Incremental Server-Sent Events parser (WHATWG HTML "event stream interpretation").
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace dyno::transport {
+
+/// One dispatched event. Views are valid only during the callback.
+struct SseEvent {
+  std::string_view type;  ///< the `event:` field, "" when absent ("message")
+  std::string_view data;  ///< `data:` lines joined by '\n'
+  std::string_view id;    ///< last `id:` seen
+};
+
+/// Feed bytes in any split (a CRLF, a field name or a UTF-8 sequence may be cut anywhere);
+/// events are dispatched on a blank line. Lines: LF, CR or CRLF terminated. `:` lines are
+/// comments. A leading UTF-8 BOM is skipped. Unknown fields are ignored (per spec); `retry:`
+/// is parsed and ignored. An event without any `data:` field is not dispatched (per spec); a
+/// `data:` line with an empty value does dispatch an event whose data is "".
+class SseParser {
+ public:
+  using Callback = std::function<void(const SseEvent&)>;
+  explicit SseParser(Callback on_event);
+
+  void feed(std::string_view bytes);
+  /// End of stream: an unterminated final event is discarded (per spec).
+  /// Returns true when bytes of an incomplete line/event were pending (a truncated stream).
+  bool finish();
+  void reset();
+
+  std::uint64_t events_dispatched() const { return events_; }
+
+ private:
+  void process_line(std::string_view line);
+  void dispatch();
+
+  Callback on_event_;
+  std::string line_;  // partial line carried across feeds
+  std::string data_;  // data buffer of the event being built
+  std::string type_;
+  std::string id_;
+  bool have_data_ = false;
+  bool pending_cr_ = false;  // last byte was CR: a following LF belongs to it
+  bool bom_checked_ = false;
+  bool event_started_ = false;
+  std::uint64_t events_ = 0;
+};
+
+}  // namespace dyno::transport

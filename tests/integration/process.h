@@ -1,0 +1,114 @@
+// Child processes for integration tests: spawn `dyno`, read its output, signal it.
+#pragma once
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace dyno::testing {
+
+/// A child process with stdout/stderr captured to files (no pipe can fill up and block it).
+class Child {
+ public:
+  Child(const std::vector<std::string>& argv, const std::string& out_path,
+        const std::string& err_path, const std::map<std::string, std::string>& extra_env = {})
+      : out_path_(out_path), err_path_(err_path) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    std::vector<std::string> env_store;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string kv = *e;
+      const std::string key = kv.substr(0, kv.find('='));
+      if (extra_env.count(key) == 0) env_store.push_back(kv);
+    }
+    for (const auto& [k, v] : extra_env) env_store.push_back(k + "=" + v);
+    std::vector<char*> envp;
+    for (auto& s : env_store) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> args = argv;
+    std::vector<char*> cargv;
+    for (auto& a : args) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    const int rc = posix_spawn(&pid_, cargv[0], &fa, nullptr, cargv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw std::runtime_error("posix_spawn failed for " + argv[0]);
+  }
+  ~Child() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      int st = 0;
+      ::waitpid(pid_, &st, 0);
+    }
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  void signal(int sig) { ::kill(pid_, sig); }
+
+  /// Waits for exit; returns the exit code (128 + signal if killed by one). -1 on timeout.
+  int wait(std::chrono::seconds timeout = std::chrono::seconds(300)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int st = 0;
+      const pid_t r = ::waitpid(pid_, &st, WNOHANG);
+      if (r == pid_) {
+        reaped_ = true;
+        if (WIFEXITED(st)) return WEXITSTATUS(st);
+        if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+
+  std::string out() const { return slurp(out_path_); }
+  std::string err() const { return slurp(err_path_); }
+
+  /// Polls stdout until it contains `needle` (or the timeout passes); returns stdout.
+  std::string wait_for_output(const std::string& needle,
+                              std::chrono::seconds timeout = std::chrono::seconds(20)) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::string s = out();
+      if (s.find(needle) != std::string::npos) return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    throw std::runtime_error("timed out waiting for '" + needle + "'; stdout: " + out() +
+                             " stderr: " + err());
+  }
+
+  static std::string slurp(const std::string& path) {
+    std::string s;
+    if (FILE* f = std::fopen(path.c_str(), "rb")) {
+      char buf[8192];
+      size_t n;
+      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+      std::fclose(f);
+    }
+    return s;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  std::string out_path_;
+  std::string err_path_;
+};
+
+}  // namespace dyno::testing

@@ -1,0 +1,212 @@
+// The run loop against a fake target (P14): exact control of when each request ends.
+#include "load/runner.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <deque>
+#include <map>
+
+#include "transport/event_loop.h"
+
+namespace {
+
+using dyno::transport::EventLoop;
+using dyno::transport::steady_now_ns;
+
+struct FakePrepared : dyno::transport::PreparedRequest {
+  std::string id;
+};
+
+/// Completes each request `latency_ns` after submit with `tokens` token events, or fails it.
+class FakeTarget : public dyno::transport::Target {
+ public:
+  FakeTarget(EventLoop& loop, std::int64_t latency_ns, int tokens)
+      : loop_(loop), latency_ns_(latency_ns), tokens_(tokens) {}
+
+  std::unique_ptr<dyno::transport::PreparedRequest> prepare(
+      const dyno::workload::Request& r) override {
+    auto p = std::make_unique<FakePrepared>();
+    p->id = r.id;
+    return p;
+  }
+
+  void submit(const dyno::transport::PreparedRequest& req, std::uint64_t submission,
+              dyno::transport::StreamObserver& obs) override {
+    submitted_ids.push_back(static_cast<const FakePrepared&>(req).id);
+    ++in_flight;
+    max_in_flight = std::max(max_in_flight, in_flight);
+    const std::int64_t start = steady_now_ns();
+    obs.on_sent(start);
+    const bool fail = fail_every > 0 && (submission + 1) % fail_every == 0;
+    const std::uint64_t timer = loop_.call_at(start + latency_ns_, [this, &obs, fail, submission] {
+      pending_.erase(submission);
+      const std::int64_t now = steady_now_ns();
+      obs.on_first_byte(now, fail ? 500 : 200);
+      --in_flight;
+      if (fail) {
+        obs.on_error(now, dyno::transport::ErrorCategory::kHttpStatus, "500 boom", 500);
+        return;
+      }
+      for (int i = 0; i < tokens_; ++i) obs.on_token_event(now + i, "tok", "");
+      dyno::transport::Usage u;
+      u.prompt_tokens = 10;
+      u.completion_tokens = tokens_;
+      obs.on_usage(u);
+      obs.on_done(now + tokens_, {"length", ""});
+    });
+    pending_[submission] = {timer, &obs};
+  }
+
+  void cancel_all() override {
+    auto pending = std::move(pending_);
+    pending_.clear();
+    for (auto& [sub, p] : pending) {
+      loop_.cancel_timer(p.first);
+      --in_flight;
+      p.second->on_error(steady_now_ns(), dyno::transport::ErrorCategory::kCancelled, "cancelled",
+                         std::nullopt);
+    }
+  }
+
+  std::vector<std::string> submitted_ids;
+  int in_flight = 0;
+  int max_in_flight = 0;
+  std::uint64_t fail_every = 0;
+
+ private:
+  EventLoop& loop_;
+  std::int64_t latency_ns_;
+  int tokens_;
+  std::map<std::uint64_t, std::pair<std::uint64_t, dyno::transport::StreamObserver*>> pending_;
+};
+
+std::vector<dyno::workload::Request> stream(int n) {
+  std::vector<dyno::workload::Request> v;
+  for (int i = 0; i < n; ++i) {
+    dyno::workload::Request r;
+    r.id = "r" + std::to_string(i);
+    r.messages = {{"user", "hi"}};
+    v.push_back(r);
+  }
+  return v;
+}
+
+constexpr std::int64_t kMs = 1'000'000;
+
+TEST(Runner, ClosedLoopKeepsConcurrencyAndRunsWarmupFirst) {
+  EventLoop loop;
+  FakeTarget target(loop, 5 * kMs, 3);
+  dyno::load::LoadConfig cfg;
+  cfg.concurrency = 4;
+  cfg.requests = 20;
+  cfg.warmup = 3;
+  std::vector<std::string> finished_phases;
+  dyno::load::RunHooks hooks;
+  hooks.on_finished = [&](const dyno::metrics::Trace& t) { finished_phases.push_back(t.phase); };
+  const auto result = dyno::load::run_load(loop, target, stream(7), cfg, hooks);
+  ASSERT_EQ(result.traces.size(), 23u);
+  EXPECT_EQ(target.max_in_flight, 4);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(finished_phases[i], "warmup");
+  for (std::size_t i = 3; i < finished_phases.size(); ++i)
+    EXPECT_EQ(finished_phases[i], "measured");
+  // Submissions walk the stream cyclically.
+  EXPECT_EQ(target.submitted_ids[0], "r0");
+  EXPECT_EQ(target.submitted_ids[7], "r0");
+  EXPECT_EQ(target.submitted_ids[8], "r1");
+  for (const auto& t : result.traces) {
+    EXPECT_TRUE(t.ok());
+    EXPECT_EQ(t.output_tokens, 3);
+    EXPECT_EQ(t.token_count_source, dyno::metrics::TokenCountSource::kUsage);
+    EXPECT_EQ(t.event_times_ns.size(), 3u);
+    ASSERT_TRUE(t.sent_ns && t.scheduled_ns && t.done_ns);
+    EXPECT_GE(*t.sent_ns, *t.scheduled_ns);
+  }
+  // Measured requests start only after the warm-up ended.
+  EXPECT_GE(*result.traces[3].sent_ns, *result.traces[2].done_ns);
+  EXPECT_GE(result.measured_start_ns, *result.traces[2].done_ns);
+  EXPECT_FALSE(result.loop_lag_s.empty());
+}
+
+TEST(Runner, DurationStopsSendingAndDrains) {
+  EventLoop loop;
+  FakeTarget target(loop, 20 * kMs, 1);
+  dyno::load::LoadConfig cfg;
+  cfg.concurrency = 2;
+  cfg.duration_s = 0.2;
+  const auto start = steady_now_ns();
+  const auto result = dyno::load::run_load(loop, target, stream(3), cfg, {});
+  const double elapsed = static_cast<double>(steady_now_ns() - start) * 1e-9;
+  EXPECT_GE(elapsed, 0.2);
+  EXPECT_LT(elapsed, 1.0);
+  EXPECT_GE(result.traces.size(), 10u);  // 2 streams × ~10 rounds of 20 ms
+  EXPECT_LE(result.traces.size(), 24u);
+  for (const auto& t : result.traces) EXPECT_TRUE(t.ok());
+  EXPECT_EQ(target.in_flight, 0);
+}
+
+TEST(Runner, OpenLoopSendsAtScheduledTimes) {
+  EventLoop loop;
+  FakeTarget target(loop, 50 * kMs, 2);  // long requests: sends must not wait for them
+  dyno::load::LoadConfig cfg;
+  cfg.open_loop = true;
+  cfg.requests = 10;
+  dyno::load::ScheduleSpec spec;
+  spec.arrival = dyno::load::Arrival::kConstant;
+  spec.rate_per_s = 100;
+  cfg.schedule = spec;
+  const auto result = dyno::load::run_load(loop, target, stream(4), cfg, {});
+  ASSERT_EQ(result.traces.size(), 10u);
+  EXPECT_GT(target.max_in_flight, 3);
+  for (std::size_t i = 1; i < result.traces.size(); ++i) {
+    EXPECT_EQ(*result.traces[i].scheduled_ns - *result.traces[i - 1].scheduled_ns, 10 * kMs);
+  }
+  for (const auto& t : result.traces) {
+    EXPECT_GE(*t.sent_ns, *t.scheduled_ns);
+    EXPECT_LT(*t.sent_ns - *t.scheduled_ns, 20 * kMs);  // tolerant: busy machine
+  }
+}
+
+TEST(Runner, FailuresAreDataAndStopFlagCancelsInFlight) {
+  EventLoop loop;
+  FakeTarget target(loop, 30 * kMs, 1);
+  target.fail_every = 3;
+  dyno::load::LoadConfig cfg;
+  cfg.concurrency = 3;
+  cfg.duration_s = 30;
+  std::atomic<bool> stop{false};
+  dyno::load::RunHooks hooks;
+  hooks.stop_requested = &stop;
+  int finished = 0;
+  hooks.on_finished = [&](const dyno::metrics::Trace&) {
+    if (++finished == 9) stop = true;
+  };
+  const auto result = dyno::load::run_load(loop, target, stream(5), cfg, hooks);
+  EXPECT_TRUE(result.interrupted);
+  int ok = 0, failed = 0, cancelled = 0;
+  for (const auto& t : result.traces) {
+    if (t.ok()) ++ok;
+    if (t.status == dyno::metrics::RequestStatus::kError) {
+      ++failed;
+      EXPECT_EQ(t.error_category, "http_status");
+      EXPECT_EQ(t.http_status, 500);
+    }
+    if (t.status == dyno::metrics::RequestStatus::kCancelled) ++cancelled;
+  }
+  EXPECT_GE(ok + failed, 9);
+  EXPECT_GT(failed, 0);
+  EXPECT_EQ(target.in_flight, 0);
+  EXPECT_EQ(static_cast<std::size_t>(ok + failed + cancelled), result.traces.size());
+}
+
+TEST(Runner, RejectsAnEmptyStreamOrNoLimit) {
+  EventLoop loop;
+  FakeTarget target(loop, kMs, 1);
+  dyno::load::LoadConfig cfg;
+  cfg.requests = 1;
+  EXPECT_THROW(dyno::load::run_load(loop, target, {}, cfg, {}), std::invalid_argument);
+  cfg.requests.reset();
+  EXPECT_THROW(dyno::load::run_load(loop, target, stream(1), cfg, {}), std::invalid_argument);
+}
+
+}  // namespace

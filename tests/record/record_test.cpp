@@ -1,0 +1,183 @@
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "golden.h"
+#include "json/json_text.h"
+#include "metrics/summary.h"
+#include "record/record_json.h"
+#include "record/run_id.h"
+#include "record/run_writer.h"
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using dyno::metrics::Trace;
+
+namespace {
+
+Trace sample_trace() {
+  Trace t;
+  t.index = 7;
+  t.request_id = "syn-0-7";
+  t.phase = "measured";
+  t.scheduled_ns = 1'000;
+  t.sent_ns = 1'500;
+  t.first_byte_ns = 2'000'000;
+  t.first_token_ns = 30'000'000;
+  t.first_content_ns = 30'000'000;
+  t.last_token_ns = 50'000'000;
+  t.done_ns = 50'100'000;
+  t.event_times_ns = {30'000'000, 40'000'000, 50'000'000};
+  t.input_tokens = 12;
+  t.output_tokens = 3;
+  t.token_count_source = dyno::metrics::TokenCountSource::kUsage;
+  t.http_status = 200;
+  t.finish_reason = "length";
+  t.server_timings_json = R"({"prompt_n":12,"prompt_ms":4.5})";
+  return t;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = fs::temp_directory_path() / ("dyno-record-" + std::to_string(rd()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+TEST(RecordJson, RequestLineMatchesGolden) {
+  const std::string line =
+      dyno::json_text::compact(dyno::record::trace_to_json(sample_trace(), true));
+  dyno::testing::expect_golden("tests/record/golden/request_line.json", line + "\n");
+}
+
+TEST(RecordJson, ChunkTimesAreDeltaEncodedAndRoundTrip) {
+  const json::object o = dyno::record::trace_to_json(sample_trace(), true);
+  const auto& deltas = o.at("chunk_times_ns").as_array();
+  ASSERT_EQ(deltas.size(), 3u);
+  EXPECT_EQ(deltas[0].as_int64(), 30'000'000);
+  EXPECT_EQ(deltas[1].as_int64(), 10'000'000);
+  const Trace back = dyno::record::trace_from_json(o);
+  EXPECT_EQ(back.event_times_ns, sample_trace().event_times_ns);
+  EXPECT_EQ(back.first_token_ns, sample_trace().first_token_ns);
+  EXPECT_EQ(back.output_tokens, 3);
+  EXPECT_EQ(back.server_timings_json, R"({"prompt_n":12,"prompt_ms":4.5})");
+  EXPECT_EQ(back.finish_reason, "length");
+}
+
+TEST(RecordJson, ErrorTraceCarriesCategoryAndNoChunkTimesWhenDropped) {
+  Trace t = sample_trace();
+  t.status = dyno::metrics::RequestStatus::kError;
+  t.error_category = "timeout";
+  t.error_message = "total timeout after 1500 ms";
+  const json::object o = dyno::record::trace_to_json(t, false);
+  EXPECT_FALSE(o.contains("chunk_times_ns"));
+  EXPECT_EQ(o.at("error").at("category").as_string(), "timeout");
+  EXPECT_EQ(o.at("status").as_string(), "error");
+}
+
+TEST(RecordJson, NonFiniteNumbersBecomeNull) {
+  EXPECT_TRUE(dyno::record::number_or_null(std::nan("")).is_null());
+  EXPECT_TRUE(dyno::record::number_or_null(std::nullopt).is_null());
+  EXPECT_EQ(dyno::record::number_or_null(1.5).as_double(), 1.5);
+}
+
+TEST(RecordJson, SummaryMatchesGolden) {
+  std::vector<Trace> traces;
+  for (int i = 0; i < 4; ++i) {
+    Trace t = sample_trace();
+    t.index = static_cast<std::uint64_t>(i);
+    t.sent_ns = i * 10'000'000;
+    t.scheduled_ns = t.sent_ns;
+    t.first_token_ns = *t.sent_ns + 20'000'000 + i * 1'000'000;
+    t.event_times_ns = {*t.first_token_ns, *t.first_token_ns + 8'000'000,
+                        *t.first_token_ns + 16'000'000};
+    t.last_token_ns = t.event_times_ns.back();
+    t.done_ns = *t.last_token_ns + 100'000;
+    traces.push_back(t);
+  }
+  Trace failed;
+  failed.index = 4;
+  failed.request_id = "syn-0-4";
+  failed.sent_ns = 5'000'000;
+  failed.done_ns = 6'000'000;
+  failed.status = dyno::metrics::RequestStatus::kError;
+  failed.error_category = "http_status";
+  failed.http_status = 500;
+  traces.push_back(failed);
+  dyno::metrics::SummaryOptions opt;
+  opt.declared_concurrency = 4;
+  opt.slo.ttft_s = 0.0225;
+  const auto summary = dyno::metrics::summarize_run(traces, opt);
+  dyno::testing::expect_golden("tests/record/golden/summary.json",
+                               dyno::record::pretty_json(dyno::record::summary_to_json(summary)));
+}
+
+TEST(RunWriter, WritesAtomicallyAppendsAndSumsEveryFile) {
+  TempDir tmp;
+  std::vector<Trace> traces;
+  {
+    dyno::record::RunWriter w(tmp.path(), "run-1", true);
+    EXPECT_THROW(dyno::record::RunWriter(tmp.path(), "run-1", true), dyno::record::RecordError);
+    w.write_json("manifest.json", json::object{{"schema_version", 1}});
+    for (std::uint64_t i = 0; i < 5; ++i) {
+      Trace t = sample_trace();
+      t.index = 4 - i;  // finish out of order
+      w.append_request(t);
+      traces.push_back(t);
+    }
+    w.flush_requests();
+    // Appended as they finished: already on disk before finalize (what an interrupt keeps).
+    std::string appended = read_file(w.dir() / "requests.jsonl");
+    EXPECT_EQ(std::count(appended.begin(), appended.end(), '\n'), 5);
+    w.write_text("evidence/note.txt", "hello\n");
+    w.finalize(traces);
+    // Final file is in index order.
+    std::ifstream in(w.dir() / "requests.jsonl");
+    std::string line;
+    std::int64_t expected = 0;
+    while (std::getline(in, line)) {
+      EXPECT_EQ(json::parse(line).at("index").as_int64(), expected++);
+    }
+    EXPECT_EQ(expected, 5);
+    const std::string sums = read_file(w.dir() / "SHA256SUMS");
+    EXPECT_NE(sums.find("  evidence/note.txt\n"), std::string::npos);
+    EXPECT_NE(sums.find("  manifest.json\n"), std::string::npos);
+    EXPECT_NE(sums.find("  requests.jsonl\n"), std::string::npos);
+    EXPECT_NE(sums.find(dyno::record::sha256_hex("hello\n") + "  evidence/note.txt"),
+              std::string::npos);
+    EXPECT_EQ(sums.find("SHA256SUMS"), std::string::npos);
+    for (const auto& e : fs::recursive_directory_iterator(w.dir())) {
+      EXPECT_FALSE(e.path().string().ends_with(".tmp")) << e.path();
+    }
+  }
+}
+
+TEST(RunId, IsSortableAndCarriesTheLabel) {
+  const auto t = std::chrono::system_clock::from_time_t(1796000000);
+  const std::string id = dyno::record::make_run_id(t, "my label/x");
+  EXPECT_EQ(id.substr(0, 17), "20261130T005320Z-");
+  EXPECT_TRUE(id.ends_with("-my-label-x")) << id;
+  EXPECT_EQ(dyno::record::iso8601_utc(t), "2026-11-30T00:53:20.000Z");
+  EXPECT_EQ(dyno::record::sha256_hex(""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+}  // namespace

@@ -1,0 +1,193 @@
+#include "transport/openai_stream.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "transport/sse_parser.h"
+#include "transport/test_util.h"
+
+namespace dyno::transport {
+namespace {
+
+ChunkInfo decode_ok(std::string_view payload) {
+  ChunkInfo info;
+  std::string error;
+  EXPECT_TRUE(decode_chunk(payload, info, error)) << payload << ": " << error;
+  return info;
+}
+
+std::vector<std::string> payloads(const std::string& file) {
+  std::vector<std::string> out;
+  SseParser parser([&](const SseEvent& e) { out.emplace_back(e.data); });
+  parser.feed(testing::read_data_file(file));
+  parser.finish();
+  return out;
+}
+
+TEST(DecodeChunk, LlamaCppChatFixture) {
+  const auto events = payloads("chat_stream_sse.txt");
+  std::string text;
+  std::optional<Usage> usage;
+  std::string finish;
+  std::string timings;
+  bool done = false;
+  for (const auto& payload : events) {
+    const ChunkInfo info = decode_ok(payload);
+    text += info.content;
+    EXPECT_TRUE(info.reasoning.empty());
+    if (info.usage) usage = info.usage;
+    if (!info.finish_reason.empty()) finish = info.finish_reason;
+    if (!info.timings_json.empty()) timings = info.timings_json;
+    done = done || info.is_done_marker;
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(text.substr(0, 12), " fun kindlyg");
+  EXPECT_EQ(finish, "length");
+  ASSERT_TRUE(usage);
+  EXPECT_EQ(usage->completion_tokens, 8);
+  EXPECT_EQ(usage->prompt_tokens, 13);
+  EXPECT_FALSE(usage->cached_tokens);
+  EXPECT_FALSE(usage->reasoning_tokens);
+  EXPECT_EQ(timings.substr(0, 15), "{\"prompt_n\":13,");
+  EXPECT_EQ(timings.back(), '}');
+}
+
+TEST(DecodeChunk, LlamaCppCompletionsFixture) {
+  std::string text;
+  int with_text = 0;
+  for (const auto& payload : payloads("completions_stream_sse.txt")) {
+    const ChunkInfo info = decode_ok(payload);
+    text += info.content;
+    if (!info.content.empty()) ++with_text;
+  }
+  EXPECT_EQ(text.substr(0, 8), "activ\xE9\xBB\x83");
+  EXPECT_EQ(with_text, 5);
+}
+
+TEST(DecodeChunk, VllmReasoningStream) {
+  const auto events = payloads("vllm_chat_reasoning_sse.txt");
+  ASSERT_EQ(events.size(), 7u);
+  const ChunkInfo role = decode_ok(events[0]);
+  EXPECT_TRUE(role.content.empty());
+  EXPECT_TRUE(role.reasoning.empty());
+  EXPECT_EQ(decode_ok(events[1]).reasoning, "Let me think");
+  EXPECT_EQ(decode_ok(events[2]).reasoning, " about \"usage\"");
+  EXPECT_FALSE(decode_ok(events[2]).usage);
+  EXPECT_EQ(decode_ok(events[3]).content,
+            "H\xC3\xA9llo w\xC3\xB6rld \xE2\x9C\x93 \xF0\x9F\x9A\x80");
+  EXPECT_EQ(decode_ok(events[4]).finish_reason, "stop");
+  const ChunkInfo usage = decode_ok(events[5]);
+  ASSERT_TRUE(usage.usage);
+  EXPECT_EQ(usage.usage->prompt_tokens, 12);
+  EXPECT_EQ(usage.usage->completion_tokens, 7);
+  EXPECT_EQ(usage.usage->cached_tokens, 8);
+  EXPECT_EQ(usage.usage->reasoning_tokens, 3);
+  EXPECT_TRUE(decode_ok(events[6]).is_done_marker);
+}
+
+TEST(DecodeChunk, TrickyJson) {
+  EXPECT_EQ(
+      decode_ok(R"({"choices":[{"delta":{"content":"say \"hi\" \\ \/ \n\t\u00e9\ud83d\ude80"}}]})")
+          .content,
+      "say \"hi\" \\ / \n\t\xC3\xA9\xF0\x9F\x9A\x80");
+  // Strings that look like keys never confuse the scanner.
+  ChunkInfo info = decode_ok(
+      R"({"id":"usage","choices":[{"delta":{"content":"usage"},"x":{"usage":{"prompt_tokens":5}}}],"note":"\"usage\":{}"})");
+  EXPECT_EQ(info.content, "usage");
+  EXPECT_FALSE(info.usage);
+  // Nested objects and arrays of other members are skipped.
+  info = decode_ok(
+      R"({"a":[1,2.5e-3,{"b":[true,false,null]}],"choices":[{"logprobs":{"content":[{"token":"x"}]},"delta":{"content":"y","tool_calls":[{"id":"c"}]}},{"delta":{"content":"second choice"}}]})");
+  EXPECT_EQ(info.content, "y");
+  EXPECT_EQ(decode_ok(R"({"choices":[{"delta":{"content":null}}]})").content, "");
+  EXPECT_FALSE(decode_ok(R"({"choices":[],"usage":null})").usage);
+  info =
+      decode_ok(" \r\n\t{ \"choices\" : [ { \"text\" : \"a\" , \"finish_reason\" : null } ] } \n");
+  EXPECT_EQ(info.content, "a");
+  EXPECT_TRUE(info.finish_reason.empty());
+  EXPECT_EQ(decode_ok(R"({"choices":[{"delta":{"reasoning":"r"}}]})").reasoning, "r");
+  EXPECT_EQ(decode_ok(R"({"choi\u0063es":[{"delta":{"content":"escaped key"}}]})").content,
+            "escaped key");
+  EXPECT_TRUE(decode_ok(" [DONE] ").is_done_marker);
+  // A reused ChunkInfo is cleared.
+  ChunkInfo reused =
+      decode_ok(R"({"choices":[{"delta":{"content":"x"}}],"usage":{"prompt_tokens":1}})");
+  std::string error;
+  ASSERT_TRUE(decode_chunk(R"({"choices":[]})", reused, error));
+  EXPECT_TRUE(reused.content.empty());
+  EXPECT_FALSE(reused.usage);
+}
+
+TEST(DecodeChunk, ErrorObject) {
+  EXPECT_EQ(decode_ok(R"({"error":{"code":500,"message":"out of memory","type":"server_error"}})")
+                .error_message,
+            "out of memory");
+  EXPECT_EQ(decode_ok(R"({"error":"boom"})").error_message, "boom");
+  EXPECT_EQ(decode_ok(R"({"error":{"code":1}})").error_message, R"({"code":1})");
+  EXPECT_TRUE(decode_ok(R"({"error":null,"choices":[]})").error_message.empty());
+}
+
+TEST(DecodeChunk, MalformedIsRejected) {
+  for (const std::string_view bad : {"",
+                                     "{",
+                                     "[]",
+                                     "\"x\"",
+                                     "{\"choices\":[{\"delta\":{\"content\":\"x}}]}",
+                                     "{\"choices\":[{\"delta\":{\"content\":\"x\"}}]",
+                                     "{\"a\":1,}",
+                                     "{\"a\":01}",
+                                     "{\"a\":tru}",
+                                     "{\"a\":\"\\q\"}",
+                                     "{\"a\":\"\\u12\"}",
+                                     "{\"a\":1}x",
+                                     "{\"a\":\"ctl\x01\"}",
+                                     "{\"choices\":{}}",
+                                     "{\"choices\":[{\"delta\":{\"content\":5}}]}",
+                                     "{\"usage\":7}",
+                                     "{\"a\" 1}",
+                                     "{\"a\":-}",
+                                     "{\"a\":1.}",
+                                     "{'a':1}"}) {
+    ChunkInfo info;
+    std::string error;
+    EXPECT_FALSE(decode_chunk(bad, info, error)) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+  }
+  std::string deep(1000, '[');
+  ChunkInfo info;
+  std::string error;
+  EXPECT_FALSE(decode_chunk("{\"a\":" + deep, info, error));
+}
+
+TEST(DecodeFullResponse, LlamaCppChat) {
+  ChunkInfo info;
+  std::string error;
+  ASSERT_TRUE(decode_full_response(testing::read_data_file("chat_nonstream.json"), info, error))
+      << error;
+  EXPECT_EQ(info.content, " mysq \xD0\xBF\xD0\xB8 enqu enqu");
+  EXPECT_EQ(info.finish_reason, "length");
+  ASSERT_TRUE(info.usage);
+  EXPECT_EQ(info.usage->prompt_tokens, 13);
+  EXPECT_EQ(info.usage->completion_tokens, 4);
+  EXPECT_EQ(info.timings_json.substr(0, 12), "{\"prompt_n\":");
+}
+
+TEST(DecodeFullResponse, ReasoningAndCompletions) {
+  ChunkInfo info;
+  std::string error;
+  ASSERT_TRUE(decode_full_response(
+      R"({"choices":[{"message":{"role":"assistant","reasoning_content":"hmm","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"completion_tokens_details":{"reasoning_tokens":1}}})",
+      info, error));
+  EXPECT_EQ(info.content, "ok");
+  EXPECT_EQ(info.reasoning, "hmm");
+  EXPECT_EQ(info.usage->reasoning_tokens, 1);
+  ASSERT_TRUE(decode_full_response(R"({"choices":[{"text":"abc","finish_reason":"length"}]})", info,
+                                   error));
+  EXPECT_EQ(info.content, "abc");
+  EXPECT_FALSE(decode_full_response("not json", info, error));
+}
+
+}  // namespace
+}  // namespace dyno::transport
