@@ -45,8 +45,10 @@ using boost::system::error_code;
 // is paused in the model until the writer drains it below kLowWater.
 constexpr std::size_t kHighWater = 256 * 1024;
 constexpr std::size_t kLowWater = 64 * 1024;
-// Zero-delay engine: steps run back to back for at most this many steps or events before the
-// engine yields to the io_context (the writers then send all of it in one write each).
+// Zero-delay engine: steps run back to back for at most this many steps, or this many events per
+// running sequence (at least kZeroDelayBurstEvents), before the engine yields to the io_context
+// (the writers then send all of it in one write each). So a firehose stream gets up to 16
+// events per write at any concurrency, not one event per write once many streams run.
 constexpr std::size_t kZeroDelayBurstSteps = 16;
 constexpr std::size_t kZeroDelayBurstEvents = 512;
 constexpr std::uint64_t kBodyLimit = 64ull * 1024 * 1024;
@@ -305,7 +307,9 @@ asio::awaitable<void> Server::Impl::engine_loop() {
     if (zero_delay) {
       // Let the sockets be serviced between steps, in bounded bursts: one yield per step would
       // cost one write syscall per step when a single connection streams.
-      if (++burst_steps >= kZeroDelayBurstSteps || burst_events >= kZeroDelayBurstEvents) {
+      const std::size_t event_cap =
+          std::max(kZeroDelayBurstEvents, kZeroDelayBurstSteps * model.running());
+      if (++burst_steps >= kZeroDelayBurstSteps || burst_events >= event_cap) {
         burst_steps = 0;
         burst_events = 0;
         co_await asio::post(io, asio::use_awaitable);
