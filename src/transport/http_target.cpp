@@ -1,6 +1,8 @@
 #include "transport/http_target.h"
 
 #include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #include <algorithm>
 #include <array>
@@ -13,6 +15,7 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <limits>
@@ -268,6 +271,29 @@ std::string build_request_body(const workload::Request& request, const std::stri
 namespace {
 
 constexpr std::size_t kReadBufferSize = 16 * 1024;
+
+/// The kernel's receive time of the data a recvmsg() returned (SO_TIMESTAMPNS: the last
+/// segment's arrival, on CLOCK_REALTIME), moved onto the steady clock. This is when the bytes
+/// reached this host, whatever the event loop was doing then; without it, an event's time is
+/// when dyno got round to reading it, which lags by the loop's backlog when thousands of
+/// streams deliver at once. nullopt when the message carried no timestamp.
+std::optional<std::int64_t> kernel_receive_ns(const msghdr& msg) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr;
+       c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
+    timespec rx{};
+    std::memcpy(&rx, CMSG_DATA(c), sizeof rx);
+    if (rx.tv_sec == 0 && rx.tv_nsec == 0) return std::nullopt;
+    timespec real{};
+    timespec mono{};
+    clock_gettime(CLOCK_REALTIME, &real);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    const std::int64_t offset =
+        (real.tv_sec - mono.tv_sec) * 1'000'000'000LL + (real.tv_nsec - mono.tv_nsec);
+    return rx.tv_sec * 1'000'000'000LL + rx.tv_nsec - offset;
+  }
+  return std::nullopt;
+}
 constexpr std::size_t kMaxHeaderBytes = 64 * 1024;
 constexpr std::size_t kMaxChunkLine = 1024;
 constexpr std::size_t kErrorBodyExcerpt = 200;
@@ -327,6 +353,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_write(std::uint64_t generation, const error_code& ec);
   void start_read();
   void on_read(std::uint64_t generation, const error_code& ec, std::size_t n);
+  void on_readable(std::uint64_t generation, const error_code& ec);
   void on_read_error(std::int64_t t_ns, const error_code& ec);
   void retry_on_fresh_connection();
   // Returns false when the request ended (terminal callback made) while processing.
@@ -487,6 +514,10 @@ void Connection::connect(const tcp::resolver::results_type& endpoints) {
         }
         error_code ignored;
         self->socket().set_option(tcp::no_delay(true), ignored);
+        if (!self->tls_) {
+          const int on = 1;  // kernel receive timestamps, see kernel_receive_ns()
+          ::setsockopt(self->socket().native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+        }
         self->open_ = true;
         self->core_->count_open();
         if (!self->tls_) {
@@ -571,14 +602,57 @@ void Connection::retry_on_fresh_connection() {
 }
 
 void Connection::start_read() {
-  auto handler = [self = shared_from_this(), generation = generation_](
-                     const error_code& ec, std::size_t n) { self->on_read(generation, ec, n); };
-  const auto buffer = asio::buffer(read_buffer_.get(), kReadBufferSize);
   if (tls_) {
-    tls_->async_read_some(buffer, std::move(handler));
-  } else {
-    plain_->async_read_some(buffer, std::move(handler));
+    auto handler = [self = shared_from_this(), generation = generation_](
+                       const error_code& ec, std::size_t n) { self->on_read(generation, ec, n); };
+    tls_->async_read_some(asio::buffer(read_buffer_.get(), kReadBufferSize), std::move(handler));
+    return;
   }
+  // Plain TCP: wait for readability, then recvmsg() ourselves to get the kernel's receive
+  // timestamps (Asio's reads do not return ancillary data).
+  plain_->async_wait(tcp::socket::wait_read,
+                     [self = shared_from_this(), generation = generation_](const error_code& ec) {
+                       self->on_readable(generation, ec);
+                     });
+}
+
+void Connection::on_readable(std::uint64_t generation, const error_code& ec) {
+  if (core_ == nullptr || generation != generation_) return;
+  if (ec) {
+    on_read_error(steady_now_ns(), ec);
+    return;
+  }
+  // Drain the socket: the reactor is edge-triggered, so stop only at EAGAIN or a short read.
+  for (;;) {
+    iovec iov{read_buffer_.get(), kReadBufferSize};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(plain_->native_handle(), &msg, MSG_DONTWAIT);
+    const std::int64_t now = steady_now_ns();
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      on_read_error(now, error_code(errno, boost::system::system_category()));
+      return;
+    }
+    if (n == 0) {
+      on_read_error(now, asio::error::eof);
+      return;
+    }
+    // Never before the request was sent or after now (the clocks' offset is read per call).
+    std::int64_t t_ns = kernel_receive_ns(msg).value_or(now);
+    t_ns = std::clamp(t_ns, std::max(sent_ns_, read_ns_), std::max(now, sent_ns_));
+    response_started_ = true;
+    const char* data = read_buffer_.get();
+    if (!process(t_ns, data, data + n)) return;
+    if (core_ == nullptr || generation != generation_) return;
+    if (static_cast<std::size_t>(n) < kReadBufferSize) break;
+  }
+  start_read();
 }
 
 void Connection::on_read(std::uint64_t generation, const error_code& ec, std::size_t n) {
