@@ -14,18 +14,39 @@ const std::string kChunk =
     R"("created":1795987651,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,)"
     R"("delta":{"content":" world"},"logprobs":null,"finish_reason":null}]})";
 
-void BM_DecodeChunk(benchmark::State& state) {
+// A llama.cpp server chat chunk (tests/transport/data/chat_stream_sse.txt).
+const std::string kLlamaCppChunk =
+    R"({"choices":[{"finish_reason":null,"index":0,"delta":{"content":" kindly"}}],)"
+    R"("created":1795987651,"id":"chatcmpl-oMMUdWATen93Gn7mubBOLJmz6jk8wo6G",)"
+    R"("model":"rand-tiny-23M-f16","system_fingerprint":"b4748-c392e50",)"
+    R"("object":"chat.completion.chunk"})";
+
+// The shape `dyno sim` streams.
+const std::string kSimChunk =
+    R"({"id":"chatcmpl-42","object":"chat.completion.chunk",)"
+    R"("created":1795987651,"model":"sim","choices":[{"index":0,"delta":{"content":" word"},)"
+    R"("logprobs":null,"finish_reason":null}]})";
+
+void decode_loop(benchmark::State& state, const std::string& chunk) {
   dyno::transport::ChunkInfo info;
   std::string error;
   for (auto _ : state) {
     info = {};
-    const bool ok = dyno::transport::decode_chunk(kChunk, info, error);
+    const bool ok = dyno::transport::decode_chunk(chunk, info, error);
     benchmark::DoNotOptimize(ok);
     benchmark::DoNotOptimize(info.content.data());
   }
   state.SetItemsProcessed(state.iterations());
 }
+
+void BM_DecodeChunk(benchmark::State& state) { decode_loop(state, kChunk); }
 BENCHMARK(BM_DecodeChunk);
+
+void BM_DecodeChunkLlamaCpp(benchmark::State& state) { decode_loop(state, kLlamaCppChunk); }
+BENCHMARK(BM_DecodeChunkLlamaCpp);
+
+void BM_DecodeChunkSim(benchmark::State& state) { decode_loop(state, kSimChunk); }
+BENCHMARK(BM_DecodeChunkSim);
 
 void BM_SseParseAndDecode(benchmark::State& state) {
   // 64 events per feed, as a read of a busy stream would deliver them.

@@ -57,312 +57,525 @@ static_assert(std::endian::native == std::endian::little, "the string scan assum
   return end;
 }
 
+// Whether `s` equals the literal. The constant length turns the compare into word loads.
+template <std::size_t N>
+[[gnu::always_inline]] inline bool is(std::string_view s, const char (&literal)[N]) {
+  constexpr std::size_t n = N - 1;
+  if (s.size() != n) return false;
+  if constexpr (n > 8 && n <= 16) {
+    std::uint64_t a = 0;
+    std::uint64_t b = 0;
+    std::uint64_t c = 0;
+    std::uint64_t d = 0;
+    std::memcpy(&a, s.data(), 8);
+    std::memcpy(&b, literal, 8);
+    std::memcpy(&c, s.data() + n - 8, 8);
+    std::memcpy(&d, literal + n - 8, 8);
+    return ((a ^ b) | (c ^ d)) == 0;
+  } else {
+    return std::memcmp(s.data(), literal, n) == 0;
+  }
+}
+
+// A member name of interest, followed by ':' (as `"name":`), as up to 16 bytes to compare
+// against the input with two masked 8-byte words.
+struct KeyPattern {
+  std::uint64_t lo = 0;
+  std::uint64_t lo_mask = 0;
+  std::uint64_t hi = 0;
+  std::uint64_t hi_mask = 0;
+  std::size_t size = 0;
+};
+
+template <std::size_t N>
+consteval KeyPattern key_pattern(const char (&quoted)[N]) {
+  static_assert(N - 1 <= 16);
+  KeyPattern k;
+  k.size = N - 1;
+  for (std::size_t i = 0; i < N - 1; ++i) {
+    const std::uint64_t byte = static_cast<unsigned char>(quoted[i]);
+    if (i < 8) {
+      k.lo |= byte << (8 * i);
+      k.lo_mask |= std::uint64_t{0xFF} << (8 * i);
+    } else {
+      k.hi |= byte << (8 * (i - 8));
+      k.hi_mask |= std::uint64_t{0xFF} << (8 * (i - 8));
+    }
+  }
+  return k;
+}
+
+// The members the decoder acts on (kOther: skipped). Which of them matter depends on the
+// object they are in.
+enum class Key : unsigned char {
+  kOther,
+  kChoices,
+  kUsage,
+  kTimings,
+  kError,
+  kDelta,
+  kMessage,
+  kText,
+  kFinishReason,
+  kContent,
+  kReasoning,
+};
+
+Key classify(std::string_view key) {
+  switch (key.size()) {
+    case 4:
+      return is(key, "text") ? Key::kText : Key::kOther;
+    case 5:
+      return is(key, "usage")   ? Key::kUsage
+             : is(key, "error") ? Key::kError
+             : is(key, "delta") ? Key::kDelta
+                                : Key::kOther;
+    case 7:
+      return is(key, "choices")   ? Key::kChoices
+             : is(key, "timings") ? Key::kTimings
+             : is(key, "message") ? Key::kMessage
+             : is(key, "content") ? Key::kContent
+                                  : Key::kOther;
+    case 9:
+      return is(key, "reasoning") ? Key::kReasoning : Key::kOther;
+    case 13:
+      return is(key, "finish_reason") ? Key::kFinishReason : Key::kOther;
+    case 17:
+      return is(key, "reasoning_content") ? Key::kReasoning : Key::kOther;
+    default:
+      return Key::kOther;
+  }
+}
+
+inline bool digit(char c) { return c >= '0' && c <= '9'; }
+
+inline bool hex(char c) { return digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+// Where a string scan stopped: `quote` is its closing quote (nullptr on malformed input);
+// `escaped` tells whether it holds a backslash escape.
+struct StringEnd {
+  const char* quote;
+  bool escaped;
+};
+
 // A validating JSON scanner specialised for OpenAI-compatible responses: it walks the whole
 // document (so malformed JSON anywhere is rejected) but materialises only the few members
 // dyno reads, tracking its position structurally, so a string such as "usage" inside content
 // can never be mistaken for a key. No DOM and no allocation beyond the output strings.
 // Not checked: that strings are valid UTF-8 (bytes are passed through as the engine sent them).
+//
+// Every step takes the cursor and returns the position after what it consumed, or nullptr
+// once the input is found malformed (the first message is kept in error_). Passing the
+// cursor by value keeps it in a register on the hot path.
 class Scanner {
  public:
   Scanner(std::string_view text, ChunkInfo& out)
-      : p_(text.data()), end_(p_ + text.size()), out_(out) {}
+      : begin_(text.data()), end_(begin_ + text.size()), out_(out) {}
 
   bool parse_document(std::string& error) {
-    ws();
-    bool ok = p_ < end_ && *p_ == '{' ? root() : fail("payload is not a JSON object");
-    if (ok) {
-      ws();
-      if (p_ != end_) ok = fail("trailing characters after the JSON object");
+    const char* p = ws(begin_);
+    if (p < end_ && *p == '{') {
+      p = root(p);
+      if (p != nullptr && ws(p) != end_) p = fail("trailing characters after the JSON object");
+    } else {
+      p = fail("payload is not a JSON object");
     }
-    if (!ok) error = error_ != nullptr ? error_ : "invalid JSON";
-    return ok;
+    if (p == nullptr) {
+      error = error_ != nullptr ? error_ : "invalid JSON";
+      return false;
+    }
+    return true;
   }
 
  private:
   static constexpr int kMaxDepth = 128;
 
-  bool fail(const char* message) {
+  [[gnu::cold, gnu::noinline]] const char* fail(const char* message) {
     if (error_ == nullptr) error_ = message;
-    return false;
+    return nullptr;
   }
 
-  void ws() {
+  [[gnu::always_inline]] const char* ws(const char* p) const {
     // One compare rules out whitespace in compact JSON (every JSON whitespace byte is <= ' ').
-    if (p_<end_&& static_cast<unsigned char>(*p_)> ' ') return;
-    const char* p = p_;
+    if (p<end_&& static_cast<unsigned char>(*p)> ' ') [[likely]]
+      return p;
     while (p < end_ && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
-    p_ = p;
+    return p;
   }
 
-  bool at(char c) {
-    ws();
-    return p_ < end_ && *p_ == c;
+  // With at least 16 bytes left at the key's opening quote: whether it is `"name":`.
+  [[gnu::always_inline]] static bool match(const char* p, const KeyPattern& k) {
+    std::uint64_t lo = 0;
+    std::memcpy(&lo, p, 8);
+    if (((lo ^ k.lo) & k.lo_mask) != 0) return false;
+    if (k.hi_mask == 0) return true;
+    std::uint64_t hi = 0;
+    std::memcpy(&hi, p + 8, 8);
+    return ((hi ^ k.hi) & k.hi_mask) == 0;
   }
 
-  bool expect(char c) {
-    if (at(c)) {
-      ++p_;
-      return true;
+  // Recognises the common member names (and the ':' right after them) in one or two word
+  // compares, so they need no scan; anything else (escapes, whitespace before ':', names
+  // near the end of the input) is left to the general path. p is at the key's '"', with at
+  // least 16 bytes left. On a hit, sets key/id and returns the position after the ':'.
+  [[gnu::always_inline]] static const char* fast_key(const char* p, std::string_view& key,
+                                                     Key& id) {
+#define DYNO_KEY(name, key_id)                                           \
+  do {                                                                   \
+    static constexpr KeyPattern kPattern = key_pattern("\"" name "\":"); \
+    if (match(p, kPattern)) {                                            \
+      key = std::string_view(p + 1, kPattern.size - 3);                  \
+      id = key_id;                                                       \
+      return p + kPattern.size;                                          \
+    }                                                                    \
+  } while (false)
+    switch (p[1]) {
+      case 'c':
+        DYNO_KEY("content", Key::kContent);
+        DYNO_KEY("choices", Key::kChoices);
+        DYNO_KEY("created", Key::kOther);
+        break;
+      case 'd':
+        DYNO_KEY("delta", Key::kDelta);
+        break;
+      case 'f':
+        DYNO_KEY("finish_reason", Key::kFinishReason);
+        break;
+      case 'i':
+        DYNO_KEY("id", Key::kOther);
+        DYNO_KEY("index", Key::kOther);
+        break;
+      case 'l':
+        DYNO_KEY("logprobs", Key::kOther);
+        break;
+      case 'm':
+        DYNO_KEY("model", Key::kOther);
+        DYNO_KEY("message", Key::kMessage);
+        break;
+      case 'o':
+        DYNO_KEY("object", Key::kOther);
+        break;
+      case 'r':
+        DYNO_KEY("role", Key::kOther);
+        DYNO_KEY("reasoning", Key::kReasoning);
+        break;
+      case 't':
+        DYNO_KEY("text", Key::kText);
+        DYNO_KEY("timings", Key::kTimings);
+        break;
+      case 'u':
+        DYNO_KEY("usage", Key::kUsage);
+        break;
+      default:
+        break;
     }
-    return fail("invalid JSON: unexpected character or end of input");
+#undef DYNO_KEY
+    return nullptr;
   }
 
-  // Iterates the members of the object at p_ ('{' already checked), calling
-  // member(key) with p_ at the value; member must consume the value.
+  // The key at p ('"') through its ':' in the general way. Returns the position after ':'.
+  [[gnu::noinline]] const char* slow_key(const char* p, std::string_view& key, Key& id) {
+    const StringEnd s = string(p);
+    if (s.quote == nullptr) return nullptr;
+    key = std::string_view(p + 1, static_cast<std::size_t>(s.quote - (p + 1)));
+    if (s.escaped) key = unescape_key(key);
+    id = classify(key);
+    p = ws(s.quote + 1);
+    if (p >= end_ || *p != ':') return fail("invalid JSON: unexpected character or end of input");
+    return p + 1;
+  }
+
+  // Iterates the members of the object at p ('{'), calling member(id, key, value) with value
+  // at the member's value (whitespace skipped); member returns the position after the value.
   template <typename Fn>
-  bool object(Fn&& member) {
-    ++p_;  // '{'
-    if (at('}')) {
-      ++p_;
-      return true;
-    }
+  [[gnu::always_inline]] const char* object(const char* p, Fn&& member) {
+    p = ws(p + 1);
+    if (p < end_ && *p == '}') return p + 1;
     while (true) {
-      if (!at('"')) return fail("invalid JSON: expected an object key");
-      std::string_view raw;
-      bool escaped = false;
-      if (!string(raw, escaped)) return false;
-      if (escaped) {
-        key_scratch_.clear();
-        unescape(raw, key_scratch_);
-        raw = key_scratch_;  // keys of interest are short; nested calls don't reuse it first
+      if (p >= end_ || *p != '"') return fail("invalid JSON: expected an object key");
+      std::string_view key;
+      Key id = Key::kOther;
+      const char* value = end_ - p >= 16 ? fast_key(p, key, id) : nullptr;
+      if (value == nullptr) [[unlikely]] {
+        value = slow_key(p, key, id);
+        if (value == nullptr) return nullptr;
       }
-      if (!expect(':')) return false;
-      ws();
-      if (!member(raw)) return false;
-      ws();
-      if (p_ >= end_) return fail("invalid JSON: unterminated object");
-      if (*p_ == ',') {
-        ++p_;
-        continue;
+      p = member(id, key, ws(value));
+      if (p == nullptr) return nullptr;
+      if (p >= end_ || *p != ',') [[unlikely]] {
+        p = ws(p);
+        if (p >= end_) return fail("invalid JSON: unterminated object");
+        if (*p == '}') return p + 1;
+        if (*p != ',') return fail("invalid JSON: expected ',' or '}'");
       }
-      if (*p_ == '}') {
-        ++p_;
-        return true;
-      }
-      return fail("invalid JSON: expected ',' or '}'");
+      p = ws(p + 1);
     }
   }
 
-  bool root() {
-    return object([this](std::string_view key) {
-      if (key == "choices") return choices();
-      if (key == "usage") return usage();
-      if (key == "timings") {
-        const char* start = p_;
-        const bool is_object = p_ < end_ && *p_ == '{';
-        if (!skip_value(0)) return false;
-        if (is_object) out_.timings_json.assign(start, p_);
-        return true;
+  [[gnu::noinline]] std::string_view unescape_key(std::string_view raw) {
+    // Keys of interest are short; nested objects reuse the scratch only after the comparison.
+    key_scratch_.clear();
+    unescape(raw, key_scratch_);
+    return key_scratch_;
+  }
+
+  const char* root(const char* p) {
+    return object(p, [this](Key id, std::string_view, const char* v) -> const char* {
+      switch (id) {
+        case Key::kChoices:
+          return choices(v);
+        case Key::kUsage:
+          return usage(v);
+        case Key::kTimings:
+          return timings(v);
+        case Key::kError:
+          return error_member(v);
+        default:
+          return skip_value(v, 0);
       }
-      if (key == "error") return error_member();
-      return skip_value(0);
     });
   }
 
-  bool choices() {
-    if (p_ < end_ && *p_ == 'n') return literal("null");
-    if (p_ >= end_ || *p_ != '[') return fail("'choices' is not an array");
-    ++p_;
-    if (at(']')) {
-      ++p_;
-      return true;
-    }
+  const char* choices(const char* p) {
+    if (p < end_ && *p == 'n') return literal(p, "null");
+    if (p >= end_ || *p != '[') return fail("'choices' is not an array");
+    p = ws(p + 1);
+    if (p < end_ && *p == ']') return p + 1;
     for (int index = 0;; ++index) {
-      ws();
-      if (index == 0 && p_ < end_ && *p_ == '{') {
-        if (!choice()) return false;
-      } else if (!skip_value(1)) {
-        return false;
+      p = ws(p);
+      if (index == 0 && p < end_ && *p == '{') {
+        p = choice(p);
+      } else {
+        p = skip_value(p, 1);
       }
-      ws();
-      if (p_ >= end_) return fail("invalid JSON: unterminated array");
-      if (*p_ == ',') {
-        ++p_;
+      if (p == nullptr) return nullptr;
+      p = ws(p);
+      if (p >= end_) return fail("invalid JSON: unterminated array");
+      if (*p == ',') {
+        ++p;
         continue;
       }
-      if (*p_ == ']') {
-        ++p_;
-        return true;
-      }
+      if (*p == ']') return p + 1;
       return fail("invalid JSON: expected ',' or ']'");
     }
   }
 
-  bool choice() {
-    return object([this](std::string_view key) {
-      if (key == "delta" || key == "message") return delta();
-      if (key == "text") return text_or_null(out_.content, "'text' is not a string");
-      if (key == "finish_reason") {
-        return text_or_null(out_.finish_reason, "'finish_reason' is not a string");
+  const char* choice(const char* p) {
+    return object(p, [this](Key id, std::string_view, const char* v) -> const char* {
+      switch (id) {
+        case Key::kDelta:
+        case Key::kMessage:
+          return delta(v);
+        case Key::kText:
+          return text_or_null(v, out_.content, "'text' is not a string");
+        case Key::kFinishReason:
+          return text_or_null(v, out_.finish_reason, "'finish_reason' is not a string");
+        default:
+          return skip_value(v, 2);
       }
-      return skip_value(2);
     });
   }
 
-  bool delta() {
-    if (p_ < end_ && *p_ == 'n') return literal("null");
-    if (p_ >= end_ || *p_ != '{') return fail("'delta' is not an object");
-    return object([this](std::string_view key) {
-      if (key == "content") return text_or_null(out_.content, "'content' is not a string");
-      if (key == "reasoning_content" || key == "reasoning") {
-        return text_or_null(out_.reasoning, "'reasoning' is not a string");
+  const char* delta(const char* p) {
+    if (p < end_ && *p == 'n') return literal(p, "null");
+    if (p >= end_ || *p != '{') return fail("'delta' is not an object");
+    return object(p, [this](Key id, std::string_view, const char* v) -> const char* {
+      switch (id) {
+        case Key::kContent:
+          return text_or_null(v, out_.content, "'content' is not a string");
+        case Key::kReasoning:
+          return text_or_null(v, out_.reasoning, "'reasoning' is not a string");
+        default:
+          return skip_value(v, 3);
       }
-      return skip_value(3);
     });
   }
 
-  bool usage() {
-    if (p_ < end_ && *p_ == 'n') return literal("null");  // usage: null = not reported
-    if (p_ >= end_ || *p_ != '{') return fail("'usage' is not an object");
+  [[gnu::noinline]] const char* timings(const char* p) {
+    const char* const start = p;
+    const bool is_object = p < end_ && *p == '{';
+    p = skip_value(p, 0);
+    if (p != nullptr && is_object) out_.timings_json.assign(start, p);
+    return p;
+  }
+
+  [[gnu::noinline]] const char* usage(const char* p) {
+    if (p < end_ && *p == 'n') return literal(p, "null");  // usage: null = not reported
+    if (p >= end_ || *p != '{') return fail("'usage' is not an object");
     Usage& usage = out_.usage.emplace();
-    return object([this, &usage](std::string_view key) {
-      if (key == "prompt_tokens") return count(usage.prompt_tokens);
-      if (key == "completion_tokens") return count(usage.completion_tokens);
-      if (key == "prompt_tokens_details") return details("cached_tokens", usage.cached_tokens);
-      if (key == "completion_tokens_details") {
-        return details("reasoning_tokens", usage.reasoning_tokens);
+    return object(p, [this, &usage](Key, std::string_view key, const char* v) -> const char* {
+      if (is(key, "prompt_tokens")) return count(v, usage.prompt_tokens);
+      if (is(key, "completion_tokens")) return count(v, usage.completion_tokens);
+      if (is(key, "prompt_tokens_details")) return details(v, "cached_tokens", usage.cached_tokens);
+      if (is(key, "completion_tokens_details")) {
+        return details(v, "reasoning_tokens", usage.reasoning_tokens);
       }
-      return skip_value(2);
+      return skip_value(v, 2);
     });
   }
 
-  bool details(std::string_view wanted, std::optional<std::int64_t>& value) {
-    if (p_ >= end_ || *p_ != '{') return skip_value(2);  // null or unexpected: not reported
-    return object([this, wanted, &value](std::string_view key) {
-      if (key == wanted) return count(value);
-      return skip_value(3);
-    });
+  const char* details(const char* p, std::string_view wanted, std::optional<std::int64_t>& value) {
+    if (p >= end_ || *p != '{') return skip_value(p, 2);  // null or unexpected: not reported
+    return object(p,
+                  [this, wanted, &value](Key, std::string_view key, const char* v) -> const char* {
+                    if (key == wanted) return count(v, value);
+                    return skip_value(v, 3);
+                  });
   }
 
   // An integer count; null, a fraction or another type leaves it unreported.
-  bool count(std::optional<std::int64_t>& value) {
-    if (p_ < end_ && (*p_ == '-' || (*p_ >= '0' && *p_ <= '9'))) {
-      const char* start = p_;
-      if (!number()) return false;
+  const char* count(const char* p, std::optional<std::int64_t>& value) {
+    if (p < end_ && (*p == '-' || digit(*p))) {
+      const char* const start = p;
+      p = number(p);
+      if (p == nullptr) return nullptr;
       std::int64_t parsed = 0;
-      const auto [end, ec] = std::from_chars(start, p_, parsed);
-      if (ec == std::errc() && end == p_) value = parsed;
-      return true;
+      const auto [stop, ec] = std::from_chars(start, p, parsed);
+      if (ec == std::errc() && stop == p) value = parsed;
+      return p;
     }
-    return skip_value(3);
+    return skip_value(p, 3);
   }
 
-  bool error_member() {
-    if (p_ < end_ && *p_ == 'n') return literal("null");
-    const char* start = p_;
-    if (p_ < end_ && *p_ == '"') return text_or_null(out_.error_message, "");
-    if (p_ < end_ && *p_ == '{') {
-      const bool ok = object([this](std::string_view key) {
-        if (key == "message" && p_ < end_ && *p_ == '"') {
-          return text_or_null(out_.error_message, "");
+  [[gnu::noinline]] const char* error_member(const char* p) {
+    if (p < end_ && *p == 'n') return literal(p, "null");
+    const char* const start = p;
+    if (p < end_ && *p == '"') return text_or_null(p, out_.error_message, "");
+    if (p < end_ && *p == '{') {
+      p = object(p, [this](Key id, std::string_view, const char* v) -> const char* {
+        if (id == Key::kMessage && v < end_ && *v == '"') {
+          return text_or_null(v, out_.error_message, "");
         }
-        return skip_value(2);
+        return skip_value(v, 2);
       });
-      if (!ok) return false;
-    } else if (!skip_value(1)) {
-      return false;
+    } else {
+      p = skip_value(p, 1);
     }
-    if (out_.error_message.empty()) out_.error_message.assign(start, p_);
-    return true;
+    if (p == nullptr) return nullptr;
+    if (out_.error_message.empty()) out_.error_message.assign(start, p);
+    return p;
   }
 
-  // A string (decoded into `out`) or null (leaves `out` empty).
-  bool text_or_null(std::string& out, const char* shape_error) {
-    if (p_ < end_ && *p_ == '"') {
-      std::string_view raw;
-      bool escaped = false;
-      if (!string(raw, escaped)) return false;
-      out.clear();
-      if (escaped) {
-        unescape(raw, out);
+  // A string (decoded into `out`) or null (leaves `out` as it is).
+  const char* text_or_null(const char* p, std::string& out, const char* shape_error) {
+    if (p < end_ && *p == '"') {
+      const StringEnd s = string(p);
+      if (s.quote == nullptr) return nullptr;
+      if (s.escaped) [[unlikely]] {
+        assign_unescaped(p + 1, s.quote, out);
       } else {
-        out.assign(raw);
+        // `out` is usually empty (cleared by decode_chunk); appending skips replace()'s work.
+        out.clear();
+        out.append(p + 1, static_cast<std::size_t>(s.quote - (p + 1)));
       }
-      return true;
+      return s.quote + 1;
     }
-    if (p_ < end_ && *p_ == 'n') return literal("null");
+    if (p < end_ && *p == 'n') return literal(p, "null");
     return fail(shape_error);
   }
 
-  bool literal(std::string_view word) {
-    if (static_cast<std::size_t>(end_ - p_) < word.size() ||
-        std::memcmp(p_, word.data(), word.size()) != 0) {
-      return fail("invalid JSON: bad literal");
-    }
-    p_ += word.size();
-    return true;
+  [[gnu::noinline]] static void assign_unescaped(const char* begin, const char* end,
+                                                 std::string& out) {
+    out.clear();
+    unescape(std::string_view(begin, static_cast<std::size_t>(end - begin)), out);
   }
 
-  static bool digit(char c) { return c >= '0' && c <= '9'; }
-
-  bool number() {
-    if (p_ < end_ && *p_ == '-') ++p_;
-    if (p_ >= end_ || !digit(*p_)) return fail("invalid JSON: bad number");
-    if (*p_ == '0') {
-      ++p_;
-    } else {
-      while (p_ < end_ && digit(*p_)) ++p_;
+  template <std::size_t N>
+  [[gnu::always_inline]] const char* literal(const char* p, const char (&word)[N]) {
+    if (static_cast<std::size_t>(end_ - p) >= N - 1 && std::memcmp(p, word, N - 1) == 0) {
+      return p + (N - 1);
     }
-    if (p_ < end_ && *p_ == '.') {
-      ++p_;
-      if (p_ >= end_ || !digit(*p_)) return fail("invalid JSON: bad number");
-      while (p_ < end_ && digit(*p_)) ++p_;
-    }
-    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
-      ++p_;
-      if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
-      if (p_ >= end_ || !digit(*p_)) return fail("invalid JSON: bad number");
-      while (p_ < end_ && digit(*p_)) ++p_;
-    }
-    return true;
+    return fail("invalid JSON: bad literal");
   }
 
-  static bool hex(char c) { return digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+  // The digits from p on: 8 at a time (SWAR), then byte by byte.
+  [[gnu::always_inline]] const char* digits(const char* p) const {
+    constexpr std::uint64_t kHighNibbles = 0xF0F0F0F0F0F0F0F0ULL;
+    constexpr std::uint64_t kThrees = 0x3030303030303030ULL;
+    while (end_ - p >= 8) {
+      std::uint64_t word = 0;
+      std::memcpy(&word, p, 8);
+      // Per byte: zero iff it is '0'..'9' ((b & 0xF0) == 0x30 and ((b + 6) & 0xF0) == 0x30).
+      // A carry out of b + 6 comes only from a non-digit and only disturbs bytes above it.
+      const std::uint64_t bad = ((word & kHighNibbles) ^ kThrees) |
+                                (((word + 0x0606060606060606ULL) & kHighNibbles) ^ kThrees);
+      // `bad` bytes are multiples of 0x10; adding 0x70 sets the top bit of each nonzero one
+      // (carries again only run upwards from a flagged byte), so the lowest flag is exact.
+      const std::uint64_t flags = (bad | (bad + 0x7070707070707070ULL)) & 0x8080808080808080ULL;
+      if (flags != 0) return p + std::countr_zero(flags) / 8;
+      p += 8;
+    }
+    while (p < end_ && digit(*p)) ++p;
+    return p;
+  }
 
-  // The string at p_ ('"'); `raw` is its bytes between the quotes, escapes unresolved.
-  // Scans 8 bytes at a time for '"', '\\' or a control character (SWAR).
-  [[gnu::always_inline]] bool string(std::string_view& raw, bool& escaped) {
-    // A local cursor: writes through `char*` could alias the member, which would force the
-    // compiler to store it back on every step.
-    const char* p = p_ + 1;  // past the opening quote
+  // A number at p (p < end_).
+  [[gnu::always_inline]] const char* number(const char* p) {
+    if (*p == '-') ++p;
+    if (p >= end_ || !digit(*p)) return fail("invalid JSON: bad number");
+    p = *p == '0' ? p + 1 : digits(p + 1);
+    if (p < end_ && (*p == '.' || *p == 'e' || *p == 'E')) [[unlikely]]
+      return number_tail(p);
+    return p;
+  }
+
+  // The fraction and/or exponent of a number, p at '.', 'e' or 'E'.
+  [[gnu::noinline]] const char* number_tail(const char* p) {
+    if (*p == '.') {
+      ++p;
+      if (p >= end_ || !digit(*p)) return fail("invalid JSON: bad number");
+      p = digits(p + 1);
+    }
+    if (p < end_ && (*p == 'e' || *p == 'E')) {
+      ++p;
+      if (p < end_ && (*p == '+' || *p == '-')) ++p;
+      if (p >= end_ || !digit(*p)) return fail("invalid JSON: bad number");
+      p = digits(p + 1);
+    }
+    return p;
+  }
+
+  // The string at p ('"'): where it ends, escapes validated but unresolved.
+  [[gnu::always_inline]] StringEnd string(const char* p) {
+    const char* const q = find_special(p + 1, end_);
+    if (q < end_ && *q == '"') [[likely]]
+      return {q, false};
+    return string_slow(q);
+  }
+
+  // The rest of a string from its first backslash or control character (or its end).
+  [[gnu::noinline]] StringEnd string_slow(const char* p) {
     const char* const end = end_;
-    const char* const start = p;
+    bool escaped = false;
     while (true) {
-      p = find_special(p, end);
-      if (p >= end) return fail("invalid JSON: unterminated string");
+      if (p >= end) return {fail("invalid JSON: unterminated string"), escaped};
       const auto c = static_cast<unsigned char>(*p);
-      if (c == '"') {
-        raw = std::string_view(start, static_cast<std::size_t>(p - start));
-        p_ = p + 1;
-        return true;
+      if (c == '"') return {p, escaped};
+      if (c != '\\') return {fail("invalid JSON: control character in string"), escaped};
+      escaped = true;
+      ++p;
+      if (p >= end) return {fail("invalid JSON: unterminated string"), escaped};
+      switch (*p) {
+        case '"':
+        case '\\':
+        case '/':
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't':
+          ++p;
+          break;
+        case 'u':
+          if (end - p < 5 || !hex(p[1]) || !hex(p[2]) || !hex(p[3]) || !hex(p[4])) {
+            return {fail("invalid JSON: bad \\u escape"), escaped};
+          }
+          p += 5;
+          break;
+        default:
+          return {fail("invalid JSON: bad escape"), escaped};
       }
-      if (c == '\\') {
-        escaped = true;
-        ++p;
-        if (p >= end) return fail("invalid JSON: unterminated string");
-        switch (*p) {
-          case '"':
-          case '\\':
-          case '/':
-          case 'b':
-          case 'f':
-          case 'n':
-          case 'r':
-          case 't':
-            ++p;
-            break;
-          case 'u':
-            if (end - p < 5 || !hex(p[1]) || !hex(p[2]) || !hex(p[3]) || !hex(p[4])) {
-              return fail("invalid JSON: bad \\u escape");
-            }
-            p += 5;
-            break;
-          default:
-            return fail("invalid JSON: bad escape");
-        }
-      } else {
-        return fail("invalid JSON: control character in string");
-      }
+      p = find_special(p, end);
     }
   }
 
@@ -455,71 +668,72 @@ class Scanner {
     }
   }
 
-  bool skip_value(int depth) {
-    ws();
-    if (p_ >= end_) return fail("invalid JSON: unexpected end of input");
+  // Any value at p (the caller skipped whitespace before it), `depth` levels inside the members
+  // dyno walks structurally.
+  [[gnu::always_inline]] const char* skip_value(const char* p, int depth) {
+    if (p >= end_) return fail("invalid JSON: unexpected end of input");
     if (depth > kMaxDepth) return fail("invalid JSON: nesting too deep");
-    switch (*p_) {
+    switch (*p) {
       case '"': {
-        std::string_view raw;
-        bool escaped = false;
-        return string(raw, escaped);
+        const StringEnd s = string(p);
+        return s.quote != nullptr ? s.quote + 1 : nullptr;
       }
-      case '{': {
-        ++p_;
-        if (at('}')) {
-          ++p_;
-          return true;
-        }
-        while (true) {
-          if (!at('"')) return fail("invalid JSON: expected an object key");
-          std::string_view raw;
-          bool escaped = false;
-          if (!string(raw, escaped) || !expect(':') || !skip_value(depth + 1)) return false;
-          ws();
-          if (p_ >= end_) return fail("invalid JSON: unterminated object");
-          if (*p_ == ',') {
-            ++p_;
-          } else if (*p_ == '}') {
-            ++p_;
-            return true;
-          } else {
-            return fail("invalid JSON: expected ',' or '}'");
-          }
-        }
-      }
-      case '[': {
-        ++p_;
-        if (at(']')) {
-          ++p_;
-          return true;
-        }
-        while (true) {
-          if (!skip_value(depth + 1)) return false;
-          ws();
-          if (p_ >= end_) return fail("invalid JSON: unterminated array");
-          if (*p_ == ',') {
-            ++p_;
-          } else if (*p_ == ']') {
-            ++p_;
-            return true;
-          } else {
-            return fail("invalid JSON: expected ',' or ']'");
-          }
-        }
-      }
+      case '{':
+      case '[':
+        return skip_container(p, depth);
       case 't':
-        return literal("true");
+        return literal(p, "true");
       case 'f':
-        return literal("false");
+        return literal(p, "false");
       case 'n':
-        return literal("null");
+        return literal(p, "null");
       default:
-        return number();
+        return number(p);
     }
   }
 
-  const char* p_;
+  [[gnu::noinline]] const char* skip_container(const char* p, int depth) {
+    if (*p == '{') {
+      p = ws(p + 1);
+      if (p < end_ && *p == '}') return p + 1;
+      while (true) {
+        if (p >= end_ || *p != '"') return fail("invalid JSON: expected an object key");
+        const StringEnd s = string(p);
+        if (s.quote == nullptr) return nullptr;
+        p = ws(s.quote + 1);
+        if (p >= end_ || *p != ':')
+          return fail("invalid JSON: unexpected character or end of input");
+        p = skip_value(ws(p + 1), depth + 1);
+        if (p == nullptr) return nullptr;
+        p = ws(p);
+        if (p >= end_) return fail("invalid JSON: unterminated object");
+        if (*p == ',') {
+          p = ws(p + 1);
+        } else if (*p == '}') {
+          return p + 1;
+        } else {
+          return fail("invalid JSON: expected ',' or '}'");
+        }
+      }
+    }
+    p = ws(p + 1);
+    if (p < end_ && *p == ']') return p + 1;
+    while (true) {
+      p = skip_value(p, depth + 1);
+      if (p == nullptr) return nullptr;
+      p = ws(p);
+      if (p >= end_) return fail("invalid JSON: unterminated array");
+      if (*p == ',') {
+        p = ws(p + 1);
+      } else if (*p == ']') {
+        return p + 1;
+      } else {
+        return fail("invalid JSON: expected ',' or ']'");
+      }
+    }
+  }
+
+  const char* const begin_;
   const char* const end_;
   ChunkInfo& out_;
   const char* error_ = nullptr;

@@ -120,6 +120,63 @@ TEST(DecodeChunk, TrickyJson) {
   EXPECT_FALSE(reused.usage);
 }
 
+TEST(DecodeChunk, KeysOutsideTheFastPath) {
+  // Known keys near the end of the input, with whitespace before ':', or escaped, and
+  // look-alike keys (prefixes, longer names) take the general path with the same result.
+  EXPECT_EQ(decode_ok(R"({"choices":[{"delta":{"content":"x"}}]})").content, "x");
+  EXPECT_EQ(decode_ok(R"({"choices" :[{"delta" :{"content" : "x"}}]})").content, "x");
+  EXPECT_EQ(decode_ok(R"({"choices":[{"delt\u0061":{"cont\u0065nt":"x"}}]})").content, "x");
+  ChunkInfo info = decode_ok(
+      R"({"choicesX":[{"delta":{"content":"a"}}],"choice":[{"delta":{"content":"b"}}],)"
+      R"("choices":[{"deltas":{"content":"c"},"delta":{"contents":"d","conten":"e",)"
+      R"("reasoning_content":"r","content":"f"},"finish_reason":"stop","finish_reasons":"x"}]})");
+  EXPECT_EQ(info.content, "f");
+  EXPECT_EQ(info.reasoning, "r");
+  EXPECT_EQ(info.finish_reason, "stop");
+  // Keys of interest at the wrong level are skipped.
+  info = decode_ok(
+      R"({"content":"no","delta":{"content":"no"},"choices":[{"content":"no","usage":{}}]})");
+  EXPECT_TRUE(info.content.empty());
+  EXPECT_FALSE(info.usage);
+  // A key that is a prefix of a known one, ending right before the input does.
+  std::string error;
+  EXPECT_FALSE(decode_chunk(R"({"id":"x","cont)", info, error));
+  EXPECT_FALSE(error.empty());
+}
+
+TEST(DecodeChunk, Numbers) {
+  EXPECT_EQ(
+      decode_ok(R"({"a":[0,-0,12345678901234567890,-1.5e+10,2E-3,1e5,0.25],"choices":[]})").content,
+      "");
+  ChunkInfo info = decode_ok(R"({"usage":{"prompt_tokens":123456789012,"completion_tokens":7.5}})");
+  ASSERT_TRUE(info.usage);
+  EXPECT_EQ(info.usage->prompt_tokens, 123456789012);
+  EXPECT_FALSE(info.usage->completion_tokens);
+  for (const std::string_view bad :
+       {"{\"a\":1234567890a}", "{\"a\":12345678.}", "{\"a\":1e}", "{\"a\":1234567890",
+        "{\"a\":--1}", "{\"a\":+1}", "{\"a\":.5}", "{\"a\":1.5e+}"}) {
+    std::string error;
+    EXPECT_FALSE(decode_chunk(bad, info, error)) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+  }
+}
+
+TEST(DecodeChunk, LongAndEscapedStrings) {
+  const std::string text(100, 'w');
+  EXPECT_EQ(decode_ok(R"({"choices":[{"delta":{"content":")" + text + R"("}}]})").content, text);
+  EXPECT_EQ(decode_ok(R"({"choices":[{"delta":{"content":")" + text + R"(\n"}}]})").content,
+            text + "\n");
+  // A string value holding structure and quoted keys, past the 16-byte scan width.
+  EXPECT_EQ(
+      decode_ok(R"({"id":"{\"usage\":{\"prompt_tokens\":1}}, \"choices\": [","choices":[]})").usage,
+      std::nullopt);
+  ChunkInfo info;
+  std::string error;
+  EXPECT_FALSE(
+      decode_chunk(R"({"choices":[{"delta":{"content":")" + text + "\x1f\"}}]}", info, error));
+  EXPECT_FALSE(decode_chunk(R"({"choices":[{"delta":{"content":")" + text, info, error));
+}
+
 TEST(DecodeChunk, ErrorObject) {
   EXPECT_EQ(decode_ok(R"({"error":{"code":500,"message":"out of memory","type":"server_error"}})")
                 .error_message,
