@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 #include <cmath>
@@ -440,7 +441,9 @@ int run_command(const RunOptions& o) {
   if (!plan.load.open_loop) so.declared_concurrency = plan.load.concurrency;
   so.open_loop = plan.load.open_loop;
   so.slo = plan.slo;
-  so.client.cpu_s = cpu_after - cpu_before;
+  // The embedded engine runs on a thread of this process: its CPU is not the client's.
+  so.client.cpu_s =
+      std::max(0.0, cpu_after - cpu_before - (embedded ? embedded->cpu_seconds() : 0.0));
   so.client.peak_rss_bytes = peak_rss_bytes();
   so.client.loop_lag_s = result.loop_lag_s;
   const metrics::Summary summary = metrics::summarize_run(result.traces, so);

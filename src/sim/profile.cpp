@@ -8,6 +8,8 @@
 #include <string_view>
 #include <utility>
 
+#include "json/json_text.h"
+
 namespace dyno::sim {
 namespace {
 
@@ -316,7 +318,7 @@ std::string profile_to_json(const Profile& p) {
   o["reasoning_fraction"] = p.reasoning_fraction;
   o["chat_template_tokens"] = p.chat_template_tokens;
   o["zero_delay"] = p.zero_delay;
-  return json::serialize(o);
+  return json_text::compact(o);
 }
 
 }  // namespace dyno::sim

@@ -19,6 +19,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <list>
 #include <mutex>
@@ -192,6 +193,7 @@ struct Server::Impl {
   std::string truth_buf;
 
   std::thread thread;
+  double thread_cpu_s = 0.0;  // written by the server thread as it ends; read after join
   std::atomic<bool> started{false};
   std::mutex join_mutex;
   bool joined = false;
@@ -255,7 +257,12 @@ std::uint16_t Server::Impl::start() {
   bound_port = acceptor.local_endpoint().port();
   asio::co_spawn(io, accept_loop(), asio::detached);
   asio::co_spawn(io, engine_loop(), asio::detached);
-  thread = std::thread([this] { io.run(); });
+  thread = std::thread([this] {
+    io.run();
+    timespec cpu{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    thread_cpu_s = static_cast<double>(cpu.tv_sec) + static_cast<double>(cpu.tv_nsec) * 1e-9;
+  });
   started = true;
   return bound_port;
 }
@@ -1042,5 +1049,7 @@ void Server::wait() {
 }
 
 std::uint16_t Server::port() const { return impl_->bound_port; }
+
+double Server::cpu_seconds() const { return impl_->joined ? impl_->thread_cpu_s : 0.0; }
 
 }  // namespace dyno::sim

@@ -97,6 +97,9 @@ class Server {
   /// truth log. Returns at once if never started.
   void wait();
   std::uint16_t port() const;
+  /// CPU seconds the server thread used, known once it stopped (0 before): lets an in-process
+  /// client report its own cost without the engine's.
+  double cpu_seconds() const;
 
  private:
   struct Impl;
