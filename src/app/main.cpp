@@ -70,6 +70,8 @@ void add_run_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
                  "exit 3 when the error rate exceeds this fraction")
       ->capture_default_str();
   cmd.add_flag("--insecure", o.insecure, "https: do not verify the server's certificate");
+  cmd.add_option("--ca-file", o.ca_file,
+                 "https: PEM file of CA certificates to trust besides the system's");
   cmd.add_flag("-q,--quiet", o.quiet, "no progress bar");
   cmd.add_option("--color", o.color, "auto, always or never (NO_COLOR is honoured)")
       ->check(CLI::IsMember({"auto", "always", "never"}))

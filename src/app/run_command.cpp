@@ -331,6 +331,7 @@ int run_command(const RunOptions& o) {
   tc.api_key = api_key_from_env();
   tc.keep_output_text = o.keep_outputs;
   tc.tls_verify = !o.insecure;
+  tc.ca_file = o.ca_file;
   tc.connect_timeout =
       std::chrono::milliseconds(static_cast<std::int64_t>(o.connect_timeout_s * 1e3));
   if (o.first_token_timeout_s) {
@@ -344,6 +345,15 @@ int run_command(const RunOptions& o) {
   const auto started = std::chrono::system_clock::now();
   const std::string run_id = record::make_run_id(started, o.label);
   tc.request_id_prefix = run_id + "-";
+  // The target is built before the record, so a bad --ca-file leaves no empty run behind.
+  transport::EventLoop loop;
+  std::optional<transport::HttpTarget> target_storage;
+  try {
+    target_storage.emplace(loop, tc);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--ca-file: ") + e.what());
+  }
+  transport::HttpTarget& target = *target_storage;
   record::RunWriter writer(o.runs_root, run_id, !o.no_chunk_times);
 
   // manifest.json: written first (status "running"), rewritten when the run ends.
@@ -415,8 +425,6 @@ int run_command(const RunOptions& o) {
 
   // The run.
   const std::atomic<bool>& stop_flag = install_stop_signals();
-  transport::EventLoop loop;
-  transport::HttpTarget target(loop, tc);
   ProgressBar bar(style.progress);
   std::int64_t measured_start_abs = 0;
   load::RunHooks hooks;

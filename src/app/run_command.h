@@ -54,6 +54,7 @@ struct RunOptions {
   std::optional<double> timeout_s;
   double error_budget = 0.05;
   bool insecure = false;
+  std::optional<std::string> ca_file;
   bool quiet = false;
   std::string color = "auto";
 };

@@ -1102,6 +1102,14 @@ Core::Core(EventLoop& loop, HttpTargetConfig config)
   if (config_.url.tls) {
     tls_context_.emplace(ssl::context::tls_client);
     if (config_.tls_verify) tls_context_->set_default_verify_paths();
+    if (config_.ca_file) {
+      error_code ec;
+      tls_context_->load_verify_file(*config_.ca_file, ec);
+      if (ec) {
+        throw std::invalid_argument("cannot load CA certificates from " + *config_.ca_file + ": " +
+                                    ec.message() + " (expected a PEM file)");
+      }
+    }
   }
 }
 

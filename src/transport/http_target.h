@@ -43,6 +43,8 @@ struct HttpTargetConfig {
   std::optional<std::chrono::milliseconds> total_timeout;        ///< from sent
   bool keep_output_text = false;
   bool tls_verify = true;
+  /// https: a PEM file of CA certificates trusted in addition to the system's (private CAs).
+  std::optional<std::string> ca_file;
 };
 
 /// Opens one connection per concurrently in-flight request and reuses idle ones
@@ -66,6 +68,7 @@ struct HttpTargetConfig {
 /// - `keep_output_text` is not used here: token text always reaches the observer, which decides.
 class HttpTarget final : public Target {
  public:
+  /// Throws std::invalid_argument when `config.ca_file` cannot be loaded.
   HttpTarget(EventLoop& loop, HttpTargetConfig config);
   ~HttpTarget() override;
 
