@@ -20,6 +20,8 @@ void append_double(std::string& out, double d) {
   const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), d);
   std::string_view text(buf.data(), static_cast<std::size_t>(res.ptr - buf.data()));
   out += text;
+  // A double stays a double when read back ("24.0", not "24"): typed readers can rely on it.
+  if (text.find_first_of(".eE") == std::string_view::npos) out += ".0";
 }
 
 void append_string(std::string& out, std::string_view s) {

@@ -1,6 +1,7 @@
 // The text form of JSON values that dyno writes: records, streams, summaries.
 // Numbers use the shortest text that reads back to the same double (0.7, not 7E-1), so the
-// files are pleasant to read and byte-stable; non-finite doubles are written as null.
+// files are pleasant to read and byte-stable; a double with an integral value keeps a ".0"
+// (24.0) so it reads back as a double; non-finite doubles are written as null.
 #pragma once
 
 #include <boost/json/value.hpp>

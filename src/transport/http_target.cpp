@@ -209,7 +209,26 @@ std::string build_request_body(const workload::Request& request, const std::stri
         out += "{\"role\":";
         append_json_string(out, message.role);
         out += ",\"content\":";
-        append_json_string(out, message.content);
+        if (message.parts.empty()) {
+          append_json_string(out, message.content);
+        } else {
+          // OpenAI content-part array: text parts and image_url parts (data or http(s) URL).
+          out.push_back('[');
+          for (std::size_t i = 0; i < message.parts.size(); ++i) {
+            const auto& part = message.parts[i];
+            if (i != 0) out.push_back(',');
+            if (part.kind == workload::ContentPart::Kind::kText) {
+              out += "{\"type\":\"text\",\"text\":";
+              append_json_string(out, part.text);
+              out.push_back('}');
+            } else {
+              out += "{\"type\":\"image_url\",\"image_url\":{\"url\":";
+              append_json_string(out, part.image_url);
+              out += "}}";
+            }
+          }
+          out.push_back(']');
+        }
         out.push_back('}');
       }
     } else {
@@ -221,6 +240,15 @@ std::string build_request_body(const workload::Request& request, const std::stri
     out.push_back(']');
   } else {
     if (!request.prompt) {
+      for (const auto& message : request.messages) {
+        for (const auto& part : message.parts) {
+          if (part.kind == workload::ContentPart::Kind::kImage) {
+            throw std::invalid_argument("request '" + request.id +
+                                        "' has image parts; the completions API takes text "
+                                        "only (use --api chat)");
+          }
+        }
+      }
       throw std::invalid_argument("request '" + request.id +
                                   "' has chat messages but no prompt for the completions API");
     }

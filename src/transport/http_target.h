@@ -85,7 +85,9 @@ class HttpTarget final : public Target {
   std::unique_ptr<Impl> impl_;
 };
 
-/// Builds the JSON body for a request (the same bytes HttpTarget sends).
+/// Builds the JSON body for a request (the same bytes HttpTarget sends): text-only messages
+/// as strings, messages with parts as the OpenAI array (text and image_url parts). Throws
+/// std::invalid_argument for image parts on the completions API.
 std::string build_request_body(const workload::Request& request, const std::string& model,
                                workload::Api api, bool stream);
 

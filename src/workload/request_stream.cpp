@@ -7,9 +7,13 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
+#include <regex>
+#include <set>
 
 #include "json/json_text.h"
 
@@ -70,7 +74,166 @@ double as_number(const json::value& v, const std::string& where, const std::stri
   fail(where, key, "must be a number" + got(v));
 }
 
-std::vector<Message> parse_messages(const json::value& v, const std::string& where) {
+constexpr std::string_view kBase64Alphabet =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int base64_value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+/// Strict RFC 4648 base64: non-empty, length a multiple of 4, standard alphabet, at most two
+/// '=' only at the end, zero padding bits. nullopt on any violation (whitespace included).
+std::optional<std::string> decode_base64(std::string_view in) {
+  if (in.empty() || in.size() % 4 != 0) return std::nullopt;
+  std::size_t pad = 0;
+  if (in.back() == '=') ++pad;
+  if (in.size() >= 2 && in[in.size() - 2] == '=') ++pad;
+  if (pad == 1 && in.back() != '=') return std::nullopt;
+  std::string out;
+  out.reserve(in.size() / 4 * 3);
+  for (std::size_t i = 0; i < in.size(); i += 4) {
+    const bool last = i + 4 == in.size();
+    const std::size_t data_chars = last ? 4 - pad : 4;
+    std::uint32_t acc = 0;
+    for (std::size_t j = 0; j < 4; ++j) {
+      int v = 0;
+      if (j < data_chars) {
+        v = base64_value(in[i + j]);
+        if (v < 0) return std::nullopt;
+      }
+      acc = (acc << 6) | static_cast<std::uint32_t>(v);
+    }
+    out.push_back(static_cast<char>((acc >> 16) & 0xff));
+    if (data_chars >= 3) out.push_back(static_cast<char>((acc >> 8) & 0xff));
+    if (data_chars == 4) out.push_back(static_cast<char>(acc & 0xff));
+    if (data_chars == 2 && (acc & 0xffff) != 0) return std::nullopt;  // non-zero pad bits
+    if (data_chars == 3 && (acc & 0xff) != 0) return std::nullopt;
+  }
+  return out;
+}
+
+std::string encode_base64(std::string_view in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  for (std::size_t i = 0; i < in.size(); i += 3) {
+    const std::size_t n = std::min<std::size_t>(3, in.size() - i);
+    std::uint32_t acc = 0;
+    for (std::size_t j = 0; j < 3; ++j) {
+      const std::uint32_t byte = j < n ? static_cast<unsigned char>(in[i + j]) : 0u;
+      acc = (acc << 8) | byte;
+    }
+    for (std::size_t j = 0; j < 4; ++j) {
+      if (j <= n) {
+        out.push_back(kBase64Alphabet[(acc >> (18 - 6 * j)) & 0x3f]);
+      } else {
+        out.push_back('=');
+      }
+    }
+  }
+  return out;
+}
+
+struct DataUrl {
+  std::string mime;
+  std::string_view payload;  ///< the base64 text
+};
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+/// Splits "data:<mime>;base64,<payload>"; nullopt when `url` does not have that shape.
+std::optional<DataUrl> split_data_url(std::string_view url) {
+  if (!starts_with(url, "data:")) return std::nullopt;
+  const std::size_t marker = url.find(";base64,");
+  if (marker == std::string_view::npos) return std::nullopt;
+  return DataUrl{std::string(url.substr(5, marker - 5)), url.substr(marker + 8)};
+}
+
+const std::set<std::string>& scorer_names() {
+  static const std::set<std::string> kNames = {"exact", "normalized", "relaxed_numeric", "regex",
+                                               "choice"};
+  return kNames;
+}
+
+std::vector<ContentPart> parse_parts(const json::array& arr, const std::string& where,
+                                     const std::string& prefix,
+                                     const std::filesystem::path& base_dir) {
+  if (arr.empty()) fail(where, prefix, "is an empty array; give a string or at least one part");
+  std::vector<ContentPart> parts;
+  parts.reserve(arr.size());
+  for (std::size_t j = 0; j < arr.size(); ++j) {
+    const std::string key = prefix + "[" + std::to_string(j) + "]";
+    if (!arr[j].is_object()) fail(where, key, "must be an object {type, ...}" + got(arr[j]));
+    const json::object& obj = arr[j].get_object();
+    const json::value* type_value = obj.if_contains("type");
+    if (type_value == nullptr) {
+      fail(where, key + ".type", "missing; a part is of type text, image_url or image");
+    }
+    const std::string type = as_string(*type_value, where, key + ".type");
+    const auto only_keys = [&](std::initializer_list<std::string_view> allowed,
+                               const std::string& what) {
+      for (const auto& kv : obj) {
+        if (kv.key() == "type") continue;
+        bool known = false;
+        for (std::string_view a : allowed) known = known || kv.key() == a;
+        if (!known) {
+          fail(where, key + "." + std::string(kv.key()), "unknown key; " + what);
+        }
+      }
+    };
+    const auto required = [&](const char* name) -> const json::value& {
+      const json::value* v = obj.if_contains(name);
+      if (v == nullptr) fail(where, key + "." + name, "missing in a " + type + " part");
+      return *v;
+    };
+    if (type == "text") {
+      only_keys({"text"}, "a text part has only `type` and `text`");
+      ContentPart part;
+      part.kind = ContentPart::Kind::kText;
+      part.text = as_string(required("text"), where, key + ".text");
+      parts.push_back(std::move(part));
+    } else if (type == "image_url") {
+      only_keys({"image_url"}, "an image_url part has only `type` and `image_url`");
+      const json::value& iu = required("image_url");
+      if (!iu.is_object()) fail(where, key + ".image_url", "must be an object {url}" + got(iu));
+      for (const auto& kv : iu.get_object()) {
+        if (kv.key() != "url") {
+          fail(where, key + ".image_url." + std::string(kv.key()),
+               "unknown key; image_url has only `url`");
+        }
+      }
+      const json::value* url = iu.get_object().if_contains("url");
+      if (url == nullptr) fail(where, key + ".image_url.url", "missing; give the image URL");
+      parts.push_back(
+          image_part_from_url(as_string(*url, where, key + ".image_url.url"), where, key));
+    } else if (type == "image") {
+      if (obj.contains("sha256")) {
+        fail(where, key + ".sha256",
+             "an image given only by hash cannot be sent (that is the canonical hash form); give "
+             "`path` or an image_url part");
+      }
+      only_keys({"path"}, "an image part has only `type` and `path`");
+      const std::string rel = as_string(required("path"), where, key + ".path");
+      if (rel.empty()) fail(where, key + ".path", "is empty; give the image file's path");
+      std::filesystem::path file(rel);
+      if (file.is_relative() && !base_dir.empty()) file = base_dir / file;
+      parts.push_back(image_part_from_file(file, where, key + ".path"));
+    } else {
+      fail(where, key + ".type",
+           "unknown part type \"" + type + "\"; use text, image_url or image");
+    }
+  }
+  return parts;
+}
+
+std::vector<Message> parse_messages(const json::value& v, const std::string& where,
+                                    const std::filesystem::path& base_dir) {
   if (!v.is_array()) fail(where, "messages", "must be an array of {role, content}" + got(v));
   const json::array& arr = v.get_array();
   if (arr.empty()) fail(where, "messages", "is empty; give at least one message");
@@ -90,7 +253,14 @@ std::vector<Message> parse_messages(const json::value& v, const std::string& whe
         if (m.role.empty()) fail(where, prefix + ".role", "is empty; use e.g. \"user\"");
         has_role = true;
       } else if (k == "content") {
-        m.content = as_string(kv.value(), where, prefix + ".content");
+        if (kv.value().is_array()) {
+          m.parts = parse_parts(kv.value().get_array(), where, prefix + ".content", base_dir);
+        } else if (kv.value().is_string()) {
+          m.content = std::string(kv.value().get_string());
+        } else {
+          fail(where, prefix + ".content",
+               "must be a string or an array of parts" + got(kv.value()));
+        }
         has_content = true;
       } else {
         fail(where, prefix + "." + k, "unknown key; a message has only `role` and `content`");
@@ -101,6 +271,37 @@ std::vector<Message> parse_messages(const json::value& v, const std::string& whe
     out.push_back(std::move(m));
   }
   return out;
+}
+
+/// `scorer`: a name, or {"kind":name, "pattern":s} / {"kind":name, "choices":[...]}.
+void parse_scorer(const json::value& v, const std::string& where, Expectation& e) {
+  if (v.is_string()) {
+    e.scorer = std::string(v.get_string());
+    return;
+  }
+  if (!v.is_object())
+    fail(where, "scorer", "must be a scorer name or an object {kind, ...}" + got(v));
+  bool has_kind = false;
+  for (const auto& kv : v.get_object()) {
+    const std::string k(kv.key());
+    if (k == "kind") {
+      e.scorer = as_string(kv.value(), where, "scorer.kind");
+      has_kind = true;
+    } else if (k == "pattern") {
+      e.pattern = as_string(kv.value(), where, "scorer.pattern");
+    } else if (k == "choices") {
+      if (!kv.value().is_array()) {
+        fail(where, "scorer.choices", "must be an array of strings" + got(kv.value()));
+      }
+      const json::array& arr = kv.value().get_array();
+      for (std::size_t i = 0; i < arr.size(); ++i) {
+        e.choices.push_back(as_string(arr[i], where, "scorer.choices[" + std::to_string(i) + "]"));
+      }
+    } else {
+      fail(where, "scorer." + k, "unknown key; a scorer object has `kind`, `pattern`, `choices`");
+    }
+  }
+  if (!has_kind) fail(where, "scorer.kind", "missing; name the scorer, e.g. \"regex\"");
 }
 
 std::string to_hex(const unsigned char* data, unsigned int n) {
@@ -114,9 +315,185 @@ std::string to_hex(const unsigned char* data, unsigned int n) {
   return out;
 }
 
+/// The JSON object of to_json_line / canonical_line; `canonical` writes data URL images by hash.
+json::object request_object(const Request& request, bool canonical) {
+  json::object obj;
+  obj["id"] = request.id;
+  if (request.prompt) {
+    obj["prompt"] = *request.prompt;
+  } else {
+    json::array messages;
+    for (const Message& m : request.messages) {
+      json::object mo;
+      mo["role"] = m.role;
+      if (m.parts.empty()) {
+        mo["content"] = m.content;
+      } else {
+        json::array parts;
+        for (const ContentPart& p : m.parts) {
+          json::object po;
+          if (p.kind == ContentPart::Kind::kText) {
+            po["type"] = "text";
+            po["text"] = p.text;
+          } else if (canonical && starts_with(p.image_url, "data:")) {
+            std::string sha = p.image_sha256;
+            if (sha.empty())
+              sha = image_part_from_url(p.image_url, request.id, "image_url").image_sha256;
+            po["type"] = "image";
+            po["sha256"] = sha;
+          } else {
+            po["type"] = "image_url";
+            json::object url;
+            url["url"] = p.image_url;
+            po["image_url"] = std::move(url);
+          }
+          parts.emplace_back(std::move(po));
+        }
+        mo["content"] = std::move(parts);
+      }
+      messages.emplace_back(std::move(mo));
+    }
+    obj["messages"] = std::move(messages);
+  }
+  const Sampling& s = request.sampling;
+  if (s.max_tokens) obj["max_tokens"] = *s.max_tokens;
+  if (s.temperature) obj["temperature"] = *s.temperature;
+  if (s.top_p) obj["top_p"] = *s.top_p;
+  if (s.seed) obj["seed"] = *s.seed;
+  if (!s.stop.empty()) {
+    json::array stop;
+    for (const std::string& x : s.stop) stop.emplace_back(x);
+    obj["stop"] = std::move(stop);
+  }
+  if (s.ignore_eos) obj["ignore_eos"] = *s.ignore_eos;
+  if (s.min_tokens) obj["min_tokens"] = *s.min_tokens;
+  if (!request.tags.empty()) {
+    json::object tags;
+    for (const auto& [k, v] : request.tags) tags[k] = v;  // std::map: sorted keys
+    obj["tags"] = std::move(tags);
+  }
+  if (request.expected) {
+    const Expectation& e = *request.expected;
+    obj["expected"] = e.answer;
+    if (e.pattern.empty() && e.choices.empty() && e.scorer != "regex" && e.scorer != "choice") {
+      obj["scorer"] = e.scorer;
+    } else {
+      json::object so;
+      so["kind"] = e.scorer;
+      if (!e.pattern.empty() || e.scorer == "regex") so["pattern"] = e.pattern;
+      if (!e.choices.empty() || e.scorer == "choice") {
+        json::array choices;
+        for (const std::string& c : e.choices) choices.emplace_back(c);
+        so["choices"] = std::move(choices);
+      }
+      obj["scorer"] = std::move(so);
+    }
+  }
+  return obj;
+}
+
 }  // namespace
 
-Request parse_request_line(const std::string& line, const std::string& where) {
+std::string sha256_hex(std::string_view bytes) {
+  const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
+                                                                    &EVP_MD_CTX_free);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1 ||
+      EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx.get(), digest, &n) != 1) {
+    throw std::runtime_error("sha256: OpenSSL EVP digest failed");
+  }
+  return to_hex(digest, n);
+}
+
+std::string image_mime_type(std::string_view b) {
+  if (starts_with(b, "\x89PNG\r\n\x1a\n")) return "image/png";
+  if (starts_with(b, "\xff\xd8\xff")) return "image/jpeg";
+  if (starts_with(b, "GIF87a") || starts_with(b, "GIF89a")) return "image/gif";
+  if (b.size() >= 12 && starts_with(b, "RIFF") && b.substr(8, 4) == "WEBP") return "image/webp";
+  return "";
+}
+
+ContentPart image_part_from_file(const std::filesystem::path& file, const std::string& where,
+                                 const std::string& key) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    fail(where, key, "cannot open image file " + file.string() + " (" + std::strerror(errno) + ")");
+  }
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) fail(where, key, "read error on image file " + file.string());
+  if (bytes.empty()) fail(where, key, "image file " + file.string() + " is empty");
+  const std::string mime = image_mime_type(bytes);
+  if (mime.empty()) {
+    fail(where, key,
+         "image file " + file.string() +
+             " is not PNG, JPEG, GIF or WEBP (unrecognised magic bytes)");
+  }
+  ContentPart part;
+  part.kind = ContentPart::Kind::kImage;
+  part.image_url = "data:" + mime + ";base64," + encode_base64(bytes);
+  part.image_sha256 = sha256_hex(bytes);
+  return part;
+}
+
+ContentPart image_part_from_url(const std::string& url, const std::string& where,
+                                const std::string& key) {
+  ContentPart part;
+  part.kind = ContentPart::Kind::kImage;
+  part.image_url = url;
+  if (starts_with(url, "http://") || starts_with(url, "https://")) return part;
+  const std::optional<DataUrl> data = split_data_url(url);
+  if (!data) {
+    fail(where, key,
+         "image URL must be a data URL \"data:image/<type>;base64,...\" or an http(s) URL");
+  }
+  if (!starts_with(data->mime, "image/") || data->mime.size() == 6) {
+    fail(where, key, "data URL MIME type \"" + data->mime + "\" is not image/<type>");
+  }
+  const std::optional<std::string> bytes = decode_base64(data->payload);
+  if (!bytes) {
+    fail(where, key,
+         "invalid base64 in the data URL (strict RFC 4648: standard alphabet, '=' padding, no "
+         "whitespace, not empty)");
+  }
+  part.image_sha256 = sha256_hex(*bytes);
+  return part;
+}
+
+void validate_expectation(const Expectation& e, const std::string& where, const std::string& key) {
+  if (scorer_names().count(e.scorer) == 0) {
+    fail(where, key,
+         "unknown scorer \"" + e.scorer +
+             "\"; use exact, normalized, relaxed_numeric, regex or choice");
+  }
+  if (e.scorer == "regex") {
+    if (e.pattern.empty()) fail(where, key, "scorer regex needs a non-empty `pattern`");
+    try {
+      const std::regex compiled(e.pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error& err) {
+      fail(where, key, "regex pattern does not compile (" + std::string(err.what()) + ")");
+    }
+  } else if (!e.pattern.empty()) {
+    fail(where, key, "`pattern` is only for scorer regex");
+  }
+  if (e.scorer == "choice") {
+    if (e.choices.empty()) fail(where, key, "scorer choice needs non-empty `choices`");
+    std::set<std::string> seen;
+    for (const std::string& c : e.choices) {
+      if (c.empty()) fail(where, key, "choices must be non-empty strings");
+      if (!seen.insert(c).second) fail(where, key, "choice \"" + c + "\" is given twice");
+    }
+    if (seen.count(e.answer) == 0) {
+      fail(where, key, "the expected answer \"" + e.answer + "\" is not one of the choices");
+    }
+  } else if (!e.choices.empty()) {
+    fail(where, key, "`choices` is only for scorer choice");
+  }
+}
+
+Request parse_request_line(const std::string& line, const std::string& where,
+                           const std::filesystem::path& base_dir) {
   boost::system::error_code ec;
   json::value root = json::parse(line, ec);
   if (ec) {
@@ -131,6 +508,9 @@ Request parse_request_line(const std::string& line, const std::string& where) {
   Request r;
   bool has_id = false;
   bool has_messages = false;
+  bool has_expected = false;
+  bool has_scorer = false;
+  Expectation expectation;
   for (const auto& kv : obj) {
     const std::string key(kv.key());
     const json::value& v = kv.value();
@@ -139,7 +519,7 @@ Request parse_request_line(const std::string& line, const std::string& where) {
       if (r.id.empty()) fail(where, key, "is empty; every request needs a unique non-empty id");
       has_id = true;
     } else if (key == "messages") {
-      r.messages = parse_messages(v, where);
+      r.messages = parse_messages(v, where, base_dir);
       has_messages = true;
     } else if (key == "prompt") {
       r.prompt = as_string(v, where, key);
@@ -181,11 +561,24 @@ Request parse_request_line(const std::string& line, const std::string& where) {
         const std::string tag_key(tag.key());
         r.tags[tag_key] = as_string(tag.value(), where, "tags." + tag_key);
       }
+    } else if (key == "expected") {
+      expectation.answer = as_string(v, where, key);
+      has_expected = true;
+    } else if (key == "scorer") {
+      parse_scorer(v, where, expectation);
+      has_scorer = true;
     } else {
       fail(where, key,
            "unknown key; allowed: id, messages, prompt, max_tokens, temperature, top_p, seed, "
-           "stop, ignore_eos, min_tokens, tags");
+           "stop, ignore_eos, min_tokens, tags, expected, scorer");
     }
+  }
+  if (has_scorer && !has_expected) {
+    fail(where, "scorer", "given without `expected`; a scorer needs the expected answer");
+  }
+  if (has_expected) {
+    validate_expectation(expectation, where, "scorer");
+    r.expected = std::move(expectation);
   }
   if (!has_id) fail(where, "id", "missing; every request needs a unique string id");
   if (has_messages && r.prompt) {
@@ -200,38 +593,11 @@ Request parse_request_line(const std::string& line, const std::string& where) {
 }
 
 std::string to_json_line(const Request& request) {
-  json::object obj;
-  obj["id"] = request.id;
-  if (request.prompt) {
-    obj["prompt"] = *request.prompt;
-  } else {
-    json::array messages;
-    for (const Message& m : request.messages) {
-      json::object mo;
-      mo["role"] = m.role;
-      mo["content"] = m.content;
-      messages.emplace_back(std::move(mo));
-    }
-    obj["messages"] = std::move(messages);
-  }
-  const Sampling& s = request.sampling;
-  if (s.max_tokens) obj["max_tokens"] = *s.max_tokens;
-  if (s.temperature) obj["temperature"] = *s.temperature;
-  if (s.top_p) obj["top_p"] = *s.top_p;
-  if (s.seed) obj["seed"] = *s.seed;
-  if (!s.stop.empty()) {
-    json::array stop;
-    for (const std::string& x : s.stop) stop.emplace_back(x);
-    obj["stop"] = std::move(stop);
-  }
-  if (s.ignore_eos) obj["ignore_eos"] = *s.ignore_eos;
-  if (s.min_tokens) obj["min_tokens"] = *s.min_tokens;
-  if (!request.tags.empty()) {
-    json::object tags;
-    for (const auto& [k, v] : request.tags) tags[k] = v;  // std::map: sorted keys
-    obj["tags"] = std::move(tags);
-  }
-  return json_text::compact(obj);
+  return json_text::compact(request_object(request, false));
+}
+
+std::string canonical_line(const Request& request) {
+  return json_text::compact(request_object(request, true));
 }
 
 RequestStream read_stream_file(const std::filesystem::path& path) {
@@ -251,7 +617,7 @@ RequestStream read_stream_file(const std::filesystem::path& path) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const std::string where = name + ":" + std::to_string(line_no);
-    Request r = parse_request_line(line, where);
+    Request r = parse_request_line(line, where, path.parent_path());
     const auto [it, inserted] = first_line_of_id.emplace(r.id, line_no);
     if (!inserted) {
       fail(where, "id",
@@ -285,7 +651,7 @@ std::string stream_sha256(const std::vector<Request>& requests) {
     throw std::runtime_error("sha256: OpenSSL EVP initialisation failed");
   }
   for (const Request& r : requests) {
-    std::string line = to_json_line(r);
+    std::string line = canonical_line(r);
     line.push_back('\n');
     if (EVP_DigestUpdate(ctx.get(), line.data(), line.size()) != 1) {
       throw std::runtime_error("sha256: OpenSSL EVP update failed");

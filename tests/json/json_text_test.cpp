@@ -12,7 +12,7 @@ TEST(JsonText, NumbersUseTheShortestRoundTripForm) {
   const json::value v =
       json::array{0.7, 0.95, 45.5, 1e-5, 0.0, 3, -2, 1e300, std::uint64_t{18446744073709551615ull}};
   EXPECT_EQ(dyno::json_text::compact(v),
-            "[0.7,0.95,45.5,1e-05,0,3,-2,1e+300,18446744073709551615]");
+            "[0.7,0.95,45.5,1e-05,0.0,3,-2,1e+300,18446744073709551615]");
   for (double d : {0.1, 1.0 / 3.0, 123456.789, 6.02214076e23}) {
     EXPECT_EQ(json::parse(dyno::json_text::compact(json::value(d))).to_number<double>(), d);
   }

@@ -97,5 +97,43 @@ TEST(BuildRequestBody, CompletionsNonStreamMinimal) {
                std::invalid_argument);
 }
 
+TEST(BuildRequestBody, ChatPartsExact) {
+  workload::Request request;
+  request.id = "img";
+  workload::ContentPart image;
+  image.kind = workload::ContentPart::Kind::kImage;
+  image.image_url = "data:image/png;base64,iVBORw0KGgo=";
+  image.image_sha256 = "ignored-on-the-wire";
+  workload::ContentPart web;
+  web.kind = workload::ContentPart::Kind::kImage;
+  web.image_url = "https://example.com/a.png";
+  workload::ContentPart text;
+  text.text = "What is \"this\"?\n";
+  request.messages = {{"system", "Be brief."}, {"user", "", {image, text, web}}};
+  request.sampling.max_tokens = 8;
+  EXPECT_EQ(
+      build_request_body(request, "vlm", workload::Api::kChat, false),
+      R"({"model":"vlm","messages":[{"role":"system","content":"Be brief."},)"
+      R"({"role":"user","content":[{"type":"image_url","image_url":{"url":)"
+      R"("data:image/png;base64,iVBORw0KGgo="}},{"type":"text","text":"What is \"this\"?\n"},)"
+      R"({"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]}],)"
+      R"("max_tokens":8,"stream":false})");
+  // Text-only parts are still sent as an array (what the stream said).
+  workload::Request text_only;
+  text_only.messages = {{"user", "", {text}}};
+  EXPECT_EQ(build_request_body(text_only, "m", workload::Api::kChat, true),
+            R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":)"
+            R"("What is \"this\"?\n"}]}],"stream":true,"stream_options":{"include_usage":true}})");
+  // Images cannot go to the completions API.
+  try {
+    build_request_body(request, "m", workload::Api::kCompletions, false);
+    ADD_FAILURE() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "request 'img' has image parts; the completions API takes text only (use --api "
+              "chat)");
+  }
+}
+
 }  // namespace
 }  // namespace dyno::transport

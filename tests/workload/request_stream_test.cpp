@@ -90,7 +90,7 @@ TEST(RequestStream, CanonicalLineKeyOrder) {
             R"("stop":["\n\n","END"],"ignore_eos":false,"min_tokens":0,)"
             R"("tags":{"case":"7","lang":"en"}})");
   EXPECT_EQ(to_json_line(completion_request()),
-            R"({"id":"c-1","prompt":"Once upon a time","max_tokens":16,"temperature":0})");
+            R"({"id":"c-1","prompt":"Once upon a time","max_tokens":16,"temperature":0.0})");
 }
 
 TEST(RequestStream, LineRoundTrip) {
@@ -175,7 +175,7 @@ TEST(RequestStream, HashChangesWithAnyByte) {
 TEST(RequestStream, LineErrorsNameWhereAndKey) {
   EXPECT_EQ(error_of(R"({"id":"a","prompt":"p","colour":1})"),
             "f.jsonl:3: key `colour`: unknown key; allowed: id, messages, prompt, max_tokens, "
-            "temperature, top_p, seed, stop, ignore_eos, min_tokens, tags");
+            "temperature, top_p, seed, stop, ignore_eos, min_tokens, tags, expected, scorer");
   EXPECT_EQ(error_of(R"({"prompt":"p"})"),
             "f.jsonl:3: key `id`: missing; every request needs a unique string id");
   EXPECT_EQ(error_of(R"({"id":7,"prompt":"p"})"),
@@ -224,7 +224,8 @@ TEST(RequestStream, LineErrorsNameWhereAndKey) {
   EXPECT_EQ(error_of(R"({"id":"a","messages":[{"role":"u","content":"c"},{"content":"c"}]})"),
             "f.jsonl:3: key `messages[1].role`: missing; every message needs a role");
   EXPECT_EQ(error_of(R"({"id":"a","messages":[{"role":"user","content":["x"]}]})"),
-            "f.jsonl:3: key `messages[0].content`: must be a string (got an array)");
+            "f.jsonl:3: key `messages[0].content[0]`: must be an object {type, ...} (got a "
+            "string)");
 }
 
 TEST(RequestStream, SyntaxErrors) {
