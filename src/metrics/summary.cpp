@@ -209,6 +209,19 @@ Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& optio
   if (events > 0) {
     s.tokens_per_event = static_cast<double>(event_tokens) / static_cast<double>(events);
   }
+  // Answer quality: a failed request that had an expected answer counts as incorrect.
+  std::uint64_t scored = 0;
+  std::uint64_t correct = 0;
+  for (const Trace* t : ended) {
+    if (!t->correct) continue;
+    ++scored;
+    if (t->ok() && *t->correct) ++correct;
+  }
+  if (scored > 0) {
+    s.scored_requests = scored;
+    s.correct_requests = correct;
+    s.accuracy = static_cast<double>(correct) / static_cast<double>(scored);
+  }
   if (options.slo.any()) {
     s.goodput_requests = good;
     s.goodput_requests_per_s = per_window(static_cast<double>(good), window);

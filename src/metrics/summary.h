@@ -105,6 +105,11 @@ struct Summary {
   std::optional<std::uint64_t> goodput_requests;
   std::optional<double> tokens_per_event;  ///< Σ output tokens / Σ token-bearing events
 
+  // Answer quality (docs/metrics.md "Quality"); all three absent when nothing was scored.
+  std::optional<std::uint64_t> scored_requests;   ///< ended measured traces with `correct` set
+  std::optional<std::uint64_t> correct_requests;  ///< of which ok and correct
+  std::optional<double> accuracy;                 ///< correct_requests / scored_requests
+
   // Distributions over completed measured requests (ms for latencies, tok/s for rates).
   Distribution queue_delay_ms;
   Distribution ttft_ms;
@@ -141,6 +146,10 @@ struct Summary {
 /// - achieved_concurrency = Σ e2e over ended traces with sent and done / W.
 /// - goodput_requests(_per_s): only when options.slo.any(); ok traces meeting every bound.
 /// - client_saturated's queue-delay checks use every ended trace with sent and scheduled.
+/// - quality: scored_requests counts the ended traces whose `correct` is set (failed ones
+///   included: a failed request that had an expected answer is scored and incorrect, whatever
+///   `correct` says); correct_requests the ok ones among them with correct == true; accuracy =
+///   correct / scored. All three are absent when no ended trace is scored.
 Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& options);
 
 /// Length of the union of closed intervals [a, b] (any order, any overlap), same units.

@@ -52,6 +52,13 @@ struct Trace {
   std::string output_text;          ///< only when outputs are kept
   std::string server_timings_json;  ///< raw JSON object of engine-reported timings, when any
 
+  // Answer quality (docs/metrics.md "Quality"), filled by the app after the run, never on the
+  // hot path. `correct` is set only for a request that carried an expected answer; a failed
+  // request that had one gets correct = false and an empty extracted_answer.
+  std::optional<bool> correct;
+  std::string extracted_answer;  ///< what the scorer read from the output ("" when none)
+  std::string scorer;            ///< exact | normalized | relaxed_numeric | regex | choice
+
   bool ok() const { return status == RequestStatus::kOk; }
   bool measured() const { return phase != "warmup"; }
 };

@@ -89,6 +89,10 @@ json::object trace_to_json(const metrics::Trace& t, bool keep_event_times) {
     json::value timings = json::parse(t.server_timings_json, ec);
     o["server_timings"] = ec ? json::value(nullptr) : timings;
   }
+  if (t.correct) {
+    o["score"] = json::object{
+        {"correct", *t.correct}, {"extracted", t.extracted_answer}, {"scorer", t.scorer}};
+  }
   if (keep_event_times) {
     json::array deltas;
     deltas.reserve(t.event_times_ns.size());
@@ -146,6 +150,17 @@ metrics::Trace trace_from_json(const json::object& o) {
   if (const json::value* st = o.if_contains("server_timings"); st != nullptr && !st->is_null()) {
     t.server_timings_json = json_text::compact(*st);
   }
+  if (const json::value* sc = o.if_contains("score"); sc != nullptr && !sc->is_null()) {
+    if (!sc->is_object()) throw std::runtime_error("key `score`: expected an object");
+    const json::object& score = sc->get_object();
+    const json::value* correct = score.if_contains("correct");
+    if (correct == nullptr || !correct->is_bool()) {
+      throw std::runtime_error("key `score.correct`: expected a boolean");
+    }
+    t.correct = correct->get_bool();
+    t.extracted_answer = get_string(score, "extracted");
+    t.scorer = get_string(score, "scorer");
+  }
   if (const json::value* c = o.if_contains("chunk_times_ns"); c != nullptr && c->is_array()) {
     std::int64_t acc = 0;
     for (const auto& d : c->get_array()) {
@@ -190,6 +205,11 @@ json::object summary_to_json(const metrics::Summary& s) {
                    {"goodput_requests_per_s", number_or_null(s.goodput_requests_per_s)},
                    {"goodput_requests",
                     s.goodput_requests ? json::value(*s.goodput_requests) : json::value(nullptr)}};
+
+  o["quality"] = json::object{
+      {"scored", s.scored_requests ? json::value(*s.scored_requests) : json::value(nullptr)},
+      {"correct", s.correct_requests ? json::value(*s.correct_requests) : json::value(nullptr)},
+      {"accuracy", number_or_null(s.accuracy)}};
 
   o["latency_ms"] =
       json::object{{"queue_delay", distribution_to_json(s.queue_delay_ms)},

@@ -22,6 +22,7 @@ boost::json::object distribution_to_json(const metrics::Distribution& d);
 
 /// One requests.jsonl object. `keep_event_times` adds chunk_times_ns, delta-encoded: the
 /// first element is the first event's time from t0, each next one the gap to its predecessor.
+/// A scored trace (`correct` set) carries "score": {correct, extracted, scorer}.
 boost::json::object trace_to_json(const metrics::Trace& trace, bool keep_event_times);
 
 /// Reads a requests.jsonl object back (inverse of trace_to_json). Throws std::runtime_error

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -338,6 +339,49 @@ TEST(SummarizeRun, NoDataMeansNoFigures) {
   EXPECT_FALSE(w.decode_tokens_per_s);
   EXPECT_EQ(w.tpot_ms.count, 0u);
   EXPECT_NEAR(*w.output_tokens_per_s, 200.0, kEps);
+}
+
+TEST(SummarizeRun, AccuracyOverScoredEndedRequests) {
+  const auto scored = [](Trace t, std::optional<bool> correct) {
+    t.correct = correct;
+    t.scorer = correct ? "exact" : "";
+    return t;
+  };
+  Trace warmup = scored(streamed(0, 10, 20, 21, 3, 3), true);
+  warmup.phase = "warmup";
+  Trace cancelled = scored(streamed(0, 10, 20, 21, 3, 3), true);
+  cancelled.status = RequestStatus::kCancelled;
+  const std::vector<Trace> traces = {
+      warmup,                                               // excluded
+      cancelled,                                            // excluded
+      scored(streamed(0, 10, 20, 21, 3, 3), true),          // correct
+      scored(streamed(5, 15, 25, 26, 3, 3), true),          // correct
+      scored(streamed(5, 15, 25, 26, 3, 3), false),         // incorrect
+      scored(streamed(5, 15, 25, 26, 3, 3), std::nullopt),  // not scored
+      scored(failed(6, 7, "timeout"), false),               // scored, incorrect
+      scored(failed(6, 7, "timeout"), true),                // failed: incorrect regardless
+      scored(failed(6, 7, "connect"), std::nullopt),        // not scored
+  };
+  const Summary s = summarize_run(traces, {});
+  EXPECT_EQ(s.scored_requests, 5u);
+  EXPECT_EQ(s.correct_requests, 2u);
+  EXPECT_NEAR(*s.accuracy, 0.4, kEps);
+
+  // Nothing scored: every quality figure is absent (not 0).
+  const std::vector<Trace> unscored = {streamed(0, 10, 20, 21, 3, 3), failed(6, 7, "timeout")};
+  const Summary u = summarize_run(unscored, {});
+  EXPECT_FALSE(u.scored_requests);
+  EXPECT_FALSE(u.correct_requests);
+  EXPECT_FALSE(u.accuracy);
+  const std::vector<Trace> only_warmup = {warmup, cancelled};
+  EXPECT_FALSE(summarize_run(only_warmup, {}).accuracy);
+
+  // Every scored request wrong: accuracy 0, present.
+  const std::vector<Trace> wrong = {scored(streamed(0, 10, 20, 21, 3, 3), false)};
+  const Summary z = summarize_run(wrong, {});
+  EXPECT_EQ(z.scored_requests, 1u);
+  EXPECT_EQ(z.correct_requests, 0u);
+  EXPECT_EQ(z.accuracy, 0.0);
 }
 
 TEST(SummarizeRun, ClientCostCopied) {

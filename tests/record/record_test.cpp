@@ -38,6 +38,9 @@ Trace sample_trace() {
   t.http_status = 200;
   t.finish_reason = "length";
   t.server_timings_json = R"({"prompt_n":12,"prompt_ms":4.5})";
+  t.correct = true;
+  t.extracted_answer = "42";
+  t.scorer = "relaxed_numeric";
   return t;
 }
 
@@ -80,6 +83,37 @@ TEST(RecordJson, ChunkTimesAreDeltaEncodedAndRoundTrip) {
   EXPECT_EQ(back.output_tokens, 3);
   EXPECT_EQ(back.server_timings_json, R"({"prompt_n":12,"prompt_ms":4.5})");
   EXPECT_EQ(back.finish_reason, "length");
+  EXPECT_EQ(back.correct, true);
+  EXPECT_EQ(back.extracted_answer, "42");
+  EXPECT_EQ(back.scorer, "relaxed_numeric");
+}
+
+TEST(RecordJson, ScoreIsWrittenOnlyWhenScoredAndReadBack) {
+  Trace unscored = sample_trace();
+  unscored.correct.reset();
+  unscored.extracted_answer.clear();
+  unscored.scorer.clear();
+  const json::object plain = dyno::record::trace_to_json(unscored, false);
+  EXPECT_FALSE(plain.contains("score"));
+  EXPECT_FALSE(dyno::record::trace_from_json(plain).correct);
+
+  Trace wrong = sample_trace();
+  wrong.correct = false;
+  wrong.extracted_answer = "";
+  wrong.scorer = "choice";
+  const json::object o = dyno::record::trace_to_json(wrong, false);
+  EXPECT_EQ(dyno::json_text::compact(o.at("score")),
+            R"({"correct":false,"extracted":"","scorer":"choice"})");
+  const Trace back = dyno::record::trace_from_json(o);
+  EXPECT_EQ(back.correct, false);
+  EXPECT_EQ(back.extracted_answer, "");
+  EXPECT_EQ(back.scorer, "choice");
+
+  json::object bad = o;
+  bad["score"] = json::object{{"correct", "yes"}};
+  EXPECT_THROW(dyno::record::trace_from_json(bad), std::runtime_error);
+  bad["score"] = 1;
+  EXPECT_THROW(dyno::record::trace_from_json(bad), std::runtime_error);
 }
 
 TEST(RecordJson, ErrorTraceCarriesCategoryAndNoChunkTimesWhenDropped) {
@@ -111,6 +145,12 @@ TEST(RecordJson, SummaryMatchesGolden) {
                         *t.first_token_ns + 16'000'000};
     t.last_token_ns = t.event_times_ns.back();
     t.done_ns = *t.last_token_ns + 100'000;
+    // Quality: requests 0 and 1 correct, 2 wrong, 3 not scored.
+    if (i < 3) {
+      t.correct = i < 2;
+    } else {
+      t.correct.reset();
+    }
     traces.push_back(t);
   }
   Trace failed;
@@ -121,6 +161,8 @@ TEST(RecordJson, SummaryMatchesGolden) {
   failed.status = dyno::metrics::RequestStatus::kError;
   failed.error_category = "http_status";
   failed.http_status = 500;
+  failed.correct = false;  // had an expected answer: scored, incorrect
+  failed.scorer = "exact";
   traces.push_back(failed);
   dyno::metrics::SummaryOptions opt;
   opt.declared_concurrency = 4;
