@@ -1,0 +1,185 @@
+#include "app/stream_command.h"
+
+#include <boost/json.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <iomanip>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include "app/run_command.h"
+#include "app/session.h"
+#include "sim/profile.h"
+#include "sim/server.h"
+#include "transport/http_target.h"
+#include "transport/tokenize_client.h"
+#include "workload/exact_prompt.h"
+#include "workload/request_stream.h"
+
+namespace dyno::app {
+
+namespace {
+
+namespace json = boost::json;
+
+workload::Api validate(const StreamMakeOptions& o) {
+  const workload::Api api = parse_api(o.api);
+  if (o.url && !o.model) throw UsageError("--model is required with --url");
+  if (o.count < 1) throw UsageError("--count must be at least 1");
+  if (o.input_tokens < 1) throw UsageError("--input-tokens must be at least 1");
+  if (o.output_tokens < 1) throw UsageError("--output-tokens must be at least 1");
+  if (o.shared_prefix < 0) throw UsageError("--shared-prefix must be >= 0");
+  if (o.shared_prefix >= o.input_tokens) {
+    throw UsageError("--shared-prefix (" + std::to_string(o.shared_prefix) +
+                     ") must be less than --input-tokens (" + std::to_string(o.input_tokens) + ")");
+  }
+  if (o.output.empty()) throw UsageError("-o FILE is required");
+  if (!(o.timeout_s > 0)) throw UsageError("--timeout must be > 0 seconds");
+  return api;
+}
+
+}  // namespace
+
+int stream_make_command(const StreamMakeOptions& o, std::ostream& out) {
+  const workload::Api api = validate(o);
+
+  // The tokenizer: the engine the user names, or the embedded simulated engine.
+  std::unique_ptr<sim::Server> embedded;
+  std::string url_text;
+  std::string model;
+  std::string engine;
+  if (o.url) {
+    url_text = *o.url;
+    model = *o.model;
+  } else {
+    sim::Profile profile;
+    try {
+      profile = sim::resolve_profile(o.profile);
+    } catch (const sim::ProfileError& e) {
+      throw UsageError(std::string("--profile: ") + e.what());
+    }
+    sim::ServerOptions so;
+    so.profile = profile;
+    so.seed = o.seed;
+    embedded = std::make_unique<sim::Server>(so);
+    url_text = "http://127.0.0.1:" + std::to_string(embedded->start()) + "/v1";
+    model = o.model.value_or(profile.model_name);
+    engine = "dyno-sim (embedded, profile " + profile.name + ")";
+  }
+  transport::BaseUrl url;
+  try {
+    url = transport::BaseUrl::parse(url_text);
+  } catch (const transport::UrlError& e) {
+    throw UsageError(std::string("--url: ") + e.what());
+  }
+  if (engine.empty()) engine = url.to_string();
+
+  transport::TokenizeClientOptions co;
+  co.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000.0));
+  co.tls_verify = !o.insecure;
+  co.ca_file = o.ca_file;
+  transport::TokenizeClient client(url, model, api_key_from_env(), co);
+  const auto count = [&](const workload::Request& r) -> std::int64_t {
+    if (!r.is_chat()) return client.count_text(*r.prompt);
+    const std::optional<std::int64_t> n = client.count_chat(r.messages);
+    if (!n) {
+      throw UsageError(std::string("--api chat: the target's tokenizer (") +
+                       transport::flavor_name(client.flavor()) +
+                       ") cannot count chat prompts; use --api completions");
+    }
+    return *n;
+  };
+
+  workload::ExactOptions eo;
+  eo.api = api;
+  eo.count = o.count;
+  eo.input_tokens = o.input_tokens;
+  eo.output_tokens = o.output_tokens;
+  eo.seed = o.seed;
+  eo.shared_prefix_tokens = o.shared_prefix;
+  eo.system_prompt = o.system;
+  std::vector<workload::LengthReport> report;
+  workload::RequestStream stream = workload::make_exact_stream(eo, count, &report);
+
+  // Re-count every request as written: the achieved figures are measured, not assumed.
+  std::int64_t hit = 0;
+  std::int64_t requested_total = 0;
+  std::int64_t achieved_total = 0;
+  std::int64_t calls_total = 0;
+  for (std::size_t i = 0; i < report.size(); ++i) {
+    report[i].achieved = count(stream.requests[i]);
+    ++report[i].calls;
+    if (report[i].achieved == report[i].requested) ++hit;
+    requested_total += report[i].requested;
+    achieved_total += report[i].achieved;
+    calls_total += report[i].calls;
+  }
+  workload::write_stream_file(o.output, stream);
+  const bool ok = hit == static_cast<std::int64_t>(report.size());
+  const char* flavor = transport::flavor_name(client.flavor());
+
+  if (o.json) {
+    json::array rows;
+    for (const workload::LengthReport& r : report) {
+      json::object row;
+      row["id"] = r.id;
+      row["requested"] = r.requested;
+      row["achieved"] = r.achieved;
+      if (r.prefix_requested > 0) {
+        row["prefix_requested"] = r.prefix_requested;
+        row["prefix_achieved"] = r.prefix_achieved;
+      }
+      row["calls"] = r.calls;
+      rows.push_back(std::move(row));
+    }
+    json::object doc;
+    doc["file"] = o.output;
+    doc["sha256"] = stream.sha256;
+    doc["source"] = stream.source;
+    doc["engine"] = engine;
+    doc["embedded_sim"] = embedded != nullptr;
+    doc["model"] = model;
+    doc["tokenizer"] = flavor;
+    doc["requests"] = std::move(rows);
+    doc["totals"] = json::object{{"requests", report.size()},
+                                 {"hit", hit},
+                                 {"missed", static_cast<std::int64_t>(report.size()) - hit},
+                                 {"requested_tokens", requested_total},
+                                 {"achieved_tokens", achieved_total},
+                                 {"tokenize_calls", calls_total}};
+    doc["ok"] = ok;
+    out << json::serialize(doc) << "\n";
+  } else {
+    if (embedded) {
+      out << "no --url: lengths measured by the embedded dyno sim (" << engine
+          << "); its tokenizer is not your engine's\n";
+    }
+    out << "tokenizer: " << engine << " /tokenize (" << flavor << "), model " << model << ", api "
+        << o.api << "\n";
+    const bool prefix = o.shared_prefix > 0;
+    if (prefix) {
+      out << "shared prefix: " << report.front().prefix_achieved << " / " << o.shared_prefix
+          << " tokens\n";
+    }
+    std::size_t id_width = 5;
+    for (const auto& r : report) id_width = std::max(id_width, r.id.size());
+    out << std::left << std::setw(static_cast<int>(id_width)) << "id" << std::right << std::setw(11)
+        << "requested" << std::setw(10) << "achieved" << std::setw(7) << "calls"
+        << "\n";
+    for (const auto& r : report) {
+      out << std::left << std::setw(static_cast<int>(id_width)) << r.id << std::right
+          << std::setw(11) << r.requested << std::setw(10) << r.achieved << std::setw(7) << r.calls
+          << (r.achieved == r.requested ? "" : "  MISS") << "\n";
+    }
+    out << std::left << std::setw(static_cast<int>(id_width)) << "total" << std::right
+        << std::setw(11) << requested_total << std::setw(10) << achieved_total << std::setw(7)
+        << calls_total << "\n";
+    out << hit << "/" << report.size() << " requests hit their target exactly\n";
+    out << "wrote " << o.output << " (" << report.size() << " requests, sha256 " << stream.sha256
+        << ")\n";
+  }
+  return ok ? kExitOk : kExitRunFailed;
+}
+
+}  // namespace dyno::app

@@ -153,6 +153,7 @@ void validate(const Profile& p, const std::string& where) {
   probability("spec_acceptance", p.spec_acceptance);
   probability("reasoning_fraction", p.reasoning_fraction);
   if (p.chat_template_tokens < 0) fail("chat_template_tokens", "must be >= 0");
+  if (p.image_tokens < 0) fail("image_tokens", "must be >= 0");
 }
 
 // Field setters of the JSON profile format, keyed by field name (same names as Profile).
@@ -233,6 +234,8 @@ void set_field(Profile& p, const std::string& where, const std::string& key, con
     p.reasoning_fraction = r.number();
   } else if (key == "chat_template_tokens") {
     p.chat_template_tokens = r.integer();
+  } else if (key == "image_tokens") {
+    p.image_tokens = r.integer();
   } else if (key == "zero_delay") {
     p.zero_delay = r.boolean();
   } else {
@@ -317,6 +320,7 @@ std::string profile_to_json(const Profile& p) {
   o["spec_acceptance"] = p.spec_acceptance;
   o["reasoning_fraction"] = p.reasoning_fraction;
   o["chat_template_tokens"] = p.chat_template_tokens;
+  o["image_tokens"] = p.image_tokens;
   o["zero_delay"] = p.zero_delay;
   return json_text::compact(o);
 }

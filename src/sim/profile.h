@@ -43,6 +43,8 @@ struct Profile {
   /// Extra tokens the chat template adds per message, on top of its own markup (12 tokens per
   /// message + 7 for the generation prompt, see apply_chat_template in sim/tokenizer.h).
   std::int64_t chat_template_tokens = 0;
+  /// Prompt tokens each image part of a chat message counts for (a fixed vision-encoder cost).
+  std::int64_t image_tokens = 576;
 
   bool zero_delay = false;  ///< firehose: all times 0, generate as fast as the sockets allow
 };

@@ -1,5 +1,8 @@
 #include "sim/server.h"
 
+#include <openssl/evp.h>
+#include <pthread.h>
+
 #include <array>
 #include <atomic>
 #include <boost/asio/co_spawn.hpp>
@@ -119,6 +122,7 @@ struct CompletionRequest {
   std::int64_t min_tokens = 0;
   bool ignore_eos = false;
   std::optional<std::uint64_t> seed;
+  std::vector<std::string> image_sha256;  // per data-URL image part, in order (truth log)
 };
 
 // One completion request in flight: what the engine renders for its connection's writer.
@@ -225,6 +229,7 @@ struct Server::Impl {
                  bool stream, const Stream* st, std::int64_t done_ns);
 
   std::string handle_tokenize(const std::string& body, http::status& status) const;
+  std::string handle_apply_template(const std::string& body, http::status& status) const;
   std::string models_body() const;
   CompletionRequest parse_completion(const std::string& body, bool chat) const;
 };
@@ -523,6 +528,8 @@ asio::awaitable<bool> Server::Impl::handle(Conn& conn, http::request<http::strin
     body = models_body();
   } else if (target == "/tokenize" && method == http::verb::post) {
     body = handle_tokenize(req.body(), status);
+  } else if (target == "/apply-template" && method == http::verb::post) {
+    body = handle_apply_template(req.body(), status);
   } else {
     status = http::status::not_found;
     body = error_body(HttpError{
@@ -566,9 +573,91 @@ json::object parse_object(const std::string& body) {
   return std::move(v.get_object());
 }
 
-std::vector<ChatMessage> parse_messages(const json::value& v) {
+// Decodes standard base64 (with optional '=' padding); nullopt when malformed.
+std::optional<std::string> base64_decode(std::string_view in) {
+  std::string out;
+  out.reserve(in.size() / 4 * 3);
+  std::uint32_t acc = 0;
+  int bits = 0;
+  std::size_t pad = 0;
+  for (const char c : in) {
+    std::uint32_t v = 0;
+    if (c >= 'A' && c <= 'Z') {
+      v = static_cast<std::uint32_t>(c - 'A');
+    } else if (c >= 'a' && c <= 'z') {
+      v = static_cast<std::uint32_t>(c - 'a' + 26);
+    } else if (c >= '0' && c <= '9') {
+      v = static_cast<std::uint32_t>(c - '0' + 52);
+    } else if (c == '+') {
+      v = 62;
+    } else if (c == '/') {
+      v = 63;
+    } else if (c == '=') {
+      ++pad;
+      continue;
+    } else {
+      return std::nullopt;
+    }
+    if (pad != 0) return std::nullopt;  // data after padding
+    acc = ((acc << 6) | v) & 0xFFFFFFu;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFFu));
+    }
+  }
+  if (pad > 2 || (pad != 0 && in.size() % 4 != 0)) return std::nullopt;
+  return out;
+}
+
+std::string sha256_hex(std::string_view bytes) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int len = 0;
+  EVP_Digest(bytes.data(), bytes.size(), md.data(), &len, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(kHex[md[i] >> 4]);
+    out.push_back(kHex[md[i] & 0xFu]);
+  }
+  return out;
+}
+
+// Chat messages as the template sees them, plus their image parts.
+struct ParsedChat {
+  std::vector<ChatMessage> messages;
+  std::int64_t images = 0;                // image parts (each costs Profile::image_tokens)
+  std::vector<std::string> image_sha256;  // of each data-URL image's decoded bytes, in order
+};
+
+// An image part's URL: {"type":"image_url","image_url":{"url":..}} (or "image_url":"<url>").
+// A data URL must be base64 ("data:<mime>;base64,<bytes>"); its bytes are hashed.
+void parse_image_part(const json::object& p, ParsedChat& out) {
+  const json::value* iu = p.if_contains("image_url");
+  const json::value* url = nullptr;
+  if (iu && iu->is_object()) {
+    url = iu->get_object().if_contains("url");
+  } else if (iu && iu->is_string()) {
+    url = iu;
+  }
+  if (!url || !url->is_string()) bad_request("image_url parts need a string 'image_url.url'");
+  const std::string_view u = url->get_string();
+  ++out.images;
+  if (u.substr(0, 5) != "data:") return;  // a remote URL: counted, never fetched
+  const auto comma = u.find(',');
+  if (comma == std::string_view::npos) bad_request("image data URL has no ','");
+  const std::string_view meta = u.substr(5, comma - 5);
+  if (meta.size() < 7 || meta.substr(meta.size() - 7) != ";base64") {
+    bad_request("image data URLs must be base64 (data:<type>;base64,...)");
+  }
+  const std::optional<std::string> bytes = base64_decode(u.substr(comma + 1));
+  if (!bytes) bad_request("image data URL: invalid base64");
+  out.image_sha256.push_back(sha256_hex(*bytes));
+}
+
+ParsedChat parse_messages(const json::value& v) {
   if (!v.is_array()) bad_request("'messages' must be an array");
-  std::vector<ChatMessage> out;
+  ParsedChat out;
   for (const json::value& m : v.get_array()) {
     if (!m.is_object()) bad_request("each message must be an object");
     const json::object& o = m.get_object();
@@ -582,7 +671,16 @@ std::vector<ChatMessage> parse_messages(const json::value& v) {
       } else if (content->is_array()) {
         for (const json::value& part : content->get_array()) {
           const json::object* p = part.if_object();
-          const json::value* text = p ? p->if_contains("text") : nullptr;
+          if (!p) bad_request("content parts must be objects");
+          const json::value* type = p->if_contains("type");
+          if (type && type->is_string() && type->get_string() == "image_url") {
+            parse_image_part(*p, out);
+            continue;
+          }
+          if (type && !(type->is_string() && type->get_string() == "text")) {
+            bad_request("content part type must be \"text\" or \"image_url\"");
+          }
+          const json::value* text = p->if_contains("text");
           if (!text || !text->is_string()) bad_request("content parts must have a string 'text'");
           msg.content += text->get_string();
         }
@@ -590,9 +688,9 @@ std::vector<ChatMessage> parse_messages(const json::value& v) {
         bad_request("'content' must be a string, an array of parts or null");
       }
     }
-    out.push_back(std::move(msg));
+    out.messages.push_back(std::move(msg));
   }
-  if (out.empty()) bad_request("'messages' must not be empty");
+  if (out.messages.empty()) bad_request("'messages' must not be empty");
   return out;
 }
 
@@ -644,9 +742,11 @@ CompletionRequest Server::Impl::parse_completion(const std::string& body, bool c
   if (chat) {
     const json::value* messages = o.if_contains("messages");
     if (!messages) bad_request("'messages' is required");
-    r.prompt_text =
-        apply_chat_template(parse_messages(*messages), true, profile.chat_template_tokens);
-    r.prompt_tokens = static_cast<std::int64_t>(count_tokens(r.prompt_text));
+    ParsedChat parsed = parse_messages(*messages);
+    r.prompt_text = apply_chat_template(parsed.messages, true, profile.chat_template_tokens);
+    r.prompt_tokens = static_cast<std::int64_t>(count_tokens(r.prompt_text)) +
+                      parsed.images * profile.image_tokens;
+    r.image_sha256 = std::move(parsed.image_sha256);
   } else {
     const json::value* prompt = o.if_contains("prompt");
     if (!prompt) bad_request("'prompt' is required");
@@ -701,6 +801,13 @@ CompletionRequest Server::Impl::parse_completion(const std::string& body, bool c
   return r;
 }
 
+namespace {
+
+// The id image placeholder tokens get in /tokenize answers.
+std::int32_t image_token_id() { return token_id("<image>"); }
+
+}  // namespace
+
 std::string Server::Impl::handle_tokenize(const std::string& body, http::status& status) const {
   try {
     const json::object o = parse_object(body);
@@ -710,22 +817,59 @@ std::string Server::Impl::handle_tokenize(const std::string& body, http::status&
                       "The model `" + std::string(m->get_string()) + "` does not exist."};
     }
     std::string text;
+    std::int64_t images = 0;
+    bool llama = false;  // llama.cpp's shape: {"content": ..} -> {"tokens": [..]} only
     if (const json::value* messages = o.if_contains("messages")) {
-      text = apply_chat_template(parse_messages(*messages),
-                                 optional_bool(o, "add_generation_prompt", true),
+      ParsedChat parsed = parse_messages(*messages);
+      text = apply_chat_template(parsed.messages, optional_bool(o, "add_generation_prompt", true),
                                  options.profile.chat_template_tokens);
+      images = parsed.images;
     } else if (const json::value* prompt = o.if_contains("prompt")) {
       if (!prompt->is_string()) bad_request("'prompt' must be a string");
       text = std::string(prompt->get_string());
+    } else if (const json::value* content = o.if_contains("content")) {
+      if (!content->is_string()) bad_request("'content' must be a string");
+      text = std::string(content->get_string());
+      llama = true;
     } else {
-      bad_request("'prompt' or 'messages' is required");
+      bad_request("'prompt', 'messages' or 'content' is required");
     }
+    const bool with_pieces = llama && optional_bool(o, "with_pieces", false);
     json::array ids;
-    for (const Token& t : tokenize(text)) ids.push_back(t.id);
+    for (const Token& t : tokenize(text)) {
+      if (with_pieces) {
+        ids.push_back(json::object{{"id", t.id}, {"piece", t.piece}});
+      } else {
+        ids.push_back(t.id);
+      }
+    }
+    for (std::int64_t i = 0; i < images * options.profile.image_tokens; ++i) {
+      ids.push_back(image_token_id());
+    }
     json::object out;
-    out["count"] = ids.size();
-    out["max_model_len"] = options.profile.max_model_len;
+    if (!llama) {
+      out["count"] = ids.size();
+      out["max_model_len"] = options.profile.max_model_len;
+    }
     out["tokens"] = std::move(ids);
+    return json::serialize(out);
+  } catch (const HttpError& e) {
+    status = e.status;
+    return error_body(e);
+  }
+}
+
+std::string Server::Impl::handle_apply_template(const std::string& body,
+                                                http::status& status) const {
+  try {
+    const json::object o = parse_object(body);
+    const json::value* messages = o.if_contains("messages");
+    if (!messages) bad_request("'messages' is required");
+    const ParsedChat parsed = parse_messages(*messages);
+    json::object out;
+    out["prompt"] =
+        apply_chat_template(parsed.messages, optional_bool(o, "add_generation_prompt", true),
+                            options.profile.chat_template_tokens);
     return json::serialize(out);
   } catch (const HttpError& e) {
     status = e.status;
@@ -1018,6 +1162,16 @@ void Server::Impl::log_truth(const std::string& request_id, std::int64_t receive
                                              : std::string("null");
     out += R"(,"done_ns":)";
     out += std::to_string(done_ns);
+    if (st && !st->req.image_sha256.empty()) {
+      out += R"(,"image_sha256":[)";
+      for (std::size_t i = 0; i < st->req.image_sha256.size(); ++i) {
+        if (i) out += ',';
+        out += '"';
+        out += st->req.image_sha256[i];
+        out += '"';
+      }
+      out += ']';
+    }
     out += "}\n";
     if (truth_buf.size() > (1u << 20)) {
       truth_file << truth_buf;
@@ -1050,6 +1204,15 @@ void Server::wait() {
 
 std::uint16_t Server::port() const { return impl_->bound_port; }
 
-double Server::cpu_seconds() const { return impl_->joined ? impl_->thread_cpu_s : 0.0; }
+double Server::cpu_seconds() const {
+  if (impl_->joined) return impl_->thread_cpu_s;
+  if (!impl_->started) return 0.0;
+  // Live: the running server thread's CPU clock.
+  clockid_t clock{};
+  if (pthread_getcpuclockid(impl_->thread.native_handle(), &clock) != 0) return 0.0;
+  timespec cpu{};
+  clock_gettime(clock, &cpu);
+  return static_cast<double>(cpu.tv_sec) + static_cast<double>(cpu.tv_nsec) * 1e-9;
+}
 
 }  // namespace dyno::sim

@@ -13,7 +13,17 @@
 //       n != 1, prompt + max_tokens > max_model_len; 404 other model name; OpenAI-style body
 //       {"error":{"message":..,"type":..,"code":<status>}}. temperature/top_p/stop are
 //       validated for type and otherwise ignored (the output vocabulary is fixed).
-//   GET /v1/models, GET /health ("{}"), POST /tokenize (vLLM shape), anything else 404.
+//       Chat `content` may be an array of parts: {"type":"text","text":..} counts as text;
+//       {"type":"image_url","image_url":{"url":..}} counts Profile::image_tokens prompt tokens
+//       (a data URL "data:<type>;base64,<b64>" is decoded and hashed; a bad one is a 400;
+//       other URLs are counted, never fetched).
+//   GET /v1/models, GET /health ("{}"), anything else 404.
+//   POST /tokenize: vLLM's shape {"prompt":text} or {"messages":[..],"add_generation_prompt":b}
+//       -> {"count":N,"max_model_len":L,"tokens":[ids]}; llama.cpp's shape {"content":text
+//       [,"with_pieces":true]} -> {"tokens":[ids]} (or [{"id","piece"}]). Images in messages
+//       add Profile::image_tokens placeholder ids each, after the text's ids.
+//   POST /apply-template (llama.cpp): {"messages":[..]} -> {"prompt":<templated text>} (the
+//       text apply_chat_template gives, with the generation prompt; images are not in it).
 //
 // Truth log (ServerOptions::truth_path): JSONL, one line per request to a completion endpoint,
 // written when its last bytes are handed to the socket (or when it fails, is cut or stalls),
@@ -25,7 +35,11 @@
 //    "completion_tokens":<tokens in the events below>,
 //    "event_times_ns":[<steady ns just before the write carrying each token event was issued>],
 //    "event_tokens":[<tokens per event>],
-//    "first_token_ns":<event_times_ns[0], or null>, "done_ns":<steady ns of the last write>}
+//    "first_token_ns":<event_times_ns[0], or null>, "done_ns":<steady ns of the last write>
+//    [, "image_sha256":["<hex>",..]]}
+// "image_sha256" is present only for chat requests with data-URL image parts: the SHA-256
+// (lowercase hex) of each image's decoded bytes, in message and part order (proof that image
+// bytes arrived intact).
 // steady ns = std::chrono::steady_clock (CLOCK_MONOTONIC) time_since_epoch in ns, comparable
 // with a client in another process. Events batched into one write share its time. For
 // non-streamed responses every event gets the time of the response write. "fault" names the
@@ -97,7 +111,7 @@ class Server {
   /// truth log. Returns at once if never started.
   void wait();
   std::uint16_t port() const;
-  /// CPU seconds the server thread used, known once it stopped (0 before): lets an in-process
+  /// CPU seconds the server thread has used (read live while it runs): lets an in-process
   /// client report its own cost without the engine's.
   double cpu_seconds() const;
 

@@ -106,7 +106,8 @@ TEST(Profile, Errors) {
 TEST(Profile, ToJsonHasEveryField) {
   const auto v = boost::json::parse(profile_to_json(builtin_profile("small-gpu")));
   const auto& o = v.as_object();
-  EXPECT_EQ(o.size(), 18u);
+  EXPECT_EQ(o.size(), 19u);
+  EXPECT_EQ(o.at("image_tokens").to_number<int>(), 576);
   EXPECT_EQ(o.at("name").as_string(), "small-gpu");
   EXPECT_EQ(o.at("max_running_seqs").to_number<int>(), 256);
 }
