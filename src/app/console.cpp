@@ -138,6 +138,11 @@ std::string render_summary(const RunHeadline& h, const metrics::Summary& s, bool
         << (s.goodput_requests ? std::to_string(*s.goodput_requests) : "n/a") << " of "
         << s.requests_total << " met " << h.slo_text << ")\n";
   }
+  if (s.scored_requests) {
+    out << "quality     accuracy "
+        << fmt(s.accuracy ? std::optional<double>(*s.accuracy * 100.0) : std::nullopt, 1) << " % ("
+        << s.correct_requests.value_or(0) << " of " << *s.scored_requests << " correct)\n";
+  }
   out << "tokens      in " << s.input_tokens_total << " · out " << s.output_tokens_total
       << " · tokens/event " << fmt(s.tokens_per_event, 2) << " · counted from";
   for (const auto& [src, n] : s.token_count_sources) out << " " << src << "=" << n;

@@ -6,8 +6,11 @@
 #include <exception>
 #include <iostream>
 
+#include "app/import_command.h"
+#include "app/protocols.h"
 #include "app/run_command.h"
 #include "app/sim_command.h"
+#include "app/stream_command.h"
 #include "dyno/build_info.h"
 #include "record/run_writer.h"
 
@@ -17,7 +20,8 @@ constexpr const char* kExitCodes =
     "Exit codes: 0 ok; 1 dyno could not work (I/O, internal error); 2 usage error (bad flag or "
     "input file); 3 the run failed or exceeded its error budget; 130 interrupted.";
 
-void add_run_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
+/// Flags every measuring command shares: the engine, the workload, the output.
+void add_common_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
   cmd.add_option("--url", o.url,
                  "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (default: start the "
                  "simulated engine in-process)");
@@ -27,17 +31,6 @@ void add_run_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
   cmd.add_option("--profile", o.profile,
                  "embedded simulated engine profile: a built-in name or a JSON file")
       ->capture_default_str();
-  cmd.add_option("-c,--concurrency", o.concurrency,
-                 "closed loop: keep C requests in flight (default 8)");
-  cmd.add_option("--rate", o.rate, "open loop: mean arrival rate in requests/s");
-  cmd.add_option("--arrival", o.arrival, "open-loop arrivals: poisson, constant or gamma")
-      ->capture_default_str();
-  cmd.add_option("--burstiness", o.burstiness,
-                 "gamma shape k: 1 = Poisson, < 1 burstier, > 1 smoother")
-      ->capture_default_str();
-  cmd.add_option("-n,--requests", o.requests,
-                 "measured requests to send (default 100 when --duration is not given)");
-  cmd.add_option("-d,--duration", o.duration_s, "stop sending after S seconds");
   cmd.add_option("--warmup", o.warmup, "requests sent first and discarded (recorded as warmup)")
       ->capture_default_str();
   cmd.add_option("--max-tokens", o.max_tokens, "max_tokens for stream requests that set none");
@@ -53,6 +46,11 @@ void add_run_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
                  "synthetic stream: output tokens per request (max_tokens with ignore_eos)")
       ->capture_default_str();
   cmd.add_option("--slo", o.slo, "goodput objectives, e.g. ttft=500ms,tpot=50ms,e2e=10s");
+  cmd.add_option("--arrival", o.arrival, "open-loop arrivals: poisson, constant or gamma")
+      ->capture_default_str();
+  cmd.add_option("--burstiness", o.burstiness,
+                 "gamma shape k: 1 = Poisson, < 1 burstier, > 1 smoother")
+      ->capture_default_str();
   cmd.add_option("--runs-root", o.runs_root, "directory that receives run records")
       ->capture_default_str();
   cmd.add_option("--label", o.label, "a label added to the run id and the manifest");
@@ -78,6 +76,23 @@ void add_run_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
       ->capture_default_str();
 }
 
+/// `dyno run`'s load: closed loop (--concurrency) or open loop (--rate), and its limits.
+void add_load_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
+  cmd.add_option("-c,--concurrency", o.concurrency,
+                 "closed loop: keep C requests in flight (default 8)");
+  cmd.add_option("--rate", o.rate, "open loop: mean arrival rate in requests/s");
+  cmd.add_option("-n,--requests", o.requests,
+                 "measured requests to send (default 100 when --duration is not given)");
+  cmd.add_option("-d,--duration", o.duration_s, "stop sending after S seconds");
+}
+
+void add_repeat_flags(CLI::App& cmd, dyno::app::RepeatOptions& r) {
+  cmd.add_option("--repeat", r.repeat, "run every cell K times (all kept; one selected)")
+      ->capture_default_str();
+  cmd.add_option("--select", r.select,
+                 "the metric whose median repetition is selected (default: the protocol's)");
+}
+
 void add_sim_flags(CLI::App& cmd, dyno::app::SimOptions& o) {
   cmd.add_option("--host", o.host, "address to listen on")->capture_default_str();
   cmd.add_option("-p,--port", o.port, "port to listen on (0: pick a free one and print it)")
@@ -99,6 +114,60 @@ void add_sim_flags(CLI::App& cmd, dyno::app::SimOptions& o) {
                  "token events sent before a malformed/cut/stall fault")
       ->capture_default_str();
   cmd.add_flag("--show-profile", o.show_profile, "print the resolved profile as JSON and exit");
+}
+
+void add_import_flags(CLI::App& cmd, dyno::app::ImportOptions& o) {
+  cmd.add_option("kind", o.kind, "sharegpt, table or image-qa")
+      ->required()
+      ->check(CLI::IsMember({"sharegpt", "table", "image-qa"}));
+  cmd.add_option("input", o.input, "the data file (image-qa: or its directory)")->required();
+  cmd.add_option("-o,--output", o.output, "stream file to write (JSONL)")->required();
+  cmd.add_option("--api", o.api, "chat or completions")->capture_default_str();
+  cmd.add_option("--max-tokens", o.max_tokens, "max_tokens of every request");
+  cmd.add_option("--limit", o.limit, "keep at most this many requests");
+  cmd.add_option("--shuffle-seed", o.shuffle_seed, "sharegpt: shuffle (seeded) before --limit");
+  cmd.add_flag("--output-from-reference", o.output_from_reference,
+               "sharegpt: max_tokens approximated from the reference reply");
+  cmd.add_option("--min-prompt-chars", o.min_prompt_chars, "sharegpt: skip shorter prompts");
+  cmd.add_option("--columns", o.columns,
+                 "table: FIELD=COLUMN list, e.g. prompt=question,id=qid,expected=answer,"
+                 "tags=lang;topic (fields: prompt id system expected max_tokens image tags)");
+  cmd.add_option("--format", o.format,
+                 "table / image-qa: csv, jsonl or json (default: by extension)");
+  cmd.add_option("--scorer", o.scorer,
+                 "table / image-qa: scorer of every row (exact, normalized, relaxed_numeric)");
+  cmd.add_option("--instruction", o.instruction, "image-qa: text appended to each question");
+  cmd.add_option("--image-dir", o.image_dir,
+                 "image-qa: image directory, relative to the data file");
+  cmd.add_flag("--json", o.json, "print the result as JSON");
+}
+
+void add_stream_make_flags(CLI::App& cmd, dyno::app::StreamMakeOptions& o) {
+  cmd.add_option("--url", o.url,
+                 "base URL whose /tokenize measures lengths (default: the embedded simulated "
+                 "engine)");
+  cmd.add_option("--model", o.model, "model name (required with --url)");
+  cmd.add_option("--api", o.api, "chat or completions")
+      ->check(CLI::IsMember({"chat", "completions"}))
+      ->capture_default_str();
+  cmd.add_option("--profile", o.profile, "embedded simulated engine profile (no --url)")
+      ->capture_default_str();
+  cmd.add_option("--count", o.count, "requests to generate")->required();
+  cmd.add_option("--input-tokens", o.input_tokens,
+                 "exact prompt tokens per request (chat: with the chat template)")
+      ->required();
+  cmd.add_option("--output-tokens", o.output_tokens,
+                 "output tokens per request (max_tokens = min_tokens, ignore_eos)")
+      ->required();
+  cmd.add_option("--seed", o.seed, "seed of the generated text")->capture_default_str();
+  cmd.add_option("--shared-prefix", o.shared_prefix,
+                 "every prompt starts with the same text of exactly P tokens");
+  cmd.add_option("--system", o.system, "chat: a system message; completions: leading text");
+  cmd.add_option("-o,--output", o.output, "stream file to write (JSONL)")->required();
+  cmd.add_flag("--json", o.json, "print the length report as JSON on stdout");
+  cmd.add_option("--timeout", o.timeout_s, "seconds per tokenize call")->capture_default_str();
+  cmd.add_flag("--insecure", o.insecure, "https: do not verify the server's certificate");
+  cmd.add_option("--ca-file", o.ca_file, "https: PEM file of extra CA certificates");
 }
 
 /// One connection per in-flight stream: thousands of streams need thousands of descriptors,
@@ -124,10 +193,84 @@ int main(int argc, char** argv) {
       "run",
       "benchmark an OpenAI-compatible engine (default: the embedded simulated engine) and write "
       "a run record");
-  add_run_flags(*run, run_options);
+  add_common_flags(*run, run_options);
+  add_load_flags(*run, run_options);
+
+  // Protocols: many cells, one record each, grouped by a campaign (docs/protocols.md).
+  dyno::app::RunOptions sweep_common;
+  dyno::app::SweepOptions sweep_options;
+  CLI::App* sweep = app.add_subcommand(
+      "sweep", "protocol: one cell per concurrency (or rate), each held long enough");
+  add_common_flags(*sweep, sweep_common);
+  sweep
+      ->add_option("--concurrencies", sweep_options.concurrencies,
+                   "closed-loop cells, e.g. 1,2,4,8")
+      ->capture_default_str();
+  sweep->add_option("--rates", sweep_options.rates,
+                    "open-loop cells instead, in req/s, e.g. 2,4,8");
+  sweep
+      ->add_option("--min-requests", sweep_options.min_requests,
+                   "each cell sends max(min-requests, per-slot x C) requests")
+      ->capture_default_str();
+  sweep->add_option("--per-slot", sweep_options.per_slot, "requests per concurrency slot (k)")
+      ->capture_default_str();
+  sweep
+      ->add_option("--rate-duration", sweep_options.rate_duration_s,
+                   "open-loop cells: seconds each cell sends")
+      ->capture_default_str();
+  add_repeat_flags(*sweep, sweep_options.rep);
+
+  dyno::app::RunOptions ladder_common;
+  dyno::app::LadderOptions ladder_options;
+  CLI::App* ladder = app.add_subcommand(
+      "ladder", "protocol: decode speed at context depths and prefill speed at prompt sizes");
+  add_common_flags(*ladder, ladder_common);
+  ladder->add_option("--depths", ladder_options.depths, "decode cells: context depths in tokens")
+      ->capture_default_str();
+  ladder
+      ->add_option("--prefill-sizes", ladder_options.prefill_sizes,
+                   "prefill-only cells: prompt sizes in tokens ('' for none)")
+      ->capture_default_str();
+  ladder
+      ->add_option("--decode-tokens", ladder_options.decode_tokens,
+                   "output tokens of a decode cell")
+      ->capture_default_str();
+  add_repeat_flags(*ladder, ladder_options.rep);
+
+  dyno::app::RunOptions speed_common;
+  dyno::app::SpeedOptions speed_options;
+  CLI::App* speed = app.add_subcommand(
+      "speed", "protocol: a solo streamed request and a burst, for each named pass of prompts");
+  add_common_flags(*speed, speed_common);
+  speed
+      ->add_option("--passes", speed_options.passes,
+                   "named passes, e.g. fr,en,fr2 (prompts tagged pass=<name> in --stream)")
+      ->capture_default_str();
+  speed->add_option("--burst", speed_options.concurrency, "requests of the aggregate burst")
+      ->capture_default_str();
+  add_repeat_flags(*speed, speed_options.rep);
+
+  dyno::app::RunOptions real_common;
+  dyno::app::RealOptions real_options;
+  CLI::App* real = app.add_subcommand(
+      "real", "protocol: real prompts with long outputs, per-case figures (needs --stream)");
+  add_common_flags(*real, real_common);
+  add_repeat_flags(*real, real_options.rep);
   dyno::app::SimOptions sim_options;
   CLI::App* sim = app.add_subcommand("sim", "serve the simulated OpenAI-compatible engine");
   add_sim_flags(*sim, sim_options);
+  dyno::app::StreamMakeOptions stream_make_options;
+  CLI::App* stream = app.add_subcommand("stream", "request stream tools");
+  stream->require_subcommand(1);
+  CLI::App* stream_make = stream->add_subcommand(
+      "make",
+      "write a stream whose prompts have exact token lengths (measured by the target's "
+      "/tokenize)");
+  add_stream_make_flags(*stream_make, stream_make_options);
+  dyno::app::ImportOptions import_options;
+  CLI::App* stream_import = stream->add_subcommand(
+      "import", "turn a data set (ShareGPT, a CSV/JSONL table, image questions) into a stream");
+  add_import_flags(*stream_import, import_options);
 
   try {
     app.parse(argc, argv);
@@ -144,7 +287,15 @@ int main(int argc, char** argv) {
 
   try {
     if (run->parsed()) return dyno::app::run_command(run_options);
+    if (sweep->parsed()) return dyno::app::sweep_command(sweep_common, sweep_options);
+    if (ladder->parsed()) return dyno::app::ladder_command(ladder_common, ladder_options);
+    if (speed->parsed()) return dyno::app::speed_command(speed_common, speed_options);
+    if (real->parsed()) return dyno::app::real_command(real_common, real_options);
     if (sim->parsed()) return dyno::app::sim_command(sim_options);
+    if (stream_import->parsed()) return dyno::app::import_command(import_options);
+    if (stream_make->parsed()) {
+      return dyno::app::stream_make_command(stream_make_options, std::cout);
+    }
   } catch (const dyno::app::UsageError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return dyno::app::kExitUsage;

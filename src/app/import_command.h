@@ -1,0 +1,36 @@
+// `dyno stream import sharegpt|table|image-qa`: public data sets → request streams.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "workload/import.h"
+
+namespace dyno::app {
+
+struct ImportOptions {
+  std::string kind;    ///< sharegpt | table | image-qa
+  std::string input;   ///< the data file (or directory, for image-qa)
+  std::string output;  ///< -o FILE
+  std::string api = "chat";
+  std::optional<std::int64_t> max_tokens;
+  std::optional<std::size_t> limit;
+  std::optional<std::uint64_t> shuffle_seed;  ///< sharegpt: shuffle with this seed
+  bool output_from_reference = false;         ///< sharegpt
+  std::size_t min_prompt_chars = 0;           ///< sharegpt
+  /// table: column mapping "prompt=question,id=qid,expected=answer,tags=lang;topic".
+  std::string columns;
+  std::string format;       ///< table / image-qa: csv | jsonl | json ("" = by extension)
+  std::string scorer;       ///< table / image-qa: scorer for every row
+  std::string instruction;  ///< image-qa: appended to each question
+  std::string image_dir;    ///< image-qa: image directory relative to the data file
+  bool json = false;
+};
+
+/// Imports and writes the stream; prints its size and hash. Throws UsageError naming the flag
+/// or file:line.
+int import_command(const ImportOptions& options);
+
+}  // namespace dyno::app

@@ -1,0 +1,446 @@
+#include "app/session.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "app/console.h"
+#include "dyno/build_info.h"
+#include "record/record_json.h"
+#include "record/run_id.h"
+#include "record/run_writer.h"
+#include "sim/server.h"
+#include "transport/event_loop.h"
+#include "workload/request_stream.h"
+#include "workload/scoring.h"
+#include "workload/synthetic.h"
+
+namespace dyno::app {
+
+namespace json = boost::json;
+
+namespace {
+
+double cpu_seconds_self() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+double peak_rss_bytes() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) * 1024.0;  // Linux reports KiB
+}
+
+std::string read_first_match(const char* path, const std::string& prefix) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon == std::string::npos) return {};
+      std::string v = line.substr(colon + 1);
+      const auto start = v.find_first_not_of(" \t");
+      return start == std::string::npos ? std::string() : v.substr(start);
+    }
+  }
+  return {};
+}
+
+json::object hardware_identity() {
+  json::object hw;
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) == 0) {
+    hw["host"] = host;
+  } else {
+    hw["host"] = nullptr;
+  }
+  const std::string cpu = read_first_match("/proc/cpuinfo", "model name");
+  hw["cpu_model"] = cpu.empty() ? json::value(nullptr) : json::value(cpu);
+  hw["cpu_cores"] = std::thread::hardware_concurrency();
+  const std::string mem = read_first_match("/proc/meminfo", "MemTotal");
+  if (!mem.empty()) {
+    hw["ram_bytes"] = static_cast<std::int64_t>(std::stoll(mem)) * 1024;
+  } else {
+    hw["ram_bytes"] = nullptr;
+  }
+  hw["gpus"] = json::array();
+  return hw;
+}
+
+/// Computed once per process: hashing the executable is not free.
+const json::object& harness_identity() {
+  static const json::object identity = [] {
+    json::object h;
+    h["name"] = "dyno";
+    h["version"] = build_info::kVersion;
+    h["git_commit"] = build_info::kGitCommit;
+    h["git_dirty"] = build_info::kGitDirty;
+    h["build_type"] = build_info::kBuildType;
+    try {
+      h["executable_sha256"] = record::sha256_hex_file("/proc/self/exe");
+    } catch (const record::RecordError&) {
+      h["executable_sha256"] = nullptr;
+    }
+    return h;
+  }();
+  return identity;
+}
+
+json::value opt(std::optional<double> v) { return record::number_or_null(v); }
+
+json::value opt_u(std::optional<std::uint64_t> v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
+
+std::chrono::milliseconds to_ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1e3));
+}
+
+/// Scores every ended request whose stream request has an expected answer (after the run, off
+/// the hot path). A failed request is scored incorrect.
+void score_traces(const std::vector<workload::Request>& requests,
+                  std::vector<metrics::Trace>& traces) {
+  for (auto& t : traces) {
+    const workload::Request& r = requests[t.index % requests.size()];
+    if (!r.expected || t.status == metrics::RequestStatus::kCancelled) continue;
+    if (t.ok()) {
+      const workload::Score score = workload::score_answer(*r.expected, t.output_text);
+      t.correct = score.correct;
+      t.extracted_answer = score.extracted;
+      t.scorer = score.scorer;
+    } else {
+      t.correct = false;
+      t.extracted_answer.clear();
+      t.scorer = r.expected->scorer;
+    }
+  }
+}
+
+const char* final_status(const metrics::Summary& s, bool interrupted) {
+  if (interrupted) return "interrupted";
+  if (s.requests_ok == 0) return "failed";
+  if (s.requests_failed > 0) return "partial";
+  return "ok";
+}
+
+}  // namespace
+
+std::optional<std::string> api_key_from_env() {
+  for (const char* name : {"DYNO_API_KEY", "OPENAI_API_KEY"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && v[0] != '\0') return std::string(v);
+  }
+  return std::nullopt;
+}
+
+workload::Api parse_api(const std::string& api) {
+  if (api == "chat") return workload::Api::kChat;
+  if (api == "completions") return workload::Api::kCompletions;
+  throw UsageError("--api: '" + api + "' is not an API; use chat or completions");
+}
+
+void validate_common(const RunOptions& o) {
+  parse_api(o.api);
+  if (o.max_tokens && *o.max_tokens < 1) throw UsageError("--max-tokens must be at least 1");
+  if (o.temperature < 0) throw UsageError("--temperature must be >= 0");
+  if (o.input_tokens < 1) throw UsageError("--input-tokens must be at least 1");
+  if (o.output_tokens < 1) throw UsageError("--output-tokens must be at least 1");
+  if (o.error_budget < 0 || o.error_budget > 1) {
+    throw UsageError("--error-budget is a fraction between 0 and 1 (e.g. 0.05)");
+  }
+  if (o.connect_timeout_s <= 0) throw UsageError("--connect-timeout must be > 0 seconds");
+  if (o.first_token_timeout_s && *o.first_token_timeout_s <= 0) {
+    throw UsageError("--first-token-timeout must be > 0 seconds");
+  }
+  if (o.timeout_s && *o.timeout_s <= 0) throw UsageError("--timeout must be > 0 seconds");
+  if (o.url && !o.model) {
+    throw UsageError(
+        "--model is required with --url: name the model the server serves (see its /v1/models)");
+  }
+}
+
+EngineSession::EngineSession(const RunOptions& o, workload::Api api) {
+  std::string url_text;
+  if (o.url) {
+    url_text = *o.url;
+    model_ = *o.model;
+  } else {
+    try {
+      profile_ = sim::resolve_profile(o.profile);
+    } catch (const sim::ProfileError& e) {
+      throw UsageError(std::string("--profile: ") + e.what());
+    }
+    sim::ServerOptions so;
+    so.profile = *profile_;
+    so.seed = o.seed;
+    embedded_ = std::make_unique<sim::Server>(so);
+    url_text = "http://127.0.0.1:" + std::to_string(embedded_->start()) + "/v1";
+    model_ = o.model.value_or(profile_->model_name);
+  }
+  try {
+    config_.url = transport::BaseUrl::parse(url_text);
+  } catch (const transport::UrlError& e) {
+    throw UsageError(std::string("--url: ") + e.what());
+  }
+  config_.model = model_;
+  config_.api = api;
+  config_.stream = !o.no_stream;
+  config_.api_key = api_key_from_env();
+  config_.keep_output_text = o.keep_outputs;
+  config_.tls_verify = !o.insecure;
+  config_.ca_file = o.ca_file;
+  config_.connect_timeout = to_ms(o.connect_timeout_s);
+  if (o.first_token_timeout_s) config_.first_token_timeout = to_ms(*o.first_token_timeout_s);
+  if (o.timeout_s) config_.total_timeout = to_ms(*o.timeout_s);
+  if (config_.ca_file) {  // fail on a bad CA file now, before any record exists
+    transport::EventLoop probe_loop;
+    try {
+      transport::HttpTarget probe(probe_loop, config_);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--ca-file: ") + e.what());
+    }
+  }
+}
+
+EngineSession::~EngineSession() {
+  if (embedded_) embedded_->stop();
+}
+
+json::object EngineSession::engine_json() const {
+  json::object engine;
+  if (embedded_) {
+    engine["name"] = "dyno-sim";
+    engine["version"] = build_info::kVersion;
+    engine["reached"] =
+        json::object{{"kind", "embedded-sim"}, {"scheme", "http"}, {"path", config_.url.base_path}};
+    engine["sim_profile"] = json::parse(sim::profile_to_json(*profile_));
+  } else {
+    engine["name"] = nullptr;
+    engine["version"] = nullptr;
+    engine["reached"] = json::object{{"kind", "http"},
+                                     {"scheme", config_.url.tls ? "https" : "http"},
+                                     {"path", config_.url.base_path}};
+  }
+  engine["engine_args"] = json::object();
+  engine["api_key_used"] = config_.api_key.has_value();
+  return engine;
+}
+
+std::string EngineSession::display() const {
+  return embedded_ ? "dyno-sim (embedded, profile " + profile_->name + ")"
+                   : config_.url.to_string();
+}
+
+workload::RequestStream build_stream(const RunOptions& o, workload::Api api,
+                                     std::uint64_t synthetic_count) {
+  workload::RequestStream stream;
+  if (o.stream_file) {
+    try {
+      stream = workload::read_stream_file(*o.stream_file);
+    } catch (const workload::StreamError& e) {
+      throw UsageError(std::string("--stream: ") + e.what());
+    }
+    if (stream.requests.empty()) {
+      throw UsageError("--stream: " + *o.stream_file + " holds no request");
+    }
+    for (const auto& r : stream.requests) {
+      if ((api == workload::Api::kChat) != r.is_chat()) {
+        throw UsageError("--stream: request '" + r.id + "' is a " +
+                         (r.is_chat() ? "chat" : "completion") + " request but --api is " + o.api +
+                         "; use --api " + (r.is_chat() ? "chat" : "completions"));
+      }
+    }
+  } else {
+    workload::SyntheticOptions syn;
+    syn.api = api;
+    syn.input_tokens = o.input_tokens;
+    syn.output_tokens = o.output_tokens;
+    syn.seed = o.seed;
+    syn.count = std::max<std::uint64_t>(1, synthetic_count);
+    stream = workload::make_synthetic_stream(syn);
+  }
+  // Flags fill what the stream leaves unset; the stream's own values win.
+  for (auto& r : stream.requests) {
+    if (!r.sampling.max_tokens && o.max_tokens) r.sampling.max_tokens = o.max_tokens;
+    if (!r.sampling.temperature) r.sampling.temperature = o.temperature;
+  }
+  stream.sha256 = workload::stream_sha256(stream.requests);
+  return stream;
+}
+
+CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptions& o,
+                     const std::atomic<bool>& stop) {
+  const ConsoleStyle style = detect_style(o.color, o.quiet);
+  CellOutcome out;
+  const auto started = std::chrono::system_clock::now();
+  out.run_id = record::make_run_id(started, cell.label);
+  // Answers that will be scored are kept, with or without --keep-outputs (an audit re-scores
+  // them from the record).
+  load::LoadConfig load_config = cell.load;
+  const bool scored =
+      std::any_of(cell.requests.begin(), cell.requests.end(),
+                  [](const workload::Request& r) { return r.expected.has_value(); });
+  if (scored) load_config.keep_output_text = true;
+  transport::HttpTargetConfig tc = engine.target_config();
+  tc.request_id_prefix = out.run_id + "-";
+  tc.keep_output_text = load_config.keep_output_text;
+  transport::EventLoop loop;
+  transport::HttpTarget target(loop, tc);
+  record::RunWriter writer(o.runs_root, out.run_id, load_config.keep_event_times);
+  out.dir = writer.dir();
+
+  const std::string stream_sha = workload::stream_sha256(cell.requests);
+  json::object manifest;
+  manifest["schema_version"] = record::kSchemaVersion;
+  manifest["run_id"] = out.run_id;
+  manifest["label"] = cell.label.empty() ? json::value(nullptr) : json::value(cell.label);
+  manifest["campaign"] = cell.campaign ? json::value(*cell.campaign) : json::value(nullptr);
+  manifest["status"] = "running";
+  manifest["started_at"] = record::iso8601_utc(started);
+  manifest["ended_at"] = nullptr;
+  manifest["harness"] = harness_identity();
+  manifest["engine"] = engine.engine_json();
+  manifest["model"] =
+      json::object{{"id", engine.model()}, {"revision", nullptr}, {"fingerprint", nullptr}};
+  manifest["hardware"] = hardware_identity();
+  json::object sampling = cell.sampling;
+  sampling["stream"] = tc.stream;
+  manifest["workload"] =
+      json::object{{"protocol", cell.protocol},
+                   {"api", engine.api() == workload::Api::kChat ? "chat" : "completions"},
+                   {"request_stream", json::object{{"source", cell.stream_source},
+                                                   {"sha256", stream_sha},
+                                                   {"count", cell.requests.size()}}},
+                   {"sampling", std::move(sampling)},
+                   {"warmup_requests", cell.load.warmup}};
+  const auto& sched = cell.load.schedule;
+  manifest["load"] = json::object{
+      {"mode", cell.load.open_loop ? "open" : "closed"},
+      {"concurrency",
+       cell.load.open_loop ? json::value(nullptr) : json::value(cell.load.concurrency)},
+      {"rate_per_s", sched ? json::value(sched->rate_per_s) : json::value(nullptr)},
+      {"arrival", sched ? json::value(load::to_string(sched->arrival)) : json::value(nullptr)},
+      {"burstiness", sched ? json::value(sched->burstiness) : json::value(nullptr)},
+      {"seed", o.seed},
+      {"requests", opt_u(cell.load.requests)},
+      {"duration_s", opt(cell.load.duration_s)},
+      {"timeouts_s", json::object{{"connect", o.connect_timeout_s},
+                                  {"first_token", opt(o.first_token_timeout_s)},
+                                  {"total", opt(o.timeout_s)}}}};
+  manifest["slo"] = json::object{{"ttft_s", opt(cell.slo.ttft_s)},
+                                 {"tpot_s", opt(cell.slo.tpot_s)},
+                                 {"e2e_s", opt(cell.slo.e2e_s)}};
+  manifest["telemetry"] = json::object{{"backends", json::array()}};
+  manifest["warnings"] = json::array();
+  manifest["scrubbed_fields"] = json::array();
+  manifest["evidence"] = json::array();
+  writer.write_json("manifest.json", manifest);
+
+  ProgressBar bar(style.progress);
+  std::int64_t measured_start_abs = 0;
+  load::RunHooks hooks;
+  hooks.on_finished = [&writer](const metrics::Trace& t) { writer.append_request(t); };
+  hooks.on_progress = [&bar, &measured_start_abs](const load::Progress& p) {
+    if (measured_start_abs == 0 && !p.warmup) measured_start_abs = transport::steady_now_ns();
+    const double elapsed =
+        measured_start_abs == 0
+            ? 0.0
+            : static_cast<double>(transport::steady_now_ns() - measured_start_abs) * 1e-9;
+    bar.update(p, elapsed);
+  };
+  hooks.stop_requested = &stop;
+
+  const double sim_cpu_before = engine.embedded() ? engine.embedded()->cpu_seconds() : 0.0;
+  const double cpu_before = cpu_seconds_self();
+  load::LoadResult result = load::run_load(loop, target, cell.requests, load_config, hooks);
+  const double cpu_after = cpu_seconds_self();
+  const double sim_cpu =
+      engine.embedded() ? engine.embedded()->cpu_seconds() - sim_cpu_before : 0.0;
+  bar.finish();
+
+  if (scored) score_traces(cell.requests, result.traces);
+
+  metrics::SummaryOptions so;
+  if (!cell.load.open_loop) so.declared_concurrency = cell.load.concurrency;
+  so.open_loop = cell.load.open_loop;
+  so.slo = cell.slo;
+  // The embedded engine runs on a thread of this process: its CPU is not the client's.
+  so.client.cpu_s = std::max(0.0, cpu_after - cpu_before - sim_cpu);
+  so.client.peak_rss_bytes = peak_rss_bytes();
+  so.client.loop_lag_s = result.loop_lag_s;
+  out.summary = metrics::summarize_run(result.traces, so);
+  out.interrupted = result.interrupted;
+  out.status = final_status(out.summary, result.interrupted);
+
+  json::object summary_json{
+      {"schema_version", record::kSchemaVersion}, {"run_id", out.run_id}, {"status", out.status}};
+  for (auto& kv : record::summary_to_json(out.summary)) summary_json[kv.key()] = kv.value();
+  summary_json["client"].as_object()["connections_opened"] = target.connections_opened();
+  if (engine.embedded()) {
+    summary_json["client"].as_object()["note"] =
+        "the simulated engine ran in this process on its own thread: cpu_s excludes that "
+        "thread's CPU time; peak_rss_bytes is of the whole process";
+  }
+  writer.write_json("summary.json", summary_json);
+  json::array warnings;
+  for (const auto& w : out.summary.warnings) {
+    warnings.push_back(json::object{{"code", w.code}, {"message", w.message}, {"hint", w.hint}});
+  }
+  manifest["warnings"] = std::move(warnings);
+  manifest["status"] = out.status;
+  manifest["ended_at"] = record::iso8601_utc(std::chrono::system_clock::now());
+  manifest["clock"] = json::object{{"source", "steady_clock (CLOCK_MONOTONIC)"},
+                                   {"t0_steady_ns", result.t0_steady_ns},
+                                   {"measured_start_ns", result.measured_start_ns}};
+  writer.write_json("manifest.json", manifest);
+  writer.finalize(result.traces);
+  out.traces = std::move(result.traces);
+
+  if (cell.print_summary) {
+    RunHeadline head;
+    head.run_id = out.run_id;
+    head.engine = engine.display();
+    head.model = engine.model();
+    head.api = o.api + (tc.stream ? ", streamed" : ", not streamed");
+    head.load = cell.load_text;
+    head.status = out.status;
+    head.record_dir = writer.dir().string();
+    head.slo_text = cell.slo_text;
+    if (o.json) {
+      json::object printed = summary_json;
+      printed["record_dir"] = writer.dir().string();
+      std::cout << record::pretty_json(printed);
+    } else {
+      std::cout << render_summary(head, out.summary, style.color);
+    }
+    std::cout.flush();
+  }
+  std::cerr << render_warnings(out.summary.warnings,
+                               detect_style(o.color, true).color && ::isatty(STDERR_FILENO) != 0);
+  out.summary_json = std::move(summary_json);
+
+  if (out.interrupted) {
+    out.exit_code = kExitInterrupted;
+  } else if (out.status == std::string("failed")) {
+    out.exit_code = kExitRunFailed;
+  } else if (out.summary.error_rate && *out.summary.error_rate > o.error_budget) {
+    std::cerr << "dyno: error rate " << fmt(*out.summary.error_rate * 100.0, 1)
+              << " % exceeds the error budget of " << fmt(o.error_budget * 100.0, 1)
+              << " % (--error-budget)\n";
+    out.exit_code = kExitRunFailed;
+  }
+  return out;
+}
+
+}  // namespace dyno::app

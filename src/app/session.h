@@ -1,0 +1,102 @@
+// The engine under test for one command (one engine serves every cell of a protocol), and the
+// run of one cell into one run record. `dyno run` is one cell; protocols are many.
+#pragma once
+
+#include <atomic>
+#include <boost/json/object.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/run_command.h"
+#include "load/runner.h"
+#include "metrics/summary.h"
+#include "sim/profile.h"
+#include "transport/http_target.h"
+#include "workload/request.h"
+
+namespace dyno::sim {
+class Server;
+}
+
+namespace dyno::app {
+
+/// The API key, from DYNO_API_KEY or OPENAI_API_KEY only (never a flag: flags end up in shell
+/// history and process lists). It is never written anywhere.
+std::optional<std::string> api_key_from_env();
+
+/// Parses --api; throws UsageError.
+workload::Api parse_api(const std::string& api);
+
+/// Checks the flags every measuring command shares (target, timeouts, output); throws
+/// UsageError naming the flag.
+void validate_common(const RunOptions& options);
+
+/// The request stream of a command: --stream FILE (checked against --api), else the synthetic
+/// stream of `synthetic_count` requests. Flags fill what requests leave unset
+/// (--max-tokens, --temperature). Throws UsageError naming --stream.
+workload::RequestStream build_stream(const RunOptions& options, workload::Api api,
+                                     std::uint64_t synthetic_count);
+
+/// The engine a command measures: the server at --url, or the simulated engine started
+/// in-process (on its own thread) for the whole command.
+class EngineSession {
+ public:
+  /// Throws UsageError for a bad --url / --profile / --ca-file.
+  EngineSession(const RunOptions& options, workload::Api api);
+  ~EngineSession();
+  EngineSession(const EngineSession&) = delete;
+  EngineSession& operator=(const EngineSession&) = delete;
+
+  const transport::HttpTargetConfig& target_config() const { return config_; }
+  const std::string& model() const { return model_; }
+  workload::Api api() const { return config_.api; }
+  /// The manifest's `engine` object (no host, no key).
+  boost::json::object engine_json() const;
+  /// One line for the console, e.g. "dyno-sim (embedded, profile small-gpu)".
+  std::string display() const;
+  /// CPU seconds the embedded engine's thread used so far (0 without one). Known after stop.
+  sim::Server* embedded() { return embedded_.get(); }
+
+ private:
+  std::unique_ptr<sim::Server> embedded_;
+  std::optional<sim::Profile> profile_;
+  transport::HttpTargetConfig config_;
+  std::string model_;
+};
+
+/// What varies between cells.
+struct CellSpec {
+  std::vector<workload::Request> requests;  ///< walked cyclically by the load
+  std::string stream_source;
+  load::LoadConfig load;
+  metrics::Slo slo;
+  std::string slo_text;
+  std::string load_text;         ///< for the console
+  boost::json::object protocol;  ///< manifest workload.protocol (name, version, params, cell…)
+  std::optional<std::string> campaign;
+  std::string label;
+  boost::json::object sampling;  ///< manifest workload.sampling
+  bool print_summary = true;     ///< print the per-run table (or JSON) on stdout
+};
+
+struct CellOutcome {
+  std::string run_id;
+  std::filesystem::path dir;
+  metrics::Summary summary;
+  std::vector<metrics::Trace> traces;
+  std::string status;  ///< ok | partial | interrupted | failed
+  bool interrupted = false;
+  boost::json::object summary_json;
+  int exit_code = kExitOk;
+};
+
+/// Runs one cell against `engine` and writes its record under options.runs_root. Scores
+/// requests that carry an expected answer. Never throws for failed requests (they are data).
+CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptions& options,
+                     const std::atomic<bool>& stop);
+
+}  // namespace dyno::app
