@@ -15,6 +15,7 @@
 #include "record/record_json.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
+#include "workload/exact_prompt.h"
 #include "workload/request_stream.h"
 #include "workload/synthetic.h"
 
@@ -427,11 +428,31 @@ int ladder_command(const RunOptions& o, const LadderOptions& l) {
                                         ? std::vector<double>{}
                                         : parse_list(l.prefill_sizes, "--prefill-sizes");
   EngineSession engine(o, api);
+  std::optional<PromptCounter> counter;
+  try {
+    counter.emplace(engine, o.timeout_s.value_or(30.0));
+    workload::Request probe;
+    probe.id = "probe";
+    if (api == workload::Api::kChat) {
+      probe.messages = {{"user", "hello", {}}};
+    } else {
+      probe.prompt = "hello";
+    }
+    (*counter)(probe);
+  } catch (const std::exception& e) {
+    std::cerr << "dyno ladder: prompt lengths are approximate (about one token per word): "
+              << e.what() << "\n";
+    counter.reset();
+  }
   json::array d;
   for (double x : depths) d.push_back(x);
   json::array p;
   for (double x : sizes) p.push_back(x);
-  json::object params{{"depths", d}, {"prefill_sizes", p}, {"decode_tokens", l.decode_tokens}};
+  json::object params{{"depths", d},
+                      {"prefill_sizes", p},
+                      {"decode_tokens", l.decode_tokens},
+                      {"prompt_lengths", counter ? "exact" : "approximate"}};
+  if (counter) params["tokenizer"] = counter->flavor();
   Campaign campaign(o, "ladder", 1, params, l.rep, "decode_rate_p50", [](const CellOutcome& c) {
     const auto& m = c.summary;
     // Computed prompt tokens: what the engine had to prefill, when it reports cache reuse.
@@ -455,10 +476,25 @@ int ladder_command(const RunOptions& o, const LadderOptions& l) {
   });
   const auto& stop = install_stop_signals();
   // A repetition sends a prompt no earlier request sent, so a prefix cache cannot answer it.
+  // Prompt lengths are exact (through the engine's /tokenize) when the engine has one.
   std::uint64_t salt = 0;
   const auto cell_for = [&](std::int64_t tokens, std::int64_t max_tokens) {
-    return [&o, api, tokens, max_tokens, &salt](std::uint32_t) {
-      const auto stream = synthetic(o, api, 1, tokens, max_tokens, ++salt);
+    return [&o, &counter, api, tokens, max_tokens, &salt](std::uint32_t) {
+      workload::RequestStream stream;
+      ++salt;
+      if (counter && tokens > 0) {
+        workload::ExactOptions eo;
+        eo.api = api;
+        eo.count = 1;
+        eo.input_tokens = tokens;
+        eo.output_tokens = max_tokens;
+        eo.seed = o.seed * 1'000'003ull + salt;
+        stream = workload::make_exact_stream(
+            eo, [&counter](const workload::Request& r) { return (*counter)(r); });
+      } else {
+        stream = synthetic(o, api, 1, tokens, max_tokens, salt);
+      }
+      for (auto& r : stream.requests) r.sampling.temperature = o.temperature;
       CellSpec spec = closed_cell(stream.requests, stream.source, 1, 1, o);
       spec.sampling["max_tokens"] = max_tokens;
       if (max_tokens > 1) spec.sampling["ignore_eos"] = true;

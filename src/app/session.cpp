@@ -237,6 +237,35 @@ json::object EngineSession::engine_json() const {
   return engine;
 }
 
+namespace {
+
+transport::TokenizeClientOptions tokenize_options(const EngineSession& engine, double timeout_s) {
+  transport::TokenizeClientOptions co;
+  co.timeout = to_ms(timeout_s);
+  co.tls_verify = engine.target_config().tls_verify;
+  co.ca_file = engine.target_config().ca_file;
+  return co;
+}
+
+}  // namespace
+
+PromptCounter::PromptCounter(const EngineSession& engine, double timeout_s)
+    : client_(engine.target_config().url, engine.model(), engine.target_config().api_key,
+              tokenize_options(engine, timeout_s)) {}
+
+std::int64_t PromptCounter::operator()(const workload::Request& r) {
+  if (!r.is_chat()) return client_.count_text(*r.prompt);
+  const std::optional<std::int64_t> n = client_.count_chat(r.messages);
+  if (!n) {
+    throw UsageError(std::string("--api chat: the target's tokenizer (") +
+                     transport::flavor_name(client_.flavor()) +
+                     ") cannot count chat prompts; use --api completions");
+  }
+  return *n;
+}
+
+const char* PromptCounter::flavor() { return transport::flavor_name(client_.flavor()); }
+
 std::string EngineSession::display() const {
   return embedded_ ? "dyno-sim (embedded, profile " + profile_->name + ")"
                    : config_.url.to_string();

@@ -16,6 +16,7 @@
 #include "metrics/summary.h"
 #include "sim/profile.h"
 #include "transport/http_target.h"
+#include "transport/tokenize_client.h"
 #include "workload/request.h"
 
 namespace dyno::sim {
@@ -66,6 +67,21 @@ class EngineSession {
   std::optional<sim::Profile> profile_;
   transport::HttpTargetConfig config_;
   std::string model_;
+};
+
+/// Counts a request's prompt tokens with the engine's own tokenizer (its /tokenize endpoint;
+/// chat prompts through its chat template). One keep-alive connection, blocking calls: for
+/// preparing workloads before a run, never during one.
+class PromptCounter {
+ public:
+  PromptCounter(const EngineSession& engine, double timeout_s);
+  /// Throws transport::TokenizeError when the target has no usable /tokenize, UsageError when
+  /// it cannot count chat prompts (use --api completions then).
+  std::int64_t operator()(const workload::Request& request);
+  const char* flavor();
+
+ private:
+  transport::TokenizeClient client_;
 };
 
 /// What varies between cells.

@@ -45,51 +45,19 @@ int stream_make_command(const StreamMakeOptions& o, std::ostream& out) {
   const workload::Api api = validate(o);
 
   // The tokenizer: the engine the user names, or the embedded simulated engine.
-  std::unique_ptr<sim::Server> embedded;
-  std::string url_text;
-  std::string model;
-  std::string engine;
-  if (o.url) {
-    url_text = *o.url;
-    model = *o.model;
-  } else {
-    sim::Profile profile;
-    try {
-      profile = sim::resolve_profile(o.profile);
-    } catch (const sim::ProfileError& e) {
-      throw UsageError(std::string("--profile: ") + e.what());
-    }
-    sim::ServerOptions so;
-    so.profile = profile;
-    so.seed = o.seed;
-    embedded = std::make_unique<sim::Server>(so);
-    url_text = "http://127.0.0.1:" + std::to_string(embedded->start()) + "/v1";
-    model = o.model.value_or(profile.model_name);
-    engine = "dyno-sim (embedded, profile " + profile.name + ")";
-  }
-  transport::BaseUrl url;
-  try {
-    url = transport::BaseUrl::parse(url_text);
-  } catch (const transport::UrlError& e) {
-    throw UsageError(std::string("--url: ") + e.what());
-  }
-  if (engine.empty()) engine = url.to_string();
-
-  transport::TokenizeClientOptions co;
-  co.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000.0));
-  co.tls_verify = !o.insecure;
-  co.ca_file = o.ca_file;
-  transport::TokenizeClient client(url, model, api_key_from_env(), co);
-  const auto count = [&](const workload::Request& r) -> std::int64_t {
-    if (!r.is_chat()) return client.count_text(*r.prompt);
-    const std::optional<std::int64_t> n = client.count_chat(r.messages);
-    if (!n) {
-      throw UsageError(std::string("--api chat: the target's tokenizer (") +
-                       transport::flavor_name(client.flavor()) +
-                       ") cannot count chat prompts; use --api completions");
-    }
-    return *n;
-  };
+  RunOptions target;
+  target.url = o.url;
+  target.model = o.model;
+  target.api = o.api;
+  target.profile = o.profile;
+  target.seed = o.seed;
+  target.insecure = o.insecure;
+  target.ca_file = o.ca_file;
+  EngineSession session(target, api);
+  const std::string engine = session.display();
+  const bool embedded = session.embedded() != nullptr;
+  const std::string model = session.model();
+  PromptCounter count(session, o.timeout_s);
 
   workload::ExactOptions eo;
   eo.api = api;
@@ -100,7 +68,8 @@ int stream_make_command(const StreamMakeOptions& o, std::ostream& out) {
   eo.shared_prefix_tokens = o.shared_prefix;
   eo.system_prompt = o.system;
   std::vector<workload::LengthReport> report;
-  workload::RequestStream stream = workload::make_exact_stream(eo, count, &report);
+  workload::RequestStream stream = workload::make_exact_stream(
+      eo, [&count](const workload::Request& r) { return count(r); }, &report);
 
   // Re-count every request as written: the achieved figures are measured, not assumed.
   std::int64_t hit = 0;
@@ -117,7 +86,7 @@ int stream_make_command(const StreamMakeOptions& o, std::ostream& out) {
   }
   workload::write_stream_file(o.output, stream);
   const bool ok = hit == static_cast<std::int64_t>(report.size());
-  const char* flavor = transport::flavor_name(client.flavor());
+  const char* flavor = count.flavor();
 
   if (o.json) {
     json::array rows;
@@ -138,7 +107,7 @@ int stream_make_command(const StreamMakeOptions& o, std::ostream& out) {
     doc["sha256"] = stream.sha256;
     doc["source"] = stream.source;
     doc["engine"] = engine;
-    doc["embedded_sim"] = embedded != nullptr;
+    doc["embedded_sim"] = embedded;
     doc["model"] = model;
     doc["tokenizer"] = flavor;
     doc["requests"] = std::move(rows);

@@ -444,7 +444,11 @@ TEST_F(Protocols, LadderKeepsEveryRepetitionAndSelectsTheMedian) {
   }
   // Decode cells measured decoding; the prefill cell asked for one token only.
   EXPECT_GT(cells[1].at("figures").at("decode_tok_s").at("median").as_double(), 0.0);
-  EXPECT_GT(cells[1].at("figures").at("input_tokens").at("median").as_double(), 1000.0);
+  // Exact prompt lengths through the engine's /tokenize (chat template included).
+  EXPECT_EQ(cells[1].at("figures").at("input_tokens").at("min").as_double(), 1500.0);
+  EXPECT_EQ(cells[1].at("figures").at("input_tokens").at("max").as_double(), 1500.0);
+  EXPECT_EQ(cells[2].at("figures").at("input_tokens").at("median").as_double(), 600.0);
+  EXPECT_EQ(doc.at("protocol").at("params").at("prompt_lengths").as_string(), "exact");
   EXPECT_TRUE(cells[2].at("figures").at("decode_tok_s").at("median").is_null());
   // Every repetition sent a prompt of its own (no prefix-cache hits between them).
   EXPECT_EQ(prompts.size(), 9u);
