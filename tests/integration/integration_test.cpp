@@ -412,6 +412,25 @@ TEST_F(Protocols, SweepHoldsEachConcurrencyAndGroupsCellsInACampaign) {
   }
 }
 
+TEST_F(Protocols, RateSweepRunsOneOpenLoopCellPerRate) {
+  const json::object doc =
+      run_protocol({"sweep", "--rates", "20,40", "--rate-duration", "0.5", "--arrival",
+                    "constant", "--output-tokens", "8", "--input-tokens", "16"});
+  const auto& cells = doc.at("cells").as_array();
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[0].at("cell").as_string(), "r20");
+  EXPECT_EQ(cells[1].at("cell").as_string(), "r40");
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const auto manifests = cell_manifests(cells[i].as_object());
+    const auto& load = manifests[0].at("load");
+    EXPECT_EQ(load.at("mode").as_string(), "open");
+    EXPECT_EQ(load.at("rate_per_s").as_double(), i == 0 ? 20.0 : 40.0);
+    // 0.5 s at R req/s, constant arrivals: R/2 requests.
+    EXPECT_EQ(cells[i].at("figures").at("requests_ok").at("median").as_double(),
+              i == 0 ? 10.0 : 20.0);
+  }
+}
+
 TEST_F(Protocols, LadderKeepsEveryRepetitionAndSelectsTheMedian) {
   const json::object doc = run_protocol({"ladder", "--depths", "0,1500", "--prefill-sizes", "600",
                                          "--decode-tokens", "12", "--repeat", "3"});
