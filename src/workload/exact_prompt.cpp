@@ -8,42 +8,19 @@
 #include <utility>
 
 #include "workload/request_stream.h"
+#include "workload/seeded_text.h"
 
 namespace dyno::workload {
 
 namespace {
 
-// Short common English words (one token each, with a leading space, in the usual BPE and
-// SentencePiece vocabularies and in the simulated engine's). Changing this list changes every
-// exact stream.
-constexpr std::array<std::string_view, 64> kWords = {
-    "the",   "of",   "and",  "to",    "in",    "is",   "it",   "that", "was",  "for",   "on",
-    "are",   "as",   "with", "his",   "they",  "at",   "be",   "this", "from", "have",  "or",
-    "by",    "one",  "had",  "not",   "but",   "what", "all",  "were", "when", "we",    "there",
-    "can",   "an",   "your", "which", "their", "said", "if",   "do",   "will", "each",  "about",
-    "how",   "up",   "out",  "them",  "then",  "she",  "many", "some", "so",   "these", "would",
-    "other", "into", "has",  "more",  "her",   "two",  "like", "him",  "see"};
+constexpr auto& kWords = kCommonWords;
 constexpr std::uint64_t kVocab = kWords.size();
 
 // Short pieces appended to fine-tune a length, tried in this order (the last one that fitted
 // first): usually one token each, with and without a leading space.
 constexpr std::array<std::string_view, 12> kPieces = {" a", "1", ".",  " I", ",", " x",
                                                       "a",  "-", " 7", "!",  "x", " ."};
-
-/// splitmix64 (Steele, Lea & Flood 2014): fixed by its definition on every platform.
-class SplitMix64 {
- public:
-  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-
- private:
-  std::uint64_t state_;
-};
 
 // The word sequence of one text: `index_words` leading words encode `index` (base 64, least
 // significant first, shifted by a seed-dependent offset), then seeded random words.

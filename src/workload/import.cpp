@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "json/json_text.h"
+#include "workload/seeded_text.h"
 
 namespace dyno::workload {
 
@@ -36,28 +37,6 @@ json::value parse_json(const std::string& text, const std::string& where) {
   if (ec) throw StreamError(where + ": invalid JSON (" + ec.message() + ")");
   return v;
 }
-
-/// splitmix64 (Steele, Lea, Flood 2014): the stream of 64-bit values behind the shuffle.
-class SplitMix64 {
- public:
-  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [0, bound) by rejection (no modulo bias); bound > 0.
-  std::uint64_t below(std::uint64_t bound) {
-    const std::uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-    std::uint64_t x = next();
-    while (x >= limit) x = next();
-    return x % bound;
-  }
-
- private:
-  std::uint64_t state_;
-};
 
 /// Fisher–Yates from the back: for i = n-1 .. 1, swap(v[i], v[below(i + 1)]).
 template <typename T>

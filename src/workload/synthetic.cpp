@@ -6,39 +6,14 @@
 #include <string_view>
 
 #include "workload/request_stream.h"
+#include "workload/seeded_text.h"
 
 namespace dyno::workload {
 
 namespace {
 
-// Short, common lowercase English words: each is one token (with its leading space) in the
-// usual BPE and SentencePiece vocabularies, so a prompt of N words is about N tokens. Exact
-// lengths are the tokenizer's business (measured later via /tokenize). 64 words, so a word
-// is 6 bits of a random draw. Changing this list changes every synthetic stream's hash.
-constexpr std::array<std::string_view, 64> kWords = {
-    "the",   "of",   "and",  "to",    "in",    "is",   "it",   "that", "was",  "for",   "on",
-    "are",   "as",   "with", "his",   "they",  "at",   "be",   "this", "from", "have",  "or",
-    "by",    "one",  "had",  "not",   "but",   "what", "all",  "were", "when", "we",    "there",
-    "can",   "an",   "your", "which", "their", "said", "if",   "do",   "will", "each",  "about",
-    "how",   "up",   "out",  "them",  "then",  "she",  "many", "some", "so",   "these", "would",
-    "other", "into", "has",  "more",  "her",   "two",  "like", "him",  "see"};
+constexpr auto& kWords = kCommonWords;
 constexpr std::uint64_t kVocab = kWords.size();
-
-/// splitmix64 (Steele, Lea & Flood 2014): a tiny generator whose output is fixed by its
-/// definition, so the stream is the same on every platform and standard library.
-class SplitMix64 {
- public:
-  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-
- private:
-  std::uint64_t state_;
-};
 
 /// The prompt of request i: first the base-64 digits of i (least significant first, at least
 /// two), each shifted by a seed-dependent offset, so that prompts differ from their first word
