@@ -147,6 +147,7 @@ std::string render_summary(const RunHeadline& h, const metrics::Summary& s, bool
       << " · tokens/event " << fmt(s.tokens_per_event, 2) << " · counted from";
   for (const auto& [src, n] : s.token_count_sources) out << " " << src << "=" << n;
   out << "\n";
+  if (!h.energy.empty()) out << "energy      " << h.energy << "\n";
   out << "client      cpu " << fmt(s.client_cpu_s, 2) << " s · peak rss "
       << bytes_text(s.client_peak_rss_bytes) << " · loop lag p99 "
       << fmt(s.client_loop_lag_ms.p99, 2) << " ms\n";

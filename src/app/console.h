@@ -44,6 +44,7 @@ struct RunHeadline {
   std::string status;
   std::string record_dir;
   std::string slo_text;  ///< "" when no SLO
+  std::string energy;    ///< "" when no energy was measured
 };
 
 /// The human summary table (stdout).

@@ -6,6 +6,7 @@
 #include <exception>
 #include <iostream>
 
+#include "app/energy_report.h"
 #include "app/import_command.h"
 #include "app/protocols.h"
 #include "app/run_command.h"
@@ -19,6 +20,23 @@ namespace {
 constexpr const char* kExitCodes =
     "Exit codes: 0 ok; 1 dyno could not work (I/O, internal error); 2 usage error (bad flag or "
     "input file); 3 the run failed or exceeded its error budget; 130 interrupted.";
+
+/// Telemetry: which sources, how often, the idle baseline; roots for tests and containers.
+void add_telemetry_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
+  cmd.add_option("--telemetry", o.telemetry, "auto (every available source) or off")
+      ->capture_default_str();
+  cmd.add_option("--telemetry-period-ms", o.telemetry_period_ms, "sampler period (20-1000 ms)")
+      ->capture_default_str();
+  cmd.add_option("--idle-baseline", o.idle_baseline_s,
+                 "seconds of idle power measured before the first request (0: none)")
+      ->capture_default_str();
+  cmd.add_option("--nvml-library", o.nvml_library,
+                 "path of libnvidia-ml.so.1 (default: the system's; env DYNO_NVML_LIBRARY)");
+  cmd.add_option("--sysfs-root", o.sysfs_root, "where sysfs is mounted (amdgpu, RAPL)")
+      ->capture_default_str();
+  cmd.add_option("--proc-root", o.proc_root, "where procfs is mounted (host CPU, RSS)")
+      ->capture_default_str();
+}
 
 /// Flags every measuring command shares: the engine, the workload, the output.
 void add_common_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
@@ -70,6 +88,7 @@ void add_common_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
   cmd.add_flag("--insecure", o.insecure, "https: do not verify the server's certificate");
   cmd.add_option("--ca-file", o.ca_file,
                  "https: PEM file of CA certificates to trust besides the system's");
+  add_telemetry_flags(cmd, o);
   cmd.add_flag("-q,--quiet", o.quiet, "no progress bar");
   cmd.add_option("--color", o.color, "auto, always or never (NO_COLOR is honoured)")
       ->check(CLI::IsMember({"auto", "always", "never"}))
@@ -256,6 +275,10 @@ int main(int argc, char** argv) {
       "real", "protocol: real prompts with long outputs, per-case figures (needs --stream)");
   add_common_flags(*real, real_common);
   add_repeat_flags(*real, real_options.rep);
+  dyno::app::RunOptions doctor_options;
+  CLI::App* doctor = app.add_subcommand(
+      "doctor", "show what telemetry this host offers, and why a source is missing");
+  add_telemetry_flags(*doctor, doctor_options);
   dyno::app::SimOptions sim_options;
   CLI::App* sim = app.add_subcommand("sim", "serve the simulated OpenAI-compatible engine");
   add_sim_flags(*sim, sim_options);
@@ -292,6 +315,7 @@ int main(int argc, char** argv) {
     if (speed->parsed()) return dyno::app::speed_command(speed_common, speed_options);
     if (real->parsed()) return dyno::app::real_command(real_common, real_options);
     if (sim->parsed()) return dyno::app::sim_command(sim_options);
+    if (doctor->parsed()) return dyno::app::doctor_command(doctor_options);
     if (stream_import->parsed()) return dyno::app::import_command(import_options);
     if (stream_make->parsed()) {
       return dyno::app::stream_make_command(stream_make_options, std::cout);

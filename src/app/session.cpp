@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "app/console.h"
+#include "app/energy_report.h"
 #include "dyno/build_info.h"
 #include "record/record_json.h"
 #include "record/run_id.h"
@@ -164,6 +165,13 @@ void validate_common(const RunOptions& o) {
     throw UsageError("--first-token-timeout must be > 0 seconds");
   }
   if (o.timeout_s && *o.timeout_s <= 0) throw UsageError("--timeout must be > 0 seconds");
+  if (o.telemetry != "auto" && o.telemetry != "off") {
+    throw UsageError("--telemetry: '" + o.telemetry + "'; use auto or off");
+  }
+  if (!(o.telemetry_period_ms >= 20 && o.telemetry_period_ms <= 1000)) {
+    throw UsageError("--telemetry-period-ms must be between 20 and 1000");
+  }
+  if (!(o.idle_baseline_s >= 0)) throw UsageError("--idle-baseline must be >= 0 seconds");
   if (o.url && !o.model) {
     throw UsageError(
         "--model is required with --url: name the model the server serves (see its /v1/models)");
@@ -203,6 +211,7 @@ EngineSession::EngineSession(const RunOptions& o, workload::Api api) {
   config_.connect_timeout = to_ms(o.connect_timeout_s);
   if (o.first_token_timeout_s) config_.first_token_timeout = to_ms(*o.first_token_timeout_s);
   if (o.timeout_s) config_.total_timeout = to_ms(*o.timeout_s);
+  start_telemetry(o);
   if (config_.ca_file) {  // fail on a bad CA file now, before any record exists
     transport::EventLoop probe_loop;
     try {
@@ -213,7 +222,30 @@ EngineSession::EngineSession(const RunOptions& o, workload::Api api) {
   }
 }
 
+void EngineSession::start_telemetry(const RunOptions& o) {
+  if (o.telemetry == "off") return;
+  // The engine's processes: this one when the simulated engine runs in it.
+  std::vector<int> pids;
+  if (embedded_) pids.push_back(static_cast<int>(::getpid()));
+  monitor_ = std::make_unique<telemetry::Monitor>(
+      telemetry::default_samplers(o.nvml_library, o.sysfs_root, o.proc_root),
+      static_cast<std::int64_t>(o.telemetry_period_ms * 1e6), pids);
+  monitor_->start();
+  if (!monitor_->active()) return;
+  // Idle baseline: after the engine is ready, before any request (warm-up included).
+  if (has_power_source(*monitor_) && o.idle_baseline_s > 0) {
+    std::cerr << "dyno: measuring the idle baseline for " << o.idle_baseline_s
+              << " s (--idle-baseline)\n";
+    idle_ = measure_idle(*monitor_, o.idle_baseline_s);
+  } else if (!gpu_identities(*monitor_).empty()) {
+    // A couple of samples, for the VRAM snapshot after load.
+    std::this_thread::sleep_for(std::chrono::nanoseconds(monitor_->period_ns() * 2));
+  }
+  vram_after_load_ = vram_used_now(*monitor_);
+}
+
 EngineSession::~EngineSession() {
+  if (monitor_) monitor_->stop();
   if (embedded_) embedded_->stop();
 }
 
@@ -370,7 +402,9 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   manifest["slo"] = json::object{{"ttft_s", opt(cell.slo.ttft_s)},
                                  {"tpot_s", opt(cell.slo.tpot_s)},
                                  {"e2e_s", opt(cell.slo.e2e_s)}};
-  manifest["telemetry"] = json::object{{"backends", json::array()}};
+  if (engine.monitor() != nullptr) {
+    manifest["hardware"].as_object()["gpus"] = gpu_identities(*engine.monitor());
+  }
   manifest["warnings"] = json::array();
   manifest["scrubbed_fields"] = json::array();
   manifest["evidence"] = json::array();
@@ -409,6 +443,34 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   so.client.peak_rss_bytes = peak_rss_bytes();
   so.client.loop_lag_s = result.loop_lag_s;
   out.summary = metrics::summarize_run(result.traces, so);
+
+  // Energy over the service window W (earliest sent to latest done of the measured requests).
+  std::optional<std::int64_t> w_begin, w_end;
+  std::int64_t output_tokens = 0;
+  for (const auto& t : result.traces) {
+    if (!t.measured() || t.status == metrics::RequestStatus::kCancelled) continue;
+    if (t.sent_ns) w_begin = std::min(w_begin.value_or(*t.sent_ns), *t.sent_ns);
+    if (t.done_ns) w_end = std::max(w_end.value_or(*t.done_ns), *t.done_ns);
+    if (t.ok()) output_tokens += t.output_tokens.value_or(0);
+  }
+  const std::int64_t t0 = result.t0_steady_ns;
+  const std::int64_t cell_end = transport::steady_now_ns();
+  json::object energy;
+  const telemetry::Monitor* monitor = engine.monitor();
+  if (monitor != nullptr && monitor->active() && w_begin && w_end) {
+    energy = energy_section(*monitor, engine.idle(), t0 + *w_begin, t0 + *w_end, output_tokens,
+                            engine.vram_after_load(), out.summary.warnings);
+    writer.write_text("telemetry.jsonl", telemetry_jsonl(*monitor, t0, cell_end, t0));
+  } else {
+    energy = json::object{
+        {"energy_j", nullptr},
+        {"reason", monitor == nullptr ? "telemetry off (--telemetry off)"
+                   : !monitor->active()
+                       ? "no telemetry source is available on this host (see dyno doctor)"
+                       : "no measured request"}};
+  }
+  manifest["telemetry"] =
+      telemetry_manifest(monitor, o.telemetry, o.telemetry_period_ms, engine.idle(), t0, cell_end);
   out.interrupted = result.interrupted;
   out.status = final_status(out.summary, result.interrupted);
 
@@ -416,6 +478,7 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
       {"schema_version", record::kSchemaVersion}, {"run_id", out.run_id}, {"status", out.status}};
   for (auto& kv : record::summary_to_json(out.summary)) summary_json[kv.key()] = kv.value();
   summary_json["client"].as_object()["connections_opened"] = target.connections_opened();
+  summary_json["energy"] = std::move(energy);
   if (engine.embedded()) {
     summary_json["client"].as_object()["note"] =
         "the simulated engine ran in this process on its own thread: cpu_s excludes that "
@@ -446,6 +509,18 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
     head.status = out.status;
     head.record_dir = writer.dir().string();
     head.slo_text = cell.slo_text;
+    const auto& e = summary_json.at("energy").as_object();
+    if (const auto* j = e.if_contains("energy_j"); j != nullptr && !j->is_null()) {
+      const auto n = [&e](const char* k) -> std::optional<double> {
+        const auto* v = e.if_contains(k);
+        return v != nullptr && v->is_number() ? std::optional<double>(v->to_number<double>())
+                                              : std::nullopt;
+      };
+      head.energy = fmt(n("energy_j"), 1) + " J (" + std::string(e.at("scope").as_string()) +
+                    ") · " + fmt(n("output_tokens_per_j"), 3) + " tok/J · " +
+                    fmt(n("joules_per_output_token"), 3) + " J/token gross, " +
+                    fmt(n("idle_subtracted_joules_per_output_token"), 3) + " net of idle";
+    }
     if (o.json) {
       json::object printed = summary_json;
       printed["record_dir"] = writer.dir().string();

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "app/energy_report.h"
 #include "app/run_command.h"
 #include "load/runner.h"
 #include "metrics/summary.h"
@@ -62,8 +63,19 @@ class EngineSession {
   /// CPU seconds the embedded engine's thread used so far (0 without one). Known after stop.
   sim::Server* embedded() { return embedded_.get(); }
 
+  /// Telemetry of the whole command (nullptr with --telemetry off); started once the engine is
+  /// up, with an idle baseline before the first cell when a source reports power.
+  const telemetry::Monitor* monitor() const { return monitor_.get(); }
+  const IdleBaseline* idle() const { return idle_ ? &*idle_ : nullptr; }
+  std::optional<std::int64_t> vram_after_load() const { return vram_after_load_; }
+
  private:
+  void start_telemetry(const RunOptions& options);
+
   std::unique_ptr<sim::Server> embedded_;
+  std::unique_ptr<telemetry::Monitor> monitor_;
+  std::optional<IdleBaseline> idle_;
+  std::optional<std::int64_t> vram_after_load_;
   std::optional<sim::Profile> profile_;
   transport::HttpTargetConfig config_;
   std::string model_;

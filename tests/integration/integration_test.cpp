@@ -414,8 +414,8 @@ TEST_F(Protocols, SweepHoldsEachConcurrencyAndGroupsCellsInACampaign) {
 
 TEST_F(Protocols, RateSweepRunsOneOpenLoopCellPerRate) {
   const json::object doc =
-      run_protocol({"sweep", "--rates", "20,40", "--rate-duration", "0.5", "--arrival",
-                    "constant", "--output-tokens", "8", "--input-tokens", "16"});
+      run_protocol({"sweep", "--rates", "20,40", "--rate-duration", "0.5", "--arrival", "constant",
+                    "--output-tokens", "8", "--input-tokens", "16"});
   const auto& cells = doc.at("cells").as_array();
   ASSERT_EQ(cells.size(), 2u);
   EXPECT_EQ(cells[0].at("cell").as_string(), "r20");
@@ -617,6 +617,85 @@ TEST_F(Integration, TableImportKeepsColumnsAndFailsClearlyOnAMissingOne) {
   EXPECT_EQ(bad.wait(), 2);
   EXPECT_NE(bad.err().find("prompt_text"), std::string::npos) << bad.err();
   EXPECT_NE(bad.err().find("question"), std::string::npos) << bad.err();  // lists what exists
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Telemetry end to end: dyno run with the fake NVML library (tests/telemetry/fake_nvml).
+
+namespace {
+
+TEST_F(Integration, EnergyFromAFakeGpuMatchesTheHandComputation) {
+  // The fake GPU draws 100 W for its first second (the idle baseline), then 400 W; its energy
+  // counter steps every 100 ms, like NVML's.
+  std::ofstream trace(dir_ / "trace.csv");
+  trace << "t_ms,energy_mJ,power_instant_mW,power_average_mW,mem_used_B,temp_C,sm_MHz,event\n";
+  double energy_mj = 0;
+  for (int t = 0; t <= 60000; t += 100) {
+    const double watts = t < 1000 ? 100.0 : 400.0;
+    trace << t << "," << static_cast<long long>(energy_mj) << "," << watts * 1000 << ","
+          << watts * 1000 << "," << (t < 1000 ? 1'000'000'000LL : 5'000'000'000LL) << ","
+          << (t < 1000 ? 40 : 70) << ",1980,\n";
+    energy_mj += watts * 100.0;  // mJ over the next 100 ms
+  }
+  trace.close();
+  const Outcome o = run_dyno({"-n", "24", "-c", "4", "--output-tokens", "96", "--input-tokens",
+                              "32", "--nvml-library", FAKE_NVML_PATH, "--idle-baseline", "1"},
+                             {{"FAKE_NVML_TRACE", (dir_ / "trace.csv").string()}});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  check_record(o.run_dir);
+  const auto& e = o.summary.at("energy").as_object();
+  const double window = e.at("window_s").as_double();
+  const double tokens = static_cast<double>(e.at("output_tokens").as_int64());
+  ASSERT_GT(window, 1.0);  // many counter updates
+  EXPECT_EQ(e.at("scope").as_string(), "gpu");
+  // Counter and integral both ≈ 400 W × W (edges interpolated; the counter quantises 100 ms).
+  EXPECT_NEAR(e.at("energy_j").as_double(), 400.0 * window, 400.0 * 0.1 + 0.02 * 400 * window);
+  const auto& dev = e.at("devices").as_array().at(0).as_object();
+  EXPECT_EQ(dev.at("energy_source").as_string(), "counter");
+  EXPECT_EQ(dev.at("integral_source").as_string(), "power_instant");
+  EXPECT_LT(dev.at("disagreement").as_double(), 0.15);
+  EXPECT_NEAR(dev.at("power_p95_w").as_double(), 400.0, 1e-6);
+  EXPECT_NEAR(dev.at("idle_power_w").as_double(), 100.0, 5.0);
+  EXPECT_EQ(dev.at("temperature_max_c").as_double(), 70.0);
+  EXPECT_EQ(dev.at("memory_used_peak_bytes").as_int64(), 5'000'000'000LL);
+  // Gross and net per output token, as a hand computation gives them.
+  const double energy = e.at("energy_j").as_double();
+  EXPECT_NEAR(e.at("joules_per_output_token").as_double(), energy / tokens, 1e-9);
+  EXPECT_NEAR(e.at("output_tokens_per_j").as_double(), tokens / energy, 1e-9);
+  const double idle_w = e.at("idle_power_w").as_double();
+  EXPECT_NEAR(e.at("idle_subtracted_joules_per_output_token").as_double(),
+              (energy - idle_w * window) / tokens, 1e-9);
+  // The identity of the GPU reached the manifest; every sample reached telemetry.jsonl.
+  const json::object manifest = read_json(o.run_dir / "manifest.json");
+  const auto& gpu = manifest.at("hardware").at("gpus").as_array().at(0).as_object();
+  EXPECT_EQ(gpu.at("name").as_string(), "Fake GPU 0");
+  EXPECT_FALSE(gpu.at("uuid").as_string().empty());
+  EXPECT_FALSE(gpu.at("driver").as_string().empty());
+  EXPECT_GT(manifest.at("telemetry").at("period_ms").at("achieved_mean").as_double(), 90.0);
+  const auto rows = read_jsonl(o.run_dir / "telemetry.jsonl");
+  std::size_t nvml_rows = 0;
+  for (const auto& r : rows) nvml_rows += r.at("source").as_string() == "nvml" ? 1 : 0;
+  EXPECT_GE(nvml_rows, static_cast<std::size_t>(window * 10.0 * 0.8));
+}
+
+TEST_F(Integration, DoctorSaysWhyEachSourceIsMissing) {
+  Child c({DYNO_BINARY, "doctor", "--nvml-library", "/nonexistent/libnvidia-ml.so.1",
+           "--sysfs-root", (dir_ / "nosys").string()},
+          (dir_ / "d.out").string(), (dir_ / "d.err").string());
+  EXPECT_EQ(c.wait(), 0) << c.err();
+  const std::string out = c.out();
+  EXPECT_NE(out.find("nvml: unavailable"), std::string::npos) << out;
+  EXPECT_NE(out.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << out;
+  EXPECT_NE(out.find("amdgpu: unavailable"), std::string::npos) << out;
+  EXPECT_NE(out.find("rapl: unavailable"), std::string::npos) << out;
+  EXPECT_NE(out.find("host: available"), std::string::npos) << out;
+  Child g({DYNO_BINARY, "doctor", "--nvml-library", FAKE_NVML_PATH}, (dir_ / "g.out").string(),
+          (dir_ / "g.err").string());
+  EXPECT_EQ(g.wait(), 0);
+  EXPECT_NE(g.out().find("Fake GPU 0"), std::string::npos) << g.out();
+  EXPECT_NE(g.out().find("energy_counter"), std::string::npos) << g.out();
 }
 
 }  // namespace
