@@ -110,6 +110,29 @@ json::object spread(std::vector<double> v) {
   return json::object{{"min", v.front()}, {"median", median}, {"max", v.back()}};
 }
 
+/// Energy figures of a cell from its summary (absent without a power source): energy_j, mean
+/// power over the window, peak power summed over the devices in scope, output tokens per J.
+void add_energy_figures(const CellOutcome& c, json::object& figures) {
+  const auto* e = c.summary_json.if_contains("energy");
+  if (e == nullptr || !e->is_object() || e->at("energy_j").is_null()) return;
+  const auto& en = e->as_object();
+  const double energy = en.at("energy_j").to_number<double>();
+  const double window = en.at("window_s").to_number<double>();
+  std::optional<double> peak;
+  const std::string scope(en.at("scope").as_string());
+  for (const auto& d : en.at("devices").as_array()) {
+    const auto& dev = d.as_object();
+    const bool in_scope = (scope == "gpu") == (dev.at("kind").as_string() == "gpu");
+    if (in_scope && dev.at("power_peak_w").is_number()) {
+      peak = peak.value_or(0) + dev.at("power_peak_w").to_number<double>();
+    }
+  }
+  figures["energy_j"] = energy;
+  figures["power_mean_w"] = window > 0 ? json::value(energy / window) : json::value(nullptr);
+  figures["power_peak_w"] = num(peak);
+  figures["tok_per_j"] = en.at("output_tokens_per_j");
+}
+
 /// Runs cells, keeps every repetition, writes the campaign file and the console table.
 class Campaign {
  public:
@@ -184,7 +207,8 @@ class Campaign {
       std::vector<std::pair<std::string, std::vector<double>>> values;
       for (std::size_t i = 0; i < c.reps.size(); ++i) {
         const CellOutcome& rep = c.reps[i];
-        const json::object figs = figures_(rep);
+        json::object figs = figures_(rep);
+        add_energy_figures(rep, figs);  // every protocol's cells, when energy was measured
         for (const auto& kv : figs) {
           auto it = std::find_if(values.begin(), values.end(),
                                  [&](const auto& v) { return v.first == kv.key(); });
@@ -258,7 +282,9 @@ class Campaign {
     std::vector<std::string> columns;  // the protocol's figure order
     for (const CellResult& c : cells_) {
       if (c.reps.empty()) continue;
-      for (const auto& kv : figures_(c.reps.front())) {
+      json::object first = figures_(c.reps.front());
+      add_energy_figures(c.reps.front(), first);
+      for (const auto& kv : first) {
         const std::string key(kv.key());
         if (std::find(columns.begin(), columns.end(), key) == columns.end()) columns.push_back(key);
       }
