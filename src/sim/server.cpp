@@ -803,7 +803,7 @@ CompletionRequest Server::Impl::parse_completion(const std::string& body, bool c
 
 namespace {
 
-// The id image placeholder tokens get in /tokenize answers.
+// The token id every image counts as in /tokenize answers.
 std::int32_t image_token_id() { return token_id("<image>"); }
 
 }  // namespace

@@ -21,7 +21,7 @@
 //   POST /tokenize: vLLM's shape {"prompt":text} or {"messages":[..],"add_generation_prompt":b}
 //       -> {"count":N,"max_model_len":L,"tokens":[ids]}; llama.cpp's shape {"content":text
 //       [,"with_pieces":true]} -> {"tokens":[ids]} (or [{"id","piece"}]). Images in messages
-//       add Profile::image_tokens placeholder ids each, after the text's ids.
+//       add Profile::image_tokens "<image>" ids each, after the text's ids.
 //   POST /apply-template (llama.cpp): {"messages":[..]} -> {"prompt":<templated text>} (the
 //       text apply_chat_template gives, with the generation prompt; images are not in it).
 //

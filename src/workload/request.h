@@ -34,10 +34,10 @@ struct Message {
 
 /// How a request's answer is judged (see workload/scoring.h).
 struct Expectation {
-  std::string answer;               ///< the expected answer
-  std::string scorer = "exact";     ///< exact | normalized | relaxed_numeric | regex | choice
-  std::string pattern;              ///< regex: extraction pattern (first group, else match)
-  std::vector<std::string> choices; ///< choice: the option labels, e.g. {"A","B","C","D"}
+  std::string answer;                ///< the expected answer
+  std::string scorer = "exact";      ///< exact | normalized | relaxed_numeric | regex | choice
+  std::string pattern;               ///< regex: extraction pattern (first group, else match)
+  std::vector<std::string> choices;  ///< choice: the option labels, e.g. {"A","B","C","D"}
 
   bool operator==(const Expectation&) const = default;
 };
