@@ -101,6 +101,8 @@ bool has_power_source(const telemetry::Monitor& monitor) {
 
 IdleBaseline measure_idle(const telemetry::Monitor& monitor, double seconds) {
   IdleBaseline idle;
+  // The window must start at or after a sample, so its start can be interpolated.
+  monitor.wait_past(steady_ns());
   idle.begin_ns = steady_ns();
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   idle.end_ns = steady_ns();
