@@ -88,6 +88,11 @@ void add_common_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
   cmd.add_flag("--insecure", o.insecure, "https: do not verify the server's certificate");
   cmd.add_option("--ca-file", o.ca_file,
                  "https: PEM file of CA certificates to trust besides the system's");
+  cmd.add_option("--model-file", o.model_file,
+                 "the weights the engine serves (GGUF file, safetensors file or directory): "
+                 "their fingerprint goes into the record");
+  cmd.add_option("--model-revision", o.model_revision,
+                 "the revision of the weights (e.g. a Hugging Face commit)");
   add_telemetry_flags(cmd, o);
   cmd.add_flag("-q,--quiet", o.quiet, "no progress bar");
   cmd.add_option("--color", o.color, "auto, always or never (NO_COLOR is honoured)")

@@ -55,10 +55,12 @@ struct RunOptions {
   double error_budget = 0.05;
   bool insecure = false;
   std::optional<std::string> ca_file;
-  std::string telemetry = "auto";      ///< auto: every available source; off: none
-  double telemetry_period_ms = 100.0;  ///< sampler period
-  double idle_baseline_s = 10.0;       ///< idle window before the first cell (power sources only)
-  std::string nvml_library;            ///< "" = libnvidia-ml.so.1 (or $DYNO_NVML_LIBRARY)
+  std::optional<std::string> model_file;      ///< GGUF file, or safetensors file / directory
+  std::optional<std::string> model_revision;  ///< e.g. the Hugging Face commit of the weights
+  std::string telemetry = "auto";             ///< auto: every available source; off: none
+  double telemetry_period_ms = 100.0;         ///< sampler period
+  double idle_baseline_s = 10.0;  ///< idle window before the first cell (power sources only)
+  std::string nvml_library;       ///< "" = libnvidia-ml.so.1 (or $DYNO_NVML_LIBRARY)
   std::string sysfs_root = "/sys";
   std::string proc_root = "/proc";
   bool quiet = false;

@@ -15,6 +15,7 @@
 #include "app/console.h"
 #include "app/energy_report.h"
 #include "dyno/build_info.h"
+#include "record/model_identity.h"
 #include "record/record_json.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
@@ -145,6 +146,53 @@ std::optional<std::string> api_key_from_env() {
   return std::nullopt;
 }
 
+namespace {
+
+/// The model's identity from --model-file / --model-revision; unknown fields give their reason.
+json::object model_identity(const RunOptions& o, const std::string& model_id) {
+  json::object m{
+      {"id", model_id},
+      {"revision", o.model_revision ? json::value(*o.model_revision) : json::value(nullptr)},
+      {"fingerprint", nullptr}};
+  json::object unknown;
+  if (!o.model_revision) unknown["revision"] = "not given (--model-revision)";
+  if (!o.model_file) {
+    unknown["fingerprint"] = "no weights file given (--model-file)";
+  } else {
+    const std::filesystem::path path(*o.model_file);
+    try {
+      if (path.extension() == ".gguf") {
+        const record::GgufInfo g = record::read_gguf(path);
+        m["format"] = "gguf";
+        m["fingerprint"] = g.fingerprint;
+        m["architecture"] = g.architecture;
+        m["parameter_count"] = g.parameter_count;
+        m["quantization"] = g.quantization;
+        m["context_length"] =
+            g.context_length ? json::value(*g.context_length) : json::value(nullptr);
+        m["tokenizer_model"] = g.tokenizer_model;
+      } else {
+        const record::SafetensorsInfo st = record::read_safetensors({path});
+        m["format"] = "safetensors";
+        m["fingerprint"] = st.fingerprint;
+        m["parameter_count"] = st.parameter_count;
+        json::object dtypes;
+        for (const auto& [dtype, n] : st.dtypes) dtypes[dtype] = n;
+        m["dtypes"] = std::move(dtypes);
+        m["shards"] = st.files.size();
+      }
+      m["fingerprint_method"] =
+          "sha256 over the header, metadata and tensor table (not the weights)";
+    } catch (const record::ModelFileError& e) {
+      throw UsageError(std::string("--model-file: ") + e.what());
+    }
+  }
+  if (!unknown.empty()) m["unknown"] = std::move(unknown);
+  return m;
+}
+
+}  // namespace
+
 workload::Api parse_api(const std::string& api) {
   if (api == "chat") return workload::Api::kChat;
   if (api == "completions") return workload::Api::kCompletions;
@@ -211,6 +259,7 @@ EngineSession::EngineSession(const RunOptions& o, workload::Api api) {
   config_.connect_timeout = to_ms(o.connect_timeout_s);
   if (o.first_token_timeout_s) config_.first_token_timeout = to_ms(*o.first_token_timeout_s);
   if (o.timeout_s) config_.total_timeout = to_ms(*o.timeout_s);
+  model_json_ = model_identity(o, model_);
   start_telemetry(o);
   if (config_.ca_file) {  // fail on a bad CA file now, before any record exists
     transport::EventLoop probe_loop;
@@ -372,8 +421,7 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   manifest["ended_at"] = nullptr;
   manifest["harness"] = harness_identity();
   manifest["engine"] = engine.engine_json();
-  manifest["model"] =
-      json::object{{"id", engine.model()}, {"revision", nullptr}, {"fingerprint", nullptr}};
+  manifest["model"] = engine.model_json();
   manifest["hardware"] = hardware_identity();
   json::object sampling = cell.sampling;
   sampling["stream"] = tc.stream;

@@ -58,6 +58,10 @@ class EngineSession {
   workload::Api api() const { return config_.api; }
   /// The manifest's `engine` object (no host, no key).
   boost::json::object engine_json() const;
+  /// The manifest's `model` object: id, revision and the fingerprint of --model-file (GGUF:
+  /// header + metadata + tensor table; safetensors: every shard's JSON header), each unknown
+  /// field with its reason.
+  const boost::json::object& model_json() const { return model_json_; }
   /// One line for the console, e.g. "dyno-sim (embedded, profile small-gpu)".
   std::string display() const;
   /// CPU seconds the embedded engine's thread used so far (0 without one). Known after stop.
@@ -73,6 +77,7 @@ class EngineSession {
   void start_telemetry(const RunOptions& options);
 
   std::unique_ptr<sim::Server> embedded_;
+  boost::json::object model_json_;
   std::unique_ptr<telemetry::Monitor> monitor_;
   std::optional<IdleBaseline> idle_;
   std::optional<std::int64_t> vram_after_load_;

@@ -696,3 +696,28 @@ TEST_F(Integration, DoctorSaysWhyEachSourceIsMissing) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(Integration, ModelFileFingerprintReachesTheManifest) {
+  const fs::path gguf =
+      fs::path(DYNO_SOURCE_DIR) / ".." / "shared" / "fixtures" / "stories260K.gguf";
+  if (!fs::exists(gguf)) GTEST_SKIP() << "fixture absent: " << gguf;
+  const Outcome o = run_dyno({"-n", "2", "-c", "1", "--output-tokens", "4", "--model-file",
+                              gguf.string(), "--model-revision", "r1"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto model = read_json(o.run_dir / "manifest.json").at("model").as_object();
+  EXPECT_EQ(model.at("fingerprint").as_string(),
+            "6d1305921b546d1384a3a7de9a511136fca0c8a25e2f7ed477531694a66b3f2b");
+  EXPECT_EQ(model.at("architecture").as_string(), "llama");
+  EXPECT_EQ(model.at("parameter_count").as_int64(), 292800);
+  EXPECT_EQ(model.at("revision").as_string(), "r1");
+  // Without --model-file the fingerprint is unknown, with the reason.
+  const Outcome bare = run_dyno({"-n", "1", "--output-tokens", "2"});
+  const auto m2 = read_json(bare.run_dir / "manifest.json").at("model").as_object();
+  EXPECT_TRUE(m2.at("fingerprint").is_null());
+  EXPECT_NE(std::string(m2.at("unknown").at("fingerprint").as_string()).find("--model-file"),
+            std::string::npos);
+}
+
+}  // namespace
