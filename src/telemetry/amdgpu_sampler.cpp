@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "telemetry/kernel_file.h"
 #include "telemetry/sampler.h"
 
 namespace dyno::telemetry {
@@ -27,29 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 
 /// Reads a small sysfs/proc file; nullopt on any failure. Trailing whitespace is stripped.
-std::optional<std::string> read_text(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string text;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ::close(fd);
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-    if (text.size() > (1u << 20)) break;  // sysfs attributes are at most a page
-  }
-  ::close(fd);
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\t' ||
-                           text.back() == '\r')) {
-    text.pop_back();
-  }
-  return text;
-}
+std::optional<std::string> read_text(const fs::path& path) { return read_kernel_file(path).text; }
 
 std::optional<std::int64_t> parse_int(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);

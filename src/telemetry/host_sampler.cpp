@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "telemetry/kernel_file.h"
 #include "telemetry/sampler.h"
 
 namespace dyno::telemetry {
@@ -26,23 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::optional<std::string> read_text(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string text;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ::close(fd);
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-    if (text.size() > (4u << 20)) break;  // /proc/cpuinfo on a big host is ~1 MiB
-  }
-  ::close(fd);
-  return text;
+  return read_kernel_file(path, /*strip=*/false).text;
 }
 
 /// Each line of `text`, in order, through `fn(line)`; stops when fn returns true.

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "telemetry/kernel_file.h"
 #include "telemetry/sampler.h"
 
 namespace dyno::telemetry {
@@ -34,34 +35,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// A read: the text (trailing whitespace stripped) or the errno of the failure.
-struct ReadResult {
-  std::optional<std::string> text;
-  int error = 0;
-};
+using ReadResult = KernelFile;
 
-ReadResult read_text(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {std::nullopt, errno};
-  std::string text;
-  char buf[256];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      return {std::nullopt, err};
-    }
-    if (n == 0 || text.size() > 4096) break;
-    text.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) {
-    text.pop_back();
-  }
-  return {std::move(text), 0};
-}
+ReadResult read_text(const fs::path& path) { return read_kernel_file(path); }
 
 std::optional<std::uint64_t> parse_u64(const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
