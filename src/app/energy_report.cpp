@@ -9,6 +9,7 @@
 
 #include "app/run_command.h"
 #include "json/json_text.h"
+#include "metrics/stats.h"
 #include "record/record_json.h"
 
 namespace dyno::app {
@@ -71,15 +72,6 @@ void for_each_device(const telemetry::Monitor& m, F f) {
     for (std::size_t d = 0; d < probes[s].devices.size(); ++d)
       f(s, d, probes[s], probes[s].devices[d]);
   }
-}
-
-std::optional<double> percentile(std::vector<double> v, double q) {
-  if (v.empty()) return std::nullopt;
-  std::sort(v.begin(), v.end());
-  const double pos = q / 100.0 * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(pos);
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
 }  // namespace
@@ -244,14 +236,15 @@ json::object telemetry_manifest(const telemetry::Monitor* monitor, const std::st
                        {"details", std::move(details)},
                        {"devices", std::move(devices)}});
     }
-    const auto gaps = monitor->tick_gaps_s(begin, end);
+    auto gaps = monitor->tick_gaps_s(begin, end);
     double sum = 0;
     for (double g : gaps) sum += g;
     auto& period = t["period_ms"].as_object();
     period["achieved_mean"] = gaps.empty()
                                   ? json::value(nullptr)
                                   : json::value(sum / static_cast<double>(gaps.size()) * 1e3);
-    const auto p99 = percentile(gaps, 99);
+    std::sort(gaps.begin(), gaps.end());
+    const auto p99 = metrics::percentile_sorted(gaps, 99);
     period["achieved_p99"] = p99 ? json::value(*p99 * 1e3) : json::value(nullptr);
     t["read_errors"] = monitor->read_errors();
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "metrics/stats.h"
+
 namespace dyno::telemetry {
 
 namespace {
@@ -36,13 +38,10 @@ std::optional<Points> clip(const Points& p, std::int64_t begin, std::int64_t end
   return out;
 }
 
+/// Linear-interpolation percentile (the definition of docs/metrics.md), q in [0, 100].
 std::optional<double> percentile(std::vector<double> v, double q) {
-  if (v.empty()) return std::nullopt;
   std::sort(v.begin(), v.end());
-  const double pos = q / 100.0 * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(pos);
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+  return metrics::percentile_sorted(v, q);
 }
 
 template <typename Get>
