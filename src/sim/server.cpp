@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 #include <pthread.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <boost/asio/co_spawn.hpp>
@@ -18,6 +19,7 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
+#include <charconv>
 #include <chrono>
 #include <climits>
 #include <cstdint>
@@ -27,6 +29,7 @@
 #include <list>
 #include <mutex>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -191,6 +194,16 @@ struct Server::Impl {
   std::uint64_t ordinal = 0;
   std::uint64_t ended = 0;
   bool stopping = false;
+  // GET /metrics counters, updated on the server thread as the engine emits events.
+  struct Counters {
+    std::int64_t prompt_tokens = 0;         // prompts whose prefill completed (first token out)
+    std::int64_t generation_tokens = 0;     // output tokens emitted
+    std::int64_t finished_length = 0;       // sequences the engine finished at max_tokens
+    std::int64_t finished_stop = 0;         // ... by an EOS draw
+    std::int64_t spec_draft_tokens = 0;     // spec_tokens per decode event
+    std::int64_t spec_accepted_tokens = 0;  // tokens of a decode event beyond the first
+  };
+  Counters counters;
   std::uint16_t bound_port = 0;
 
   std::ofstream truth_file;
@@ -231,6 +244,7 @@ struct Server::Impl {
   std::string handle_tokenize(const std::string& body, http::status& status) const;
   std::string handle_apply_template(const std::string& body, http::status& status) const;
   std::string models_body() const;
+  std::string metrics_body() const;
   CompletionRequest parse_completion(const std::string& body, bool chat) const;
 };
 
@@ -342,6 +356,18 @@ void Server::Impl::dispatch(const Event& e) {
   const auto it = streams.find(e.request_id);
   if (it == streams.end()) return;
   Stream& st = *it->second;
+  // Metrics: every event of a live sequence reaches its client (cancelled sequences leave the
+  // model at once). A decode event of a speculative profile proposed spec_tokens drafts and
+  // accepted all its tokens but the first (the verified/bonus one).
+  counters.generation_tokens += e.tokens;
+  if (e.first) {
+    counters.prompt_tokens += st.req.prompt_tokens;
+  } else if (options.profile.spec_tokens > 0) {
+    counters.spec_draft_tokens += options.profile.spec_tokens;
+    counters.spec_accepted_tokens += e.tokens - 1;
+  }
+  if (e.finish == FinishReason::kStop) ++counters.finished_stop;
+  if (e.finish == FinishReason::kLength) ++counters.finished_length;
   st.generated += e.tokens;
   if (e.kind == TokenKind::kReasoning) st.reasoning_tokens += e.tokens;
   const auto first = static_cast<std::uint64_t>(e.first_index);
@@ -519,6 +545,7 @@ asio::awaitable<bool> Server::Impl::handle(Conn& conn, http::request<http::strin
 
   http::status status = http::status::ok;
   std::string body;
+  std::string_view content_type = "application/json";
   if (completion) {
     status = http::status::method_not_allowed;
     body = error_body(HttpError{status, "use POST for " + std::string(target)});
@@ -526,6 +553,9 @@ asio::awaitable<bool> Server::Impl::handle(Conn& conn, http::request<http::strin
     body = "{}";
   } else if (target == "/v1/models" && method == http::verb::get) {
     body = models_body();
+  } else if (target == "/metrics" && method == http::verb::get) {
+    body = metrics_body();
+    content_type = "text/plain; version=0.0.4";
   } else if (target == "/tokenize" && method == http::verb::post) {
     body = handle_tokenize(req.body(), status);
   } else if (target == "/apply-template" && method == http::verb::post) {
@@ -537,7 +567,7 @@ asio::awaitable<bool> Server::Impl::handle(Conn& conn, http::request<http::strin
         "not_found_error"});
   }
   http::response<http::string_body> res =
-      make_response(status, req.version(), keep_alive, std::move(body), "application/json");
+      make_response(status, req.version(), keep_alive, std::move(body), content_type);
   error_code ec;
   co_await http::async_write(conn.socket, res, asio::redirect_error(asio::use_awaitable, ec));
   co_return !ec && keep_alive;
@@ -556,6 +586,114 @@ std::string Server::Impl::models_body() const {
   body["object"] = "list";
   body["data"] = std::move(data);
   return json::serialize(body);
+}
+
+namespace {
+
+// Prometheus text exposition (format 0.0.4) of one metric family with one sample per label set.
+class Exposition {
+ public:
+  void family(std::string_view name, std::string_view type, std::string_view help) {
+    out_ += "# HELP ";
+    out_ += name;
+    out_ += ' ';
+    out_ += help;
+    out_ += "\n# TYPE ";
+    out_ += name;
+    out_ += ' ';
+    out_ += type;
+    out_ += '\n';
+  }
+  // `labels` is the rendered label set without braces ("" for none).
+  void sample(std::string_view name, std::string_view labels, double value) {
+    out_ += name;
+    if (!labels.empty()) {
+      out_ += '{';
+      out_ += labels;
+      out_ += '}';
+    }
+    out_ += ' ';
+    std::array<char, 32> buf{};
+    const auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), value);
+    out_.append(buf.data(), ec == std::errc{} ? end : buf.data());
+    out_ += '\n';
+  }
+  void metric(std::string_view name, std::string_view type, std::string_view help,
+              std::string_view labels, double value) {
+    family(name, type, help);
+    sample(name, labels, value);
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+// A Prometheus label value: backslash, double quote and newline escaped.
+std::string label_value(std::string_view v) {
+  std::string out;
+  for (const char c : v) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// Runs on the server thread (the handler's), so the counters and the model are read in place.
+std::string Server::Impl::metrics_body() const {
+  const Counters& c = counters;
+  const auto running = static_cast<double>(model.running());
+  const auto waiting = static_cast<double>(model.waiting());
+  const std::int64_t capacity = options.profile.kv_capacity_tokens;
+  const double kv =
+      capacity > 0
+          ? std::min(1.0, static_cast<double>(model.kv_used()) / static_cast<double>(capacity))
+          : 0.0;
+  const auto n = [](std::int64_t v) { return static_cast<double>(v); };
+  const std::string model_label = "model_name=\"" + label_value(options.profile.model_name) + "\"";
+  Exposition x;
+  // vLLM's dialect (labelled with the served model name).
+  x.metric("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.",
+           model_label, running);
+  x.metric("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.",
+           model_label, waiting);
+  x.metric("vllm:kv_cache_usage_perc", "gauge",
+           "KV-cache usage. 1 means 100 percent usage (reserved tokens / capacity).", model_label,
+           kv);
+  x.metric("vllm:num_preemptions_total", "counter",
+           "Cumulative number of preemption from the engine.", model_label, 0.0);
+  x.metric("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.",
+           model_label, n(c.prompt_tokens));
+  x.metric("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.",
+           model_label, n(c.generation_tokens));
+  x.family("vllm:request_success_total", "counter", "Count of successfully processed requests.");
+  x.sample("vllm:request_success_total", model_label + ",finished_reason=\"length\"",
+           n(c.finished_length));
+  x.sample("vllm:request_success_total", model_label + ",finished_reason=\"stop\"",
+           n(c.finished_stop));
+  if (options.profile.spec_tokens > 0) {
+    x.metric("vllm:spec_decode_num_draft_tokens_total", "counter", "Number of draft tokens.",
+             model_label, n(c.spec_draft_tokens));
+    x.metric("vllm:spec_decode_num_accepted_tokens_total", "counter", "Number of accepted tokens.",
+             model_label, n(c.spec_accepted_tokens));
+  }
+  // llama.cpp's dialect (no labels): the same numbers.
+  x.metric("llamacpp:prompt_tokens_total", "counter", "Number of prompt tokens processed.", "",
+           n(c.prompt_tokens));
+  x.metric("llamacpp:tokens_predicted_total", "counter", "Number of generation tokens processed.",
+           "", n(c.generation_tokens));
+  x.metric("llamacpp:requests_processing", "gauge", "Number of requests processing.", "", running);
+  x.metric("llamacpp:requests_deferred", "gauge", "Number of requests deferred.", "", waiting);
+  x.metric("llamacpp:kv_cache_usage_ratio", "gauge", "KV-cache usage. 1 = 100% used.", "", kv);
+  return x.take();
 }
 
 namespace {

@@ -18,6 +18,19 @@
 //       (a data URL "data:<type>;base64,<b64>" is decoded and hashed; a bad one is a 400;
 //       other URLs are counted, never fetched).
 //   GET /v1/models, GET /health ("{}"), anything else 404.
+//   GET /metrics: Prometheus text (Content-Type "text/plain; version=0.0.4"), read on the server
+//       thread at request time, the same numbers in two dialects. vLLM's, labelled
+//       model_name="<Profile::model_name>": counters vllm:prompt_tokens_total (prompt tokens of
+//       requests whose prefill completed, i.e. whose first token was emitted),
+//       vllm:generation_tokens_total (output tokens emitted), vllm:request_success_total
+//       {finished_reason="length"|"stop"} (sequences the engine finished; cut/stalled/abandoned
+//       ones are not counted), vllm:num_preemptions_total (always 0), and with spec_tokens k > 0
+//       vllm:spec_decode_num_draft_tokens_total (k per decode event) and
+//       vllm:spec_decode_num_accepted_tokens_total (a decode event's tokens minus one); gauges
+//       vllm:num_requests_running (admitted, paused included), vllm:num_requests_waiting,
+//       vllm:kv_cache_usage_perc (reserved KV tokens / kv_capacity_tokens, capped at 1).
+//       llama.cpp's, unlabelled: llamacpp:prompt_tokens_total, llamacpp:tokens_predicted_total,
+//       llamacpp:requests_processing, llamacpp:requests_deferred, llamacpp:kv_cache_usage_ratio.
 //   POST /tokenize: vLLM's shape {"prompt":text} or {"messages":[..],"add_generation_prompt":b}
 //       -> {"count":N,"max_model_len":L,"tokens":[ids]}; llama.cpp's shape {"content":text
 //       [,"with_pieces":true]} -> {"tokens":[ids]} (or [{"id","piece"}]). Images in messages
