@@ -14,6 +14,7 @@
 
 #include "app/console.h"
 #include "app/energy_report.h"
+#include "app/server_metrics.h"
 #include "dyno/build_info.h"
 #include "record/model_identity.h"
 #include "record/record_json.h"
@@ -347,6 +348,22 @@ std::int64_t PromptCounter::operator()(const workload::Request& r) {
 
 const char* PromptCounter::flavor() { return transport::flavor_name(client_.flavor()); }
 
+std::optional<std::string> EngineSession::scrape_metrics() {
+  if (metrics_missing_) return std::nullopt;
+  try {
+    if (!metrics_client_) {
+      metrics_client_ = std::make_unique<transport::TokenizeClient>(
+          config_.url, model_, config_.api_key, tokenize_options(*this, 10.0));
+    }
+    auto text = metrics_client_->get_text("/metrics");
+    if (!text) metrics_missing_ = true;
+    return text;
+  } catch (const std::exception&) {
+    metrics_missing_ = true;  // an engine without a usable /metrics is not an error
+    return std::nullopt;
+  }
+}
+
 std::string EngineSession::display() const {
   return embedded_ ? "dyno-sim (embedded, profile " + profile_->name + ")"
                    : config_.url.to_string();
@@ -458,6 +475,9 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   manifest["evidence"] = json::array();
   writer.write_json("manifest.json", manifest);
 
+  // Server-side counters: a /metrics snapshot before and after the cell (evidence/).
+  const std::optional<std::string> metrics_before = engine.scrape_metrics();
+
   ProgressBar bar(style.progress);
   std::int64_t measured_start_abs = 0;
   load::RunHooks hooks;
@@ -527,6 +547,22 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   for (auto& kv : record::summary_to_json(out.summary)) summary_json[kv.key()] = kv.value();
   summary_json["client"].as_object()["connections_opened"] = target.connections_opened();
   summary_json["energy"] = std::move(energy);
+  json::array evidence;
+  if (metrics_before) {
+    if (const std::optional<std::string> metrics_after = engine.scrape_metrics()) {
+      for (const auto& [name, text] : {std::pair{"evidence/metrics_before.txt", &*metrics_before},
+                                       std::pair{"evidence/metrics_after.txt", &*metrics_after}}) {
+        writer.write_text(name, *text);
+        evidence.push_back(json::object{{"path", name}, {"sha256", record::sha256_hex(*text)}});
+      }
+      summary_json["server"] = server_section(*metrics_before, *metrics_after);
+    }
+  }
+  if (!summary_json.contains("server")) {
+    summary_json["server"] =
+        json::object{{"source", nullptr}, {"reason", "the engine exposes no /metrics"}};
+  }
+  manifest["evidence"] = std::move(evidence);
   if (engine.embedded()) {
     summary_json["client"].as_object()["note"] =
         "the simulated engine ran in this process on its own thread: cpu_s excludes that "

@@ -62,6 +62,9 @@ class EngineSession {
   /// header + metadata + tensor table; safetensors: every shard's JSON header), each unknown
   /// field with its reason.
   const boost::json::object& model_json() const { return model_json_; }
+  /// GET /metrics of the engine (Prometheus text); nullopt when it has none (remembered, so a
+  /// missing endpoint costs one request per command) or the request failed.
+  std::optional<std::string> scrape_metrics();
   /// One line for the console, e.g. "dyno-sim (embedded, profile small-gpu)".
   std::string display() const;
   /// CPU seconds the embedded engine's thread used so far (0 without one). Known after stop.
@@ -78,6 +81,8 @@ class EngineSession {
 
   std::unique_ptr<sim::Server> embedded_;
   boost::json::object model_json_;
+  std::unique_ptr<transport::TokenizeClient> metrics_client_;
+  bool metrics_missing_ = false;
   std::unique_ptr<telemetry::Monitor> monitor_;
   std::optional<IdleBaseline> idle_;
   std::optional<std::int64_t> vram_after_load_;

@@ -263,17 +263,25 @@ struct TokenizeClient::Impl {
   }
 
   Reply post(const std::string& path, const std::string& body) {
-    http::request<http::string_body> req{http::verb::post, root + path, 11};
+    return call(http::verb::post, path, body);
+  }
+
+  Reply call(http::verb verb, const std::string& path, const std::string& body) {
+    http::request<http::string_body> req{verb, root + path, 11};
     const bool default_port = url.port == (url.tls ? 443 : 80);
     req.set(http::field::host,
             host_text(url.host) + (default_port ? "" : ":" + std::to_string(url.port)));
     req.set(http::field::user_agent, "dyno");
-    req.set(http::field::content_type, "application/json");
-    req.set(http::field::accept, "application/json");
+    if (verb == http::verb::post) {
+      req.set(http::field::content_type, "application/json");
+      req.set(http::field::accept, "application/json");
+    }
     if (api_key) req.set(http::field::authorization, "Bearer " + *api_key);
     req.keep_alive(true);
-    req.body() = body;
-    req.prepare_payload();
+    if (verb == http::verb::post) {
+      req.body() = body;
+      req.prepare_payload();
+    }
     ++calls;
     // A reused keep-alive connection the server closed fails; retry once on a fresh one.
     for (int attempt = 0;; ++attempt) {
@@ -410,6 +418,14 @@ std::int64_t TokenizeClient::count_text(const std::string& text) { return impl_-
 std::optional<std::int64_t> TokenizeClient::count_chat(
     const std::vector<workload::Message>& messages) {
   return impl_->count_chat(messages);
+}
+
+std::optional<std::string> TokenizeClient::get_text(const std::string& path) {
+  const Reply r = impl_->call(http::verb::get, path, "");
+  if (r.status == 200) return r.body;
+  if (r.status == 404 || r.status == 405) return std::nullopt;
+  throw TokenizeError("GET " + impl_->root + path + ": HTTP " + std::to_string(r.status) + " " +
+                      first_bytes(r.body));
 }
 
 std::uint64_t TokenizeClient::calls() const { return impl_->calls; }

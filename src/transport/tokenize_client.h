@@ -59,6 +59,9 @@ class TokenizeClient {
   /// Tokens of a chat prompt (with the chat template and generation prompt); nullopt when the
   /// flavor cannot count chats (TGI; llama.cpp with image parts). Throws TokenizeError.
   std::optional<std::int64_t> count_chat(const std::vector<workload::Message>& messages);
+  /// GET a path at the server root on the same connection (e.g. "/metrics"): the body of a 200,
+  /// nullopt for 404/405 (the engine has no such endpoint). Throws TokenizeError otherwise.
+  std::optional<std::string> get_text(const std::string& path);
   /// HTTP calls made so far (probes included).
   std::uint64_t calls() const;
 

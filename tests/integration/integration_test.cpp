@@ -721,3 +721,37 @@ TEST_F(Integration, ModelFileFingerprintReachesTheManifest) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(Integration, ServerCountersSitBesideTheClientsFigures) {
+  const std::string url = start_sim({"--profile", "spec"});
+  const Outcome o = run_dyno({"--url", url, "--model", "dyno-sim", "-n", "12", "-c", "3",
+                              "--output-tokens", "40", "--input-tokens", "64"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  check_record(o.run_dir);
+  const auto& server = o.summary.at("server").as_object();
+  EXPECT_EQ(server.at("dialect").as_string(), "vllm");
+  // The engine's own counters agree with the tokens dyno counted from usage.
+  EXPECT_EQ(server.at("generation_tokens").as_double(),
+            static_cast<double>(o.summary.at("tokens").at("output_total").as_int64()));
+  EXPECT_EQ(server.at("prompt_tokens").as_double(),
+            static_cast<double>(o.summary.at("tokens").at("input_total").as_int64()));
+  // Speculative decoding: the engine's acceptance rate, and several tokens per event.
+  const double acceptance = server.at("spec_decode_acceptance_rate").as_double();
+  EXPECT_GT(acceptance, 0.3);
+  EXPECT_LT(acceptance, 1.0);
+  EXPECT_GT(o.summary.at("tokens").at("tokens_per_event").as_double(), 1.2);
+  // Both snapshots are evidence, listed with their digests.
+  const auto manifest = read_json(o.run_dir / "manifest.json");
+  const auto& evidence = manifest.at("evidence").as_array();
+  ASSERT_EQ(evidence.size(), 2u);
+  for (const auto& e : evidence) {
+    const fs::path file = o.run_dir / std::string(e.at("path").as_string());
+    ASSERT_TRUE(fs::exists(file));
+    EXPECT_EQ(dyno::workload::test::openssl_sha256(Child::slurp(file.string())),
+              e.at("sha256").as_string());
+  }
+}
+
+}  // namespace

@@ -1,0 +1,97 @@
+#include "app/server_metrics.h"
+
+#include <boost/json.hpp>
+#include <string_view>
+
+#include "engine/prometheus.h"
+#include "record/record_json.h"
+
+namespace dyno::app {
+
+namespace json = boost::json;
+
+namespace {
+
+/// Σ of a counter's deltas over every label set; nullopt when the engine has no such counter.
+std::optional<double> delta_of(const std::vector<engine::Delta>& deltas, std::string_view name) {
+  std::optional<double> sum;
+  for (const auto& d : deltas) {
+    if (d.name == name) sum = sum.value_or(0) + d.delta;
+  }
+  return sum;
+}
+
+std::optional<double> first_of(const std::vector<engine::Delta>& deltas,
+                               std::initializer_list<std::string_view> names) {
+  for (auto n : names) {
+    if (auto v = delta_of(deltas, n)) return v;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> ratio(std::optional<double> num, std::optional<double> den) {
+  if (!num || !den || *den <= 0) return std::nullopt;
+  return *num / *den;
+}
+
+std::string series_name(const engine::Delta& d) {
+  std::string s = d.name;
+  if (!d.labels.empty()) {
+    s += '{';
+    bool first = true;
+    for (const auto& [k, v] : d.labels) {
+      if (!first) s += ',';
+      first = false;
+      s += k + "=\"" + v + "\"";
+    }
+    s += '}';
+  }
+  return s;
+}
+
+}  // namespace
+
+json::object server_section(const std::string& before_text, const std::string& after_text) {
+  engine::Exposition before, after;
+  try {
+    before = engine::parse_prometheus(before_text);
+    after = engine::parse_prometheus(after_text);
+  } catch (const engine::PrometheusError& e) {
+    return json::object{{"source", "/metrics"}, {"error", e.what()}};
+  }
+  const std::vector<engine::Delta> deltas = engine::counter_deltas(before, after);
+  json::object counters;
+  bool reset = false;
+  for (const auto& d : deltas) {
+    counters[series_name(d)] = record::number_or_null(d.delta);
+    reset = reset || d.reset;
+  }
+  std::string dialect;
+  for (const auto& f : after.families) {
+    for (std::string_view prefix : {"vllm:", "sglang:", "llamacpp:"}) {
+      if (dialect.empty() && f.name.rfind(prefix, 0) == 0)
+        dialect = prefix.substr(0, prefix.size() - 1);
+    }
+  }
+  const auto prompt = first_of(deltas, {"vllm:prompt_tokens_total", "sglang:prompt_tokens_total",
+                                        "llamacpp:prompt_tokens_total"});
+  const auto generation =
+      first_of(deltas, {"vllm:generation_tokens_total", "sglang:generation_tokens_total",
+                        "llamacpp:tokens_predicted_total"});
+  const auto drafts = delta_of(deltas, "vllm:spec_decode_num_draft_tokens_total");
+  const auto accepted = delta_of(deltas, "vllm:spec_decode_num_accepted_tokens_total");
+  const auto queries = delta_of(deltas, "vllm:prefix_cache_queries_total");
+  const auto hits = delta_of(deltas, "vllm:prefix_cache_hits_total");
+  return json::object{
+      {"source", "/metrics"},
+      {"dialect", dialect.empty() ? json::value(nullptr) : json::value(dialect)},
+      {"prompt_tokens", record::number_or_null(prompt)},
+      {"generation_tokens", record::number_or_null(generation)},
+      {"preemptions", record::number_or_null(delta_of(deltas, "vllm:num_preemptions_total"))},
+      {"prefix_cache_hit_rate", record::number_or_null(ratio(hits, queries))},
+      {"spec_decode_acceptance_rate", record::number_or_null(ratio(accepted, drafts))},
+      {"counter_reset", reset},
+      {"counters", std::move(counters)}};
+}
+
+}  // namespace dyno::app

@@ -1,0 +1,18 @@
+// What the engine says about itself over a run: /metrics snapshots before and after a cell
+// (kept as evidence) and the counter deltas between them (summary.json → server), reported
+// next to — never instead of — dyno's own client-side figures.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <optional>
+#include <string>
+
+namespace dyno::app {
+
+/// summary.json's `server` section from two /metrics texts: every counter's delta, and the
+/// figures dyno knows how to read in the vLLM, SGLang and llama.cpp dialects (prompt and
+/// generation tokens, preemptions, prefix-cache hit rate, speculative acceptance rate).
+/// A text that does not parse gives a section with `error` naming the line.
+boost::json::object server_section(const std::string& before, const std::string& after);
+
+}  // namespace dyno::app
