@@ -53,6 +53,7 @@ int stream_make_command(const StreamMakeOptions& o, std::ostream& out) {
   target.seed = o.seed;
   target.insecure = o.insecure;
   target.ca_file = o.ca_file;
+  target.telemetry = "off";  // no load is measured: no sampler thread, no idle baseline
   EngineSession session(target, api);
   const std::string engine = session.display();
   const bool embedded = session.embedded() != nullptr;
