@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "sim/server.h"
+#include "sim/sim_client.h"
 
 namespace dyno::sim {
 namespace {
@@ -29,51 +30,8 @@ namespace json = boost::json;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 
-struct Reply {
-  int status = 0;
-  std::string content_type;
-  std::string body;
-};
-
-// A blocking HTTP/1.1 client (keep-alive).
-class Client {
- public:
-  explicit Client(std::uint16_t port) : socket_(io_) {
-    socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-  }
-
-  void send(http::verb method, const std::string& target, const std::string& body) {
-    http::request<http::string_body> req{method, target, 11};
-    req.set(http::field::host, "127.0.0.1");
-    req.set(http::field::content_type, "application/json");
-    req.body() = body;
-    req.prepare_payload();
-    http::write(socket_, req);
-  }
-
-  Reply request(http::verb method, const std::string& target, const std::string& body = "") {
-    send(method, target, body);
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(1ull << 30);
-    http::read(socket_, buffer_, parser);
-    Reply reply;
-    reply.status = static_cast<int>(parser.get().result_int());
-    reply.content_type = std::string(parser.get()[http::field::content_type]);
-    reply.body = parser.get().body();
-    return reply;
-  }
-
-  void close() {
-    beast::error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
-  }
-
- private:
-  asio::io_context io_;
-  tcp::socket socket_;
-  beast::flat_buffer buffer_;
-};
+using testing::Client;
+using testing::Reply;
 
 // The exposition, scanned line by line: samples by "name{labels}" (or "name"), and the names
 // that have # HELP and # TYPE lines.
@@ -125,7 +83,7 @@ Metrics parse_metrics(const std::string& text) {
 Metrics get_metrics(Client& c) {
   const Reply r = c.request(http::verb::get, "/metrics");
   EXPECT_EQ(r.status, 200);
-  EXPECT_EQ(r.content_type, "text/plain; version=0.0.4");
+  EXPECT_EQ(std::string(r.headers[http::field::content_type]), "text/plain; version=0.0.4");
   return parse_metrics(r.body);
 }
 

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "sim/sim_client.h"
 #include "sim/tokenizer.h"
 
 namespace dyno::sim {
@@ -33,72 +34,8 @@ namespace json = boost::json;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 
-struct Reply {
-  int status = 0;
-  http::fields headers;
-  std::string body;
-  bool complete = false;   // the whole message arrived
-  bool timed_out = false;  // no complete message within the timeout
-};
-
-// A blocking HTTP/1.1 client on its own io_context; `timeout` bounds the response read.
-class Client {
- public:
-  explicit Client(std::uint16_t port) : socket_(io_) {
-    socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-  }
-
-  Reply request(http::verb method, const std::string& target, const std::string& body = "",
-                const std::vector<std::pair<std::string, std::string>>& headers = {},
-                std::chrono::milliseconds timeout = 10s) {
-    http::request<http::string_body> req{method, target, 11};
-    req.set(http::field::host, "127.0.0.1");
-    req.set(http::field::content_type, "application/json");
-    for (const auto& [name, value] : headers) req.set(name, value);
-    req.body() = body;
-    req.prepare_payload();
-    http::write(socket_, req);
-
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(1ull << 32);
-    Reply reply;
-    bool done = false;
-    beast::error_code read_ec;
-    http::async_read(socket_, buffer_, parser, [&](beast::error_code ec, std::size_t) {
-      done = true;
-      read_ec = ec;
-    });
-    io_.restart();
-    io_.run_for(timeout);
-    if (!done) {
-      reply.timed_out = true;
-      beast::error_code ignored;
-      socket_.cancel(ignored);
-      io_.restart();
-      io_.run();
-    }
-    reply.complete = done && !read_ec;
-    if (parser.is_header_done()) {
-      reply.status = static_cast<int>(parser.get().result_int());
-      reply.headers = parser.get().base();
-    }
-    reply.body = parser.get().body();
-    return reply;
-  }
-
-  Reply post(const std::string& target, const json::value& body,
-             const std::vector<std::pair<std::string, std::string>>& headers = {},
-             std::chrono::milliseconds timeout = 10s) {
-    return request(http::verb::post, target, json::serialize(body), headers, timeout);
-  }
-
-  tcp::socket& socket() { return socket_; }
-
- private:
-  asio::io_context io_;
-  tcp::socket socket_;
-  beast::flat_buffer buffer_;
-};
+using testing::Client;
+using testing::Reply;
 
 std::vector<std::string> sse_data(const std::string& body) {
   std::vector<std::string> out;
