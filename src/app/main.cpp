@@ -43,6 +43,9 @@ void add_common_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
   cmd.add_option("--url", o.url,
                  "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (default: start the "
                  "simulated engine in-process)");
+  cmd.add_option("--engine", o.engine_spec,
+                 "engine spec file (TOML, docs/engines.md): dyno launches the engine, waits until "
+                 "it is ready, runs every cell against it and stops it");
   cmd.add_option("--model", o.model, "model name to request (required with --url)");
   cmd.add_option("--api", o.api, "endpoint: chat (/chat/completions) or completions")
       ->capture_default_str();

@@ -191,6 +191,10 @@ class Campaign {
       std::cerr << "\n";
       CellOutcome out = run_cell(engine, spec, o_, stop);
       if (out.interrupted) stopped_ = true;
+      if (out.engine_crashed) {
+        stopped_ = true;  // the engine is gone: no later cell can be measured
+        crashed_ = true;
+      }
       if (out.exit_code != kExitOk && out.exit_code != kExitInterrupted) failed_ = true;
       result.reps.push_back(std::move(out));
     }
@@ -235,7 +239,10 @@ class Campaign {
                                    {"selected_run", selected},
                                    {"figures", std::move(spreads)}});
     }
-    const std::string status = stopped_ ? "interrupted" : failed_ ? "partial" : "ok";
+    const std::string status = crashed_   ? "engine_crashed"
+                               : stopped_ ? "interrupted"
+                               : failed_  ? "partial"
+                                          : "ok";
     json::object doc{
         {"schema_version", record::kSchemaVersion},
         {"campaign_id", id_},
@@ -257,6 +264,7 @@ class Campaign {
     } else {
       print_table(doc, file);
     }
+    if (crashed_) return kExitRunFailed;
     if (stopped_) return kExitInterrupted;
     return failed_ ? kExitRunFailed : kExitOk;
   }
@@ -331,6 +339,7 @@ class Campaign {
   std::string id_;
   std::vector<CellResult> cells_;
   bool stopped_ = false;
+  bool crashed_ = false;
   bool failed_ = false;
 };
 

@@ -26,6 +26,7 @@ inline constexpr int kExitInterrupted = 130;
 /// `dyno run` flags, as parsed (defaults applied by CLI11). Validated by run_command().
 struct RunOptions {
   std::optional<std::string> url;
+  std::optional<std::string> engine_spec;  ///< --engine: launch the engine from this spec file
   std::optional<std::string> model;
   std::string api = "chat";
   std::string profile = "small-gpu";  ///< embedded sim profile (no --url)

@@ -13,9 +13,12 @@
 #include <thread>
 
 #include "app/console.h"
+#include "app/engine_launch.h"
+#include "app/signals.h"
 #include "app/energy_report.h"
 #include "app/server_metrics.h"
 #include "dyno/build_info.h"
+#include "engine/spec.h"
 #include "record/model_identity.h"
 #include "record/record_json.h"
 #include "record/run_id.h"
@@ -149,6 +152,47 @@ std::optional<std::string> api_key_from_env() {
 
 namespace {
 
+/// Runs `git -C dir args` and returns its stdout (trimmed); nullopt when git fails.
+std::optional<std::string> git_output(const std::string& dir, const std::string& args) {
+  std::string quoted = "'";
+  for (char c : dir) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted += "'";
+  const std::string cmd = "git -C " + quoted + " " + args + " 2>/dev/null";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return std::nullopt;
+  std::string out;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  if (::pclose(p) != 0) return std::nullopt;
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+/// The engine's source checkout (spec `checkout`): commit and whether tracked files differ
+/// from it; unknown fields give their reason.
+json::object source_identity(const std::optional<std::string>& checkout) {
+  if (!checkout) {
+    return json::object{{"commit", nullptr},
+                        {"dirty", nullptr},
+                        {"unknown", json::object{{"commit", "the engine spec names no checkout"}}}};
+  }
+  json::object out{{"checkout", std::filesystem::path(*checkout).filename().string()}};
+  const auto commit = git_output(*checkout, "rev-parse HEAD");
+  if (!commit || commit->empty()) {
+    out["commit"] = nullptr;
+    out["dirty"] = nullptr;
+    out["unknown"] = json::object{
+        {"commit", "'" + *checkout + "' is not a git checkout (or git is not installed)"}};
+    return out;
+  }
+  out["commit"] = *commit;
+  const auto status = git_output(*checkout, "status --porcelain --untracked-files=no");
+  out["dirty"] = status ? json::value(!status->empty()) : json::value(nullptr);
+  if (!status) out["unknown"] = json::object{{"dirty", "git status failed"}};
+  return out;
+}
+
 /// The model's identity from --model-file / --model-revision; unknown fields give their reason.
 json::object model_identity(const RunOptions& o, const std::string& model_id) {
   json::object m{
@@ -221,15 +265,35 @@ void validate_common(const RunOptions& o) {
     throw UsageError("--telemetry-period-ms must be between 20 and 1000");
   }
   if (!(o.idle_baseline_s >= 0)) throw UsageError("--idle-baseline must be >= 0 seconds");
+  if (o.url && o.engine_spec) {
+    throw UsageError("--url and --engine exclude each other: measure a running server (--url) or "
+                     "let dyno launch one (--engine)");
+  }
   if (o.url && !o.model) {
     throw UsageError(
         "--model is required with --url: name the model the server serves (see its /v1/models)");
   }
 }
 
-EngineSession::EngineSession(const RunOptions& o, workload::Api api) {
+EngineSession::EngineSession(const RunOptions& options, workload::Api api) {
+  RunOptions o = options;
   std::string url_text;
-  if (o.url) {
+  if (o.engine_spec) {
+    engine::EngineSpec spec;
+    try {
+      spec = engine::load_spec(*o.engine_spec);
+    } catch (const engine::SpecError& e) {
+      throw UsageError(std::string("--engine: ") + e.what());
+    }
+    // The spec's model file and revision identify the model unless the flags say otherwise.
+    if (!o.model_file && spec.model_file) o.model_file = spec.model_file;
+    if (!o.model_revision && spec.model_revision) o.model_revision = spec.model_revision;
+    source_ = source_identity(spec.checkout);
+    launched_ = std::make_unique<LaunchedEngine>(std::move(spec), api, api_key_from_env(),
+                                                 install_stop_signals());
+    url_text = launched_->base_url();
+    model_ = o.model.value_or(launched_->spec().model);
+  } else if (o.url) {
     url_text = *o.url;
     model_ = *o.model;
   } else {
@@ -261,6 +325,9 @@ EngineSession::EngineSession(const RunOptions& o, workload::Api api) {
   if (o.first_token_timeout_s) config_.first_token_timeout = to_ms(*o.first_token_timeout_s);
   if (o.timeout_s) config_.total_timeout = to_ms(*o.timeout_s);
   model_json_ = model_identity(o, model_);
+  if (o.url) {  // what the server says it is (name, version, model), from its own endpoints
+    reported_ = query_engine_identity(url_text, known_identity_paths(), config_.api_key);
+  }
   start_telemetry(o);
   if (config_.ca_file) {  // fail on a bad CA file now, before any record exists
     transport::EventLoop probe_loop;
@@ -277,6 +344,7 @@ void EngineSession::start_telemetry(const RunOptions& o) {
   // The engine's processes: this one when the simulated engine runs in it.
   std::vector<int> pids;
   if (embedded_) pids.push_back(static_cast<int>(::getpid()));
+  if (launched_) pids.push_back(launched_->pid());
   monitor_ = std::make_unique<telemetry::Monitor>(
       telemetry::default_samplers(o.nvml_library, o.sysfs_root, o.proc_root),
       static_cast<std::int64_t>(o.telemetry_period_ms * 1e6), pids);
@@ -297,24 +365,49 @@ void EngineSession::start_telemetry(const RunOptions& o) {
 EngineSession::~EngineSession() {
   if (monitor_) monitor_->stop();
   if (embedded_) embedded_->stop();
+  if (launched_) {
+    const auto r = launched_->stop();
+    if (r.was_running) {
+      std::cerr << "dyno: engine " << launched_->spec().name << " stopped ("
+                << (r.graceful ? launched_->spec().stop_signal : std::string("SIGKILL after ") +
+                                                                     launched_->spec().stop_signal)
+                << ", " << fmt(r.stop_s, 1) << " s)\n";
+    }
+  }
 }
 
-json::object EngineSession::engine_json() const {
+json::object EngineSession::engine_json(std::uint64_t cell_index) const {
   json::object engine;
-  if (embedded_) {
+  if (launched_) {
+    const engine::EngineSpec& spec = launched_->spec();
+    const json::object& rep = launched_->reported();
+    engine["name"] = spec.name;
+    engine["version"] = rep.contains("version") ? rep.at("version") : json::value(nullptr);
+    engine["reached"] =
+        json::object{{"kind", "launched"}, {"scheme", "http"}, {"path", config_.url.base_path}};
+    engine["launch"] = launched_->launch_json(cell_index);
+    engine["engine_args"] = spec.engine_args;
+    engine["topology"] = spec.topology;
+    engine["source"] = source_;
+    engine["reported"] = rep;
+  } else if (embedded_) {
     engine["name"] = "dyno-sim";
     engine["version"] = build_info::kVersion;
     engine["reached"] =
         json::object{{"kind", "embedded-sim"}, {"scheme", "http"}, {"path", config_.url.base_path}};
     engine["sim_profile"] = json::parse(sim::profile_to_json(*profile_));
   } else {
-    engine["name"] = nullptr;
-    engine["version"] = nullptr;
+    const auto reported = [this](const char* k) {
+      return reported_.contains(k) ? reported_.at(k) : json::value(nullptr);
+    };
+    engine["name"] = reported("name");
+    engine["version"] = reported("version");
     engine["reached"] = json::object{{"kind", "http"},
                                      {"scheme", config_.url.tls ? "https" : "http"},
                                      {"path", config_.url.base_path}};
+    engine["reported"] = reported_;
   }
-  engine["engine_args"] = json::object();
+  if (!engine.contains("engine_args")) engine["engine_args"] = json::object();
   engine["api_key_used"] = config_.api_key.has_value();
   return engine;
 }
@@ -365,6 +458,7 @@ std::optional<std::string> EngineSession::scrape_metrics() {
 }
 
 std::string EngineSession::display() const {
+  if (launched_) return launched_->spec().name + " (launched, " + config_.url.to_string() + ")";
   return embedded_ ? "dyno-sim (embedded, profile " + profile_->name + ")"
                    : config_.url.to_string();
 }
@@ -437,7 +531,8 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   manifest["started_at"] = record::iso8601_utc(started);
   manifest["ended_at"] = nullptr;
   manifest["harness"] = harness_identity();
-  manifest["engine"] = engine.engine_json();
+  const std::uint64_t cell_index = engine.begin_cell();
+  manifest["engine"] = engine.engine_json(cell_index);
   manifest["model"] = engine.model_json();
   manifest["hardware"] = hardware_identity();
   json::object sampling = cell.sampling;
@@ -491,6 +586,9 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
     bar.update(p, elapsed);
   };
   hooks.stop_requested = &stop;
+  LaunchedEngine* launched = engine.launched();
+  const std::uint64_t log_begin = launched != nullptr ? launched->log_size() : 0;
+  if (launched != nullptr) hooks.engine_exited = &launched->exited_flag();
 
   const double sim_cpu_before = engine.embedded() ? engine.embedded()->cpu_seconds() : 0.0;
   const double cpu_before = cpu_seconds_self();
@@ -541,6 +639,21 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
       telemetry_manifest(monitor, o.telemetry, o.telemetry_period_ms, engine.idle(), t0, cell_end);
   out.interrupted = result.interrupted;
   out.status = final_status(out.summary, result.interrupted);
+  std::optional<engine::ExitStatus> crash;
+  if (launched != nullptr) {
+    // Requests that found the engine's port closed may have raced its exit: give a process
+    // that is shutting down a moment to be reaped before calling the cell's status.
+    const bool lost_engine = std::any_of(
+        result.traces.begin(), result.traces.end(), [](const metrics::Trace& t) {
+          return t.error_category == "connect" || t.error_category == "stream_truncated";
+        });
+    if (lost_engine) launched->wait_for_exit(std::chrono::milliseconds(3000));
+    crash = launched->unexpected_exit();
+  }
+  if (crash) {
+    out.engine_crashed = true;
+    out.status = "engine_crashed";
+  }
 
   json::object summary_json{
       {"schema_version", record::kSchemaVersion}, {"run_id", out.run_id}, {"status", out.status}};
@@ -559,8 +672,25 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
     }
   }
   if (!summary_json.contains("server")) {
-    summary_json["server"] =
-        json::object{{"source", nullptr}, {"reason", "the engine exposes no /metrics"}};
+    summary_json["server"] = json::object{
+        {"source", nullptr},
+        {"reason", !metrics_before ? "the engine exposes no /metrics"
+                   : crash         ? "no /metrics snapshot after the cell: the engine had exited"
+                                   : "the /metrics snapshot after the cell failed"}};
+  }
+  if (launched != nullptr) {
+    const std::string log = launched->cell_log(log_begin, launched->log_size());
+    writer.write_text("evidence/engine.log", log);
+    evidence.push_back(json::object{{"path", "evidence/engine.log"},
+                                    {"sha256", record::sha256_hex(log)}});
+  }
+  if (crash) {
+    manifest["engine"].as_object()["exit"] = json::object{
+        {"description", crash->describe()},
+        {"code", crash->code ? json::value(*crash->code) : json::value(nullptr)},
+        {"signal", crash->signal ? json::value(*crash->signal) : json::value(nullptr)},
+        {"at_ns", crash->at_ns - result.t0_steady_ns},
+        {"log_tail", launched->log_tail(40)}};
   }
   manifest["evidence"] = std::move(evidence);
   if (engine.embedded()) {
@@ -618,7 +748,11 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
                                detect_style(o.color, true).color && ::isatty(STDERR_FILENO) != 0);
   out.summary_json = std::move(summary_json);
 
-  if (out.interrupted) {
+  if (crash) {
+    std::cerr << "dyno: engine " << launched->spec().name << " " << crash->describe()
+              << " during the run; the record keeps every finished request and the log's tail\n";
+    out.exit_code = kExitRunFailed;
+  } else if (out.interrupted) {
     out.exit_code = kExitInterrupted;
   } else if (out.status == std::string("failed")) {
     out.exit_code = kExitRunFailed;

@@ -25,6 +25,10 @@ class Server;
 }
 
 namespace dyno::app {
+class LaunchedEngine;
+}
+
+namespace dyno::app {
 
 /// The API key, from DYNO_API_KEY or OPENAI_API_KEY only (never a flag: flags end up in shell
 /// history and process lists). It is never written anywhere.
@@ -56,8 +60,8 @@ class EngineSession {
   const transport::HttpTargetConfig& target_config() const { return config_; }
   const std::string& model() const { return model_; }
   workload::Api api() const { return config_.api; }
-  /// The manifest's `engine` object (no host, no key).
-  boost::json::object engine_json() const;
+  /// The manifest's `engine` object (no host, no key) for cell `cell_index` of this engine.
+  boost::json::object engine_json(std::uint64_t cell_index = 0) const;
   /// The manifest's `model` object: id, revision and the fingerprint of --model-file (GGUF:
   /// header + metadata + tensor table; safetensors: every shard's JSON header), each unknown
   /// field with its reason.
@@ -69,6 +73,10 @@ class EngineSession {
   std::string display() const;
   /// CPU seconds the embedded engine's thread used so far (0 without one). Known after stop.
   sim::Server* embedded() { return embedded_.get(); }
+  /// The engine dyno launched from --engine (nullptr otherwise).
+  LaunchedEngine* launched() { return launched_.get(); }
+  /// Numbers the cells run against this engine (0, 1, ...): manifest.engine.launch.cell_index.
+  std::uint64_t begin_cell() { return cells_++; }
 
   /// Telemetry of the whole command (nullptr with --telemetry off); started once the engine is
   /// up, with an idle baseline before the first cell when a source reports power.
@@ -80,6 +88,10 @@ class EngineSession {
   void start_telemetry(const RunOptions& options);
 
   std::unique_ptr<sim::Server> embedded_;
+  std::unique_ptr<LaunchedEngine> launched_;
+  boost::json::object reported_;  ///< what an engine reached by --url says about itself
+  boost::json::object source_;    ///< the engine's source checkout (spec `checkout`)
+  std::uint64_t cells_ = 0;
   boost::json::object model_json_;
   std::unique_ptr<transport::TokenizeClient> metrics_client_;
   bool metrics_missing_ = false;
@@ -126,8 +138,9 @@ struct CellOutcome {
   std::filesystem::path dir;
   metrics::Summary summary;
   std::vector<metrics::Trace> traces;
-  std::string status;  ///< ok | partial | interrupted | failed
+  std::string status;  ///< ok | partial | interrupted | failed | engine_crashed
   bool interrupted = false;
+  bool engine_crashed = false;  ///< the launched engine's process ended during the cell
   boost::json::object summary_json;
   int exit_code = kExitOk;
 };

@@ -14,6 +14,7 @@ constexpr std::int64_t kMs = 1'000'000;
 constexpr std::int64_t kLagPeriodNs = 10 * kMs;
 constexpr std::int64_t kProgressPeriodNs = 100 * kMs;
 constexpr std::int64_t kStopPollNs = 50 * kMs;
+constexpr std::int64_t kEngineExitGraceNs = 2000 * kMs;
 
 class Run;
 
@@ -190,7 +191,7 @@ class Run {
     if (more_to_send) return;
     ended_ = true;
     if (arrival_timer_ != 0) loop_.cancel_timer(arrival_timer_);
-    for (auto id : {lag_timer_, progress_timer_, stop_timer_}) {
+    for (auto id : {lag_timer_, progress_timer_, stop_timer_, exit_grace_timer_}) {
       if (id != 0) loop_.cancel_timer(id);
     }
     if (hooks_.on_progress) hooks_.on_progress(progress_);
@@ -234,6 +235,20 @@ class Run {
         maybe_end();
         if (ended_) return;
       }
+      if (hooks_.engine_exited != nullptr && hooks_.engine_exited->load() && !stopping_) {
+        stopping_ = true;
+        result_.engine_exited = true;
+        if (arrival_timer_ != 0) {
+          loop_.cancel_timer(arrival_timer_);
+          arrival_timer_ = 0;
+        }
+        exit_grace_timer_ = loop_.call_at(transport::steady_now_ns() + kEngineExitGraceNs, [this] {
+          exit_grace_timer_ = 0;
+          target_.cancel_all();
+        });
+        maybe_end();
+        if (ended_) return;
+      }
       schedule_stop_poll(std::max(due + kStopPollNs, transport::steady_now_ns()));
     });
   }
@@ -259,6 +274,7 @@ class Run {
   bool warmup_phase_ = false;
   bool measuring_ = false;
   bool stopping_ = false;
+  std::uint64_t exit_grace_timer_ = 0;
   bool ended_ = false;
   std::uint64_t arrival_timer_ = 0;
   std::uint64_t lag_timer_ = 0;

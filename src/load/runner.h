@@ -44,6 +44,10 @@ struct RunHooks {
   std::function<void(const Progress&)> on_progress;
   /// Polled every 50 ms; when set, sending stops and in-flight requests are cancelled.
   const std::atomic<bool>* stop_requested = nullptr;
+  /// Polled with stop_requested; set when the engine's process has ended. Sending stops; the
+  /// requests in flight end by themselves (the engine's sockets are closed, so they fail as
+  /// data), and any still in flight 2 s later are cancelled.
+  const std::atomic<bool>* engine_exited = nullptr;
 };
 
 struct LoadResult {
@@ -51,6 +55,7 @@ struct LoadResult {
   std::int64_t t0_steady_ns = 0;       ///< the run's t0 (all trace times are relative to it)
   std::int64_t measured_start_ns = 0;  ///< relative to t0
   bool interrupted = false;
+  bool engine_exited = false;  ///< the run ended because the engine's process ended
   std::vector<double> loop_lag_s;  ///< event-loop lag samples taken every 10 ms
 };
 

@@ -553,6 +553,11 @@ asio::awaitable<bool> Server::Impl::handle(Conn& conn, http::request<http::strin
     body = "{}";
   } else if (target == "/v1/models" && method == http::verb::get) {
     body = models_body();
+  } else if (target == "/version" && method == http::verb::get) {
+    // vLLM's shape ({"version"}), plus what the engine is (read by dyno's identity probe).
+    body = json::serialize(json::object{{"version", std::string(DYNO_SIM_VERSION)},
+                                        {"engine", "dyno-sim"},
+                                        {"profile", options.profile.name}});
   } else if (target == "/metrics" && method == http::verb::get) {
     body = metrics_body();
     content_type = "text/plain; version=0.0.4";

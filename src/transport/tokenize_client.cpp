@@ -428,6 +428,18 @@ std::optional<std::string> TokenizeClient::get_text(const std::string& path) {
                       first_bytes(r.body));
 }
 
+TokenizeClient::HttpReply TokenizeClient::call(const std::string& method, const std::string& path,
+                                               const std::string& body) {
+  if (method != "GET" && method != "POST") {
+    throw std::invalid_argument("TokenizeClient::call: method must be GET or POST");
+  }
+  HttpReply out;
+  const auto r = impl_->call(method == "GET" ? http::verb::get : http::verb::post, path, body);
+  out.status = r.status;
+  out.body = r.body;
+  return out;
+}
+
 std::uint64_t TokenizeClient::calls() const { return impl_->calls; }
 
 }  // namespace dyno::transport

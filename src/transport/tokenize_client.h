@@ -62,6 +62,14 @@ class TokenizeClient {
   /// GET a path at the server root on the same connection (e.g. "/metrics"): the body of a 200,
   /// nullopt for 404/405 (the engine has no such endpoint). Throws TokenizeError otherwise.
   std::optional<std::string> get_text(const std::string& path);
+  /// One call at the server root (path as given, e.g. "/health" or "/v1/chat/completions";
+  /// `method` GET or POST with a JSON body): the status and body, whatever the status.
+  /// Throws TokenizeError when the server cannot be reached or the reply is not HTTP.
+  struct HttpReply {
+    int status = 0;
+    std::string body;
+  };
+  HttpReply call(const std::string& method, const std::string& path, const std::string& body = "");
   /// HTTP calls made so far (probes included).
   std::uint64_t calls() const;
 

@@ -1,0 +1,693 @@
+#include "engine/spec.h"
+
+#include <openssl/sha.h>
+
+#include <algorithm>
+#include <array>
+#include <boost/json.hpp>
+#include <cctype>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "engine/toml.h"
+
+namespace dyno::engine {
+
+namespace json = boost::json;
+
+namespace {
+
+/// How a preset turns a declared engine arg into a command-line flag (or an env variable).
+struct ArgRule {
+  const char* key;           ///< canonical engine_args / topology key
+  const char* flag;          ///< flag (or env variable name when the preset uses env), "" = none
+  const char* false_flag;    ///< for booleans: the flag that says false ("" = omit the flag)
+};
+
+struct Preset {
+  const char* name;
+  std::vector<std::string> command;
+  const char* ready_path;
+  int ready_status;
+  const char* stop_signal;
+  double grace_s;
+  std::vector<std::string> identity_paths;
+  bool args_as_env;        ///< ollama: engine args are environment variables
+  bool unknown_as_dashes;  ///< unknown keys become --key-with-dashes
+  std::vector<ArgRule> rules;
+  std::map<std::string, std::string> env;
+  bool needs_model_file;
+};
+
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> all = {
+      {"vllm",
+       {"vllm", "serve", "{model}", "--host", "{host}", "--port", "{port}"},
+       "/health",
+       200,
+       "SIGINT",
+       30.0,
+       {"/version", "/v1/models"},
+       false,
+       true,
+       {{"tp", "--tensor-parallel-size", ""},
+        {"pp", "--pipeline-parallel-size", ""},
+        {"gpu_memory_utilization", "--gpu-memory-utilization", ""},
+        {"max_model_len", "--max-model-len", ""},
+        {"max_num_seqs", "--max-num-seqs", ""},
+        {"max_num_batched_tokens", "--max-num-batched-tokens", ""},
+        {"kv_cache_dtype", "--kv-cache-dtype", ""},
+        {"enable_prefix_caching", "--enable-prefix-caching", "--no-enable-prefix-caching"},
+        {"dtype", "--dtype", ""},
+        {"quantization", "--quantization", ""}},
+       {},
+       false},
+      {"sglang",
+       {"python3", "-m", "sglang.launch_server", "--model-path", "{model}", "--host", "{host}",
+        "--port", "{port}", "--enable-metrics"},
+       "/health",
+       200,
+       "SIGINT",
+       30.0,
+       {"/get_server_info", "/server_info", "/get_model_info", "/v1/models"},
+       false,
+       true,
+       {{"tp", "--tp-size", ""},
+        {"pp", "--pp-size", ""},
+        {"gpu_memory_utilization", "--mem-fraction-static", ""},
+        {"max_model_len", "--context-length", ""},
+        {"max_num_seqs", "--max-running-requests", ""},
+        {"max_num_batched_tokens", "--chunked-prefill-size", ""},
+        {"kv_cache_dtype", "--kv-cache-dtype", ""},
+        {"enable_prefix_caching", "", "--disable-radix-cache"},
+        {"dtype", "--dtype", ""},
+        {"quantization", "--quantization", ""}},
+       {},
+       false},
+      {"llamacpp",
+       {"llama-server", "-m", "{model_file}", "--alias", "{model}", "--host", "{host}", "--port",
+        "{port}", "--metrics"},
+       "/health",
+       200,
+       "SIGINT",
+       10.0,
+       {"/props", "/v1/models"},
+       false,
+       true,
+       {{"max_model_len", "--ctx-size", ""},
+        {"max_num_seqs", "--parallel", ""},
+        {"max_num_batched_tokens", "--batch-size", ""},
+        {"kv_cache_dtype", "--cache-type-k", ""},
+        {"n_gpu_layers", "--n-gpu-layers", ""},
+        {"enable_prefix_caching", "", "--no-cache-prompt"},
+        {"flash_attn", "--flash-attn", ""}},
+       {},
+       true},
+      {"tgi",
+       {"text-generation-launcher", "--model-id", "{model}", "--hostname", "{host}", "--port",
+        "{port}"},
+       "/health",
+       200,
+       "SIGTERM",
+       30.0,
+       {"/info", "/v1/models"},
+       false,
+       true,
+       {{"tp", "--num-shard", ""},
+        {"max_model_len", "--max-total-tokens", ""},
+        {"max_num_seqs", "--max-concurrent-requests", ""},
+        {"max_num_batched_tokens", "--max-batch-prefill-tokens", ""},
+        {"quantization", "--quantize", ""},
+        {"dtype", "--dtype", ""}},
+       {},
+       false},
+      {"ollama",
+       {"ollama", "serve"},
+       "/api/version",
+       200,
+       "SIGTERM",
+       10.0,
+       {"/api/version", "/v1/models"},
+       true,
+       false,
+       {{"max_num_seqs", "OLLAMA_NUM_PARALLEL", ""},
+        {"max_model_len", "OLLAMA_CONTEXT_LENGTH", ""},
+        {"kv_cache_dtype", "OLLAMA_KV_CACHE_TYPE", ""},
+        {"flash_attn", "OLLAMA_FLASH_ATTENTION", ""},
+        {"max_loaded_models", "OLLAMA_MAX_LOADED_MODELS", ""},
+        {"keep_alive", "OLLAMA_KEEP_ALIVE", ""}},
+       {{"OLLAMA_HOST", "{host}:{port}"}},
+       false},
+      {"sim",
+       {"{dyno}", "sim", "--host", "{host}", "--port", "{port}", "--model", "{model}"},
+       "/health",
+       200,
+       "SIGINT",
+       5.0,
+       {"/version", "/v1/models"},
+       false,
+       true,
+       {{"profile", "--profile", ""}, {"exit_after", "--exit-after", ""}, {"seed", "--seed", ""}},
+       {},
+       false},
+  };
+  return all;
+}
+
+const Preset* find_preset(const std::string& name) {
+  for (const auto& p : presets()) {
+    if (name == p.name) return &p;
+  }
+  return nullptr;
+}
+
+std::string sha256_hex(const std::string& bytes) {
+  std::array<unsigned char, SHA256_DIGEST_LENGTH> d{};
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), d.data());
+  std::string out;
+  char buf[3];
+  for (unsigned char c : d) {
+    std::snprintf(buf, sizeof buf, "%02x", c);
+    out += buf;
+  }
+  return out;
+}
+
+class Reader {
+ public:
+  Reader(const TomlDocument& doc, std::string source) : doc_(doc), source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const {
+    const int line = doc_.line_of(key);
+    throw SpecError(source_ + (line > 0 ? ":" + std::to_string(line) : std::string()) + ": " +
+                    (key.empty() ? "" : key + ": ") + message);
+  }
+
+  const json::value* get(const json::object& o, const std::string& key) const {
+    return o.if_contains(key);
+  }
+
+  std::optional<std::string> str(const json::object& o, const std::string& key,
+                                 const std::string& path) const {
+    const json::value* v = get(o, key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_string()) fail(path, "expected a string (in quotes)");
+    return std::string(v->as_string());
+  }
+
+  std::optional<double> num(const json::object& o, const std::string& key,
+                            const std::string& path) const {
+    const json::value* v = get(o, key);
+    if (v == nullptr) return std::nullopt;
+    if (v->is_int64()) return static_cast<double>(v->as_int64());
+    if (v->is_double()) return v->as_double();
+    fail(path, "expected a number");
+  }
+
+  std::optional<std::int64_t> integer(const json::object& o, const std::string& key,
+                                      const std::string& path) const {
+    const json::value* v = get(o, key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_int64()) fail(path, "expected an integer");
+    return v->as_int64();
+  }
+
+  std::optional<bool> boolean(const json::object& o, const std::string& key,
+                              const std::string& path) const {
+    const json::value* v = get(o, key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_bool()) fail(path, "expected true or false");
+    return v->as_bool();
+  }
+
+  std::optional<std::vector<std::string>> strings(const json::object& o, const std::string& key,
+                                                  const std::string& path) const {
+    const json::value* v = get(o, key);
+    if (v == nullptr) return std::nullopt;
+    if (v->is_string()) {
+      fail(path, "expected an array of strings, one per argument, e.g. [\"vllm\", \"serve\", "
+                 "\"{model}\"] (dyno runs no shell, so one string is not split)");
+    }
+    if (!v->is_array()) fail(path, "expected an array of strings");
+    std::vector<std::string> out;
+    for (const auto& e : v->as_array()) {
+      if (e.is_string()) {
+        out.emplace_back(e.as_string());
+      } else if (e.is_int64() || e.is_double()) {
+        out.push_back(json::serialize(e));  // a bare number argument is its text
+      } else {
+        fail(path, "expected an array of strings; element " + json::serialize(e) +
+                       " is neither a string nor a number");
+      }
+    }
+    return out;
+  }
+
+  const json::object* table(const json::object& o, const std::string& key,
+                            const std::string& path) const {
+    const json::value* v = get(o, key);
+    if (v == nullptr) return nullptr;
+    if (!v->is_object()) fail(path, "expected a table ([" + path + "] or { ... })");
+    return &v->as_object();
+  }
+
+  void only_keys(const json::object& o, const std::set<std::string>& allowed,
+                 const std::string& prefix) const {
+    for (const auto& kv : o) {
+      const std::string key(kv.key());
+      if (allowed.count(key) == 0) {
+        std::string list;
+        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+        fail(prefix.empty() ? key : prefix + "." + key,
+             "unknown key; the keys here are: " + list);
+      }
+    }
+  }
+
+ private:
+  const TomlDocument& doc_;
+  std::string source_;
+};
+
+}  // namespace
+
+bool secret_name(const std::string& name) {
+  static const std::set<std::string> words = {"key",        "apikey",      "token",  "secret",
+                                              "password",   "passwd",      "credential",
+                                              "credentials", "auth",       "authorization",
+                                              "cookie"};
+  std::string word;
+  for (std::size_t i = 0; i <= name.size(); ++i) {
+    const char c = i < name.size() ? name[i] : '-';
+    if (c == '-' || c == '_' || c == '.') {
+      if (words.count(word) != 0) return true;
+      word.clear();
+    } else {
+      word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return false;
+}
+
+json::value scrub_json_secrets(json::value v) {
+  if (v.is_object()) {
+    for (auto& kv : v.as_object()) {
+      if (secret_name(std::string(kv.key())) && !kv.value().is_null()) {
+        kv.value() = "<secret>";
+      } else {
+        kv.value() = scrub_json_secrets(std::move(kv.value()));
+      }
+    }
+  } else if (v.is_array()) {
+    for (auto& e : v.as_array()) e = scrub_json_secrets(std::move(e));
+  }
+  return v;
+}
+
+namespace {
+
+/// `scheme://user:pass@host` → `scheme://<secret>@host`; other text unchanged.
+std::string scrub_url_credentials(const std::string& s) {
+  const auto scheme = s.find("://");
+  if (scheme == std::string::npos) return s;
+  const auto at = s.find('@', scheme + 3);
+  const auto slash = s.find('/', scheme + 3);
+  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return s;
+  return s.substr(0, scheme + 3) + "<secret>" + s.substr(at);
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  if (from.empty()) return s;
+  for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) {
+    s.replace(pos, from.size(), to);
+  }
+  return s;
+}
+
+std::string value_text(const json::value& v) {
+  if (v.is_string()) return std::string(v.as_string());
+  if (v.is_array()) {  // e.g. gpus = [0, 1] -> "0,1"
+    std::string out;
+    for (const auto& e : v.as_array()) {
+      out += (out.empty() ? "" : ",") + value_text(e);
+    }
+    return out;
+  }
+  return json::serialize(v);
+}
+
+}  // namespace
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> out;
+  for (const auto& p : presets()) out.emplace_back(p.name);
+  return out;
+}
+
+std::optional<int> signal_number(const std::string& name) {
+  const std::string n = name.rfind("SIG", 0) == 0 ? name.substr(3) : name;
+  static const std::map<std::string, int> table = {
+      {"INT", SIGINT},   {"TERM", SIGTERM}, {"KILL", SIGKILL}, {"QUIT", SIGQUIT},
+      {"HUP", SIGHUP},   {"USR1", SIGUSR1}, {"USR2", SIGUSR2}};
+  const auto it = table.find(n);
+  return it == table.end() ? std::nullopt : std::optional<int>(it->second);
+}
+
+EngineSpec parse_spec(const std::string& text, const std::string& source) {
+  TomlDocument doc;
+  try {
+    doc = parse_toml(text, source);
+  } catch (const TomlError& e) {
+    throw SpecError(e.what());
+  }
+  const Reader r(doc, source);
+  const json::object& root = doc.root;
+  r.only_keys(root,
+              {"name", "preset", "command", "args", "env", "workdir", "port", "host", "api_path",
+               "model", "model_file", "model_revision", "checkout", "container_image", "ready",
+               "stop", "engine_args", "engine_args_as_flags", "topology", "identity"},
+              "");
+  EngineSpec spec;
+  spec.file = source;
+  spec.file_sha256 = sha256_hex(text);
+  spec.preset = r.str(root, "preset", "preset").value_or("");
+  const Preset* preset = nullptr;
+  if (!spec.preset.empty()) {
+    preset = find_preset(spec.preset);
+    if (preset == nullptr) {
+      std::string list;
+      for (const auto& n : preset_names()) list += (list.empty() ? "" : ", ") + n;
+      r.fail("preset", "unknown preset '" + spec.preset + "'; the presets are: " + list +
+                           " (or leave it out and write command and ready yourself)");
+    }
+  }
+  const std::optional<std::string> name = r.str(root, "name", "name");
+  if (!name || name->empty()) {
+    r.fail("", "'name' is missing: give the engine a name, e.g. name = \"vllm-0.6\"");
+  }
+  spec.name = *name;
+
+  if (auto cmd = r.strings(root, "command", "command")) {
+    if (cmd->empty()) r.fail("command", "is empty; give the program and its arguments");
+    spec.command = std::move(*cmd);
+  } else if (preset != nullptr) {
+    spec.command = preset->command;
+  } else {
+    r.fail("", "'command' is missing: give the launch command as an array, e.g. command = "
+               "[\"vllm\", \"serve\", \"{model}\", \"--port\", \"{port}\"], or use a preset");
+  }
+  spec.args = r.strings(root, "args", "args").value_or(std::vector<std::string>{});
+  if (const json::object* env = r.table(root, "env", "env")) {
+    for (const auto& kv : *env) {
+      const std::string key(kv.key());
+      if (!kv.value().is_string() && !kv.value().is_number() && !kv.value().is_bool()) {
+        r.fail("env." + key, "expected a string");
+      }
+      spec.env[key] = value_text(kv.value());
+    }
+  }
+  spec.workdir = r.str(root, "workdir", "workdir");
+  if (const json::value* port = root.if_contains("port")) {
+    if (port->is_string() && port->as_string() == "auto") {
+      spec.port = std::nullopt;
+    } else if (port->is_int64() && port->as_int64() > 0 && port->as_int64() < 65536) {
+      spec.port = static_cast<int>(port->as_int64());
+    } else {
+      r.fail("port", "expected a port number (1-65535) or \"auto\" (pick a free one)");
+    }
+  }
+  spec.host = r.str(root, "host", "host").value_or("127.0.0.1");
+  spec.api_path = r.str(root, "api_path", "api_path").value_or("/v1");
+  if (spec.api_path.empty() || spec.api_path[0] != '/') {
+    r.fail("api_path", "must start with '/', e.g. \"/v1\"");
+  }
+  spec.model_file = r.str(root, "model_file", "model_file");
+  spec.model_revision = r.str(root, "model_revision", "model_revision");
+  spec.checkout = r.str(root, "checkout", "checkout");
+  spec.container_image = r.str(root, "container_image", "container_image");
+  if (auto model = r.str(root, "model", "model")) {
+    spec.model = *model;
+  } else if (spec.model_file) {
+    spec.model = std::filesystem::path(*spec.model_file).stem().string();
+  } else if (spec.preset == "sim") {
+    spec.model = "dyno-sim";
+  } else {
+    r.fail("", "'model' is missing: the model name requests carry, e.g. model = "
+               "\"meta-llama/Llama-3.1-8B-Instruct\"");
+  }
+  if (preset != nullptr && preset->needs_model_file && !spec.model_file) {
+    r.fail("", std::string("preset ") + preset->name +
+                   " needs 'model_file' (the path of the weights the server loads)");
+  }
+
+  // Readiness.
+  if (preset != nullptr) {
+    spec.ready.http_path = preset->ready_path;
+    spec.ready.http_status = preset->ready_status;
+  }
+  if (const json::object* ready = r.table(root, "ready", "ready")) {
+    r.only_keys(*ready,
+                {"http_path", "http_status", "log_line", "timeout_s", "interval_s",
+                 "first_request"},
+                "ready");
+    if (auto p = r.str(*ready, "http_path", "ready.http_path")) {
+      if (p->empty() || (*p)[0] != '/') r.fail("ready.http_path", "must start with '/'");
+      spec.ready.http_path = *p;
+    }
+    if (auto s = r.integer(*ready, "http_status", "ready.http_status")) {
+      if (*s < 100 || *s > 599) r.fail("ready.http_status", "expected an HTTP status (100-599)");
+      spec.ready.http_status = static_cast<int>(*s);
+    }
+    if (auto l = r.str(*ready, "log_line", "ready.log_line")) {
+      if (l->empty()) r.fail("ready.log_line", "is empty");
+      spec.ready.log_line = *l;
+      if (!ready->contains("http_path")) spec.ready.http_path.reset();
+    }
+    if (auto t = r.num(*ready, "timeout_s", "ready.timeout_s")) {
+      if (!(*t > 0)) r.fail("ready.timeout_s", "must be > 0 seconds");
+      spec.ready.timeout_s = *t;
+    }
+    if (auto t = r.num(*ready, "interval_s", "ready.interval_s")) {
+      if (!(*t >= 0.01 && *t <= 60)) r.fail("ready.interval_s", "must be 0.01-60 seconds");
+      spec.ready.interval_s = *t;
+    }
+    if (auto b = r.boolean(*ready, "first_request", "ready.first_request")) {
+      spec.ready.first_request = *b;
+    }
+  }
+  if (!spec.ready.http_path && !spec.ready.log_line) {
+    r.fail("", "no readiness probe: add [ready] with http_path = \"/health\" (and http_status) "
+               "or log_line = \"<text the engine logs when it is up>\"");
+  }
+
+  // Stopping.
+  if (preset != nullptr) {
+    spec.stop_signal = preset->stop_signal;
+    spec.stop_grace_s = preset->grace_s;
+  }
+  if (const json::object* stop = r.table(root, "stop", "stop")) {
+    r.only_keys(*stop, {"signal", "grace_s"}, "stop");
+    if (auto s = r.str(*stop, "signal", "stop.signal")) {
+      if (!signal_number(*s)) {
+        r.fail("stop.signal", "unknown signal '" + *s +
+                                  "'; use SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGUSR1 or SIGUSR2");
+      }
+      spec.stop_signal = *s;
+    }
+    if (auto g = r.num(*stop, "grace_s", "stop.grace_s")) {
+      if (!(*g >= 0 && *g <= 3600)) r.fail("stop.grace_s", "must be 0-3600 seconds");
+      spec.stop_grace_s = *g;
+    }
+  }
+
+  if (const json::object* ea = r.table(root, "engine_args", "engine_args")) {
+    for (const auto& kv : *ea) {
+      if (kv.value().is_object()) {
+        r.fail("engine_args." + std::string(kv.key()),
+               "expected a value (string, number, boolean or array), not a table");
+      }
+    }
+    spec.engine_args = *ea;
+  }
+  spec.engine_args_as_flags =
+      r.boolean(root, "engine_args_as_flags", "engine_args_as_flags").value_or(preset != nullptr);
+  if (const json::object* topo = r.table(root, "topology", "topology")) {
+    r.only_keys(*topo, {"tp", "pp", "gpus", "p2p", "nodes"}, "topology");
+    for (const char* k : {"tp", "pp", "nodes"}) {
+      if (auto n = r.integer(*topo, k, std::string("topology.") + k); n && *n < 1) {
+        r.fail(std::string("topology.") + k, "must be at least 1");
+      }
+    }
+    if (const json::value* g = topo->if_contains("gpus")) {
+      bool ok = g->is_array();
+      if (ok) {
+        for (const auto& e : g->as_array()) ok = ok && e.is_int64() && e.as_int64() >= 0;
+      }
+      if (!ok) r.fail("topology.gpus", "expected an array of GPU indices, e.g. [0, 1]");
+    }
+    r.boolean(*topo, "p2p", "topology.p2p");
+    spec.topology = *topo;
+  }
+  if (const json::object* id = r.table(root, "identity", "identity")) {
+    r.only_keys(*id, {"paths"}, "identity");
+    spec.identity_paths = r.strings(*id, "paths", "identity.paths").value_or(
+        std::vector<std::string>{});
+  } else if (preset != nullptr) {
+    spec.identity_paths = preset->identity_paths;
+  } else {
+    spec.identity_paths = {"/version", "/v1/models"};
+  }
+  // Catch an engine_arg the preset cannot express now, not at launch.
+  launch_line(spec, LaunchValues{1, "dyno"});
+  return spec;
+}
+
+EngineSpec load_spec(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SpecError(path + ": cannot read the engine spec (does the file exist?)");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_spec(ss.str(), path);
+}
+
+LaunchLine launch_line(const EngineSpec& spec, const LaunchValues& values) {
+  const Preset* preset = spec.preset.empty() ? nullptr : find_preset(spec.preset);
+  const auto fill = [&](std::string s) {
+    s = replace_all(std::move(s), "{port}", std::to_string(values.port));
+    s = replace_all(std::move(s), "{host}", spec.host);
+    s = replace_all(std::move(s), "{model}", spec.model);
+    s = replace_all(std::move(s), "{model_file}", spec.model_file.value_or(""));
+    s = replace_all(std::move(s), "{dyno}", values.dyno_path);
+    return s;
+  };
+  LaunchLine line;
+  for (const auto& a : spec.command) line.argv.push_back(fill(a));
+  if (preset != nullptr) {
+    for (const auto& [k, v] : preset->env) line.env[k] = fill(v);
+  }
+  const auto add = [&](const std::string& key, const json::value& v, const std::string& where) {
+    const ArgRule* rule = nullptr;
+    if (preset != nullptr) {
+      for (const auto& rr : preset->rules) {
+        if (key == rr.key) rule = &rr;
+      }
+    }
+    std::string flag;
+    std::string false_flag;
+    if (rule != nullptr) {
+      flag = rule->flag;
+      false_flag = rule->false_flag;
+    } else if (preset == nullptr || preset->unknown_as_dashes) {
+      flag = "--" + key;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+    } else {
+      throw SpecError(spec.file + ": " + where + "." + key + ": preset " + spec.preset +
+                      " has no known setting for it; set it through [env] or args, or set "
+                      "engine_args_as_flags = false to only declare it");
+    }
+    if (preset != nullptr && preset->args_as_env) {
+      if (!flag.empty()) line.env[flag] = v.is_bool() ? (v.as_bool() ? "1" : "0") : value_text(v);
+      return;
+    }
+    if (v.is_bool()) {
+      if (v.as_bool() && !flag.empty()) line.argv.push_back(flag);
+      if (!v.as_bool() && !false_flag.empty()) line.argv.push_back(false_flag);
+      return;
+    }
+    if (flag.empty()) return;  // only a false form exists (e.g. sglang prefix caching)
+    line.argv.push_back(flag);
+    line.argv.push_back(value_text(v));
+  };
+  if (spec.engine_args_as_flags) {
+    for (const auto& kv : spec.engine_args) add(std::string(kv.key()), kv.value(), "engine_args");
+    for (const char* k : {"tp", "pp"}) {
+      if (const json::value* v = spec.topology.if_contains(k)) {
+        const ArgRule* rule = nullptr;
+        if (preset != nullptr) {
+          for (const auto& rr : preset->rules) {
+            if (std::string(k) == rr.key) rule = &rr;
+          }
+        }
+        if (rule != nullptr) add(k, *v, "topology");
+      }
+    }
+  }
+  if (const json::value* gpus = spec.topology.if_contains("gpus");
+      gpus != nullptr && spec.env.count("CUDA_VISIBLE_DEVICES") == 0) {
+    line.env["CUDA_VISIBLE_DEVICES"] = value_text(*gpus);
+  }
+  for (const auto& a : spec.args) line.argv.push_back(fill(a));
+  for (const auto& [k, v] : spec.env) line.env[k] = fill(v);
+  return line;
+}
+
+std::vector<std::string> scrub_argv(const std::vector<std::string>& argv) {
+  std::vector<std::string> out;
+  bool next_secret = false;
+  for (const auto& a : argv) {
+    if (next_secret) {
+      out.emplace_back("<secret>");
+      next_secret = false;
+      continue;
+    }
+    if (a.rfind("-", 0) == 0) {
+      const auto eq = a.find('=');
+      const std::string flag = a.substr(0, eq);
+      if (secret_name(flag)) {
+        if (eq == std::string::npos) {
+          next_secret = true;
+          out.push_back(a);
+        } else {
+          out.push_back(flag + "=<secret>");
+        }
+        continue;
+      }
+    }
+    out.push_back(scrub_url_credentials(a));
+  }
+  return out;
+}
+
+std::map<std::string, std::string> scrub_env(const std::map<std::string, std::string>& env) {
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : env) out[k] = secret_name(k) ? "<secret>" : scrub_url_credentials(v);
+  return out;
+}
+
+std::vector<std::string> secret_values(const LaunchLine& line) {
+  std::vector<std::string> out;
+  const std::vector<std::string> scrubbed = scrub_argv(line.argv);
+  for (std::size_t i = 0; i < line.argv.size(); ++i) {
+    if (scrubbed[i] == line.argv[i]) continue;
+    if (scrubbed[i] == "<secret>") {
+      out.push_back(line.argv[i]);
+    } else if (const auto eq = line.argv[i].find('=');
+               eq != std::string::npos && scrubbed[i].find("=<secret>") != std::string::npos) {
+      out.push_back(line.argv[i].substr(eq + 1));
+    } else {  // URL credentials
+      const auto s = line.argv[i].find("://") + 3;
+      out.push_back(line.argv[i].substr(s, line.argv[i].find('@', s) - s));
+    }
+  }
+  for (const auto& [k, v] : line.env) {
+    if (secret_name(k) && !v.empty()) out.push_back(v);
+  }
+  // Longest first, so a secret containing another is replaced whole.
+  std::sort(out.begin(), out.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  out.erase(std::remove_if(out.begin(), out.end(),
+                           [](const std::string& s) { return s.size() < 4; }),
+            out.end());
+  return out;
+}
+
+std::string redact(std::string text, const std::vector<std::string>& secrets) {
+  for (const auto& s : secrets) text = replace_all(std::move(text), s, "<secret>");
+  return text;
+}
+
+}  // namespace dyno::engine

@@ -1,0 +1,101 @@
+// Engine spec files: how to start an engine, know it is ready, identify it and stop it.
+// TOML (docs/engines.md), validated with errors that name the file, line and key. Presets
+// (vllm, sglang, llamacpp, tgi, ollama, sim) fill the launch command, the readiness probe,
+// the identity endpoints, the stop signal and how declared engine_args become flags.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace dyno::engine {
+
+/// A spec that cannot be used: `what()` names the file, line and key, and what to do.
+class SpecError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ReadyProbe {
+  std::optional<std::string> http_path;  ///< GET this path at the server root...
+  int http_status = 200;                 ///< ...until it answers this status
+  std::optional<std::string> log_line;   ///< or: until the log contains this text
+  double timeout_s = 600.0;              ///< launch → ready, else the launch fails
+  double interval_s = 0.25;              ///< between probes
+  bool first_request = true;             ///< then send one 1-token request (counts in ready_s)
+};
+
+struct EngineSpec {
+  std::string file;         ///< the spec's path (as given)
+  std::string file_sha256;  ///< of the spec file's bytes
+  std::string name;
+  std::string preset;                    ///< "" when none
+  std::vector<std::string> command;      ///< argv with placeholders ({port}, {host}, ...)
+  std::vector<std::string> args;         ///< appended after the command and engine_args
+  std::map<std::string, std::string> env;
+  std::optional<std::string> workdir;
+  std::optional<int> port;               ///< nullopt: pick a free loopback port
+  std::string host = "127.0.0.1";
+  std::string api_path = "/v1";          ///< the OpenAI base path
+  std::string model;                     ///< the model name requests carry
+  std::optional<std::string> model_file;      ///< local weights (fingerprinted; {model_file})
+  std::optional<std::string> model_revision;  ///< e.g. the HF commit
+  std::optional<std::string> checkout;        ///< the engine's source checkout (git commit)
+  std::optional<std::string> container_image; ///< declared, recorded
+  ReadyProbe ready;
+  std::string stop_signal = "SIGINT";
+  double stop_grace_s = 30.0;
+  boost::json::object engine_args;  ///< declared; become flags when engine_args_as_flags
+  bool engine_args_as_flags = true;
+  boost::json::object topology;      ///< tp, pp, gpus, p2p (declared; tp/pp become flags)
+  std::vector<std::string> identity_paths;  ///< GET these for the engine's own identity
+};
+
+/// The built-in presets' names.
+std::vector<std::string> preset_names();
+
+/// Reads and validates a spec file. Throws SpecError.
+EngineSpec load_spec(const std::string& path);
+/// The same from text (`source` names it in errors).
+EngineSpec parse_spec(const std::string& text, const std::string& source);
+
+/// Values the launch fills in for placeholders.
+struct LaunchValues {
+  int port = 0;
+  std::string dyno_path;  ///< this dyno binary ({dyno})
+};
+
+/// The launch: argv (placeholders filled; engine_args and topology turned into flags as the
+/// preset says; extra args last) and the environment additions. Throws SpecError for an
+/// engine_arg the preset cannot express.
+struct LaunchLine {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+};
+LaunchLine launch_line(const EngineSpec& spec, const LaunchValues& values);
+
+/// A flag, variable or JSON key that holds a secret: one of its words (split at '-', '_',
+/// '.') is key, apikey, token, secret, password, passwd, credential(s), auth, authorization
+/// or cookie ("--api-key", "HF_TOKEN", "api_key"; not "--max-num-batched-tokens").
+bool secret_name(const std::string& name);
+/// `v` with the value of every secret-named object key replaced by "<secret>", recursively.
+boost::json::value scrub_json_secrets(boost::json::value v);
+
+/// The launch line as it may be written down: values of secret-named flags (`--flag value`
+/// and `--flag=value`), secret-named environment variables and URL credentials become
+/// "<secret>".
+std::vector<std::string> scrub_argv(const std::vector<std::string>& argv);
+std::map<std::string, std::string> scrub_env(const std::map<std::string, std::string>& env);
+/// The secret values in a launch line (for removing them from logs).
+std::vector<std::string> secret_values(const LaunchLine& line);
+/// `text` with every occurrence of each secret replaced by "<secret>".
+std::string redact(std::string text, const std::vector<std::string>& secrets);
+
+/// Signal number of "SIGINT", "SIGTERM", "SIGKILL", "SIGQUIT", "SIGHUP", "SIGUSR1", "SIGUSR2"
+/// (or without the SIG prefix); nullopt otherwise.
+std::optional<int> signal_number(const std::string& name);
+
+}  // namespace dyno::engine
