@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "engine/toml.h"
+#include "json/json_text.h"
 
 namespace dyno::engine {
 
@@ -238,7 +239,7 @@ class Reader {
       if (e.is_string()) {
         out.emplace_back(e.as_string());
       } else if (e.is_int64() || e.is_double()) {
-        out.push_back(json::serialize(e));  // a bare number argument is its text
+        out.push_back(json_text::compact(e));  // a bare number argument is its text
       } else {
         fail(path, "expected an array of strings; element " + json::serialize(e) +
                        " is neither a string nor a number");
@@ -337,7 +338,7 @@ std::string value_text(const json::value& v) {
     }
     return out;
   }
-  return json::serialize(v);
+  return json_text::compact(v);  // shortest round-trip numbers: 0.9, not 9E-1
 }
 
 }  // namespace

@@ -354,6 +354,8 @@ class Parser {
       skip_array_space();
       if (peek() == ',') {
         ++i_;
+      } else if (at_end()) {
+        fail("unterminated array (missing ']')");
       } else if (peek() != ']') {
         fail("expected ',' or ']' in the array of '" + path + "'");
       }
