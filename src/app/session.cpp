@@ -14,6 +14,7 @@
 
 #include "app/console.h"
 #include "app/engine_launch.h"
+#include "app/server_gauges.h"
 #include "app/signals.h"
 #include "app/energy_report.h"
 #include "app/server_metrics.h"
@@ -572,6 +573,14 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
 
   // Server-side counters: a /metrics snapshot before and after the cell (evidence/).
   const std::optional<std::string> metrics_before = engine.scrape_metrics();
+  // ...and its gauges (running, waiting, KV-cache use) sampled on the telemetry period.
+  std::unique_ptr<GaugeSampler> gauges;
+  if (metrics_before) {
+    gauges = std::make_unique<GaugeSampler>(
+        tc.url, tc.api_key, tc.tls_verify, tc.ca_file,
+        static_cast<std::int64_t>(o.telemetry_period_ms * 1e6));
+    gauges->start();
+  }
 
   ProgressBar bar(style.progress);
   std::int64_t measured_start_abs = 0;
@@ -594,6 +603,7 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   const double cpu_before = cpu_seconds_self();
   load::LoadResult result = load::run_load(loop, target, cell.requests, load_config, hooks);
   const double cpu_after = cpu_seconds_self();
+  if (gauges) gauges->stop();
   const double sim_cpu =
       engine.embedded() ? engine.embedded()->cpu_seconds() - sim_cpu_before : 0.0;
   bar.finish();
@@ -669,6 +679,15 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
         evidence.push_back(json::object{{"path", name}, {"sha256", record::sha256_hex(*text)}});
       }
       summary_json["server"] = server_section(*metrics_before, *metrics_after);
+    }
+  }
+  if (gauges && gauges->scrapes() > 0) {
+    const std::string series = gauges->evidence_jsonl(result.t0_steady_ns);
+    writer.write_text("evidence/metrics_gauges.jsonl", series);
+    evidence.push_back(json::object{{"path", "evidence/metrics_gauges.jsonl"},
+                                    {"sha256", record::sha256_hex(series)}});
+    if (summary_json.contains("server")) {
+      summary_json["server"].as_object()["gauges"] = gauges->summary_json();
     }
   }
   if (!summary_json.contains("server")) {
