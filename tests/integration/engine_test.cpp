@@ -293,3 +293,42 @@ TEST_F(Engines, SecretsInTheSpecNeverReachTheRecord) {
                 "HF_TOKEN").as_string(),
             "<secret>");
 }
+
+TEST_F(Engines, TheSpecsCheckoutCommitAndDirtyFlagAreRecorded) {
+  const fs::path repo = dir_ / "engine-src";
+  fs::create_directories(repo);
+  std::ofstream(repo / "engine.py") << "print('v1')\n";
+  const std::string git = "git -C " + repo.string() + " ";
+  ASSERT_EQ(std::system((git + "init -q && " + git + "add engine.py && " + git +
+                         "-c user.name=t -c user.email=t@t commit -qm v1")
+                            .c_str()),
+            0);
+  std::ofstream(repo / "engine.py") << "print('v2')\n";  // a tracked change: dirty
+  Child c(dyno("run", {"--engine", sim_spec("", "checkout = \"" + repo.string() + "\"").string(),
+                       "--requests", "4", "--concurrency", "2"}),
+          (dir_ / "out").string(), (dir_ / "err").string());
+  ASSERT_EQ(c.wait(), 0) << c.err();
+  const auto runs = run_dirs();
+  ASSERT_EQ(runs.size(), 1u);
+  const auto source = read_json(runs[0] / "manifest.json").at("engine").at("source").as_object();
+  EXPECT_EQ(source.at("commit").as_string().size(), 40u);
+  EXPECT_TRUE(source.at("dirty").as_bool());
+  EXPECT_EQ(source.at("checkout").as_string(), "engine-src");
+}
+
+TEST_F(Engines, AServerReachedByUrlIsIdentifiedFromItsOwnEndpoints) {
+  Child sim({DYNO_BINARY, "sim", "--port", "0", "--profile", "cpu"}, (dir_ / "sim.out").string(),
+            (dir_ / "sim.err").string());
+  const std::string out = sim.wait_for_output("/v1");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("(http://[0-9.]+:[0-9]+/v1)")));
+  Child c(dyno("run", {"--url", m[1], "--model", "dyno-sim", "--requests", "4"}),
+          (dir_ / "out").string(), (dir_ / "err").string());
+  ASSERT_EQ(c.wait(), 0) << c.err();
+  sim.signal(SIGTERM);
+  sim.wait(std::chrono::seconds(10));
+  const auto engine = read_json(run_dirs().at(0) / "manifest.json").at("engine").as_object();
+  EXPECT_EQ(engine.at("name").as_string(), "dyno-sim");
+  EXPECT_EQ(engine.at("reported").at("sources").at("/version").at("profile").as_string(), "cpu");
+  EXPECT_TRUE(engine.at("reported").at("unavailable").as_object().contains("/props"));
+}
