@@ -15,6 +15,7 @@
 #include "app/console.h"
 #include "app/energy_report.h"
 #include "app/server_metrics.h"
+#include "app/server_timings.h"
 #include "dyno/build_info.h"
 #include "record/model_identity.h"
 #include "record/record_json.h"
@@ -562,6 +563,9 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
     summary_json["server"] =
         json::object{{"source", nullptr}, {"reason", "the engine exposes no /metrics"}};
   }
+  // The engine's per-response timings (llama.cpp), beside the /metrics figures above.
+  const ServerTimingFigures server_timings = server_timing_figures(result.traces);
+  summary_json["server"].as_object()["timings"] = server_timings_json(server_timings);
   manifest["evidence"] = std::move(evidence);
   if (engine.embedded()) {
     summary_json["client"].as_object()["note"] =
@@ -593,6 +597,12 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
     head.status = out.status;
     head.record_dir = writer.dir().string();
     head.slo_text = cell.slo_text;
+    head.server_timings = server_timings;
+    if (const auto* rate = summary_json.at("server").as_object().if_contains(
+            "spec_decode_acceptance_rate");
+        rate != nullptr && rate->is_number()) {
+      head.metrics_acceptance_rate = rate->to_number<double>();
+    }
     const auto& e = summary_json.at("energy").as_object();
     if (const auto* j = e.if_contains("energy_j"); j != nullptr && !j->is_null()) {
       const auto n = [&e](const char* k) -> std::optional<double> {
