@@ -53,12 +53,14 @@ ServerTimingFigures server_timing_figures(std::span<const metrics::Trace> traces
   if (any_cached) {
     f.prompt_tokens_cached = cached;
     const std::int64_t total = cached + f.prompt_tokens_computed;
-    if (total > 0) f.prompt_cached_fraction = static_cast<double>(cached) / static_cast<double>(total);
+    if (total > 0)
+      f.prompt_cached_fraction = static_cast<double>(cached) / static_cast<double>(total);
   }
   if (any_drafts) {
     f.draft_tokens = drafted;
     f.draft_tokens_accepted = accepted;
-    if (drafted > 0) f.acceptance_rate = static_cast<double>(accepted) / static_cast<double>(drafted);
+    if (drafted > 0)
+      f.acceptance_rate = static_cast<double>(accepted) / static_cast<double>(drafted);
   }
   if (f.with_timings == 0) {
     f.reason = f.without_timings == 0

@@ -24,13 +24,13 @@ struct ServerTimingFigures {
   std::optional<std::int64_t> prompt_tokens_cached;  ///< Σ cache_n; absent when none reported it
   std::optional<double> prompt_cached_fraction;      ///< cached / (cached + computed)
   std::int64_t predicted_tokens = 0;                 ///< Σ predicted_n
-  metrics::Distribution prompt_ms;             ///< prompt_ms (prompt_n >= 1)
+  metrics::Distribution prompt_ms;                   ///< prompt_ms (prompt_n >= 1)
   metrics::Distribution prefill_rate;          ///< prompt_n / prompt_ms (prompt_n >= 1, ms > 0)
   metrics::Distribution decode_rate_per_user;  ///< (predicted_n − 1) / predicted_ms (n >= 2)
   std::optional<std::int64_t> draft_tokens;    ///< Σ draft_n; absent when none reported it
   std::optional<std::int64_t> draft_tokens_accepted;  ///< Σ draft_n_accepted
-  std::optional<double> acceptance_rate;  ///< accepted / drafted, when drafted > 0
-  std::string reason;                     ///< why there are no figures ("" when with_timings > 0)
+  std::optional<double> acceptance_rate;              ///< accepted / drafted, when drafted > 0
+  std::string reason;  ///< why there are no figures ("" when with_timings > 0)
 };
 
 /// Pure: measured (phase != "warmup"), ok traces only; a trace whose `server_timings_json` is

@@ -598,8 +598,8 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
     head.record_dir = writer.dir().string();
     head.slo_text = cell.slo_text;
     head.server_timings = server_timings;
-    if (const auto* rate = summary_json.at("server").as_object().if_contains(
-            "spec_decode_acceptance_rate");
+    if (const auto* rate =
+            summary_json.at("server").as_object().if_contains("spec_decode_acceptance_rate");
         rate != nullptr && rate->is_number()) {
       head.metrics_acceptance_rate = rate->to_number<double>();
     }

@@ -497,8 +497,10 @@ void Server::Impl::render_tail(Stream& st) {
 std::string Server::Impl::timings_json(const Stream& st) const {
   const std::int64_t prompt_n = st.req.prompt_tokens;
   const std::int64_t predicted_n = st.generated;
-  const double prompt_ms = (st.first_token_s - st.prefill_start_s) * 1e3;
-  const double predicted_ms = (st.last_token_s - st.first_token_s) * 1e3;
+  // Whole microseconds, like llama.cpp's timer (ggml_time_us).
+  const auto to_ms = [](double s) { return std::round(s * 1e6) / 1e3; };
+  const double prompt_ms = to_ms(st.first_token_s - st.prefill_start_s);
+  const double predicted_ms = to_ms(st.last_token_s - st.first_token_s);
   const auto per_token = [](double ms, std::int64_t n) {
     return n > 0 ? ms / static_cast<double>(n) : 0.0;
   };

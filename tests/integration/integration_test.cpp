@@ -761,8 +761,8 @@ namespace {
 TEST_F(Integration, ServerTimingsSitBesideTheClientsFigures) {
   // The embedded engine with speculative decoding: every response carries llama.cpp-shaped
   // timings, which become summary.server.timings, next to the client's own figures.
-  const Outcome o = run_dyno({"--profile", "spec", "-n", "16", "-c", "4", "--output-tokens",
-                              "120", "--input-tokens", "256", "--warmup", "1"});
+  const Outcome o = run_dyno({"--profile", "spec", "-n", "16", "-c", "4", "--output-tokens", "120",
+                              "--input-tokens", "256", "--warmup", "1"});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   const auto lines = check_record(o.run_dir);
   for (const auto& l : lines) {

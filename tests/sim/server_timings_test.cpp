@@ -94,8 +94,7 @@ void expect_derived_fields(const json::object& t) {
     EXPECT_TRUE(t.at("prompt_per_second").is_null());
   }
   if (predicted_ms > 0) {
-    EXPECT_NEAR(d(t.at("predicted_per_second")), 1e3 / predicted_ms * d(t.at("predicted_n")),
-                1e-6);
+    EXPECT_NEAR(d(t.at("predicted_per_second")), 1e3 / predicted_ms * d(t.at("predicted_n")), 1e-6);
   } else {
     EXPECT_TRUE(t.at("predicted_per_second").is_null());
   }
@@ -143,8 +142,8 @@ TEST(ServerTimings, StreamedChatCarriesTimingsConsistentWithTheTruth) {
   }
   const double prompt_ms = d(timings.at("prompt_ms"));
   const double predicted_ms = d(timings.at("predicted_ms"));
-  EXPECT_NEAR(prompt_ms, prefill_s * 1e3, 1e-6);  // one step, start to end
-  EXPECT_GE(predicted_ms, decode_s * 1e3 - 1e-6);
+  EXPECT_NEAR(prompt_ms, prefill_s * 1e3, 0.0005 + 1e-9);  // one step, start to end
+  EXPECT_GE(predicted_ms, decode_s * 1e3 - 0.0005 - 1e-9);
 
   // The truth log carries the same object and the engine's prefill start; the engine's times
   // come before the writes that carried their tokens.
@@ -154,12 +153,11 @@ TEST(ServerTimings, StreamedChatCarriesTimingsConsistentWithTheTruth) {
   EXPECT_EQ(l.at("timings").as_object(), timings);
   EXPECT_EQ(lines[1].at("timings").as_object(), plain_timings);
   const std::int64_t prefill_start = n(l.at("prefill_start_ns"));
-  constexpr std::int64_t kSlackNs = 1000;  // double rounding of the model clock
+  constexpr std::int64_t kSlackNs = 2000;  // times in whole µs, double rounding
   EXPECT_GE(prefill_start, n(l.at("received_ns")) - kSlackNs);
   const auto first_token_engine = prefill_start + static_cast<std::int64_t>(prompt_ms * 1e6);
   EXPECT_LE(first_token_engine, n(l.at("first_token_ns")) + kSlackNs);
-  const auto last_token_engine =
-      first_token_engine + static_cast<std::int64_t>(predicted_ms * 1e6);
+  const auto last_token_engine = first_token_engine + static_cast<std::int64_t>(predicted_ms * 1e6);
   const auto& times = l.at("event_times_ns").as_array();
   EXPECT_LE(last_token_engine, n(times.back()) + kSlackNs);
   EXPECT_LE(predicted_ms * 1e6, static_cast<double>(n(l.at("done_ns")) - prefill_start));
@@ -172,7 +170,8 @@ TEST(ServerTimings, NonStreamedAndCompletionsResponsesCarryTimings) {
   o.profile.step_base_s = 0.001;
   Server server(o);
   Client c(server.start());
-  const json::value v = json::parse(c.post("/v1/chat/completions", chat_body(12, false, false)).body);
+  const json::value v =
+      json::parse(c.post("/v1/chat/completions", chat_body(12, false, false)).body);
   const json::object& t = v.at("timings").as_object();
   EXPECT_EQ(n(t.at("prompt_n")), n(v.at("usage").at("prompt_tokens")));
   EXPECT_EQ(n(t.at("predicted_n")), n(v.at("usage").at("completion_tokens")));
@@ -218,7 +217,8 @@ TEST(ServerTimings, SpeculativeDraftCountsMatchTheEvents) {
     EXPECT_EQ(lines[i].at("timings").as_object(), t);
     // One event per engine step: the first (prefill) event drafts nothing; each decode event
     // drafted spec_tokens and accepted all of its tokens but the first.
-    const std::int64_t events = static_cast<std::int64_t>(lines[i].at("event_tokens").as_array().size());
+    const std::int64_t events =
+        static_cast<std::int64_t>(lines[i].at("event_tokens").as_array().size());
     EXPECT_EQ(n(t.at("predicted_n")), 200);
     EXPECT_EQ(n(t.at("draft_n")), 3 * (events - 1));
     EXPECT_EQ(n(t.at("draft_n_accepted")), 200 - events);
