@@ -119,7 +119,11 @@ std::string render_summary(const RunHeadline& h, const metrics::Summary& s, bool
                    pad_left("max", 11) + pad_left("p95-p50", 11),
                kDim, color)
       << "\n";
+  // Server-side rows (the engine's own timings) sit under the client's, never in their place.
+  const ServerTimingFigures* server =
+      h.server_timings && h.server_timings->with_timings > 0 ? &*h.server_timings : nullptr;
   dist_row(out, "ttft", s.ttft_ms, 2);
+  if (server) dist_row(out, "prefill time (server)", server->prompt_ms, 2);
   dist_row(out, "ttft from schedule", s.ttft_from_schedule_ms, 2);
   dist_row(out, "tpot", s.tpot_ms, 2);
   dist_row(out, "event gap (itl)", s.event_gap_ms, 2);
@@ -127,7 +131,9 @@ std::string render_summary(const RunHeadline& h, const metrics::Summary& s, bool
   dist_row(out, "queue delay", s.queue_delay_ms, 3);
   out << paint("rates (tok/s)", kDim, color) << "\n";
   dist_row(out, "decode per user", s.decode_rate_per_user, 1);
+  if (server) dist_row(out, "decode/user (server)", server->decode_rate_per_user, 1);
   dist_row(out, "prefill (client)", s.prefill_rate_client, 0);
+  if (server) dist_row(out, "prefill (server)", server->prefill_rate, 0);
   out << "\n";
   out << "throughput  output " << fmt(s.output_tokens_per_s, 1) << " tok/s · input "
       << fmt(s.input_tokens_per_s, 1) << " tok/s · " << fmt(s.requests_per_s, 2)
@@ -147,6 +153,35 @@ std::string render_summary(const RunHeadline& h, const metrics::Summary& s, bool
       << " · tokens/event " << fmt(s.tokens_per_event, 2) << " · counted from";
   for (const auto& [src, n] : s.token_count_sources) out << " " << src << "=" << n;
   out << "\n";
+  if (server) {
+    out << "server      timings in " << server->with_timings << " of "
+        << server->with_timings + server->without_timings << " responses · prompt tokens "
+        << server->prompt_tokens_computed << " computed, "
+        << (server->prompt_tokens_cached ? std::to_string(*server->prompt_tokens_cached) : "n/a")
+        << " cached\n";
+  }
+  const bool timings_rate = server != nullptr && server->acceptance_rate.has_value();
+  if ((server && server->draft_tokens) || timings_rate || h.metrics_acceptance_rate) {
+    const auto percent = [](std::optional<double> v) {
+      return fmt(v ? std::optional<double>(*v * 100.0) : std::nullopt, 1) + " %";
+    };
+    out << "speculative";
+    const char* sep = " ";
+    if (server && server->draft_tokens) {
+      out << sep << "drafts " << *server->draft_tokens << ", "
+          << server->draft_tokens_accepted.value_or(0) << " accepted";
+      sep = " · ";
+    }
+    if (timings_rate || h.metrics_acceptance_rate) {
+      out << sep << "acceptance";
+      if (timings_rate) out << " " << percent(server->acceptance_rate) << " (timings)";
+      if (timings_rate && h.metrics_acceptance_rate) out << " ·";
+      if (h.metrics_acceptance_rate) {
+        out << " " << percent(h.metrics_acceptance_rate) << " (/metrics)";
+      }
+    }
+    out << "\n";
+  }
   if (!h.energy.empty()) out << "energy      " << h.energy << "\n";
   out << "client      cpu " << fmt(s.client_cpu_s, 2) << " s · peak rss "
       << bytes_text(s.client_peak_rss_bytes) << " · loop lag p99 "

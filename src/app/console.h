@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "app/server_timings.h"
 #include "load/runner.h"
 #include "metrics/summary.h"
 
@@ -34,7 +35,7 @@ class ProgressBar {
   bool drawn_ = false;
 };
 
-/// Headline facts printed above the figures.
+/// Headline facts printed above the figures, and what the engine said about itself.
 struct RunHeadline {
   std::string run_id;
   std::string engine;  ///< e.g. "dyno-sim (profile small-gpu)" or "http://host:port/v1"
@@ -45,6 +46,10 @@ struct RunHeadline {
   std::string record_dir;
   std::string slo_text;  ///< "" when no SLO
   std::string energy;    ///< "" when no energy was measured
+  /// Server-side figures from the responses' `timings`: printed beside the client's rows when
+  /// at least one response had timings.
+  std::optional<ServerTimingFigures> server_timings;
+  std::optional<double> metrics_acceptance_rate;  ///< /metrics spec-decode acceptance rate
 };
 
 /// The human summary table (stdout).

@@ -18,6 +18,7 @@
 #include "app/signals.h"
 #include "app/energy_report.h"
 #include "app/server_metrics.h"
+#include "app/server_timings.h"
 #include "dyno/build_info.h"
 #include "engine/spec.h"
 #include "record/model_identity.h"
@@ -711,6 +712,9 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
         {"at_ns", crash->at_ns - result.t0_steady_ns},
         {"log_tail", launched->log_tail(40)}};
   }
+  // The engine's per-response timings (llama.cpp), beside the /metrics figures above.
+  const ServerTimingFigures server_timings = server_timing_figures(result.traces);
+  summary_json["server"].as_object()["timings"] = server_timings_json(server_timings);
   manifest["evidence"] = std::move(evidence);
   if (engine.embedded()) {
     summary_json["client"].as_object()["note"] =
@@ -742,6 +746,12 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
     head.status = out.status;
     head.record_dir = writer.dir().string();
     head.slo_text = cell.slo_text;
+    head.server_timings = server_timings;
+    if (const auto* rate =
+            summary_json.at("server").as_object().if_contains("spec_decode_acceptance_rate");
+        rate != nullptr && rate->is_number()) {
+      head.metrics_acceptance_rate = rate->to_number<double>();
+    }
     const auto& e = summary_json.at("energy").as_object();
     if (const auto* j = e.if_contains("energy_j"); j != nullptr && !j->is_null()) {
       const auto n = [&e](const char* k) -> std::optional<double> {

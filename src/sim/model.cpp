@@ -167,10 +167,12 @@ const std::vector<Event>& Model::complete_step() {
     if (p.decode) {
       e.tokens = decode_tokens(s);
     } else {
+      if (s.prefilled == 0) s.prefill_start_s = plan_->start_s;
       s.prefilled += p.prefill;
       if (s.prefilled < s.prompt) continue;
       e.tokens = 1;  // prefill completion produces the first output token
       e.first = true;
+      e.prefill_start_s = s.prefill_start_s;
     }
     s.generated += e.tokens;
     if (s.generated >= s.output_len) {

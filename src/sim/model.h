@@ -37,6 +37,9 @@ struct Event {
   TokenKind kind = TokenKind::kContent;
   bool first = false;                         ///< carries the sequence's first output token
   FinishReason finish = FinishReason::kNone;  ///< kNone unless this is the last event
+  /// Only on the `first` event: start of the step that prefilled the sequence's first prompt
+  /// chunk (llama.cpp's t_start_process_prompt), so time_s − prefill_start_s is the prefill time.
+  double prefill_start_s = 0.0;
 };
 
 /// What one planned step does (exposed for tests and diagnostics).
@@ -119,6 +122,7 @@ class Model {
     std::int64_t output_len = 0;     ///< planned (EOS draw)
     std::int64_t reasoning_len = 0;  ///< floor(reasoning_fraction * output_len)
     std::int64_t generated = 0;
+    double prefill_start_s = 0.0;  ///< start of the step with the first prompt chunk
     FinishReason finish = FinishReason::kLength;
     std::uint64_t rng = 0;
     bool paused = false;

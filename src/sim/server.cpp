@@ -22,6 +22,7 @@
 #include <charconv>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
@@ -34,6 +35,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "json/json_text.h"
 #include "sim/model.h"
 #include "sim/tokenizer.h"
 
@@ -162,6 +164,15 @@ struct Stream {
   std::vector<std::int64_t> event_times_ns;
   std::vector<std::int32_t> event_tokens;
   asio::steady_timer signal;  // cancelled to wake the connection's writer
+
+  // The engine's own times (model clock, seconds since the server's epoch) and speculative
+  // counts, for the llama.cpp-shaped `timings` object of the response.
+  double prefill_start_s = 0.0;  // start of the step with the first prompt chunk
+  double first_token_s = 0.0;    // end of the step that emitted the first token
+  double last_token_s = 0.0;     // end of the step that emitted the latest token
+  std::int64_t draft_tokens = 0;
+  std::int64_t draft_accepted = 0;
+  std::string timings;  // the `timings` object as sent, "" until the response carries it
 };
 
 struct Sizes {
@@ -234,6 +245,8 @@ struct Server::Impl {
   asio::awaitable<void> wait_for_close(Conn& conn);
 
   void dispatch(const Event& e);
+  std::string timings_json(const Stream& st) const;
+  std::int64_t model_ns(double model_s) const;
   void render_tail(Stream& st);
   void trigger_fault(Stream& st);
   void log_stream(Stream& st, std::int64_t done_ns);
@@ -370,6 +383,14 @@ void Server::Impl::dispatch(const Event& e) {
   if (e.finish == FinishReason::kLength) ++counters.finished_length;
   st.generated += e.tokens;
   if (e.kind == TokenKind::kReasoning) st.reasoning_tokens += e.tokens;
+  if (e.first) {
+    st.prefill_start_s = e.prefill_start_s;
+    st.first_token_s = e.time_s;
+  } else if (options.profile.spec_tokens > 0) {
+    st.draft_tokens += options.profile.spec_tokens;
+    st.draft_accepted += e.tokens - 1;
+  }
+  st.last_token_s = e.time_s;
   const auto first = static_cast<std::uint64_t>(e.first_index);
   const auto count = static_cast<std::uint64_t>(e.tokens);
   if (st.req.stream) {
@@ -433,15 +454,20 @@ void Server::Impl::render_tail(Stream& st) {
   const std::int64_t prompt = st.req.prompt_tokens;
   std::string& out = st.pending;
   out += st.chunk_head;
+  st.timings = timings_json(st);
+  // Like llama.cpp, `timings` rides on the last chunk before [DONE]: the usage chunk when
+  // there is one, else the finish_reason chunk.
+  const std::string timings_tail = ",\"timings\":" + st.timings + "}\n\n";
   if (st.req.chat) {
     out += R"("choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":")";
     out += finish_name(st.finish);
-    out += "\"}]}\n\n";
+    out += "\"}]";
   } else {
     out += R"("choices":[{"index":0,"text":"","logprobs":null,"finish_reason":")";
     out += finish_name(st.finish);
-    out += "\",\"stop_reason\":null}]}\n\n";
+    out += "\",\"stop_reason\":null}]";
   }
+  out += st.req.include_usage ? std::string("}\n\n") : timings_tail;
   if (st.req.include_usage) {
     out += st.chunk_head;
     out += R"("choices":[],"usage":{"prompt_tokens":)";
@@ -455,10 +481,54 @@ void Server::Impl::render_tail(Stream& st) {
       out += std::to_string(st.reasoning_tokens);
       out += "}";
     }
-    out += "}}\n\n";
+    out += "}";
+    out += timings_tail;
   }
   out += "data: [DONE]\n\n";
   st.tail_rendered = true;
+}
+
+// llama.cpp's per-response `timings` (server_slot::get_timings): prompt_ms from the start of
+// prompt processing to the first token, predicted_ms from the first token to the last,
+// predicted_n all output tokens (the first included), the per-token and per-second figures
+// derived from them; draft_n/draft_n_accepted only when speculative decoding is on. The sim has
+// no prefix cache: cache_n is 0 and prompt_n is the whole prompt. A rate over zero time (zero-
+// delay profiles) is null, as llama.cpp's JSON writer renders a non-finite number.
+std::string Server::Impl::timings_json(const Stream& st) const {
+  const std::int64_t prompt_n = st.req.prompt_tokens;
+  const std::int64_t predicted_n = st.generated;
+  // Whole microseconds, like llama.cpp's timer (ggml_time_us).
+  const auto to_ms = [](double s) { return std::round(s * 1e6) / 1e3; };
+  const double prompt_ms = to_ms(st.first_token_s - st.prefill_start_s);
+  const double predicted_ms = to_ms(st.last_token_s - st.first_token_s);
+  const auto per_token = [](double ms, std::int64_t n) {
+    return n > 0 ? ms / static_cast<double>(n) : 0.0;
+  };
+  const auto per_second = [](double ms, std::int64_t n) -> json::value {
+    if (ms <= 0.0) return nullptr;
+    return 1e3 / ms * static_cast<double>(n);
+  };
+  json::object t;
+  t["cache_n"] = 0;
+  t["prompt_n"] = prompt_n;
+  t["prompt_ms"] = prompt_ms;
+  t["prompt_per_token_ms"] = per_token(prompt_ms, prompt_n);
+  t["prompt_per_second"] = per_second(prompt_ms, prompt_n);
+  t["predicted_n"] = predicted_n;
+  t["predicted_ms"] = predicted_ms;
+  t["predicted_per_token_ms"] = per_token(predicted_ms, predicted_n);
+  t["predicted_per_second"] = per_second(predicted_ms, predicted_n);
+  if (st.draft_tokens > 0) {
+    t["draft_n"] = st.draft_tokens;
+    t["draft_n_accepted"] = st.draft_accepted;
+  }
+  return json_text::compact(t);
+}
+
+// A model-clock time as steady-clock ns (the truth log's clock).
+std::int64_t Server::Impl::model_ns(double model_s) const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(epoch.time_since_epoch()).count() +
+         std::llround(model_s * 1e9);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1225,6 +1295,10 @@ asio::awaitable<bool> Server::Impl::whole_response(Conn& conn, Stream& stream, u
     o["choices"] = std::move(choices);
     o["usage"] = std::move(usage);
     body = json::serialize(o);
+    // llama.cpp puts `timings` at the top level of the body, after `usage`.
+    st->timings = timings_json(s);
+    body.pop_back();
+    body += ",\"timings\":" + st->timings + "}";
   }
   auto res =
       make_response(http::status::ok, version, keep_alive, std::move(body), "application/json");
@@ -1305,6 +1379,12 @@ void Server::Impl::log_truth(const std::string& request_id, std::int64_t receive
                                              : std::string("null");
     out += R"(,"done_ns":)";
     out += std::to_string(done_ns);
+    // The engine's own times behind the response's `timings`, when it carried one.
+    const bool timed = st && !st->timings.empty();
+    out += R"(,"prefill_start_ns":)";
+    out += timed ? std::to_string(model_ns(st->prefill_start_s)) : std::string("null");
+    out += R"(,"timings":)";
+    out += timed ? st->timings : std::string("null");
     if (st && !st->req.image_sha256.empty()) {
       out += R"(,"image_sha256":[)";
       for (std::size_t i = 0; i < st->req.image_sha256.size(); ++i) {

@@ -8,6 +8,11 @@
 //       chunk with an empty delta/text and finish_reason "length" or "stop"; with
 //       stream_options.include_usage a usage chunk ("choices":[]; completion_tokens_details
 //       .reasoning_tokens only for profiles with reasoning_fraction > 0); then `data: [DONE]`.
+//       Every completed response carries llama.cpp's per-response `timings` object (cache_n,
+//       prompt_n, prompt_ms, predicted_n, predicted_ms, their per-token/per-second figures, and
+//       draft_n/draft_n_accepted with spec_tokens > 0; docs/sim.md) from the model's clock: on
+//       the last chunk before [DONE] (the usage chunk, else the finish_reason chunk), or at the
+//       top level of a non-streamed body.
 //       Prompt tokens: tokens of the prompt (completions; a token-id array counts its length)
 //       or of apply_chat_template(messages) (chat). Errors: 400 bad JSON/fields, absent model,
 //       n != 1, prompt + max_tokens > max_model_len; 404 other model name; OpenAI-style body
@@ -48,7 +53,9 @@
 //    "completion_tokens":<tokens in the events below>,
 //    "event_times_ns":[<steady ns just before the write carrying each token event was issued>],
 //    "event_tokens":[<tokens per event>],
-//    "first_token_ns":<event_times_ns[0], or null>, "done_ns":<steady ns of the last write>
+//    "first_token_ns":<event_times_ns[0], or null>, "done_ns":<steady ns of the last write>,
+//    "prefill_start_ns":<steady ns when the engine began the prompt, or null>,
+//    "timings":<the response's `timings` object, or null when it carried none>
 //    [, "image_sha256":["<hex>",..]]}
 // "image_sha256" is present only for chat requests with data-URL image parts: the SHA-256
 // (lowercase hex) of each image's decoded bytes, in message and part order (proof that image

@@ -71,6 +71,52 @@ TEST(Console, SummaryTableMatchesGolden) {
                                dyno::app::render_summary(h, fixed_summary(), false));
 }
 
+TEST(Console, ServerFiguresSitUnderTheClientsRows) {
+  dyno::app::RunHeadline h;
+  h.run_id = "20261129T220000Z-def456";
+  h.engine = "http://127.0.0.1:8080/v1";
+  h.model = "qwen";
+  h.api = "chat, streamed";
+  h.load = "closed loop, concurrency 8, 100 requests, warm-up 5";
+  h.status = "partial";
+  h.record_dir = "runs/20261129T220000Z-def456";
+  h.slo_text = "ttft=100ms";
+  dyno::app::ServerTimingFigures f;
+  f.with_timings = 97;
+  f.without_timings = 1;
+  f.prompt_tokens_computed = 20000;
+  f.prompt_tokens_cached = 5088;
+  f.predicted_tokens = 12416;
+  auto d = [](double base) {
+    dyno::metrics::Distribution x;
+    x.count = 97;
+    x.mean = base;
+    x.p50 = base;
+    x.p90 = base * 1.1;
+    x.p99 = base * 1.2;
+    x.max = base * 1.3;
+    x.jitter = base * 0.15;
+    return x;
+  };
+  f.prompt_ms = d(30.25);
+  f.decode_rate_per_user = d(160.4);
+  f.prefill_rate = d(8200.0);
+  f.draft_tokens = 9000;
+  f.draft_tokens_accepted = 4600;
+  f.acceptance_rate = 4600.0 / 9000.0;
+  h.server_timings = f;
+  h.metrics_acceptance_rate = 0.513;
+  dyno::testing::expect_golden("tests/app/golden/summary_table_server.txt",
+                               dyno::app::render_summary(h, fixed_summary(), false));
+
+  // No response had timings: no server rows; the /metrics rate alone still shows.
+  h.server_timings = dyno::app::ServerTimingFigures{};
+  const std::string text = dyno::app::render_summary(h, fixed_summary(), false);
+  EXPECT_EQ(text.find("(server)"), std::string::npos);
+  EXPECT_EQ(text.find("server      "), std::string::npos);
+  EXPECT_NE(text.find("speculative acceptance 51.3 % (/metrics)\n"), std::string::npos) << text;
+}
+
 TEST(Console, WarningsCarryTheirHint) {
   const std::string text = dyno::app::render_warnings(fixed_summary().warnings, false);
   EXPECT_EQ(text,

@@ -755,3 +755,88 @@ TEST_F(Integration, ServerCountersSitBesideTheClientsFigures) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(Integration, ServerTimingsSitBesideTheClientsFigures) {
+  // The embedded engine with speculative decoding: every response carries llama.cpp-shaped
+  // timings, which become summary.server.timings, next to the client's own figures.
+  const Outcome o = run_dyno({"--profile", "spec", "-n", "16", "-c", "4", "--output-tokens", "120",
+                              "--input-tokens", "256", "--warmup", "1"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto lines = check_record(o.run_dir);
+  for (const auto& l : lines) {
+    const auto& t = l.at("server_timings").as_object();
+    EXPECT_EQ(t.at("predicted_n").as_int64(), l.at("output_tokens").as_int64());
+    EXPECT_EQ(t.at("prompt_n").as_int64(), l.at("input_tokens").as_int64());
+  }
+  const auto& server = o.summary.at("server").as_object();
+  const auto& timings = server.at("timings").as_object();
+  EXPECT_EQ(timings.at("source").as_string(), "response timings");
+  EXPECT_EQ(timings.at("requests_with_timings").as_int64(), 16);  // warm-up left out
+  EXPECT_EQ(timings.at("requests_without_timings").as_int64(), 0);
+  EXPECT_EQ(timings.at("prompt_tokens_computed").as_int64(),
+            o.summary.at("tokens").at("input_total").as_int64());
+  EXPECT_EQ(timings.at("prompt_tokens_cached").as_int64(), 0);  // the sim has no prefix cache
+  EXPECT_EQ(timings.at("predicted_tokens").as_int64(),
+            o.summary.at("tokens").at("output_total").as_int64());
+
+  // Acceptance from the engine: drafts accepted with p = 0.7 each up to the first rejection, 3
+  // per step, so (0.7 + 0.49 + 0.343) / 3 = 0.511 of the drafts; /metrics counts the same
+  // drafts, so both sources agree (each keeps its own key and source).
+  const double from_timings = timings.at("spec_decode_acceptance_rate").as_double();
+  EXPECT_NEAR(from_timings, 0.511, 0.08);
+  EXPECT_NEAR(server.at("spec_decode_acceptance_rate").as_double(), from_timings, 0.05);
+  EXPECT_GT(o.summary.at("tokens").at("tokens_per_event").as_double(), 1.5);
+
+  // The engine's decode rate per user pairs with the client's (both count the tokens after the
+  // first over the first-to-last-token span): within a sane factor of each other.
+  const double server_decode = timings.at("decode_rate_per_user").at("p50").as_double();
+  const double client_decode =
+      o.summary.at("rates_tok_s").at("decode_rate_per_user").at("p50").as_double();
+  EXPECT_GT(server_decode, client_decode / 2.0);
+  EXPECT_LT(server_decode, client_decode * 2.0);
+  // Prefill by the engine's clock excludes queueing and the network: never slower than the
+  // client's input_tokens / ttft by more than noise.
+  const double server_prefill = timings.at("prefill_rate").at("p50").as_double();
+  EXPECT_GT(server_prefill,
+            0.8 * o.summary.at("rates_tok_s").at("prefill_rate_client").at("p50").as_double());
+  EXPECT_EQ(timings.at("prompt_ms").at("count").as_int64(), 16);
+
+  // The console prints the server rows under the client's, and both acceptance rates.
+  Child c({DYNO_BINARY, "run", "-q", "--color", "never", "--runs-root", (dir_ / "runs").string(),
+           "--profile", "spec", "-n", "4", "-c", "2", "--output-tokens", "40"},
+          (dir_ / "text.out").string(), (dir_ / "text.err").string());
+  ASSERT_EQ(c.wait(), 0) << c.err();
+  const std::string out = c.out();
+  const auto decode_client = out.find("  decode per user ");
+  const auto decode_server = out.find("  decode/user (server) ");
+  const auto prefill_client = out.find("  prefill (client) ");
+  const auto prefill_server = out.find("  prefill (server) ");
+  ASSERT_NE(decode_server, std::string::npos) << out;
+  ASSERT_NE(prefill_server, std::string::npos) << out;
+  EXPECT_LT(decode_client, decode_server);
+  EXPECT_LT(decode_server, prefill_client);
+  EXPECT_LT(prefill_client, prefill_server);
+  EXPECT_NE(out.find("server      timings in 4 of 4 responses"), std::string::npos) << out;
+  EXPECT_NE(out.find("speculative drafts "), std::string::npos) << out;
+  EXPECT_NE(out.find("(timings)"), std::string::npos) << out;
+  EXPECT_NE(out.find("(/metrics)"), std::string::npos) << out;
+}
+
+TEST_F(Integration, NonStreamedResponsesCarryServerTimings) {
+  // llama.cpp puts timings at the top level of a non-streamed body; dyno reads them there too.
+  // Without speculative decoding there are no draft counts, and no acceptance rate.
+  const Outcome o = run_dyno({"-n", "4", "-c", "2", "--output-tokens", "8", "--no-stream"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto& timings = o.summary.at("server").at("timings").as_object();
+  EXPECT_EQ(timings.at("requests_with_timings").as_int64(), 4);
+  EXPECT_EQ(timings.at("predicted_tokens").as_int64(), 32);
+  EXPECT_TRUE(timings.at("draft_tokens").is_null());
+  EXPECT_TRUE(timings.at("spec_decode_acceptance_rate").is_null());
+  // The engine's decode rate exists where the client's cannot (one "event" per body).
+  EXPECT_EQ(timings.at("decode_rate_per_user").at("count").as_int64(), 4);
+  EXPECT_EQ(o.summary.at("rates_tok_s").at("decode_rate_per_user").at("count").as_int64(), 0);
+}
+
+}  // namespace

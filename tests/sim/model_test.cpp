@@ -288,3 +288,38 @@ TEST(Model, CancelAndPause) {
 
 }  // namespace
 }  // namespace dyno::sim
+
+namespace dyno::sim {
+namespace {
+
+TEST(Model, FirstEventCarriesThePrefillStart) {
+  // Request 1 arrives at 0 and is prefilled in one step; request 2 arrives while that step runs,
+  // so its first prompt chunk starts with the next step; its 1000-token prompt takes two steps
+  // (budget 512, one decode token for request 1), and the first token comes at the end of the
+  // second: the prefill start is the first chunk's step start, not the arrival or the last chunk.
+  Model m(paper_profile());
+  m.submit(request(1, 10, 4), 0.0);
+  const StepPlan s1 = *m.start_step(0.0);
+  m.submit(request(2, 1000, 2), 0.005);
+  auto events = m.complete_step();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_TRUE(events[0].first);
+  EXPECT_EQ(events[0].prefill_start_s, s1.start_s);
+  const StepPlan s2 = *m.start_step(m.clock());
+  EXPECT_EQ(s2.prefill_tokens, 511);
+  EXPECT_TRUE(m.complete_step().size() == 1u);  // request 1 decodes, request 2 still prefills
+  std::vector<Event> rest = m.run_until(kInf);
+  const Event* first2 = nullptr;
+  for (const Event& e : rest) {
+    if (e.request_id == 2 && e.first) first2 = &e;
+    if (!e.first) {
+      EXPECT_EQ(e.prefill_start_s, 0.0);  // only first events carry it
+    }
+  }
+  ASSERT_NE(first2, nullptr);
+  EXPECT_EQ(first2->prefill_start_s, s2.start_s);
+  EXPECT_GT(first2->time_s, s2.end_s);
+}
+
+}  // namespace
+}  // namespace dyno::sim

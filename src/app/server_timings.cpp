@@ -1,0 +1,98 @@
+#include "app/server_timings.h"
+
+#include <boost/json.hpp>
+#include <vector>
+
+#include "engine/llamacpp_timings.h"
+#include "record/record_json.h"
+
+namespace dyno::app {
+
+namespace json = boost::json;
+
+ServerTimingFigures server_timing_figures(std::span<const metrics::Trace> traces) {
+  ServerTimingFigures f;
+  std::vector<double> prompt_ms, prefill, decode;
+  std::int64_t cached = 0, drafted = 0, accepted = 0;
+  bool any_cached = false, any_drafts = false;
+  for (const metrics::Trace& t : traces) {
+    if (!t.measured() || !t.ok()) continue;
+    const std::optional<engine::LlamaCppTimings> timings =
+        t.server_timings_json.empty() ? std::nullopt
+                                      : engine::parse_llamacpp_timings(t.server_timings_json);
+    if (!timings) {
+      ++f.without_timings;
+      continue;
+    }
+    ++f.with_timings;
+    const engine::LlamaCppTimings& x = *timings;
+    if (x.prompt_n) f.prompt_tokens_computed += *x.prompt_n;
+    if (x.cache_n) {
+      cached += *x.cache_n;
+      any_cached = true;
+    }
+    if (x.predicted_n) f.predicted_tokens += *x.predicted_n;
+    if (x.prompt_n && *x.prompt_n >= 1 && x.prompt_ms) {
+      prompt_ms.push_back(*x.prompt_ms);
+      if (*x.prompt_ms > 0.0) {
+        prefill.push_back(static_cast<double>(*x.prompt_n) / (*x.prompt_ms * 1e-3));
+      }
+    }
+    if (x.predicted_n && *x.predicted_n >= 2 && x.predicted_ms && *x.predicted_ms > 0.0) {
+      decode.push_back(static_cast<double>(*x.predicted_n - 1) / (*x.predicted_ms * 1e-3));
+    }
+    if (x.draft_n) {
+      drafted += *x.draft_n;
+      accepted += x.draft_n_accepted.value_or(0);
+      any_drafts = true;
+    }
+  }
+  f.prompt_ms = metrics::summarize(std::move(prompt_ms));
+  f.prefill_rate = metrics::summarize(std::move(prefill));
+  f.decode_rate_per_user = metrics::summarize(std::move(decode));
+  if (any_cached) {
+    f.prompt_tokens_cached = cached;
+    const std::int64_t total = cached + f.prompt_tokens_computed;
+    if (total > 0)
+      f.prompt_cached_fraction = static_cast<double>(cached) / static_cast<double>(total);
+  }
+  if (any_drafts) {
+    f.draft_tokens = drafted;
+    f.draft_tokens_accepted = accepted;
+    if (drafted > 0)
+      f.acceptance_rate = static_cast<double>(accepted) / static_cast<double>(drafted);
+  }
+  if (f.with_timings == 0) {
+    f.reason = f.without_timings == 0
+                   ? "no measured request completed"
+                   : "no completed response carried a `timings` object (llama.cpp's server sends "
+                     "one per response; vLLM and SGLang do not)";
+  }
+  return f;
+}
+
+json::object server_timings_json(const ServerTimingFigures& f) {
+  json::object o{{"source", "response timings"},
+                 {"requests_with_timings", f.with_timings},
+                 {"requests_without_timings", f.without_timings}};
+  if (f.with_timings == 0) {
+    o["reason"] = f.reason;
+    return o;
+  }
+  const auto opt_int = [](const std::optional<std::int64_t>& v) {
+    return v ? json::value(*v) : json::value(nullptr);
+  };
+  o["prompt_tokens_computed"] = f.prompt_tokens_computed;
+  o["prompt_tokens_cached"] = opt_int(f.prompt_tokens_cached);
+  o["prompt_cached_fraction"] = record::number_or_null(f.prompt_cached_fraction);
+  o["predicted_tokens"] = f.predicted_tokens;
+  o["prompt_ms"] = record::distribution_to_json(f.prompt_ms);
+  o["prefill_rate"] = record::distribution_to_json(f.prefill_rate);
+  o["decode_rate_per_user"] = record::distribution_to_json(f.decode_rate_per_user);
+  o["draft_tokens"] = opt_int(f.draft_tokens);
+  o["draft_tokens_accepted"] = opt_int(f.draft_tokens_accepted);
+  o["spec_decode_acceptance_rate"] = record::number_or_null(f.acceptance_rate);
+  return o;
+}
+
+}  // namespace dyno::app

@@ -1,0 +1,46 @@
+// What the engine says about each response: llama.cpp's per-response `timings` (kept raw in
+// every trace) turned into server-side figures — prefill and decode rates by the engine's own
+// clock, computed vs cached prompt tokens, draft acceptance — reported in summary.json's
+// `server.timings`, next to (never instead of) dyno's client-side figures.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "metrics/stats.h"
+#include "metrics/trace.h"
+
+namespace dyno::app {
+
+/// Server-side figures from the `timings` of completed measured responses (docs/metrics.md,
+/// "Per-response server timings"). Times in ms, rates in tokens/s.
+struct ServerTimingFigures {
+  std::uint64_t with_timings = 0;     ///< completed measured requests whose response had timings
+  std::uint64_t without_timings = 0;  ///< completed measured requests whose response had none
+  std::int64_t prompt_tokens_computed = 0;           ///< Σ prompt_n
+  std::optional<std::int64_t> prompt_tokens_cached;  ///< Σ cache_n; absent when none reported it
+  std::optional<double> prompt_cached_fraction;      ///< cached / (cached + computed)
+  std::int64_t predicted_tokens = 0;                 ///< Σ predicted_n
+  metrics::Distribution prompt_ms;                   ///< prompt_ms (prompt_n >= 1)
+  metrics::Distribution prefill_rate;          ///< prompt_n / prompt_ms (prompt_n >= 1, ms > 0)
+  metrics::Distribution decode_rate_per_user;  ///< (predicted_n − 1) / predicted_ms (n >= 2)
+  std::optional<std::int64_t> draft_tokens;    ///< Σ draft_n; absent when none reported it
+  std::optional<std::int64_t> draft_tokens_accepted;  ///< Σ draft_n_accepted
+  std::optional<double> acceptance_rate;              ///< accepted / drafted, when drafted > 0
+  std::string reason;  ///< why there are no figures ("" when with_timings > 0)
+};
+
+/// Pure: measured (phase != "warmup"), ok traces only; a trace whose `server_timings_json` is
+/// empty or not a JSON object counts in without_timings. Each figure takes the responses that
+/// report its inputs (a response without cache_n adds nothing to prompt_tokens_cached).
+ServerTimingFigures server_timing_figures(std::span<const metrics::Trace> traces);
+
+/// summary.json's `server.timings`: {"source": "response timings", requests_with_timings,
+/// requests_without_timings, then the figures} or, when no response had timings, the counts and
+/// `reason`.
+boost::json::object server_timings_json(const ServerTimingFigures& figures);
+
+}  // namespace dyno::app

@@ -1,0 +1,118 @@
+#include "app/server_timings.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <string>
+#include <vector>
+
+namespace dyno::app {
+namespace {
+
+namespace json = boost::json;
+
+metrics::Trace ok_trace(std::string timings, std::string phase = "measured") {
+  metrics::Trace t;
+  t.phase = std::move(phase);
+  t.server_timings_json = std::move(timings);
+  return t;
+}
+
+TEST(ServerTimings, NoTimingsGiveAReasonNotZeros) {
+  std::vector<metrics::Trace> traces{ok_trace(""), ok_trace("")};
+  ServerTimingFigures f = server_timing_figures(traces);
+  EXPECT_EQ(f.with_timings, 0u);
+  EXPECT_EQ(f.without_timings, 2u);
+  EXPECT_NE(f.reason.find("timings"), std::string::npos);
+  const json::object o = server_timings_json(f);
+  EXPECT_EQ(o.at("requests_with_timings").as_uint64(), 0u);
+  EXPECT_EQ(o.at("requests_without_timings").as_uint64(), 2u);
+  EXPECT_TRUE(o.contains("reason"));
+  EXPECT_FALSE(o.contains("prefill_rate"));
+  EXPECT_FALSE(o.contains("spec_decode_acceptance_rate"));
+
+  f = server_timing_figures({});
+  EXPECT_EQ(f.reason, "no measured request completed");
+}
+
+TEST(ServerTimings, RatesTokensAndDrafts) {
+  std::vector<metrics::Trace> traces{
+      // 100 computed + 28 cached prompt tokens in 50 ms -> 2000 tok/s prefill;
+      // 11 output tokens, first to last in 100 ms -> 10 decode intervals -> 100 tok/s.
+      ok_trace(R"({"cache_n":28,"prompt_n":100,"prompt_ms":50.0,"predicted_n":11,)"
+               R"("predicted_ms":100.0,"predicted_per_second":110.0,"draft_n":9,)"
+               R"("draft_n_accepted":6})"),
+      // 300 tokens in 100 ms -> 3000 tok/s; 5 tokens in 20 ms -> 200 tok/s.
+      ok_trace(R"({"cache_n":0,"prompt_n":300,"prompt_ms":100.0,"predicted_n":5,)"
+               R"("predicted_ms":20.0,"draft_n":3,"draft_n_accepted":0})"),
+      // One output token: no decode rate; prompt time 0 (zero-delay engine): no prefill rate,
+      // but the prompt time counts.
+      ok_trace(R"({"cache_n":0,"prompt_n":7,"prompt_ms":0.0,"predicted_n":1,"predicted_ms":0.0})"),
+      // No timings at all.
+      ok_trace(""),
+      // Unparseable timings count as none.
+      ok_trace("{not json"),
+      // Warm-up responses are left out, with or without timings.
+      ok_trace(R"({"cache_n":1000,"prompt_n":1,"prompt_ms":1.0,"predicted_n":2,)"
+               R"("predicted_ms":1.0,"draft_n":100,"draft_n_accepted":100})",
+               "warmup"),
+  };
+  // A failed request with timings is left out too.
+  metrics::Trace failed = ok_trace(R"({"prompt_n":5,"prompt_ms":1.0})");
+  failed.status = metrics::RequestStatus::kError;
+  traces.push_back(failed);
+
+  const ServerTimingFigures f = server_timing_figures(traces);
+  EXPECT_EQ(f.with_timings, 3u);
+  EXPECT_EQ(f.without_timings, 2u);
+  EXPECT_EQ(f.reason, "");
+  EXPECT_EQ(f.prompt_tokens_computed, 407);
+  EXPECT_EQ(f.prompt_tokens_cached, 28);
+  EXPECT_DOUBLE_EQ(*f.prompt_cached_fraction, 28.0 / 435.0);
+  EXPECT_EQ(f.predicted_tokens, 17);
+  EXPECT_EQ(f.prompt_ms.count, 3u);
+  EXPECT_DOUBLE_EQ(*f.prompt_ms.max, 100.0);
+  ASSERT_EQ(f.prefill_rate.count, 2u);
+  EXPECT_DOUBLE_EQ(*f.prefill_rate.min, 2000.0);
+  EXPECT_DOUBLE_EQ(*f.prefill_rate.max, 3000.0);
+  // (predicted_n − 1) / predicted_ms, not llama.cpp's predicted_per_second (110 here).
+  ASSERT_EQ(f.decode_rate_per_user.count, 2u);
+  EXPECT_DOUBLE_EQ(*f.decode_rate_per_user.min, 100.0);
+  EXPECT_DOUBLE_EQ(*f.decode_rate_per_user.max, 200.0);
+  EXPECT_EQ(f.draft_tokens, 12);
+  EXPECT_EQ(f.draft_tokens_accepted, 6);
+  EXPECT_DOUBLE_EQ(*f.acceptance_rate, 0.5);
+
+  const json::object o = server_timings_json(f);
+  EXPECT_EQ(o.at("source").as_string(), "response timings");
+  EXPECT_EQ(o.at("requests_with_timings").as_uint64(), 3u);
+  EXPECT_EQ(o.at("prompt_tokens_computed").as_int64(), 407);
+  EXPECT_EQ(o.at("prompt_tokens_cached").as_int64(), 28);
+  EXPECT_EQ(o.at("predicted_tokens").as_int64(), 17);
+  EXPECT_EQ(o.at("draft_tokens").as_int64(), 12);
+  EXPECT_EQ(o.at("draft_tokens_accepted").as_int64(), 6);
+  EXPECT_DOUBLE_EQ(o.at("spec_decode_acceptance_rate").as_double(), 0.5);
+  EXPECT_DOUBLE_EQ(o.at("prefill_rate").at("p50").as_double(), 2500.0);
+  EXPECT_EQ(o.at("decode_rate_per_user").at("count").as_uint64(), 2u);
+  EXPECT_FALSE(o.contains("reason"));
+}
+
+TEST(ServerTimings, FieldsAnEngineDoesNotReportStayNull) {
+  // An older llama.cpp: no cache_n, no speculative decoding.
+  std::vector<metrics::Trace> traces{
+      ok_trace(R"({"prompt_n":13,"prompt_ms":4.5,"predicted_n":4,"predicted_ms":6.0})")};
+  const ServerTimingFigures f = server_timing_figures(traces);
+  EXPECT_EQ(f.with_timings, 1u);
+  EXPECT_FALSE(f.prompt_tokens_cached);
+  EXPECT_FALSE(f.prompt_cached_fraction);
+  EXPECT_FALSE(f.draft_tokens);
+  EXPECT_FALSE(f.acceptance_rate);
+  const json::object o = server_timings_json(f);
+  EXPECT_TRUE(o.at("prompt_tokens_cached").is_null());
+  EXPECT_TRUE(o.at("draft_tokens").is_null());
+  EXPECT_TRUE(o.at("spec_decode_acceptance_rate").is_null());
+  EXPECT_DOUBLE_EQ(o.at("decode_rate_per_user").at("mean").as_double(), 500.0);  // 3 / 6 ms
+}
+
+}  // namespace
+}  // namespace dyno::app
