@@ -35,6 +35,9 @@ std::pair<std::size_t, std::size_t> grid_shape(std::size_t panels, const Grid& g
 void draw_xy(Canvas& canvas, const XyFigure& figure, double width, double height);
 void draw_heatmap(Canvas& canvas, const Heatmap& heatmap, double width, double height);
 
+/// A heatmap's default size, from its measured labels and its number of rows and columns.
+Size heatmap_default_size(const Heatmap& heatmap);
+
 /// Throws std::invalid_argument when values is not rows × columns.
 void check_heatmap(const Heatmap& heatmap);
 

@@ -13,6 +13,7 @@ namespace {
 
 constexpr double kMaxCellW = 170.0;
 constexpr double kMaxCellH = 64.0;
+constexpr double kMaxColumnLabel = 240.0;  // upright column labels are cut beyond this
 constexpr Rgb kMissing{0.93, 0.93, 0.93};
 constexpr Rgb kHatch{0.74, 0.74, 0.74};
 
@@ -149,7 +150,7 @@ void draw_heatmap(Canvas& c, const Heatmap& h, double width, double height) {
   }
   const bool horizontal = column_label_w <= cell_w - 6.0;
   const double column_label_h =
-      horizontal ? label_h + 8.0 : std::min(column_label_w, height * 0.25) + 10.0;
+      horizontal ? label_h + 8.0 : std::min({column_label_w, kMaxColumnLabel, height * 0.4}) + 10.0;
   const double grid_top = top + 4.0;
   const double cell_h = std::min(
       kMaxCellH, std::max(8.0, (bottom - column_label_h - grid_top) / static_cast<double>(nrows)));
@@ -258,6 +259,54 @@ void draw_heatmap(Canvas& c, const Heatmap& h, double width, double height) {
     c.text(c.ellipsize(h.negative_label, caption_max), bar_x, bar_y + bar_h + 5.0, HAlign::kLeft,
            VAlign::kTop, colour::kMuted);
   }
+}
+
+// The size at which cells are about 100 × 48 px: text is measured on a scratch surface with
+// the fonts draw_heatmap uses, so long labels get the room they need.
+Size heatmap_default_size(const Heatmap& h) {
+  cairo_surface_t* surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1);
+  cairo_t* cr = cairo_create(surface);
+  double row_label_w = 0.0;
+  double column_label_w = 0.0;
+  double block_w = 0.0;
+  double axis_title_h = 0.0;
+  {
+    Canvas c(cr);
+    c.set_font(font::kAxisTitle);
+    axis_title_h = c.line_height();
+    c.set_font(font::kLegend);
+    for (const std::string& r : h.rows) row_label_w = std::max(row_label_w, c.text_width(r));
+    for (const std::string& col : h.columns) {
+      column_label_w = std::max(column_label_w, c.text_width(col));
+    }
+    c.set_font(font::kTick);
+    double tick_w = 0.0;
+    for (const BarTick& t : bar_ticks(symmetric_limit(h), h.format)) {
+      tick_w = std::max(tick_w, c.text_width(t.label));
+    }
+    block_w = 24.0 + 18.0 + 6.0 + tick_w + (h.scale_title.empty() ? 0.0 : 10.0 + axis_title_h);
+    c.set_font(font::kNote);
+    for (const std::string* l : {&h.positive_label, &h.negative_label}) {
+      block_w = std::max(block_w, 24.0 + std::min(c.text_width(*l), 190.0));
+    }
+  }
+  cairo_destroy(cr);
+  cairo_surface_destroy(surface);
+
+  const double cols = static_cast<double>(h.columns.size());
+  const double rows = static_cast<double>(h.rows.size());
+  const double left = kMargin + (h.row_title.empty() ? 0.0 : axis_title_h + 8.0);
+  const double width =
+      left + std::min(row_label_w, 300.0) + 10.0 + 100.0 * cols + block_w + kMargin;
+  const double column_labels =
+      column_label_w <= 94.0 ? 26.0 : std::min(column_label_w, kMaxColumnLabel) + 10.0;
+  double notes = h.note.empty() ? 0.0 : 17.0;
+  if (any_missing(h)) notes += 17.0;
+  const double header = 70.0 + (h.subtitle.empty() ? 0.0 : 18.0);
+  const double height = header + 48.0 * rows + column_labels +
+                        (h.column_title.empty() ? 0.0 : axis_title_h + 6.0) + notes + kMargin + 8.0;
+  return {static_cast<int>(std::clamp(width, 640.0, 2400.0)),
+          static_cast<int>(std::clamp(height, 360.0, 2400.0))};
 }
 
 }  // namespace dyno::chart::detail

@@ -259,22 +259,7 @@ std::size_t panel_count(const Chart& chart) {
 }  // namespace
 
 Size default_size(const Chart& chart) {
-  if (const auto* h = std::get_if<Heatmap>(&chart)) {
-    // Cells of about 100 × 44 px beside labels of ~7.5 px per character; room for column
-    // labels turned upright when they are long. Text widths are estimated from lengths here.
-    std::size_t row_chars = 0;
-    for (const std::string& r : h->rows) row_chars = std::max(row_chars, r.size());
-    std::size_t column_chars = 0;
-    for (const std::string& c : h->columns) column_chars = std::max(column_chars, c.size());
-    const double cols = static_cast<double>(h->columns.size());
-    const double rows = static_cast<double>(h->rows.size());
-    const double row_labels = std::min(7.5 * static_cast<double>(row_chars), 300.0);
-    const double width = std::clamp(row_labels + 100.0 * cols + 260.0, 640.0, 2400.0);
-    const double column_labels =
-        column_chars > 11 ? std::min(7.5 * static_cast<double>(column_chars), 200.0) : 0.0;
-    const double height = std::clamp(200.0 + 48.0 * rows + column_labels, 360.0, 2400.0);
-    return {static_cast<int>(width), static_cast<int>(height)};
-  }
+  if (const auto* h = std::get_if<Heatmap>(&chart)) return detail::heatmap_default_size(*h);
   Grid grid;
   std::visit(Overloaded{
                  [](const Heatmap&) {},

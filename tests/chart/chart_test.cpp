@@ -10,6 +10,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "chart/palette.h"
@@ -250,6 +251,29 @@ TEST(Render, IsDeterministic) {
     EXPECT_EQ(render(charts[i].second, Format::kPng), first[2 * i + 1]) << charts[i].first;
     EXPECT_EQ(render(charts[i].second, Format::kSvg), first[2 * i]) << charts[i].first;
   }
+}
+
+// Each render owns its surface; cairo's process-wide counters must not leak into the bytes.
+TEST(Render, ConcurrentRendersMatchSerialOnes) {
+  const std::vector<Chart> charts = {gallery::throughput(3, 9), gallery::delta_heatmap(4, 4),
+                                     gallery::latency_cdf(2, 300), gallery::power_timeline(1)};
+  std::vector<std::string> serial;
+  for (const Chart& c : charts) {
+    serial.push_back(render(c, Format::kSvg, 800, 500));
+    serial.push_back(render(c, Format::kPng, 800, 500));
+  }
+  std::vector<std::string> parallel(serial.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < charts.size(); ++i) {
+    threads.emplace_back([&, i] {
+      for (int round = 0; round < 3; ++round) {
+        parallel[2 * i] = render(charts[i], Format::kSvg, 800, 500);
+        parallel[2 * i + 1] = render(charts[i], Format::kPng, 800, 500);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (std::size_t i = 0; i < serial.size(); ++i) EXPECT_EQ(parallel[i], serial[i]) << i;
 }
 
 TEST(Render, LargeSamplesDoNotGrowTheSvg) {

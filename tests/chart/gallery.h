@@ -249,6 +249,39 @@ inline Timeline energy_timeline() {
   return chart;
 }
 
+/// Six arms in one panel: every palette entry a reader must tell apart (colour, marker, dash).
+inline LineChart many_arms() {
+  LineChart chart;
+  chart.title = "Output throughput of six engine builds";
+  chart.x = concurrency_axis();
+  chart.y = Axis{.title = "Aggregate output", .unit = "tok/s", .include_zero = true};
+  Panel p;
+  p.title = model_names()[0];
+  for (int arm = 0; arm < 6; ++arm) {
+    Series s;
+    s.name = std::string("build ") + static_cast<char>('A' + arm) + (arm == 5 ? " (nightly)" : "");
+    for (double c : ladder(9)) {
+      const double knee = 30.0 + 4.0 * arm;
+      s.points.push_back({c, c * 110.0 / std::sqrt(1.0 + (c / knee) * (c / knee)), {}});
+    }
+    p.series.push_back(std::move(s));
+  }
+  chart.panels.push_back(std::move(p));
+  return chart;
+}
+
+/// A heatmap whose column labels are too long to sit side by side (they turn upright).
+inline Heatmap long_labels_heatmap() {
+  Heatmap h = delta_heatmap(4, 6);
+  h.title = "TTFT p99, B vs A";
+  h.scale_title = "Δ TTFT p99 (%)";
+  h.positive_label = "B slower";
+  h.negative_label = "B faster";
+  h.columns = {"c=1 · 1k in / 128 out", "c=8 · 1k in / 128 out", "c=64 · 1k in / 128 out",
+               "c=1 · 8k in / 512 out", "c=8 · 8k in / 512 out", "c=64 · 8k in / 512 out"};
+  return h;
+}
+
 /// Degenerate inputs every kind must draw without failing: one point, all-equal values, zeros,
 /// empty series and panels, NaN/inf, negative values, values <= 0 on log axes.
 inline std::vector<std::pair<std::string, Chart>> degenerate() {
@@ -329,6 +362,8 @@ inline std::vector<std::pair<std::string, Chart>> realistic() {
   out.emplace_back("tradeoff_10x8", trade_off(10, 8));
   out.emplace_back("heatmap_1x1", delta_heatmap(1, 1));
   out.emplace_back("heatmap_10x8", delta_heatmap(10, 8));
+  out.emplace_back("heatmap_long_labels", long_labels_heatmap());
+  out.emplace_back("throughput_6_arms", many_arms());
   out.emplace_back("cdf_1x1", latency_cdf(1, 400));
   out.emplace_back("cdf_8_cells", latency_cdf(8, 3000));
   out.emplace_back("power_2_cells", power_timeline(2));
