@@ -11,9 +11,11 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "chart/palette.h"
+#include "chart/scale.h"
 #include "gallery.h"
 
 namespace dyno::chart {
@@ -84,6 +86,8 @@ std::string escaped(const std::string& s) {
       out += "&lt;";
     } else if (c == '>') {
       out += "&gt;";
+    } else if (c == '"') {
+      out += "&quot;";
     } else {
       out += c;
     }
@@ -95,12 +99,32 @@ std::string chart_title(const Chart& chart) {
   return std::visit([](const auto& c) { return c.title; }, chart);
 }
 
-void expect_svg(const std::string& svg, const std::string& title, const std::string& what) {
+// Axis titles (with units) as the SVG's <desc> names them; none for heatmaps.
+std::vector<std::string> axis_texts(const Chart& chart) {
+  return std::visit(
+      [](const auto& c) -> std::vector<std::string> {
+        using T = std::decay_t<decltype(c)>;
+        if constexpr (std::is_same_v<T, Heatmap>) {
+          return {};
+        } else if constexpr (std::is_same_v<T, Cdf>) {
+          return {"x axis: " + axis_label(c.x), "y axis: " + c.y_title + " (%)"};
+        } else {
+          return {"x axis: " + axis_label(c.x), "y axis: " + axis_label(c.y)};
+        }
+      },
+      chart);
+}
+
+void expect_svg(const std::string& svg, const Chart& chart, const std::string& what) {
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u) << what;
   const std::string inlined = inline_svg(svg, "t");
   EXPECT_EQ(inlined.rfind("<svg", 0), 0u) << what;
   EXPECT_EQ(balance_error(inlined), "") << what;
-  EXPECT_NE(svg.find("<title>" + escaped(title) + "</title>"), std::string::npos) << what;
+  EXPECT_NE(svg.find("<title>" + escaped(chart_title(chart)) + "</title>"), std::string::npos)
+      << what;
+  for (const std::string& text : axis_texts(chart)) {
+    EXPECT_NE(svg.find(escaped(text)), std::string::npos) << what << ": " << text;
+  }
 }
 
 // Decoded pixels of a PNG (cairo reads it back), for colour checks.
@@ -169,7 +193,7 @@ TEST(Render, EveryGalleryChartAtItsDefaultSize) {
     EXPECT_GE(size.width, 640) << name;
     EXPECT_GE(size.height, 360) << name;
     expect_png(render(chart, Format::kPng), size.width, size.height, name);
-    expect_svg(render(chart, Format::kSvg), chart_title(chart), name);
+    expect_svg(render(chart, Format::kSvg), chart, name);
   }
 }
 
