@@ -1,0 +1,194 @@
+// Charts drawn once with cairo and written as SVG or PNG (docs/charts.md).
+//
+// The types here know nothing about runs or records: a caller (the board) turns its figures
+// into series of points, distributions or a grid of values and picks a chart kind. Every
+// chart has a title, axis titles with units, a legend when it shows more than one series, and
+// 1-2-5 ticks; missing values (NaN, ±inf, nullopt) are skipped, never drawn as zero.
+//
+// Rendering is deterministic: the same chart and size give byte-identical SVG and PNG on the
+// same build and machine (fonts come from fontconfig, so another font version may differ).
+// Functions here are thread-safe: each call draws on its own cairo surface.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace dyno::chart {
+
+enum class Format { kSvg, kPng };
+
+/// How an axis maps values. Log scales skip values <= 0 (and say so in the chart's note).
+enum class Scale { kLinear, kLog2, kLog10 };
+
+struct Axis {
+  std::string title{};  ///< e.g. "Concurrency"; drawn as "title (unit)"
+  std::string unit{};   ///< e.g. "tok/s", "ms", "W", "requests in flight"
+  Scale scale = Scale::kLinear;
+  /// Ticks at the distinct finite data values (a concurrency ladder 1, 2, 4, …, 1024) instead
+  /// of 1-2-5 or power ticks; labels that would overlap are left out.
+  bool ticks_at_data = false;
+  bool include_zero = false;    ///< linear axes: the range reaches 0 (throughput from zero)
+  std::optional<double> min{};  ///< fixed range ends; data outside is clipped
+  std::optional<double> max{};
+};
+
+/// One data point. `label` is drawn next to the point when not empty (e.g. "c=16").
+struct Point {
+  double x = 0.0;
+  double y = 0.0;
+  std::string label{};
+};
+
+/// A named sequence of points. A non-finite x or y breaks the line there.
+/// `style` picks the palette entry (colour, marker, dash); without it the series gets the
+/// position of its name among the chart's distinct names, in order of first appearance. Pass
+/// the same `style` for the same arm in every chart to keep its colour where arms are absent.
+struct Series {
+  std::string name{};
+  std::vector<Point> points{};
+  std::optional<std::size_t> style{};
+};
+
+/// A shaded x interval, e.g. the measured service window of a run.
+struct Window {
+  double start = 0.0;
+  double end = 0.0;
+  std::string label{};  ///< drawn at the top of the band
+};
+
+/// One plot of a grid (small multiples): e.g. one model, or one cell.
+struct Panel {
+  std::string title{};
+  std::vector<Series> series{};
+  std::vector<Window> windows{};  ///< used by Timeline
+};
+
+/// How panels are laid out: `columns` 0 picks 1-3 columns from the panel count.
+/// Shared scales make panels comparable at a glance; per-panel scales show each one's shape.
+struct Grid {
+  std::size_t columns = 0;
+  bool shared_x = true;
+  bool shared_y = true;
+};
+
+/// Lines with markers over x (points sorted by x), one panel per model: throughput or prefill
+/// vs concurrency. Point labels are drawn when given.
+struct LineChart {
+  std::string title{};
+  std::string subtitle{};
+  std::string note{};  ///< a footnote under the chart
+  Axis x{};
+  Axis y{};
+  std::vector<Panel> panels{};
+  Grid grid{};
+};
+
+/// Serving trade-off: each series' points joined in the given order (e.g. rising concurrency)
+/// and each point labelled (e.g. "c=16"), labels placed so they avoid each other.
+struct TradeOff {
+  std::string title{};
+  std::string subtitle{};
+  std::string note{};
+  Axis x{};
+  Axis y{};
+  std::vector<Panel> panels{};
+  Grid grid{};
+};
+
+/// Lines without markers over time (power W over seconds), with shaded windows per panel.
+struct Timeline {
+  std::string title{};
+  std::string subtitle{};
+  std::string note{};
+  Axis x{};
+  Axis y{};
+  std::vector<Panel> panels{};
+  Grid grid{};
+};
+
+/// A sample of one distribution (e.g. TTFT of every request of one arm in one cell).
+struct Sample {
+  std::string name{};
+  std::vector<double> values{};  ///< any order; non-finite values are dropped
+  std::optional<std::size_t> style{};
+};
+
+struct CdfPanel {
+  std::string title{};
+  std::vector<Sample> samples{};
+};
+
+/// Empirical CDFs: y is the share of values at or below x, in %. Large samples are drawn
+/// through 1001 quantiles (0, 0.1, …, 100 %) so the output size does not grow with n.
+struct Cdf {
+  std::string title{};
+  std::string subtitle{};
+  std::string note{};
+  Axis x{};  ///< e.g. {"TTFT", "ms"}, optionally kLog10
+  std::string y_title = "Requests at or below x";
+  std::vector<CdfPanel> panels{};
+  Grid grid{};
+};
+
+/// How heatmap cells and colour-bar ticks are written: "+12.3%" is {1, true, "%"}.
+struct ValueFormat {
+  int decimals = 1;
+  bool sign = false;     ///< "+" before positive values
+  std::string suffix{};  ///< appended without a space, e.g. "%"
+};
+
+/// A grid of values on a diverging blue–white–orange scale centred on 0 with a symmetric
+/// range (±limit, or ±max |value|), every cell annotated with its value; missing cells are
+/// hatched and marked "n/a". Values beyond the range take the end colours.
+struct Heatmap {
+  std::string title{};
+  std::string subtitle{};
+  std::string note{};
+  std::string row_title{};     ///< e.g. "Model"
+  std::string column_title{};  ///< e.g. "Cell (concurrency)"
+  std::vector<std::string> rows{};
+  std::vector<std::string> columns{};
+  /// values[row][column]; must be rows.size() × columns.size().
+  std::vector<std::vector<std::optional<double>>> values{};
+  ValueFormat format{};
+  std::string scale_title{};     ///< colour-bar title with unit, e.g. "Δ output tok/s, B vs A (%)"
+  std::string positive_label{};  ///< at the top of the colour bar, e.g. "B higher"
+  std::string negative_label{};  ///< at the bottom, e.g. "B lower"
+  std::optional<double> limit{};  ///< fixed symmetric range (shared between heatmaps); > 0
+  /// Without `limit`, the range is ±max(|value|, min_limit): e.g. 5 for percentages, so that
+  /// noise-level deltas stay pale instead of taking the scale's darkest colours.
+  double min_limit = 0.0;
+};
+
+using Chart = std::variant<LineChart, TradeOff, Timeline, Cdf, Heatmap>;
+
+struct Size {
+  int width = 0;
+  int height = 0;
+};
+
+/// Largest width or height render() accepts, in pixels.
+inline constexpr int kMaxSide = 16384;
+
+/// The size a chart reads well at: 960×600 for one panel; small multiples grow the canvas
+/// with the number of rows and columns; heatmaps grow with the number of rows.
+Size default_size(const Chart& chart);
+
+/// Draws the chart and returns the file's bytes: an SVG document (sizes in px, a <title> and
+/// <desc> naming the chart, its axes and series) or a PNG of exactly width × height pixels.
+/// Throws std::invalid_argument for a size outside [64, kMaxSide] or a malformed heatmap,
+/// std::runtime_error when cairo fails.
+std::string render(const Chart& chart, Format format, int width, int height);
+std::string render(const Chart& chart, Format format);  ///< at default_size(chart)
+
+/// Makes an SVG document from render() fit for inlining into HTML next to other charts:
+/// drops the XML declaration and prefixes every id and every reference to one (`id="`,
+/// `href="#`, `url(#`) with `id_prefix` + "-". The prefix must match [A-Za-z][A-Za-z0-9_-]*
+/// (std::invalid_argument otherwise, or when the input does not hold an <svg> element).
+std::string inline_svg(std::string_view svg, std::string_view id_prefix);
+
+}  // namespace dyno::chart

@@ -1,0 +1,692 @@
+// The x/y charts (line, trade-off, timeline, CDF): a grid of panels sharing one legend and
+// one pair of axis titles.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "chart/draw.h"
+#include "chart/scale.h"
+
+namespace dyno::chart::detail {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+bool valid_on(double v, Scale s) { return std::isfinite(v) && (s == Scale::kLinear || v > 0.0); }
+
+// Pixel-snapped coordinate for a 1 px line: crisp in the PNG, harmless in the SVG.
+double snap(double v) { return std::floor(v) + 0.5; }
+
+struct Extent {
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -std::numeric_limits<double>::infinity();
+  bool any() const { return lo <= hi; }
+  void add(double v) {
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  void add(const Extent& e) {
+    if (e.any()) {
+      add(e.lo);
+      add(e.hi);
+    }
+  }
+};
+
+// Maps data values to pixels along one axis.
+struct Mapper {
+  Scale scale = Scale::kLinear;
+  double lo = 0.0;
+  double hi = 1.0;
+  double p0 = 0.0;
+  double p1 = 1.0;
+  double operator()(double v) const {
+    double t = 0.0;
+    if (scale == Scale::kLinear) {
+      t = (v - lo) / (hi - lo);
+    } else {
+      t = (std::log(v) - std::log(lo)) / (std::log(hi) - std::log(lo));
+    }
+    return p0 + t * (p1 - p0);
+  }
+};
+
+struct AxisTicks {
+  double lo = 0.0;
+  double hi = 1.0;
+  std::vector<double> values;
+  std::vector<std::string> labels;
+};
+
+struct PreparedSeries {
+  std::string name;
+  std::size_t style = 0;
+  std::vector<Point> points;  // a point with a NaN coordinate breaks the line
+  std::size_t valid = 0;
+};
+
+struct PreparedPanel {
+  std::string title;
+  std::vector<PreparedSeries> series;
+  std::vector<Window> windows;
+  Extent x;
+  Extent y;
+  std::vector<double> x_values;  // distinct valid x values, for ticks at data
+  std::vector<double> y_values;
+};
+
+struct LegendEntry {
+  std::string name;
+  std::size_t style = 0;
+  bool has_data = false;
+};
+
+bool kind_has_markers(XyKind kind) { return kind == XyKind::kLine || kind == XyKind::kTradeOff; }
+
+double line_width(XyKind kind) {
+  switch (kind) {
+    case XyKind::kTimeline:
+      return 1.6;
+    case XyKind::kCdf:
+      return 2.0;
+    default:
+      return 2.2;
+  }
+}
+
+std::vector<double> distinct_sorted(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+// Styles: explicit, or the position of the series' name among the chart's distinct names.
+std::vector<PreparedPanel> prepare(const XyFigure& f, std::vector<LegendEntry>& legend) {
+  std::vector<std::string> names;
+  const auto auto_style = [&names](const std::string& name) {
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it != names.end()) return static_cast<std::size_t>(it - names.begin());
+    names.push_back(name);
+    return names.size() - 1;
+  };
+  std::vector<PreparedPanel> out;
+  for (const Panel& panel : f.panels) {
+    PreparedPanel p;
+    p.title = panel.title;
+    p.windows = panel.windows;
+    for (const Series& s : panel.series) {
+      PreparedSeries ps;
+      ps.name = s.name;
+      const std::size_t automatic = auto_style(s.name);
+      ps.style = s.style.value_or(automatic);
+      for (const Point& pt : s.points) {
+        const bool vx = valid_on(pt.x, f.x.scale);
+        const bool vy = valid_on(pt.y, f.y.scale);
+        if (f.kind == XyKind::kLine && !std::isfinite(pt.x)) continue;  // cannot be sorted
+        Point q = pt;
+        if (!vx || !vy) {
+          q.y = kNaN;  // a break in the line
+        } else {
+          ++ps.valid;
+          p.x.add(q.x);
+          p.y.add(q.y);
+          p.x_values.push_back(q.x);
+          p.y_values.push_back(q.y);
+        }
+        ps.points.push_back(std::move(q));
+      }
+      if (f.kind == XyKind::kLine) {
+        std::stable_sort(ps.points.begin(), ps.points.end(),
+                         [](const Point& a, const Point& b) { return a.x < b.x; });
+      }
+      const auto it = std::find_if(legend.begin(), legend.end(), [&ps](const LegendEntry& e) {
+        return e.name == ps.name && e.style == ps.style;
+      });
+      if (it == legend.end()) {
+        legend.push_back({ps.name, ps.style, ps.valid > 0});
+      } else {
+        it->has_data = it->has_data || ps.valid > 0;
+      }
+      p.series.push_back(std::move(ps));
+    }
+    p.x_values = distinct_sorted(std::move(p.x_values));
+    p.y_values = distinct_sorted(std::move(p.y_values));
+    out.push_back(std::move(p));
+  }
+  if (out.empty()) out.emplace_back();  // one empty panel that says "no data"
+  return out;
+}
+
+AxisTicks make_ticks(const Axis& axis, Extent data, const std::vector<double>& data_values,
+                     int target) {
+  AxisTicks a;
+  Ticks t;
+  if (axis.scale == Scale::kLinear) {
+    if (axis.include_zero) data.add(0.0);
+    if (!data.any()) data = Extent{0.0, 1.0};
+    t = linear_ticks(data.lo, data.hi, target, axis.min, axis.max);
+    a.labels = format_ticks(t.values, t.step);
+  } else {
+    if (!data.any()) data = Extent{1.0, axis.scale == Scale::kLog2 ? 2.0 : 10.0};
+    t = log_ticks(data.lo, data.hi, axis.scale == Scale::kLog2 ? 2 : 10, target, axis.min,
+                  axis.max);
+    for (double v : t.values) a.labels.push_back(format_compact(v));
+  }
+  a.lo = t.lo;
+  a.hi = t.hi;
+  a.values = t.values;
+  if (axis.ticks_at_data && !data_values.empty()) {
+    a.values.clear();
+    a.labels.clear();
+    for (double v : data_values) {
+      if (v >= a.lo && v <= a.hi) {
+        a.values.push_back(v);
+        a.labels.push_back(format_compact(v));
+      }
+    }
+  }
+  return a;
+}
+
+// X tick labels that fit side by side: fewer ticks are asked for until they fit; for ticks at
+// data values, labels that would touch the previous one are left out (the tick mark stays).
+AxisTicks fit_x_ticks(Canvas& c, const Axis& axis, const Extent& data,
+                      const std::vector<double>& values, double plot_w) {
+  c.set_font(font::kTick);
+  const double gap = 10.0;
+  // Log labels are short (1, 2, 5, 10, …), so they may sit closer.
+  const double spacing = axis.scale == Scale::kLinear ? 80.0 : 50.0;
+  int target = std::clamp(static_cast<int>(plot_w / spacing), 2, 12);
+  for (;; --target) {
+    AxisTicks a = make_ticks(axis, data, values, target);
+    Mapper m{axis.scale, a.lo, a.hi, 0.0, plot_w};
+    std::vector<bool> keep(a.values.size(), true);
+    bool overlap = false;
+    double last_right = -1e300;
+    for (std::size_t i = 0; i < a.values.size(); ++i) {
+      const double w = c.text_width(a.labels[i]);
+      const double left = m(a.values[i]) - w / 2.0;
+      if (left < last_right + gap) {
+        overlap = true;
+        keep[i] = false;
+      } else {
+        last_right = left + w;
+      }
+    }
+    if (!overlap || target <= 2 || axis.ticks_at_data) {
+      for (std::size_t i = 0; i < a.labels.size(); ++i) {
+        if (!keep[i]) a.labels[i].clear();  // tick mark stays, label goes
+      }
+      return a;
+    }
+  }
+}
+
+std::pair<std::size_t, std::size_t> shape(std::size_t n, const Grid& grid) {
+  n = std::max<std::size_t>(n, 1);
+  std::size_t cols = grid.columns;
+  if (cols == 0) {
+    if (n <= 3) {
+      cols = n;
+    } else if (n == 4) {
+      cols = 2;
+    } else {
+      cols = 3;
+    }
+  }
+  cols = std::clamp<std::size_t>(cols, 1, n);
+  return {cols, (n + cols - 1) / cols};
+}
+
+// One legend row layout: swatch, gap, name; entries wrap onto new rows.
+double draw_legend(Canvas& c, const std::vector<LegendEntry>& entries, XyKind kind, double x0,
+                   double y0, double max_w) {
+  c.set_font(font::kLegend);
+  const double swatch = 34.0;
+  const double row_h = c.line_height() + 8.0;
+  double x = x0;
+  double y = y0;
+  for (const LegendEntry& e : entries) {
+    const std::string label =
+        c.ellipsize(e.has_data ? e.name : e.name + " (no data)", max_w - swatch - 8.0);
+    const double w = swatch + 7.0 + c.text_width(label);
+    if (x > x0 && x + w > x0 + max_w) {
+      x = x0;
+      y += row_h;
+    }
+    const SeriesStyle s = series_style(e.style);
+    const double mid = y + row_h / 2.0;
+    c.line(x, mid, x + swatch, mid, s.line, line_width(kind), s.dashes);
+    if (kind_has_markers(kind)) c.marker(s.marker, x + swatch / 2.0, mid, 4.5, s.line, s.hollow);
+    c.text(label, x + swatch + 7.0, mid, HAlign::kLeft, VAlign::kMiddle, colour::kText);
+    x += w + 24.0;
+  }
+  return y + row_h;
+}
+
+struct PanelFrame {
+  Rect cell;
+  Rect plot;
+};
+
+void draw_series_lines(Canvas& c, const PreparedSeries& s, const Mapper& mx, const Mapper& my,
+                       XyKind kind) {
+  const SeriesStyle style = series_style(s.style);
+  cairo_t* cr = c.cr();
+  bool pen_down = false;
+  for (const Point& p : s.points) {
+    if (std::isnan(p.y)) {
+      pen_down = false;
+      continue;
+    }
+    const double px = mx(p.x);
+    const double py = my(p.y);
+    if (pen_down) {
+      cairo_line_to(cr, px, py);
+    } else {
+      cairo_move_to(cr, px, py);
+      pen_down = true;
+    }
+  }
+  c.set_colour(style.line);
+  cairo_set_line_width(cr, line_width(kind));
+  cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+  cairo_set_line_cap(cr, CAIRO_LINE_CAP_BUTT);
+  cairo_set_dash(cr, style.dashes.data(), static_cast<int>(style.dashes.size()), 0.0);
+  cairo_stroke(cr);
+  cairo_set_dash(cr, nullptr, 0, 0.0);
+}
+
+// A point gets a marker when the kind draws markers, or when no line reaches it (an isolated
+// point would otherwise be invisible).
+std::vector<bool> marker_mask(const PreparedSeries& s, XyKind kind) {
+  std::vector<bool> mask(s.points.size(), false);
+  for (std::size_t i = 0; i < s.points.size(); ++i) {
+    if (std::isnan(s.points[i].y)) continue;
+    const bool prev = i > 0 && !std::isnan(s.points[i - 1].y);
+    const bool next = i + 1 < s.points.size() && !std::isnan(s.points[i + 1].y);
+    mask[i] = kind_has_markers(kind) || (!prev && !next);
+  }
+  return mask;
+}
+
+constexpr double kMarkerRadius = 4.5;
+
+// Labels go where they overlap no marker and no other label, trying eight positions around
+// the point. A label that fits nowhere is left out rather than drawn over another: the ends of
+// each series are placed first, so a crowded middle loses labels before the ends do.
+void draw_point_labels(Canvas& c, const PreparedPanel& p, const Mapper& mx, const Mapper& my,
+                       const Rect& bounds) {
+  std::vector<Rect> taken;
+  for (const PreparedSeries& s : p.series) {
+    for (const Point& pt : s.points) {
+      if (std::isnan(pt.y)) continue;
+      const double r = kMarkerRadius + 1.0;
+      taken.push_back({mx(pt.x) - r, my(pt.y) - r, 2.0 * r, 2.0 * r});
+    }
+  }
+  c.set_font(font::kPointLabel);
+  struct Candidate {
+    double dx;
+    double dy;
+    HAlign h;
+    VAlign v;
+  };
+  static constexpr Candidate kCandidates[] = {
+      {7.0, -5.0, HAlign::kLeft, VAlign::kBottom},   {-7.0, -5.0, HAlign::kRight, VAlign::kBottom},
+      {7.0, 5.0, HAlign::kLeft, VAlign::kTop},       {-7.0, 5.0, HAlign::kRight, VAlign::kTop},
+      {10.0, 0.0, HAlign::kLeft, VAlign::kMiddle},   {-10.0, 0.0, HAlign::kRight, VAlign::kMiddle},
+      {0.0, -8.0, HAlign::kCenter, VAlign::kBottom}, {0.0, 8.0, HAlign::kCenter, VAlign::kTop},
+  };
+  struct Job {
+    const Point* point;
+    std::size_t style;
+  };
+  std::vector<Job> jobs;     // the ends of every series first
+  std::vector<Job> middles;  // then the points between
+  for (const PreparedSeries& s : p.series) {
+    std::vector<const Point*> labelled;
+    for (const Point& pt : s.points) {
+      if (!std::isnan(pt.y) && !pt.label.empty()) labelled.push_back(&pt);
+    }
+    if (labelled.empty()) continue;
+    jobs.push_back({labelled.back(), s.style});
+    if (labelled.size() > 1) jobs.push_back({labelled.front(), s.style});
+    for (std::size_t i = 1; i + 1 < labelled.size(); ++i) middles.push_back({labelled[i], s.style});
+  }
+  jobs.insert(jobs.end(), middles.begin(), middles.end());
+  for (const Job& job : jobs) {
+    const double px = mx(job.point->x);
+    const double py = my(job.point->y);
+    for (const Candidate& k : kCandidates) {
+      const Rect box = c.text_box(job.point->label, px + k.dx, py + k.dy, k.h, k.v);
+      if (!bounds.contains(box)) continue;
+      const Rect padded{box.x - 1.0, box.y, box.w + 2.0, box.h};
+      const bool clash = std::any_of(taken.begin(), taken.end(),
+                                     [&padded](const Rect& t) { return t.intersects(padded); });
+      if (clash) continue;
+      taken.push_back(c.text(job.point->label, px + k.dx, py + k.dy, k.h, k.v,
+                             series_style(job.style).text, true));
+      break;
+    }
+  }
+}
+
+void draw_panel(Canvas& c, const XyFigure& f, const PreparedPanel& p, const PanelFrame& frame,
+                const AxisTicks& xt, const AxisTicks& yt) {
+  const Rect& plot = frame.plot;
+  const Mapper mx{f.x.scale, xt.lo, xt.hi, plot.x, plot.right()};
+  const Mapper my{f.y.scale, yt.lo, yt.hi, plot.bottom(), plot.y};
+  cairo_t* cr = c.cr();
+
+  if (!p.title.empty()) {
+    c.set_font(font::kPanelTitle, true);
+    const std::string title = c.ellipsize(p.title, frame.cell.w - 8.0);
+    c.text(title, plot.x + plot.w / 2.0, frame.cell.y, HAlign::kCenter, VAlign::kTop,
+           colour::kText);
+  }
+
+  // Shaded windows under everything else; their labels go on top of the data (below).
+  struct Band {
+    double a;
+    double b;
+    const std::string* label;
+  };
+  std::vector<Band> bands;
+  for (const Window& w : p.windows) {
+    if (!valid_on(w.start, f.x.scale) || !valid_on(w.end, f.x.scale)) continue;
+    const double a = std::clamp(mx(std::min(w.start, w.end)), plot.x, plot.right());
+    const double b = std::clamp(mx(std::max(w.start, w.end)), plot.x, plot.right());
+    if (b <= a) continue;
+    c.fill_rect({a, plot.y, b - a, plot.h}, {0.55, 0.55, 0.55}, 0.14);
+    bands.push_back({a, b, &w.label});
+  }
+  const auto label_bands = [&] {
+    c.set_font(font::kPointLabel);
+    for (const Band& band : bands) {
+      if (band.label->empty()) continue;
+      c.text(c.ellipsize(*band.label, plot.right() - band.a - 8.0), band.a + 4.0, plot.y + 3.0,
+             HAlign::kLeft, VAlign::kTop, colour::kMuted, true);
+    }
+  };
+
+  // Grid lines and ticks.
+  c.set_font(font::kTick);
+  for (std::size_t i = 0; i < yt.values.size(); ++i) {
+    const double y = snap(my(yt.values[i]));
+    c.line(plot.x, y, plot.right(), y, colour::kGrid, 1.0);
+    c.line(plot.x - 4.0, y, plot.x, y, colour::kAxis, 1.0);
+    c.text(yt.labels[i], plot.x - 7.0, y, HAlign::kRight, VAlign::kMiddle, colour::kText);
+  }
+  for (std::size_t i = 0; i < xt.values.size(); ++i) {
+    const double x = snap(mx(xt.values[i]));
+    c.line(x, plot.y, x, plot.bottom(), colour::kGrid, 1.0);
+    c.line(x, plot.bottom(), x, plot.bottom() + 4.0, colour::kAxis, 1.0);
+    if (!xt.labels[i].empty()) {
+      c.text(xt.labels[i], x, plot.bottom() + 6.0, HAlign::kCenter, VAlign::kTop, colour::kText);
+    }
+  }
+  c.stroke_rect({snap(plot.x), snap(plot.y), std::round(plot.w), std::round(plot.h)},
+                {0.72, 0.72, 0.72}, 1.0);
+  c.line(snap(plot.x), snap(plot.bottom()), snap(plot.right()), snap(plot.bottom()), colour::kAxis,
+         1.0);
+  c.line(snap(plot.x), snap(plot.y), snap(plot.x), snap(plot.bottom()), colour::kAxis, 1.0);
+
+  // Data, clipped a marker's width beyond the frame (fixed ranges may cut data).
+  bool any_data = false;
+  for (const PreparedSeries& s : p.series) any_data = any_data || s.valid > 0;
+  if (!any_data) {
+    c.set_font(font::kAxisTitle);
+    c.text("no data", plot.x + plot.w / 2.0, plot.y + plot.h / 2.0, HAlign::kCenter,
+           VAlign::kMiddle, colour::kMuted);
+    label_bands();
+    return;
+  }
+  cairo_save(cr);
+  const double slack = kMarkerRadius + 2.0;
+  cairo_rectangle(cr, plot.x - slack, plot.y - slack, plot.w + 2.0 * slack, plot.h + 2.0 * slack);
+  cairo_clip(cr);
+  for (const PreparedSeries& s : p.series) draw_series_lines(c, s, mx, my, f.kind);
+  for (const PreparedSeries& s : p.series) {
+    const SeriesStyle style = series_style(s.style);
+    const std::vector<bool> mask = marker_mask(s, f.kind);
+    for (std::size_t i = 0; i < s.points.size(); ++i) {
+      if (mask[i]) {
+        c.marker(style.marker, mx(s.points[i].x), my(s.points[i].y), kMarkerRadius, style.line,
+                 style.hollow);
+      }
+    }
+  }
+  cairo_restore(cr);
+  label_bands();
+  draw_point_labels(c, p, mx, my, {plot.x + 1.0, plot.y + 1.0, plot.w - 2.0, plot.h - 2.0});
+}
+
+// `dropped` counts values removed before the figure was built (CDF samples).
+void add_log_note(XyFigure& f, std::size_t dropped) {
+  for (const Panel& p : f.panels) {
+    for (const Series& s : p.series) {
+      for (const Point& pt : s.points) {
+        const bool bad_x = f.x.scale != Scale::kLinear && std::isfinite(pt.x) && pt.x <= 0.0;
+        const bool bad_y = f.y.scale != Scale::kLinear && std::isfinite(pt.y) && pt.y <= 0.0;
+        if (bad_x || bad_y) ++dropped;
+      }
+    }
+  }
+  if (dropped > 0) {
+    f.notes.push_back(std::to_string(dropped) + (dropped == 1 ? " value" : " values") +
+                      " at or below 0 not shown on the log axis.");
+  }
+}
+
+template <typename XyChart>
+XyFigure from_xy(const XyChart& chart, XyKind kind) {
+  XyFigure f;
+  f.kind = kind;
+  f.title = chart.title;
+  f.subtitle = chart.subtitle;
+  if (!chart.note.empty()) f.notes.push_back(chart.note);
+  f.x = chart.x;
+  f.y = chart.y;
+  f.panels = chart.panels;
+  f.grid = chart.grid;
+  add_log_note(f, 0);
+  return f;
+}
+
+// Type-7 quantile of an ascending sample, q in [0, 1].
+double quantile_sorted(const std::vector<double>& v, double q) {
+  const double h = static_cast<double>(v.size() - 1) * q;
+  const double lo_d = std::floor(h);
+  const auto lo = static_cast<std::size_t>(lo_d);
+  if (lo + 1 >= v.size()) return v.back();
+  return v[lo] + (v[lo + 1] - v[lo]) * (h - lo_d);
+}
+
+}  // namespace
+
+std::pair<std::size_t, std::size_t> grid_shape(std::size_t panels, const Grid& grid) {
+  return shape(panels, grid);
+}
+
+XyFigure to_figure(const LineChart& chart) { return from_xy(chart, XyKind::kLine); }
+XyFigure to_figure(const TradeOff& chart) { return from_xy(chart, XyKind::kTradeOff); }
+XyFigure to_figure(const Timeline& chart) { return from_xy(chart, XyKind::kTimeline); }
+
+// Small samples are drawn as exact steps (every value a riser); from 2000 values on, through
+// 1001 quantiles, which is indistinguishable at chart resolution and keeps the SVG small.
+XyFigure to_figure(const Cdf& chart) {
+  XyFigure f;
+  f.kind = XyKind::kCdf;
+  f.title = chart.title;
+  f.subtitle = chart.subtitle;
+  if (!chart.note.empty()) f.notes.push_back(chart.note);
+  f.x = chart.x;
+  f.x.ticks_at_data = false;
+  f.y = Axis{chart.y_title, "%", Scale::kLinear, false, true, 0.0, 100.0};
+  f.grid = chart.grid;
+  std::size_t dropped = 0;
+  for (const CdfPanel& cp : chart.panels) {
+    Panel panel;
+    panel.title = cp.title;
+    for (const Sample& sample : cp.samples) {
+      std::vector<double> v;
+      v.reserve(sample.values.size());
+      for (double x : sample.values) {
+        if (!std::isfinite(x)) continue;
+        if (f.x.scale != Scale::kLinear && x <= 0.0) {
+          ++dropped;
+          continue;
+        }
+        v.push_back(x);
+      }
+      std::sort(v.begin(), v.end());
+      Series s;
+      s.name = sample.name;
+      s.style = sample.style;
+      const std::size_t n = v.size();
+      if (n > 0 && n < 2000) {
+        s.points.reserve(2 * n);
+        const double dn = static_cast<double>(n);
+        s.points.push_back({v[0], 0.0, {}});
+        for (std::size_t i = 0; i < n; ++i) {
+          if (i > 0) s.points.push_back({v[i], 100.0 * static_cast<double>(i) / dn, {}});
+          s.points.push_back({v[i], 100.0 * static_cast<double>(i + 1) / dn, {}});
+        }
+      } else if (n > 0) {
+        s.points.reserve(1001);
+        for (int k = 0; k <= 1000; ++k) {
+          const double q = k / 1000.0;
+          s.points.push_back({quantile_sorted(v, q), q * 100.0, {}});
+        }
+      }
+      panel.series.push_back(std::move(s));
+    }
+    f.panels.push_back(std::move(panel));
+  }
+  add_log_note(f, dropped);
+  return f;
+}
+
+void draw_xy(Canvas& c, const XyFigure& f, double width, double height) {
+  c.fill_rect({0.0, 0.0, width, height}, colour::kWhite);
+  std::vector<LegendEntry> legend;
+  const std::vector<PreparedPanel> panels = prepare(f, legend);
+
+  double top = draw_header(c, f.title, f.subtitle, width);
+  c.set_font(font::kAxisTitle);
+  const double axis_title_h = c.line_height();
+  const double grid_left = kMargin + axis_title_h + 6.0;
+  if (legend.size() > 1) {
+    top = draw_legend(c, legend, f.kind, grid_left, top, width - grid_left - kMargin);
+  }
+  top += 6.0;
+  double bottom = draw_notes(c, f.notes, width, height);
+  bottom -= axis_title_h + 6.0;
+  const double x_title_y = bottom + 4.0;
+
+  const auto [cols, rows] = shape(panels.size(), f.grid);
+  const Rect grid{grid_left, top, width - kMargin - grid_left, bottom - top};
+  const double cell_w = grid.w / static_cast<double>(cols);
+  const double cell_h = grid.h / static_cast<double>(rows);
+
+  bool any_title = false;
+  for (const PreparedPanel& p : panels) any_title = any_title || !p.title.empty();
+  c.set_font(font::kPanelTitle, true);
+  const double title_h = any_title ? c.line_height() + 4.0 : 0.0;
+  c.set_font(font::kTick);
+  const double tick_h = c.line_height();
+  const double plot_h_px =
+      std::max(10.0, cell_h - title_h - 8.0 - (6.0 + tick_h) - (rows > 1 ? 14.0 : 2.0));
+
+  // Shared scales use every panel's data; per-panel scales only their own.
+  Extent all_x;
+  Extent all_y;
+  std::vector<double> all_xv;
+  std::vector<double> all_yv;
+  for (const PreparedPanel& p : panels) {
+    all_x.add(p.x);
+    all_y.add(p.y);
+    all_xv.insert(all_xv.end(), p.x_values.begin(), p.x_values.end());
+    all_yv.insert(all_yv.end(), p.y_values.begin(), p.y_values.end());
+  }
+  all_xv = distinct_sorted(std::move(all_xv));
+  all_yv = distinct_sorted(std::move(all_yv));
+
+  const int y_target = std::clamp(static_cast<int>(plot_h_px / 60.0), 2, 8);
+  std::vector<AxisTicks> yticks;
+  double ytick_w = 0.0;
+  c.set_font(font::kTick);
+  for (const PreparedPanel& p : panels) {
+    yticks.push_back(f.grid.shared_y ? make_ticks(f.y, all_y, all_yv, y_target)
+                                     : make_ticks(f.y, p.y, p.y_values, y_target));
+    for (const std::string& l : yticks.back().labels) ytick_w = std::max(ytick_w, c.text_width(l));
+  }
+  const double right_pad = cols > 1 ? 18.0 : 14.0;
+  const double plot_w_px = std::max(10.0, cell_w - ytick_w - 10.0 - right_pad);
+
+  std::vector<PanelFrame> frames;
+  double plot_left_min = width;
+  double plot_right_max = 0.0;
+  for (std::size_t i = 0; i < panels.size(); ++i) {
+    const std::size_t col = i % cols;
+    const std::size_t row = i / cols;
+    PanelFrame fr;
+    fr.cell = {grid.x + cell_w * static_cast<double>(col),
+               grid.y + cell_h * static_cast<double>(row), cell_w, cell_h};
+    fr.plot = {fr.cell.x + ytick_w + 10.0, fr.cell.y + title_h + 8.0, plot_w_px, plot_h_px};
+    plot_left_min = std::min(plot_left_min, fr.plot.x);
+    plot_right_max = std::max(plot_right_max, fr.plot.right());
+    frames.push_back(fr);
+  }
+  for (std::size_t i = 0; i < panels.size(); ++i) {
+    const PreparedPanel& p = panels[i];
+    const AxisTicks xt = f.grid.shared_x ? fit_x_ticks(c, f.x, all_x, all_xv, plot_w_px)
+                                         : fit_x_ticks(c, f.x, p.x, p.x_values, plot_w_px);
+    draw_panel(c, f, p, frames[i], xt, yticks[i]);
+  }
+
+  // Axis titles, once for the grid.
+  c.set_font(font::kAxisTitle);
+  const std::string x_title = c.ellipsize(axis_label(f.x), width - 2.0 * kMargin);
+  c.text(x_title, (plot_left_min + plot_right_max) / 2.0, x_title_y, HAlign::kCenter, VAlign::kTop,
+         colour::kText);
+  const std::string y_title = c.ellipsize(axis_label(f.y), grid.h);
+  const double first_plot_mid = frames.front().plot.y + frames.front().plot.h / 2.0;
+  c.text_vertical(y_title, kMargin + axis_title_h / 2.0,
+                  rows == 1 ? first_plot_mid : grid.y + grid.h / 2.0, colour::kText);
+}
+
+double draw_header(Canvas& c, const std::string& title, const std::string& subtitle, double width) {
+  double y = kMargin - 2.0;
+  if (!title.empty()) {
+    c.set_font(font::kTitle, true);
+    c.text(c.ellipsize(title, width - 2.0 * kMargin), kMargin, y, HAlign::kLeft, VAlign::kTop,
+           colour::kText);
+    y += c.line_height() + 2.0;
+  }
+  if (!subtitle.empty()) {
+    c.set_font(font::kSubtitle);
+    c.text(c.ellipsize(subtitle, width - 2.0 * kMargin), kMargin, y, HAlign::kLeft, VAlign::kTop,
+           colour::kMuted);
+    y += c.line_height() + 2.0;
+  }
+  return y + 4.0;
+}
+
+double draw_notes(Canvas& c, const std::vector<std::string>& notes, double width, double height) {
+  c.set_font(font::kNote);
+  const double lh = c.line_height() + 2.0;
+  double y = height - kMargin + 4.0;
+  for (auto it = notes.rbegin(); it != notes.rend(); ++it) {
+    c.text(c.ellipsize(*it, width - 2.0 * kMargin), kMargin, y, HAlign::kLeft, VAlign::kBottom,
+           colour::kMuted);
+    y -= lh;
+  }
+  return y - 2.0;
+}
+
+}  // namespace dyno::chart::detail

@@ -1,0 +1,438 @@
+#include "chart/chart.h"
+
+#include <cairo.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <regex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "chart/palette.h"
+#include "chart/scale.h"
+#include "gallery.h"
+
+namespace dyno::chart {
+namespace {
+
+constexpr std::string_view kPngSignature = "\x89PNG\r\n\x1a\n";
+
+std::uint32_t be32(const std::string& s, std::size_t at) {
+  std::uint32_t v = 0;
+  for (std::size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(s[at + i]);
+  return v;
+}
+
+// The PNG signature, then the IHDR chunk (length 13) with width and height.
+void expect_png(const std::string& png, int width, int height, const std::string& what) {
+  ASSERT_GT(png.size(), 33u) << what;
+  EXPECT_EQ(png.substr(0, 8), kPngSignature) << what;
+  EXPECT_EQ(be32(png, 8), 13u) << what;
+  EXPECT_EQ(png.substr(12, 4), "IHDR") << what;
+  EXPECT_EQ(be32(png, 16), static_cast<std::uint32_t>(width)) << what;
+  EXPECT_EQ(be32(png, 20), static_cast<std::uint32_t>(height)) << what;
+  EXPECT_EQ(png.substr(png.size() - 8, 4), "IEND") << what;
+}
+
+// Start tags and end tags pair up (a stack), ignoring declarations and comments; the root is
+// <svg>. Returns an empty string when balanced, else what is wrong.
+std::string balance_error(const std::string& xml) {
+  std::vector<std::string> stack;
+  bool root_seen = false;
+  std::size_t i = 0;
+  while ((i = xml.find('<', i)) != std::string::npos) {
+    if (xml.compare(i, 4, "<!--") == 0) {
+      i = xml.find("-->", i);
+      if (i == std::string::npos) return "unterminated comment";
+      continue;
+    }
+    const std::size_t end = xml.find('>', i);
+    if (end == std::string::npos) return "unterminated tag at " + std::to_string(i);
+    const std::string tag = xml.substr(i + 1, end - i - 1);
+    i = end + 1;
+    if (tag.empty()) return "empty tag";
+    if (tag[0] == '?' || tag[0] == '!') continue;
+    if (tag[0] == '/') {
+      const std::string name = tag.substr(1);
+      if (stack.empty() || stack.back() != name) return "unexpected </" + name + ">";
+      stack.pop_back();
+      continue;
+    }
+    const std::string name = tag.substr(0, tag.find_first_of(" \t\n/"));
+    if (stack.empty()) {
+      if (root_seen) return "second root element <" + name + ">";
+      if (name != "svg") return "root element is <" + name + ">";
+      root_seen = true;
+    }
+    if (tag.back() != '/') stack.push_back(name);
+  }
+  if (!root_seen) return "no root element";
+  if (!stack.empty()) return "unclosed <" + stack.back() + ">";
+  return "";
+}
+
+std::string escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '&') {
+      out += "&amp;";
+    } else if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else if (c == '"') {
+      out += "&quot;";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string chart_title(const Chart& chart) {
+  return std::visit([](const auto& c) { return c.title; }, chart);
+}
+
+// Axis titles (with units) as the SVG's <desc> names them; none for heatmaps.
+std::vector<std::string> axis_texts(const Chart& chart) {
+  return std::visit(
+      [](const auto& c) -> std::vector<std::string> {
+        using T = std::decay_t<decltype(c)>;
+        if constexpr (std::is_same_v<T, Heatmap>) {
+          return {};
+        } else if constexpr (std::is_same_v<T, Cdf>) {
+          return {"x axis: " + axis_label(c.x), "y axis: " + c.y_title + " (%)"};
+        } else {
+          return {"x axis: " + axis_label(c.x), "y axis: " + axis_label(c.y)};
+        }
+      },
+      chart);
+}
+
+void expect_svg(const std::string& svg, const Chart& chart, const std::string& what) {
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u) << what;
+  const std::string inlined = inline_svg(svg, "t");
+  EXPECT_EQ(inlined.rfind("<svg", 0), 0u) << what;
+  EXPECT_EQ(balance_error(inlined), "") << what;
+  EXPECT_NE(svg.find("<title>" + escaped(chart_title(chart)) + "</title>"), std::string::npos)
+      << what;
+  for (const std::string& text : axis_texts(chart)) {
+    EXPECT_NE(svg.find(escaped(text)), std::string::npos) << what << ": " << text;
+  }
+}
+
+// Decoded pixels of a PNG (cairo reads it back), for colour checks.
+struct Pixels {
+  int width = 0;
+  int height = 0;
+  std::vector<std::uint32_t> rgb;  // 0xRRGGBB
+
+  explicit Pixels(const std::string& png) {
+    struct Reader {
+      const std::string* data;
+      std::size_t at;
+    } reader{&png, 0};
+    const auto read = [](void* closure, unsigned char* out, unsigned int length) {
+      auto* r = static_cast<Reader*>(closure);
+      if (r->at + length > r->data->size()) return CAIRO_STATUS_READ_ERROR;
+      std::memcpy(out, r->data->data() + r->at, length);
+      r->at += length;
+      return CAIRO_STATUS_SUCCESS;
+    };
+    cairo_surface_t* s = cairo_image_surface_create_from_png_stream(read, &reader);
+    if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
+      cairo_surface_destroy(s);
+      throw std::runtime_error("PNG does not decode");
+    }
+    width = cairo_image_surface_get_width(s);
+    height = cairo_image_surface_get_height(s);
+    const int stride = cairo_image_surface_get_stride(s);
+    const unsigned char* data = cairo_image_surface_get_data(s);
+    for (int y = 0; y < height; ++y) {
+      for (int x = 0; x < width; ++x) {
+        std::uint32_t px = 0;
+        std::memcpy(&px, data + y * stride + x * 4, 4);
+        rgb.push_back(px & 0xFFFFFFu);
+      }
+    }
+    cairo_surface_destroy(s);
+  }
+
+  // Grey pixels (r = g = b) in [lo, hi].
+  std::size_t count_grey(std::uint32_t lo, std::uint32_t hi) const {
+    std::size_t n = 0;
+    for (std::uint32_t p : rgb) {
+      const std::uint32_t r = p >> 16;
+      const std::uint32_t g = (p >> 8) & 0xFFu;
+      const std::uint32_t b = p & 0xFFu;
+      n += (r == g && g == b && r >= lo && r <= hi) ? 1 : 0;
+    }
+    return n;
+  }
+
+  std::size_t count(Rgb c) const {
+    const auto to8 = [](double v) { return static_cast<std::uint32_t>(v * 255.0 + 0.5); };
+    const std::uint32_t want = (to8(c.r) << 16) | (to8(c.g) << 8) | to8(c.b);
+    std::size_t n = 0;
+    for (std::uint32_t p : rgb) n += p == want ? 1 : 0;
+    return n;
+  }
+};
+
+TEST(Render, EveryGalleryChartAtItsDefaultSize) {
+  auto charts = gallery::realistic();
+  for (auto& c : gallery::degenerate()) charts.push_back(std::move(c));
+  for (const auto& [name, chart] : charts) {
+    const Size size = default_size(chart);
+    EXPECT_GE(size.width, 640) << name;
+    EXPECT_GE(size.height, 360) << name;
+    expect_png(render(chart, Format::kPng), size.width, size.height, name);
+    expect_svg(render(chart, Format::kSvg), chart, name);
+  }
+}
+
+// The smallest and largest boards: 1 model × 1 cell and 10 models × 8 cells, every kind, at
+// sizes from tiny to large; the PNG is exactly the size asked for.
+TEST(Render, OneByOneToTenByEightAtRequestedSizes) {
+  const std::vector<std::pair<std::string, Chart>> charts = {
+      {"line 1x1", gallery::throughput(1, 1)},
+      {"line 10x8", gallery::throughput(10, 8)},
+      {"prefill 10x8", gallery::prefill(10, 8)},
+      {"tradeoff 1x1", gallery::trade_off(1, 1)},
+      {"tradeoff 10x8", gallery::trade_off(10, 8)},
+      {"heatmap 1x1", gallery::delta_heatmap(1, 1)},
+      {"heatmap 10x8", gallery::delta_heatmap(10, 8)},
+      {"cdf 1 cell", gallery::latency_cdf(1, 50)},
+      {"cdf 8 cells", gallery::latency_cdf(8, 200)},
+      {"power 1 cell", gallery::power_timeline(1)},
+      {"power 8 cells", gallery::power_timeline(8)},
+  };
+  const std::vector<Size> sizes = {{64, 64}, {320, 200}, {960, 600}, {1700, 1300}, {3000, 400}};
+  for (const auto& [name, chart] : charts) {
+    for (const Size& s : sizes) {
+      const std::string what =
+          name + " at " + std::to_string(s.width) + "x" + std::to_string(s.height);
+      expect_png(render(chart, Format::kPng, s.width, s.height), s.width, s.height, what);
+      const std::string svg = render(chart, Format::kSvg, s.width, s.height);
+      EXPECT_NE(svg.find("width=\"" + std::to_string(s.width) + "px\""), std::string::npos) << what;
+      EXPECT_EQ(balance_error(inline_svg(svg, "p")), "") << what;
+    }
+  }
+}
+
+TEST(Render, SmallMultiplesGrowTheCanvas) {
+  const Size one = default_size(gallery::throughput(1, 9));
+  const Size ten = default_size(gallery::throughput(10, 8));
+  EXPECT_EQ(one.width, 960);
+  EXPECT_EQ(one.height, 600);
+  EXPECT_GT(ten.width, one.width);
+  EXPECT_GT(ten.height, one.height);
+  const Size rows10 = default_size(gallery::delta_heatmap(10, 8));
+  const Size rows40 = default_size(gallery::delta_heatmap(40, 8));
+  EXPECT_GT(rows40.height, rows10.height);
+}
+
+TEST(Render, SvgNamesTitleAxesAndSeries) {
+  const std::string svg = render(gallery::throughput(2, 9), Format::kSvg);
+  EXPECT_NE(svg.find("<title>Output throughput vs concurrency</title>"), std::string::npos);
+  EXPECT_NE(svg.find("x axis: Concurrency (requests in flight)"), std::string::npos);
+  EXPECT_NE(svg.find("y axis: Aggregate output (tok/s)"), std::string::npos);
+  EXPECT_NE(svg.find("Series: A, B."), std::string::npos);
+  EXPECT_NE(svg.find("Panels: Llama-3.1-8B-Instruct, Qwen2.5-7B-Instruct."), std::string::npos);
+  const std::string heat = render(gallery::delta_heatmap(2, 3), Format::kSvg);
+  EXPECT_NE(heat.find("Colour: Δ output tok/s (%)."), std::string::npos);
+  EXPECT_NE(heat.find("Columns (Cell (concurrency)): c=1, c=2, c=4."), std::string::npos);
+  Heatmap special;
+  special.title = "a < b & \"c\"";
+  EXPECT_NE(render(special, Format::kSvg).find("<title>a &lt; b &amp; &quot;c&quot;</title>"),
+            std::string::npos);
+}
+
+TEST(Render, LogAxisSaysWhatItLeftOut) {
+  const auto charts = gallery::degenerate();
+  for (const auto& [name, chart] : charts) {
+    if (name != "degenerate_cdf") continue;
+    const std::string svg = render(chart, Format::kSvg);
+    EXPECT_NE(svg.find("2 values at or below 0 not shown on the log axis."), std::string::npos);
+  }
+}
+
+TEST(Render, IsDeterministic) {
+  const auto charts = gallery::realistic();
+  std::vector<std::string> first;
+  for (const auto& [name, chart] : charts) {
+    first.push_back(render(chart, Format::kSvg));
+    first.push_back(render(chart, Format::kPng));
+  }
+  // Again, in reverse order, so no state carried from one render to the next can hide.
+  for (std::size_t i = charts.size(); i-- > 0;) {
+    EXPECT_EQ(render(charts[i].second, Format::kPng), first[2 * i + 1]) << charts[i].first;
+    EXPECT_EQ(render(charts[i].second, Format::kSvg), first[2 * i]) << charts[i].first;
+  }
+}
+
+// Each render owns its surface; cairo's process-wide counters must not leak into the bytes.
+TEST(Render, ConcurrentRendersMatchSerialOnes) {
+  const std::vector<Chart> charts = {gallery::throughput(3, 9), gallery::delta_heatmap(4, 4),
+                                     gallery::latency_cdf(2, 300), gallery::power_timeline(1)};
+  std::vector<std::string> serial;
+  for (const Chart& c : charts) {
+    serial.push_back(render(c, Format::kSvg, 800, 500));
+    serial.push_back(render(c, Format::kPng, 800, 500));
+  }
+  std::vector<std::string> parallel(serial.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < charts.size(); ++i) {
+    threads.emplace_back([&, i] {
+      for (int round = 0; round < 3; ++round) {
+        parallel[2 * i] = render(charts[i], Format::kSvg, 800, 500);
+        parallel[2 * i + 1] = render(charts[i], Format::kPng, 800, 500);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (std::size_t i = 0; i < serial.size(); ++i) EXPECT_EQ(parallel[i], serial[i]) << i;
+}
+
+TEST(Render, LargeSamplesDoNotGrowTheSvg) {
+  const std::string small = render(gallery::latency_cdf(1, 3000), Format::kSvg);
+  const std::string large = render(gallery::latency_cdf(1, 100000), Format::kSvg);
+  EXPECT_LT(large.size(), small.size() * 3 / 2);
+}
+
+TEST(Render, RejectsBadSizesAndMalformedHeatmaps) {
+  const Chart line = gallery::throughput(1, 3);
+  EXPECT_THROW(render(line, Format::kPng, 63, 600), std::invalid_argument);
+  EXPECT_THROW(render(line, Format::kSvg, 960, 0), std::invalid_argument);
+  EXPECT_THROW(render(line, Format::kPng, kMaxSide + 1, 600), std::invalid_argument);
+  Heatmap h = gallery::delta_heatmap(3, 4);
+  h.values[1].pop_back();
+  try {
+    render(h, Format::kPng);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("row 1 has 3 values for 4 column labels"),
+              std::string::npos)
+        << e.what();
+  }
+  h = gallery::delta_heatmap(3, 4);
+  h.rows.pop_back();
+  EXPECT_THROW(render(h, Format::kSvg), std::invalid_argument);
+  h = gallery::delta_heatmap(3, 4);
+  h.format.decimals = -1;
+  EXPECT_THROW(render(h, Format::kSvg), std::invalid_argument);
+}
+
+LineChart single_series(const std::string& name, std::optional<std::size_t> style) {
+  LineChart c;
+  c.title = "t";
+  c.x = Axis{.title = "x", .unit = "s"};
+  c.y = Axis{.title = "y", .unit = "W"};
+  c.panels.push_back({"", {{name, {{0, 0, {}}, {1, 1, {}}, {2, 4, {}}}, style}}, {}});
+  return c;
+}
+
+TEST(Palette, SeriesKeepTheirStyleAcrossCharts) {
+  const Rgb blue = series_style(0).line;
+  const Rgb orange = series_style(1).line;
+  // Without a style, the first name of a chart is blue.
+  const Pixels automatic(render(single_series("B", std::nullopt), Format::kPng, 400, 300));
+  EXPECT_GT(automatic.count(blue), 50u);
+  EXPECT_EQ(automatic.count(orange), 0u);
+  // With style 1, arm B stays orange even alone.
+  const Pixels fixed(render(single_series("B", 1), Format::kPng, 400, 300));
+  EXPECT_GT(fixed.count(orange), 50u);
+  EXPECT_EQ(fixed.count(blue), 0u);
+}
+
+TEST(Palette, HeatmapUsesBothEndsOfTheDivergingScale) {
+  Heatmap h;
+  h.title = "t";
+  h.rows = {"m"};
+  h.columns = {"lower", "higher", "missing", "zero"};
+  h.values = {{-10.0, 10.0, std::nullopt, 0.0}};
+  const Pixels px(render(h, Format::kPng, 960, 600));
+  EXPECT_GT(px.count(diverging(-1.0)), 500u);
+  EXPECT_GT(px.count(diverging(1.0)), 500u);
+  EXPECT_GT(px.count(diverging(0.0)), 500u);
+  // The missing cell is hatched grey: compare with the same grid where it has a value.
+  h.values[0][2] = 0.0;
+  const Pixels complete(render(h, Format::kPng, 960, 600));
+  EXPECT_GT(px.count_grey(170, 240), complete.count_grey(170, 240) + 3000);
+}
+
+TEST(InlineSvg, PrefixesIdsAndReferences) {
+  const std::string svg =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10px\">\n"
+      "<defs><g><symbol id=\"glyph0-1\"><path d=\"M 0 0\"/></symbol></g>"
+      "<clipPath id='clip1'><rect/></clipPath></defs>"
+      "<use xlink:href=\"#glyph0-1\" x=\"1\"/><use href=\"#glyph0-1\"/>"
+      "<g clip-path=\"url(#clip1)\" data-id=\"keep\" fill=\"url('#clip1')\"><rect/></g>"
+      "<a href=\"https://example.org/#x\">link</a></svg>\n";
+  const std::string out = inline_svg(svg, "chart3");
+  EXPECT_EQ(out,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10px\">\n"
+            "<defs><g><symbol id=\"chart3-glyph0-1\"><path d=\"M 0 0\"/></symbol></g>"
+            "<clipPath id='chart3-clip1'><rect/></clipPath></defs>"
+            "<use xlink:href=\"#chart3-glyph0-1\" x=\"1\"/><use href=\"#chart3-glyph0-1\"/>"
+            "<g clip-path=\"url(#chart3-clip1)\" data-id=\"keep\" fill=\"url('#chart3-clip1')\">"
+            "<rect/></g><a href=\"https://example.org/#x\">link</a></svg>\n");
+}
+
+std::set<std::string> ids_of(const std::string& svg) {
+  std::set<std::string> ids;
+  const std::regex id_re("\\sid=\"([^\"]*)\"");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), id_re); it != std::sregex_iterator();
+       ++it) {
+    ids.insert((*it)[1].str());
+  }
+  return ids;
+}
+
+TEST(InlineSvg, ChartsOnOnePageShareNoIds) {
+  const std::string a = inline_svg(render(gallery::throughput(2, 9), Format::kSvg), "a");
+  const std::string b = inline_svg(render(gallery::delta_heatmap(3, 4), Format::kSvg), "b");
+  const std::set<std::string> ids_a = ids_of(a);
+  const std::set<std::string> ids_b = ids_of(b);
+  ASSERT_FALSE(ids_a.empty());
+  ASSERT_FALSE(ids_b.empty());
+  for (const std::string& id : ids_a) {
+    EXPECT_EQ(id.rfind("a-", 0), 0u) << id;
+    EXPECT_EQ(ids_b.count(id), 0u) << id;
+  }
+  // Every reference points at an id of the same chart.
+  const std::regex ref_re("(?:href=\"#|url\\(#)([^\")]*)");
+  std::size_t refs = 0;
+  for (const std::string* s : {&a, &b}) {
+    const std::set<std::string>& ids = s == &a ? ids_a : ids_b;
+    for (auto it = std::sregex_iterator(s->begin(), s->end(), ref_re); it != std::sregex_iterator();
+         ++it) {
+      ++refs;
+      EXPECT_EQ(ids.count((*it)[1].str()), 1u) << (*it)[1].str();
+    }
+  }
+  EXPECT_GT(refs, 10u);
+  EXPECT_EQ(a.find("<?xml"), std::string::npos);
+}
+
+TEST(InlineSvg, RejectsBadPrefixesAndInputs) {
+  const std::string svg = render(gallery::throughput(1, 2), Format::kSvg);
+  EXPECT_THROW(inline_svg(svg, ""), std::invalid_argument);
+  EXPECT_THROW(inline_svg(svg, "1chart"), std::invalid_argument);
+  EXPECT_THROW(inline_svg(svg, "a b"), std::invalid_argument);
+  EXPECT_THROW(inline_svg(svg, "a\"b"), std::invalid_argument);
+  EXPECT_NO_THROW(inline_svg(svg, "Chart_1-x"));
+  EXPECT_THROW(inline_svg("<html></html>", "a"), std::invalid_argument);
+  EXPECT_THROW(inline_svg("<?xml version=\"1.0\"", "a"), std::invalid_argument);
+  EXPECT_EQ(inline_svg("  <svg/>", "a"), "<svg/>");
+}
+
+}  // namespace
+}  // namespace dyno::chart
