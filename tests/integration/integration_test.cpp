@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "integration/process.h"
+#include "integration/record_check.h"
 #include "record/record_schema.h"
 #include "workload/stream_test_util.h"
 
@@ -43,23 +44,6 @@ json::object read_json(const fs::path& path) {
 
 std::int64_t i64(const json::value& v) { return v.is_null() ? -1 : v.to_number<std::int64_t>(); }
 
-/// Every record under `runs_root` (each run directory, each campaign file) conforms to the
-/// schemas of docs/schema/ (record::validate_run_dir); each problem is a test failure.
-void expect_records_conform(const fs::path& runs_root) {
-  if (!fs::is_directory(runs_root)) return;
-  for (const auto& e : fs::directory_iterator(runs_root)) {
-    std::vector<dyno::record::SchemaProblem> problems;
-    if (e.path().filename() == "campaigns") {
-      for (const auto& c : fs::directory_iterator(e.path())) {
-        for (auto& p : dyno::record::validate_campaign_file(c.path())) problems.push_back(p);
-      }
-    } else {
-      problems = dyno::record::validate_run_dir(e.path());
-    }
-    for (const auto& p : problems) ADD_FAILURE() << e.path().string() << ": " << p.to_string();
-  }
-}
-
 struct Outcome {
   int exit_code = -1;
   std::string out;
@@ -76,7 +60,7 @@ class Integration : public ::testing::Test {
     fs::create_directories(dir_);
   }
   void TearDown() override {
-    expect_records_conform(dir_ / "runs");  // whatever the test ran, its records conform
+    dyno::testing::expect_records_conform(dir_ / "runs");  // whatever the test ran, its records conform
     if (!HasFailure()) fs::remove_all(dir_);
   }
 
