@@ -26,7 +26,8 @@ boost::json::object distribution_to_json(const metrics::Distribution& d);
 boost::json::object trace_to_json(const metrics::Trace& trace, bool keep_event_times);
 
 /// Reads a requests.jsonl object back (inverse of trace_to_json). Throws std::runtime_error
-/// naming the key on a malformed object.
+/// naming the key on a malformed object. To read a run directory's requests, use
+/// read_requests (record_reader.h): it checks the record's schema_version first.
 metrics::Trace trace_from_json(const boost::json::object& obj);
 
 /// The figures part of summary.json (everything but identity keys added by the caller).

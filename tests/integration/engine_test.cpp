@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "integration/process.h"
+#include "integration/record_check.h"
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -70,6 +71,7 @@ class Engines : public ::testing::Test {
     fs::create_directories(dir_);
   }
   void TearDown() override {
+    dyno::testing::expect_records_conform(dir_ / "runs");  // docs/schema/
     if (!HasFailure()) fs::remove_all(dir_);
   }
 

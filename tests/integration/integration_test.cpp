@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "integration/process.h"
+#include "integration/record_check.h"
+#include "record/record_schema.h"
 #include "workload/stream_test_util.h"
 
 namespace fs = std::filesystem;
@@ -58,6 +60,7 @@ class Integration : public ::testing::Test {
     fs::create_directories(dir_);
   }
   void TearDown() override {
+    dyno::testing::expect_records_conform(dir_ / "runs");  // whatever the test ran, its records conform
     if (!HasFailure()) fs::remove_all(dir_);
   }
 
@@ -745,7 +748,7 @@ TEST_F(Integration, ServerCountersSitBesideTheClientsFigures) {
   // Both snapshots are evidence, listed with their digests.
   const auto manifest = read_json(o.run_dir / "manifest.json");
   const auto& evidence = manifest.at("evidence").as_array();
-  ASSERT_EQ(evidence.size(), 2u);
+  ASSERT_EQ(evidence.size(), 3u);  // the two snapshots and the gauge series
   for (const auto& e : evidence) {
     const fs::path file = o.run_dir / std::string(e.at("path").as_string());
     ASSERT_TRUE(fs::exists(file));
@@ -837,6 +840,67 @@ TEST_F(Integration, NonStreamedResponsesCarryServerTimings) {
   // The engine's decode rate exists where the client's cannot (one "event" per body).
   EXPECT_EQ(timings.at("decode_rate_per_user").at("count").as_int64(), 4);
   EXPECT_EQ(o.summary.at("rates_tok_s").at("decode_rate_per_user").at("count").as_int64(), 0);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// The record schemas (docs/schema/) against records the binary wrote. Every test's records are
+// checked in TearDown (expect_records_conform); these check what the schemas catch.
+
+namespace {
+
+TEST_F(Integration, ARecordWithAPlantedFaultFailsItsSchema) {
+  const Outcome o = run_dyno({"-n", "4", "-c", "2", "--output-tokens", "4"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_TRUE(dyno::record::validate_run_dir(o.run_dir).empty());
+  const fs::path copy = dir_ / "planted";  // outside runs/: TearDown must not see it
+  fs::copy(o.run_dir, copy, fs::copy_options::recursive);
+  json::object manifest = read_json(copy / "manifest.json");
+  manifest["engine"].as_object()["launch_line"] = "vllm serve";  // a key no schema knows
+  std::ofstream(copy / "manifest.json") << json::serialize(manifest);
+  json::object summary = read_json(copy / "summary.json");
+  summary["latency_ms"].as_object()["ttft"].as_object()["p50"] = "12 ms";  // a type error
+  std::ofstream(copy / "summary.json") << json::serialize(summary);
+  std::string problems;
+  for (const auto& p : dyno::record::validate_run_dir(copy)) problems += p.to_string() + "\n";
+  EXPECT_NE(problems.find("manifest.json: /engine/launch_line: unexpected key `launch_line`"),
+            std::string::npos)
+      << problems;
+  EXPECT_NE(
+      problems.find("summary.json: /latency_ms/ttft/p50: expected number or null, found string"),
+      std::string::npos)
+      << problems;
+}
+
+TEST_F(Integration, ARunKilledBySecondSignalLeavesARecordThatConforms) {
+  // The second Ctrl-C exits at once: the manifest still says running, no summary.json.
+  Child c({DYNO_BINARY, "run", "-q", "--runs-root", (dir_ / "runs").string(), "--duration", "60",
+           "-c", "2", "--output-tokens", "64"},
+          (dir_ / "run.out").string(), (dir_ / "run.err").string());
+  fs::path run_dir;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (fs::exists(dir_ / "runs")) {
+      for (const auto& e : fs::directory_iterator(dir_ / "runs")) run_dir = e.path();
+    }
+    if (!run_dir.empty() && fs::exists(run_dir / "requests.jsonl") &&
+        !read_jsonl(run_dir / "requests.jsonl").empty()) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(run_dir.empty());
+  c.signal(SIGINT);
+  c.signal(SIGINT);
+  EXPECT_EQ(c.wait(std::chrono::seconds(30)), 130) << c.err();
+  if (read_json(run_dir / "manifest.json").at("status").as_string() == "running") {
+    EXPECT_FALSE(fs::exists(run_dir / "summary.json"));
+  }
+  // Whichever way the race went (the first signal may have finished the run), it conforms;
+  // TearDown checks it again with every other record.
+  const auto problems = dyno::record::validate_run_dir(run_dir);
+  for (const auto& p : problems) ADD_FAILURE() << p.to_string();
 }
 
 }  // namespace
