@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "json/json_text.h"
@@ -68,6 +69,14 @@ void write_file_atomic(const fs::path& path, std::string_view bytes) {
     throw RecordError("cannot rename " + tmp.string() + " to " + path.string() + ": " +
                       errno_text());
   }
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw RecordError("cannot read " + path.string() + ": " + errno_text());
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw RecordError("cannot read " + path.string() + ": " + errno_text());
+  return text;
 }
 
 std::string sha256_hex(std::string_view bytes) {
@@ -191,18 +200,21 @@ void RunWriter::finalize(const std::vector<metrics::Trace>& traces) {
     body += '\n';
   }
   write_file_atomic(dir_ / "requests.jsonl", body);
+  write_sha256sums(dir_);
+}
 
+void write_sha256sums(const fs::path& dir) {
   std::vector<std::string> names;
-  for (const auto& entry : fs::recursive_directory_iterator(dir_)) {
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
     if (!entry.is_regular_file()) continue;
-    const std::string rel = fs::relative(entry.path(), dir_).generic_string();
+    const std::string rel = fs::relative(entry.path(), dir).generic_string();
     if (rel == "SHA256SUMS" || rel.ends_with(".tmp")) continue;
     names.push_back(rel);
   }
   std::sort(names.begin(), names.end());
   std::string sums;
-  for (const auto& name : names) sums += sha256_hex_file(dir_ / name) + "  " + name + "\n";
-  write_file_atomic(dir_ / "SHA256SUMS", sums);
+  for (const auto& name : names) sums += sha256_hex_file(dir / name) + "  " + name + "\n";
+  write_file_atomic(dir / "SHA256SUMS", sums);
 }
 
 }  // namespace dyno::record
