@@ -14,7 +14,6 @@
 #include <set>
 #include <system_error>
 #include <thread>
-#include <type_traits>
 
 #include "json/json_text.h"
 #include "record/run_writer.h"

@@ -2,7 +2,6 @@
 
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
-#include <map>
 #include <optional>
 #include <set>
 #include <sstream>

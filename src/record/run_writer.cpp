@@ -15,6 +15,7 @@
 
 #include "json/json_text.h"
 #include "record/record_json.h"
+#include "record/scrub.h"
 
 namespace dyno::record {
 
@@ -130,7 +131,9 @@ RunWriter::~RunWriter() {
 }
 
 void RunWriter::write_json(const std::string& name, const boost::json::value& value) {
-  write_text(name, pretty_json(value));
+  boost::json::value safe = value;
+  redact_secrets(safe);  // a safety net: no writer should hand a secret to the record
+  write_text(name, pretty_json(safe));
 }
 
 void RunWriter::write_text(const std::string& name, std::string_view text) {

@@ -52,7 +52,7 @@ class RunWriter {
 
   const std::filesystem::path& dir() const { return dir_; }
 
-  /// Atomically writes <dir>/<name> as pretty JSON.
+  /// Atomically writes <dir>/<name> as pretty JSON, secrets redacted (redact_secrets()).
   void write_json(const std::string& name, const boost::json::value& value);
   /// Atomically writes <dir>/<name> (e.g. "evidence/x.txt"; parent dirs are created).
   void write_text(const std::string& name, std::string_view text);

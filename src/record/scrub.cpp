@@ -5,7 +5,6 @@
 #include <boost/json/parse.hpp>
 #include <cctype>
 #include <functional>
-#include <map>
 #include <random>
 #include <sstream>
 #include <string_view>
@@ -968,6 +967,16 @@ void require_verified(const fs::path& dir) {
 }
 
 }  // namespace
+
+std::vector<std::string> redact_secrets(json::value& doc) {
+  ScrubPolicy secrets_only;
+  secrets_only.hosts = secrets_only.ports = secrets_only.paths = false;
+  secrets_only.containers = secrets_only.volumes = false;
+  secrets_only.gpu_uuids = UuidRule::kKeep;
+  std::set<std::string> changed;
+  Scrubber(secrets_only, json::object()).scrub_json(doc, changed);
+  return {changed.begin(), changed.end()};
+}
 
 ScrubOutcome scrub_run_dir(const fs::path& dir, const ScrubPolicy& policy, bool dry_run) {
   require_verified(dir);

@@ -109,6 +109,12 @@ ScrubOutcome scrub_run_dir(const std::filesystem::path& dir, const ScrubPolicy& 
 ScrubOutcome publish_run(const std::filesystem::path& run_dir,
                          const std::filesystem::path& out_root, const ScrubPolicy& policy);
 
+/// Removes secrets from a JSON document whatever the policy (values of secret keys, secret
+/// flags' values in argument lists, credentials in headers, URLs and NAME=value text); returns
+/// the JSON Pointers it changed. RunWriter applies it to every JSON file it writes, as a
+/// safety net: nothing should carry a secret there in the first place.
+std::vector<std::string> redact_secrets(boost::json::value& doc);
+
 /// True when a key names a secret (api_key, authorization, cookie, token, password, …):
 /// such values are scrubbed whatever the policy, and writers must never record them.
 bool is_secret_key(std::string_view key);

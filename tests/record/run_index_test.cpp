@@ -471,3 +471,12 @@ TEST(RunVerify, ChecksEvidenceDigestsAndRequestLines) {
   EXPECT_TRUE(
       mentions(p, "requests:requests.jsonl:1 line(s) are not JSON objects (first: line 2)"));
 }
+
+TEST(RunDirectories, CreationIsExclusiveBetweenWriters) {
+  // Two processes can never share a run directory: creating it is one mkdir, and a second
+  // writer with the same id fails instead of writing into the first one's directory.
+  TempDir tmp;
+  dyno::record::RunWriter first(tmp.path(), "20261129T214815Z-3fa9c1", false);
+  EXPECT_THROW(dyno::record::RunWriter(tmp.path(), "20261129T214815Z-3fa9c1", false),
+               dyno::record::RecordError);
+}

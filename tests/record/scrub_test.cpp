@@ -421,3 +421,26 @@ TEST(Scrub, SecretKeys) {
     EXPECT_FALSE(dyno::record::is_secret_key(k)) << k;
   }
 }
+
+TEST(Scrub, RedactSecretsTouchesNothingElse) {
+  json::value doc = sensitive_manifest();
+  const auto changed = dyno::record::redact_secrets(doc);
+  EXPECT_EQ(changed,
+            (std::vector<std::string>{"/engine/engine_args/api_key", "/engine/launch_line/11",
+                                      "/engine/launch_line/16"}));
+  EXPECT_EQ(S(doc.at("engine").at("engine_args").at("api_key")), "<scrubbed:secret>");
+  EXPECT_EQ(S(doc.at("hardware").at("host")), kHost);
+  EXPECT_EQ(S(doc.at("model").at("id")), "/data/alice/models/Llama-3.1-8B-Instruct");
+  EXPECT_EQ(S(doc.at("engine").at("reached").at("port")), "8000");
+}
+
+TEST(Scrub, TheRunWriterNeverWritesASecretKeyedValue) {
+  TempDir tmp;
+  dyno::record::RunWriter writer(tmp.path(), "20261129T214815Z-3fa9c1", false);
+  writer.write_json("manifest.json", sensitive_manifest());
+  const std::string text = dyno::record::read_file(writer.dir() / "manifest.json");
+  for (const char* s : {"sk-in-args-0001", "hf_launch_0002", "sk-flag-0003"}) {
+    EXPECT_EQ(text.find(s), std::string::npos) << s;
+  }
+  EXPECT_NE(text.find(kHost), std::string::npos);  // not a secret: scrubbed on publishing only
+}
