@@ -617,8 +617,10 @@ RunsCli::RunsCli(CLI::App& app) {
                      "replace GPU UUIDs by sha256:<hex> instead of dropping them");
   publish_->add_flag("--scrub-prompt-hashes", o_.scrub_prompt_hashes,
                      "also scrub the request stream's sha256");
-  publish_->add_option("--scrub-string", o_.scrub_strings,
-                       "a literal string to scrub wherever it occurs (repeatable)");
+  publish_
+      ->add_option("--scrub-string", o_.scrub_strings,
+                   "a literal string to scrub wherever it occurs (repeatable)")
+      ->allow_extra_args(false);  // one string per --scrub-string: run ids may follow
   publish_->add_option("--policy", o_.policy_file,
                        "a JSON policy file: {keep, gpu_uuids, prompt_hashes, strings}; flags "
                        "given as well apply on top");

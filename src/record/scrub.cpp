@@ -6,6 +6,7 @@
 #include <cctype>
 #include <functional>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string_view>
 #include <system_error>
@@ -671,7 +672,7 @@ bool Scrubber::scrub_text_with(std::string& text, bool paths) const {
     scrub_uuid_patterns(text, [this](const std::string& u) { return uuid_replacement(u); });
   }
   if (paths) scrub_paths(text);
-  for (const auto& s : policy_.strings) replace_word(text, s, scrub_marker("string"), false);
+  for (const auto& s : policy_.strings) replace_word(text, s, scrub_marker("string"), true);
   return text != before;
 }
 
@@ -743,7 +744,11 @@ bool Scrubber::scrub_args(json::array& args, const std::string& pointer,
 
 void Scrubber::walk(json::value& v, const std::string& pointer, const std::string& key,
                     std::set<std::string>& changed) const {
-  if (pointer == "/scrubbed_fields") return;
+  // The record's own bookkeeping: what was scrubbed, and which evidence file has which digest.
+  static const std::regex kBookkeeping(R"(^/scrubbed_fields$|^/evidence/[0-9]+/(path|sha256)$)");
+  if (pointer.starts_with("/scrubbed_fields") || pointer.starts_with("/evidence/")) {
+    if (std::regex_match(pointer, kBookkeeping)) return;
+  }
   const std::string k = normalize_key(key);
   const auto replace = [&](const std::string& with) {
     v = json::value(with);
@@ -810,7 +815,7 @@ void Scrubber::walk(json::value& v, const std::string& pointer, const std::strin
       for (const auto& h : hostnames_) did |= replace_word(text, h, scrub_marker("host"), true);
       for (const auto& u : uuids_) did |= replace_word(text, u, uuid_replacement(u), false);
       for (const auto& s : policy_.strings)
-        did |= replace_word(text, s, scrub_marker("string"), false);
+        did |= replace_word(text, s, scrub_marker("string"), true);
     } else if (pointer == "/engine/reached/path") {  // a URL path, not a file path
       did = scrub_text_with(text, false);
     } else {

@@ -34,8 +34,10 @@ struct ScrubPolicy {
   bool containers = true;  ///< container names, ids and labels
   bool volumes = true;     ///< volumes and mounts
   UuidRule gpu_uuids = UuidRule::kDrop;
-  bool prompt_hashes = false;        ///< the request stream's sha256 (breaks duplicate checks)
-  std::vector<std::string> strings;  ///< literal strings scrubbed wherever they occur
+  bool prompt_hashes = false;  ///< the request stream's sha256 (breaks duplicate checks)
+  /// Literal strings scrubbed wherever they occur as a whole word (not inside a longer name
+  /// of letters, digits, '-' and '_').
+  std::vector<std::string> strings;
 };
 
 /// The categories `--keep` and a policy file's "keep" accept: hosts, ports, paths,

@@ -444,3 +444,23 @@ TEST(Scrub, TheRunWriterNeverWritesASecretKeyedValue) {
   }
   EXPECT_NE(text.find(kHost), std::string::npos);  // not a secret: scrubbed on publishing only
 }
+
+TEST(Scrub, LiteralStringsMatchWholeWordsAndLeaveTheBookkeepingAlone) {
+  TempDir tmp;
+  const fs::path dir = write_sensitive(tmp.path());
+  ScrubPolicy p;
+  p.strings = {"a", "engine", "alice"};  // "engine" is also the evidence file's name
+  dyno::record::scrub_run_dir(dir, p);
+  const json::object m = read_json(dir / "manifest.json");
+  EXPECT_EQ(S(m.at("evidence").at(0).at("path")), "evidence/engine.log");
+  EXPECT_EQ(S(m.at("engine").at("reached").at("kind")), "launched");  // no "a" inside words
+  EXPECT_EQ(S(m.at("warnings").at(0).at("code")), "engine_slow");     // '_' joins a word
+  const auto rep = dyno::record::verify_run_dir(dir);
+  EXPECT_TRUE(rep.ok()) << (rep.ok() ? "" : rep.problems.front().message);
+  const Scrubber s(p, m);
+  std::string text = "malice and alice, a cat, 'engine' and engines";
+  s.scrub_text(text);
+  EXPECT_EQ(text,
+            "malice and <scrubbed:string>, <scrubbed:string> cat, '<scrubbed:string>' and "
+            "engines");
+}
