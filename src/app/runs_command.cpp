@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <boost/json.hpp>
+#include <memory>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -122,6 +123,20 @@ fs::path existing_root(const std::string& root) {
   return root;
 }
 
+/// The index of a runs root, brought up to date; where index.sqlite cannot be written (a
+/// read-only copy), one built in memory, with a warning.
+std::unique_ptr<record::RunIndex> synced_index(const fs::path& root, std::ostream& err) {
+  std::unique_ptr<record::RunIndex> index;
+  try {
+    index = std::make_unique<record::RunIndex>(root, err);
+  } catch (const record::IndexError& e) {
+    err << "dyno: warning: " << e.what() << "; listing from the run directories instead\n";
+    return record::RunIndex::in_memory(root);
+  }
+  index->sync();
+  return index;
+}
+
 int cmd_list(const RunsOptions& o, std::ostream& out, std::ostream& err) {
   record::RunFilter f = o.filter;
   f.limit = o.limit;
@@ -137,9 +152,7 @@ int cmd_list(const RunsOptions& o, std::ostream& out, std::ostream& err) {
                        "' is not a date; use YYYY-MM-DD, optionally with THH:MM:SS (UTC)");
     }
   }
-  record::RunIndex index(existing_root(o.runs_root), err);
-  index.sync();
-  const std::vector<record::RunRow> rows = index.list(f);
+  const std::vector<record::RunRow> rows = synced_index(existing_root(o.runs_root), err)->list(f);
   if (o.json) {
     json::array a;
     for (const auto& r : rows) a.push_back(record::row_to_json(r));
@@ -169,9 +182,7 @@ int cmd_show(const RunsOptions& o, std::ostream& out, std::ostream& err) {
   std::optional<record::RunRow> row;
   std::error_code ec;
   if (fs::equivalent(dir.parent_path(), o.runs_root, ec)) {
-    record::RunIndex index(o.runs_root, err);
-    index.sync();
-    row = index.find(dir.filename().string());
+    row = synced_index(o.runs_root, err)->find(dir.filename().string());
   }
   if (!row) row = record::read_run_row(dir);
   if (o.json) {

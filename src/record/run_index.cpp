@@ -525,6 +525,26 @@ RunIndex::RunIndex(const fs::path& runs_root, std::ostream& warnings,
   }
 }
 
+RunIndex::RunIndex(const fs::path& runs_root)
+    : root_(runs_root), file_(runs_root / (std::string(kIndexFileName) + " (in memory)")) {
+  if (sqlite3_open_v2(":memory:", &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    sqlite3_close(db_);
+    throw IndexError("cannot open an index in memory");
+  }
+  rebuilt_ = true;
+  create_schema();
+  rebuild();
+}
+
+std::unique_ptr<RunIndex> RunIndex::in_memory(const fs::path& runs_root) {
+  std::error_code ec;
+  if (!fs::is_directory(runs_root, ec)) {
+    throw IndexError("runs root " + runs_root.string() + " does not exist");
+  }
+  return std::unique_ptr<RunIndex>(new RunIndex(runs_root));
+}
+
 RunIndex::~RunIndex() { sqlite3_close(db_); }
 
 void RunIndex::open_checked(std::ostream& warnings) {

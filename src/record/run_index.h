@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <stdexcept>
@@ -129,6 +130,9 @@ class RunIndex {
   /// index cannot be made.
   RunIndex(const std::filesystem::path& runs_root, std::ostream& warnings,
            const std::string& indexing_run = "");
+  /// An index in memory only, built from the directories: for a runs root where
+  /// index.sqlite cannot be written (a read-only copy of published records).
+  static std::unique_ptr<RunIndex> in_memory(const std::filesystem::path& runs_root);
   ~RunIndex();
   RunIndex(const RunIndex&) = delete;
   RunIndex& operator=(const RunIndex&) = delete;
@@ -156,6 +160,7 @@ class RunIndex {
   std::string integrity() const;
 
  private:
+  explicit RunIndex(const std::filesystem::path& runs_root);  // in memory
   void open_checked(std::ostream& warnings);
   void create_schema();
   void write_rows(const std::vector<RunRow>& rows, const std::vector<std::string>& drop,

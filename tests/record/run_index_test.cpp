@@ -480,3 +480,14 @@ TEST(RunDirectories, CreationIsExclusiveBetweenWriters) {
   EXPECT_THROW(dyno::record::RunWriter(tmp.path(), "20261129T214815Z-3fa9c1", false),
                dyno::record::RecordError);
 }
+
+TEST(RunIndex, AnIndexInMemoryListsAReadOnlyRootWithoutWritingToIt) {
+  TempDir tmp;
+  write_three(tmp.path());
+  const auto index = RunIndex::in_memory(tmp.path());
+  EXPECT_EQ(index->ids().size(), 3u);
+  EXPECT_EQ(index->find("20261115T100000Z-bbbbbb-fr")->engine_name, "sglang");
+  EXPECT_FALSE(fs::exists(tmp.path() / "index.sqlite"));
+  EXPECT_FALSE(fs::exists(tmp.path() / "index.lock"));
+  EXPECT_THROW(RunIndex::in_memory(tmp.path() / "missing"), dyno::record::IndexError);
+}
