@@ -139,19 +139,17 @@ void scrub_secrets(std::string& s) {
       i = v;
     }
   }
-  // "Bearer <token>" / "Basic <credentials>" anywhere.
-  for (std::string_view scheme : {"bearer ", "basic "}) {
-    for (std::size_t i = 0; i < s.size(); ++i) {
-      if (!ieq_at(s, i, scheme) || (i > 0 && is_alnum(s[i - 1]))) continue;
-      std::size_t v = i + scheme.size();
-      while (v < s.size() && s[v] == ' ') ++v;
-      std::size_t e = v;
-      while (e < s.size() &&
-             (is_alnum(s[e]) || std::string_view("-._~+/=").find(s[e]) != std::string_view::npos)) {
-        ++e;
-      }
-      if (e > v) i = splice(s, v, e, secret) - 1;
+  // "Bearer <token>" anywhere (a token: 8 or more token characters, so prose survives).
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (!ieq_at(s, i, "bearer ") || (i > 0 && is_alnum(s[i - 1]))) continue;
+    std::size_t v = i + 7;
+    while (v < s.size() && s[v] == ' ') ++v;
+    std::size_t e = v;
+    while (e < s.size() &&
+           (is_alnum(s[e]) || std::string_view("-._~+/=").find(s[e]) != std::string_view::npos)) {
+      ++e;
     }
+    if (e - v >= 8) i = splice(s, v, e, secret) - 1;
   }
   // NAME=VALUE, NAME: VALUE after a quoted NAME, and --NAME VALUE, for secret names.
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -195,8 +193,6 @@ void scrub_secrets(std::string& s) {
 struct TextRules {
   bool hosts = false;
   bool ports = false;
-  bool paths = false;
-  bool uuid_patterns = false;  ///< GPU-… / MIG-… identifiers
 };
 
 /// host[:port] at s[pos..end): replaces what the rules ask; returns the new end.

@@ -346,6 +346,11 @@ TEST(Scrub, FreeTextRules) {
             "--hf-token <scrubbed:secret> --token=<scrubbed:secret>");
   EXPECT_EQ(scrub("GET /v1/models?access_token=abc&x=1"),
             "GET /v1/models?access_token=<scrubbed:secret>&x=1");
+  EXPECT_EQ(scrub("curl -H \"Authorization: Bearer abc\" -d '{\"x\": 1}'"),
+            "curl -H \"Authorization: <scrubbed:secret>\" -d '{\"x\": 1}'");
+  EXPECT_EQ(scrub("headers={'authorization': 'Bearer sk-abcdefgh'}"),
+            "headers={'authorization': '<scrubbed:secret>'}");
+  EXPECT_EQ(scrub("a basic profile; the bearer of news"), "a basic profile; the bearer of news");
   EXPECT_EQ(scrub("set first_token=12 max_tokens=5 tokens=7"),
             "set first_token=12 max_tokens=5 tokens=7");
   // Hosts and ports.
