@@ -10,6 +10,7 @@
 #include "app/import_command.h"
 #include "app/protocols.h"
 #include "app/run_command.h"
+#include "app/runs_command.h"
 #include "app/sim_command.h"
 #include "app/stream_command.h"
 #include "dyno/build_info.h"
@@ -302,6 +303,7 @@ int main(int argc, char** argv) {
   CLI::App* stream_import = stream->add_subcommand(
       "import", "turn a data set (ShareGPT, a CSV/JSONL table, image questions) into a stream");
   add_import_flags(*stream_import, import_options);
+  dyno::app::RunsCli runs_cli(app);  // dyno runs list|show|diff|verify|rm|reindex|publish
 
   try {
     app.parse(argc, argv);
@@ -325,6 +327,7 @@ int main(int argc, char** argv) {
     if (sim->parsed()) return dyno::app::sim_command(sim_options);
     if (doctor->parsed()) return dyno::app::doctor_command(doctor_options);
     if (stream_import->parsed()) return dyno::app::import_command(import_options);
+    if (runs_cli.parsed()) return runs_cli.execute(std::cout, std::cerr);
     if (stream_make->parsed()) {
       return dyno::app::stream_make_command(stream_make_options, std::cout);
     }

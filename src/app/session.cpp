@@ -23,6 +23,7 @@
 #include "engine/spec.h"
 #include "record/model_identity.h"
 #include "record/record_json.h"
+#include "record/run_index.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
 #include "sim/server.h"
@@ -734,6 +735,7 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
                                    {"measured_start_ns", result.measured_start_ns}};
   writer.write_json("manifest.json", manifest);
   writer.finalize(result.traces);
+  record::index_finished_run(o.runs_root, writer.dir(), std::cerr);  // a warning if it fails
   out.traces = std::move(result.traces);
 
   if (cell.print_summary) {

@@ -10,10 +10,12 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "json/json_text.h"
 #include "record/record_json.h"
+#include "record/scrub.h"
 
 namespace dyno::record {
 
@@ -70,6 +72,14 @@ void write_file_atomic(const fs::path& path, std::string_view bytes) {
   }
 }
 
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw RecordError("cannot read " + path.string() + ": " + errno_text());
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw RecordError("cannot read " + path.string() + ": " + errno_text());
+  return text;
+}
+
 std::string sha256_hex(std::string_view bytes) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned len = 0;
@@ -121,7 +131,9 @@ RunWriter::~RunWriter() {
 }
 
 void RunWriter::write_json(const std::string& name, const boost::json::value& value) {
-  write_text(name, pretty_json(value));
+  boost::json::value safe = value;
+  redact_secrets(safe);  // a safety net: no writer should hand a secret to the record
+  write_text(name, pretty_json(safe));
 }
 
 void RunWriter::write_text(const std::string& name, std::string_view text) {
@@ -191,18 +203,21 @@ void RunWriter::finalize(const std::vector<metrics::Trace>& traces) {
     body += '\n';
   }
   write_file_atomic(dir_ / "requests.jsonl", body);
+  write_sha256sums(dir_);
+}
 
+void write_sha256sums(const fs::path& dir) {
   std::vector<std::string> names;
-  for (const auto& entry : fs::recursive_directory_iterator(dir_)) {
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
     if (!entry.is_regular_file()) continue;
-    const std::string rel = fs::relative(entry.path(), dir_).generic_string();
+    const std::string rel = fs::relative(entry.path(), dir).generic_string();
     if (rel == "SHA256SUMS" || rel.ends_with(".tmp")) continue;
     names.push_back(rel);
   }
   std::sort(names.begin(), names.end());
   std::string sums;
-  for (const auto& name : names) sums += sha256_hex_file(dir_ / name) + "  " + name + "\n";
-  write_file_atomic(dir_ / "SHA256SUMS", sums);
+  for (const auto& name : names) sums += sha256_hex_file(dir / name) + "  " + name + "\n";
+  write_file_atomic(dir / "SHA256SUMS", sums);
 }
 
 }  // namespace dyno::record

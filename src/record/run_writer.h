@@ -27,9 +27,16 @@ class RecordError : public std::runtime_error {
 /// a reader sees the old file or the new one, never a torn one. Throws RecordError.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
 
+/// The whole contents of a file; throws RecordError naming the path when unreadable.
+std::string read_file(const std::filesystem::path& path);
+
 std::string sha256_hex(std::string_view bytes);
 /// SHA-256 of a file's contents; throws RecordError when unreadable.
 std::string sha256_hex_file(const std::filesystem::path& path);
+
+/// Writes <dir>/SHA256SUMS ("<hex>  <path>" lines, sorted by path) over every regular file of
+/// the directory tree except SHA256SUMS itself and temporary "*.tmp" files.
+void write_sha256sums(const std::filesystem::path& dir);
 
 /// Owns <runs_root>/<run_id>/. Thread-safety: append_request() may be called from any thread
 /// (it only enqueues; a background thread serializes and appends, so the event loop never
@@ -45,7 +52,7 @@ class RunWriter {
 
   const std::filesystem::path& dir() const { return dir_; }
 
-  /// Atomically writes <dir>/<name> as pretty JSON.
+  /// Atomically writes <dir>/<name> as pretty JSON, secrets redacted (redact_secrets()).
   void write_json(const std::string& name, const boost::json::value& value);
   /// Atomically writes <dir>/<name> (e.g. "evidence/x.txt"; parent dirs are created).
   void write_text(const std::string& name, std::string_view text);

@@ -1,0 +1,35 @@
+// `dyno runs verify`: is a run directory intact and readable?
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace dyno::record {
+
+/// One thing wrong with a record.
+struct VerifyProblem {
+  std::string check;  ///< "sha256sums", "files", "manifest", "summary", "requests", "evidence"
+  std::string path;   ///< the file concerned, relative to the run directory ("" for the whole)
+  std::string message;
+};
+
+struct VerifyReport {
+  std::filesystem::path dir;
+  std::size_t files_checked = 0;  ///< files whose digest was compared
+  std::vector<VerifyProblem> problems;
+  bool ok() const { return problems.empty(); }
+};
+
+/// Checks a run directory: SHA256SUMS exists, every line names a file of the directory whose
+/// digest matches, and no file besides SHA256SUMS is unlisted; manifest.json and summary.json
+/// parse as JSON objects with a known schema_version and agree with the directory's name and
+/// each other; every requests.jsonl line parses; every evidence file the manifest lists exists
+/// with its digest. Never throws for a bad record (that is what the report is for).
+/// `schema`: also hold manifest, summary, request and telemetry lines to docs/schema/ (check
+/// "schema"); without it only integrity and readability are checked (what scrubbing requires
+/// before it re-signs a record).
+VerifyReport verify_run_dir(const std::filesystem::path& dir, bool schema = true);
+
+}  // namespace dyno::record

@@ -1,0 +1,1022 @@
+#include "record/scrub.h"
+
+#include <algorithm>
+#include <array>
+#include <boost/json/parse.hpp>
+#include <cctype>
+#include <functional>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string_view>
+#include <system_error>
+
+#include "json/json_text.h"
+#include "record/record_json.h"
+#include "record/run_verify.h"
+#include "record/run_writer.h"
+
+namespace dyno::record {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::string_view kMarkerPrefix = "<scrubbed:";
+constexpr std::string_view kHashPrefix = "sha256:";
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+/// A key or flag name in one spelling: lower case, '-' as '_', leading dashes dropped.
+std::string normalize_key(std::string_view key) {
+  while (!key.empty() && key.front() == '-') key.remove_prefix(1);
+  std::string out = lower(key);
+  std::replace(out.begin(), out.end(), '-', '_');
+  return out;
+}
+
+bool is_marker(std::string_view s) { return s.starts_with(kMarkerPrefix); }
+
+bool one_of(std::string_view s, std::initializer_list<std::string_view> set) {
+  return std::find(set.begin(), set.end(), s) != set.end();
+}
+
+bool is_alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_hex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
+bool is_host_char(char c) { return is_alnum(c) || c == '-' || c == '_'; }
+
+bool is_loopback(std::string_view host) {
+  std::string h = lower(host);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  return h == "localhost" || h.starts_with("127.") || h == "::1" || h == "0.0.0.0" || h == "::";
+}
+
+bool host_key(const std::string& k) {
+  return one_of(k, {"host", "hostname", "host_name", "node", "node_name", "nodename"});
+}
+bool port_key(const std::string& k) {
+  return one_of(k, {"port", "ports", "host_port", "published_ports"});
+}
+bool container_key(const std::string& k) {
+  return one_of(k, {"container", "container_name", "container_id", "containers", "labels",
+                    "container_labels"});
+}
+bool volume_key(const std::string& k) {
+  return one_of(k, {"volume", "volumes", "mounts", "binds", "bind_mounts"});
+}
+bool uuid_key(const std::string& k) { return one_of(k, {"uuid", "gpu_uuid", "gpu_uuids"}); }
+bool prompt_hash_key(const std::string& k) {
+  return one_of(k, {"prompt_sha256", "prompt_hash", "prompt_hashes"});
+}
+/// Generated text is the engine's output, not the harness's: only literal strings (host
+/// names, UUIDs, --scrub-string) are replaced in it, no pattern.
+bool content_key(const std::string& k) { return one_of(k, {"output_text", "extracted"}); }
+
+const std::array<std::string_view, 9> kSystemPaths = {"/usr", "/lib",  "/lib64", "/bin", "/sbin",
+                                                      "/etc", "/proc", "/sys",   "/dev"};
+/// HTTP API paths that appear in engine logs; not file paths.
+const std::array<std::string_view, 12> kApiPaths = {
+    "/v1",       "/v2",         "/metrics", "/health", "/tokenize", "/detokenize",
+    "/generate", "/completion", "/props",   "/slots",  "/api",      "/infer"};
+
+std::string json_pointer_escape(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+/// Replaces [begin, end) of `s` with `with`; returns the index just after the replacement.
+std::size_t splice(std::string& s, std::size_t begin, std::size_t end, std::string_view with) {
+  s.replace(begin, end - begin, with);
+  return begin + with.size();
+}
+
+bool ieq_at(std::string_view s, std::size_t pos, std::string_view word) {
+  if (pos + word.size() > s.size()) return false;
+  for (std::size_t i = 0; i < word.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[pos + i])) != word[i]) return false;
+  }
+  return true;
+}
+
+bool is_value_end(char c) {
+  return std::isspace(static_cast<unsigned char>(c)) != 0 || c == '"' || c == '\'' || c == '&' ||
+         c == ',' || c == ';' || c == '`' || c == ')' || c == ']' || c == '}' || c == '>' ||
+         c == '<' || c == '#';
+}
+
+// ---- text passes -----------------------------------------------------------------------------
+
+/// Authorization / cookie headers, bearer tokens, secret NAME=VALUE pairs (query strings,
+/// --flag=value, environment), "--secret-flag VALUE" and quoted JSON-ish "secret": "value".
+void scrub_secrets(std::string& s) {
+  const std::string secret = scrub_marker("secret");
+  // Header lines: the value runs to the end of the line.
+  for (std::string_view header : {"proxy-authorization:", "authorization:", "set-cookie:",
+                                  "cookie:", "x-api-key:", "api-key:"}) {
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (!ieq_at(s, i, header)) continue;
+      if (i > 0 && (is_alnum(s[i - 1]) || s[i - 1] == '-')) continue;
+      std::size_t v = i + header.size();
+      while (v < s.size() && (s[v] == ' ' || s[v] == '\t')) ++v;
+      std::size_t e = v;
+      while (e < s.size() && s[e] != '\n' && s[e] != '\r' && s[e] != '"' && s[e] != '\'') ++e;
+      if (e > v && std::string_view(s).substr(v, e - v) != secret) splice(s, v, e, secret);
+      i = v;
+    }
+  }
+  // "Bearer <token>" anywhere (a token: 8 or more token characters, so prose survives).
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (!ieq_at(s, i, "bearer ") || (i > 0 && is_alnum(s[i - 1]))) continue;
+    std::size_t v = i + 7;
+    while (v < s.size() && s[v] == ' ') ++v;
+    std::size_t e = v;
+    while (e < s.size() &&
+           (is_alnum(s[e]) || std::string_view("-._~+/=").find(s[e]) != std::string_view::npos)) {
+      ++e;
+    }
+    if (e - v >= 8) i = splice(s, v, e, secret) - 1;
+  }
+  // NAME=VALUE, NAME: VALUE after a quoted NAME, and --NAME VALUE, for secret names.
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (!(is_alnum(s[i]) || s[i] == '_')) continue;
+    if (i > 0 && (is_alnum(s[i - 1]) || s[i - 1] == '_')) continue;
+    std::size_t e = i;
+    while (e < s.size() && (is_alnum(s[e]) || s[e] == '_' || s[e] == '-')) ++e;
+    const std::string name = normalize_key(std::string_view(s).substr(i, e - i));
+    if (!is_secret_key(name)) {
+      i = e;
+      continue;
+    }
+    const bool quoted = i > 0 && (s[i - 1] == '"' || s[i - 1] == '\'');
+    const bool flag = i >= 2 && s[i - 1] == '-' && s[i - 2] == '-';
+    std::size_t v = e;
+    if (quoted && v < s.size() && s[v] == s[i - 1]) ++v;
+    while (v < s.size() && s[v] == ' ') ++v;
+    if (v < s.size() && (s[v] == '=' || (quoted && s[v] == ':'))) {
+      ++v;
+    } else if (!(flag && e < s.size() && s[e] == ' ')) {
+      i = e;
+      continue;
+    }
+    while (v < s.size() && s[v] == ' ') ++v;
+    char close = 0;
+    if (v < s.size() && (s[v] == '"' || s[v] == '\'')) close = s[v++];
+    std::size_t end = v;
+    while (end < s.size() && (close != 0 ? s[end] != close : !is_value_end(s[end]))) ++end;
+    if (flag && close == 0 && v < s.size() && s[v] == '-') {  // "--token --next": no value
+      i = e;
+      continue;
+    }
+    if (end > v && std::string_view(s).substr(v, end - v) != secret) {
+      i = splice(s, v, end, secret);
+    } else {
+      i = end;
+    }
+  }
+}
+
+struct TextRules {
+  bool hosts = false;
+  bool ports = false;
+};
+
+/// host[:port] at s[pos..end): replaces what the rules ask; returns the new end.
+std::size_t scrub_authority(std::string& s, std::size_t pos, std::size_t end,
+                            const TextRules& rules) {
+  std::size_t host_end;
+  if (std::string_view(s).substr(pos).starts_with(kMarkerPrefix)) {  // scrubbed before
+    host_end = s.find('>', pos);
+    host_end = host_end == std::string::npos || host_end >= end ? end : host_end + 1;
+  } else if (pos < end && s[pos] == '[') {
+    host_end = s.find(']', pos);
+    host_end = host_end == std::string::npos || host_end >= end ? end : host_end + 1;
+  } else {
+    host_end = s.find(':', pos);
+    if (host_end == std::string::npos || host_end > end) host_end = end;
+  }
+  const std::string host = s.substr(pos, host_end - pos);
+  std::size_t delta = 0;
+  if (rules.hosts && !host.empty() && !is_loopback(host) && !is_marker(host)) {
+    const std::string m = scrub_marker("host");
+    splice(s, pos, host_end, m);
+    delta = m.size() - host.size();
+    host_end = pos + m.size();
+    end += delta;
+  }
+  if (rules.ports && host_end < end && s[host_end] == ':') {
+    std::size_t p = host_end + 1;
+    std::size_t q = p;
+    while (q < end && is_digit(s[q])) ++q;
+    if (q > p && q == end) {
+      const std::string m = scrub_marker("port");
+      splice(s, p, q, m);
+      end = p + m.size();
+    }
+  }
+  return end;
+}
+
+/// scheme://[userinfo@]host[:port]: userinfo always, host and port by the rules.
+void scrub_urls(std::string& s, const TextRules& rules) {
+  std::size_t i = 0;
+  while ((i = s.find("://", i)) != std::string::npos) {
+    std::size_t b = i;
+    while (b > 0 && (is_alnum(s[b - 1]) || s[b - 1] == '+' || s[b - 1] == '.' || s[b - 1] == '-'))
+      --b;
+    std::size_t a = i + 3;
+    if (b == i) {
+      i = a;
+      continue;
+    }
+    std::size_t e = a;
+    while (e < s.size() && s[e] != '/' && s[e] != '?' && s[e] != '#' &&
+           !(std::isspace(static_cast<unsigned char>(s[e])) != 0) && s[e] != '"' && s[e] != '\'' &&
+           s[e] != ',' && s[e] != ')' && s[e] != '>' && s[e] != '<') {
+      ++e;
+    }
+    // The authority may hold a marker from an earlier scrub ("<scrubbed:host>"): extend over it.
+    while (e < s.size() && s[e] == '<' &&
+           std::string_view(s).substr(e).starts_with(kMarkerPrefix)) {
+      const std::size_t close = s.find('>', e);
+      if (close == std::string::npos) break;
+      e = close + 1;
+      while (e < s.size() &&
+             (is_alnum(s[e]) || std::string_view(":.-@").find(s[e]) != std::string_view::npos)) {
+        ++e;
+      }
+    }
+    const std::size_t at = s.rfind('@', e == 0 ? 0 : e - 1);
+    if (at != std::string::npos && at >= a && at < e) {
+      const std::string m = scrub_marker("secret");
+      if (std::string_view(s).substr(a, at - a) != m) {
+        splice(s, a, at, m);
+        e = e - (at - a) + m.size();
+      }
+      a = a + m.size() + 1;
+    }
+    i = scrub_authority(s, a, e, rules);
+  }
+}
+
+/// dyno's own connection messages: "connect to HOST:PORT failed", "cannot resolve host HOST".
+void scrub_connect_messages(std::string& s, const TextRules& rules) {
+  for (std::string_view lead : {"connect to ", "resolve host "}) {
+    std::size_t i = 0;
+    while ((i = s.find(lead, i)) != std::string::npos) {
+      const std::size_t a = i + lead.size();
+      std::size_t e = a;
+      while (e < s.size() && !(std::isspace(static_cast<unsigned char>(s[e])) != 0) &&
+             s[e] != ',' && s[e] != ';' && s[e] != '"' && s[e] != '\'') {
+        ++e;
+      }
+      if (e > a && s[e - 1] == ':') --e;  // "resolve host x: error"
+      // "connect to" is common English: only an authority with a port is a host there.
+      const std::size_t colon = s.rfind(':', e == a ? a : e - 1);
+      const bool has_port = colon != std::string::npos && colon > a && colon + 1 < e &&
+                            std::all_of(s.begin() + static_cast<std::ptrdiff_t>(colon + 1),
+                                        s.begin() + static_cast<std::ptrdiff_t>(e), is_digit);
+      if (e > a && (lead[0] == 'r' || has_port)) {
+        i = scrub_authority(s, a, e, rules);
+      } else {
+        i = a;
+      }
+    }
+  }
+}
+
+/// Dotted IPv4 addresses (loopback and 0.0.0.0 kept), with their ":port".
+void scrub_ipv4(std::string& s, const TextRules& rules) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (!is_digit(s[i]) || (i > 0 && (is_alnum(s[i - 1]) || s[i - 1] == '.'))) continue;
+    std::size_t e = i;
+    int parts = 0;
+    bool valid = true;
+    while (true) {
+      std::size_t d = e;
+      while (d < s.size() && is_digit(s[d])) ++d;
+      if (d == e || d - e > 3 || std::stoi(s.substr(e, d - e)) > 255) valid = false;
+      ++parts;
+      e = d;
+      if (parts < 4 && e + 1 < s.size() && s[e] == '.' && is_digit(s[e + 1])) {
+        ++e;
+        continue;
+      }
+      break;
+    }
+    if (!valid || parts != 4 || (e < s.size() && (is_alnum(s[e]) || s[e] == '.'))) {
+      i = e;
+      continue;
+    }
+    std::size_t end = e;
+    if (end + 1 < s.size() && s[end] == ':' && is_digit(s[end + 1])) {
+      ++end;
+      while (end < s.size() && is_digit(s[end])) ++end;
+    }
+    i = scrub_authority(s, i, end, rules) - 1;
+  }
+}
+
+/// Every occurrence of `needle` not inside a longer name.
+bool replace_word(std::string& s, std::string_view needle, std::string_view with,
+                  bool require_boundary) {
+  if (needle.empty()) return false;
+  bool changed = false;
+  std::size_t i = 0;
+  while ((i = s.find(needle, i)) != std::string::npos) {
+    const std::size_t e = i + needle.size();
+    if (require_boundary &&
+        ((i > 0 && is_host_char(s[i - 1])) || (e < s.size() && is_host_char(s[e])))) {
+      i = e;
+      continue;
+    }
+    i = splice(s, i, e, with);
+    changed = true;
+  }
+  return changed;
+}
+
+/// Every occurrence of a host name not inside a longer name, with its ":port".
+void replace_host(std::string& s, std::string_view name, const TextRules& rules) {
+  std::size_t i = 0;
+  while ((i = s.find(name, i)) != std::string::npos) {
+    std::size_t e = i + name.size();
+    if ((i > 0 && is_host_char(s[i - 1])) || (e < s.size() && is_host_char(s[e]))) {
+      i = e;
+      continue;
+    }
+    if (e + 1 < s.size() && s[e] == ':' && is_digit(s[e + 1])) {
+      ++e;
+      while (e < s.size() && is_digit(s[e])) ++e;
+    }
+    i = scrub_authority(s, i, e, rules);
+  }
+}
+
+/// GPU-xxxxxxxx-xxxx-… and MIG-… identifiers (NVIDIA's UUID forms).
+void scrub_uuid_patterns(std::string& s, const std::function<std::string(const std::string&)>& f) {
+  for (std::string_view prefix : {"GPU-", "MIG-"}) {
+    std::size_t i = 0;
+    while ((i = s.find(prefix, i)) != std::string::npos) {
+      if (i > 0 && is_host_char(s[i - 1])) {
+        i += prefix.size();
+        continue;
+      }
+      std::size_t e = i + prefix.size();
+      std::size_t hex = 0;
+      while (e < s.size() && (is_hex(s[e]) || s[e] == '-' || s[e] == '/')) {
+        if (is_hex(s[e])) ++hex;
+        ++e;
+      }
+      while (e > i && (s[e - 1] == '-' || s[e - 1] == '/')) --e;
+      if (hex < 16) {
+        i = e;
+        continue;
+      }
+      i = splice(s, i, e, f(s.substr(i, e - i)));
+    }
+  }
+}
+
+bool is_path_start(const std::string& s, std::size_t i) {
+  if (s[i] != '/' || i + 1 >= s.size()) return false;
+  const char next = s[i + 1];
+  if (!(is_alnum(next) || next == '.' || next == '_' || next == '-' || next == '~')) return false;
+  if (i == 0) return true;
+  const char prev = s[i - 1];
+  if (prev == ':') return !(i >= 2 && s[i - 2] == '/');  // "file:/x" yes; never "//"
+  return std::string_view(" \t\n\r=(['\",;{|").find(prev) != std::string_view::npos;
+}
+
+/// `p` is `dir` or lies under it.
+bool under(std::string_view p, std::string_view dir) {
+  return p.starts_with(dir) &&
+         (p.size() == dir.size() || p[dir.size()] == '/' || p[dir.size()] == '?');
+}
+
+bool kept_path(std::string_view p) {
+  return std::any_of(kSystemPaths.begin(), kSystemPaths.end(),
+                     [p](std::string_view d) { return under(p, d); }) ||
+         std::any_of(kApiPaths.begin(), kApiPaths.end(),
+                     [p](std::string_view d) { return under(p, d); });
+}
+
+void scrub_paths(std::string& s) {
+  const std::string m = scrub_marker("path");
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (!is_path_start(s, i)) continue;
+    std::size_t e = i + 1;
+    while (e < s.size() && !is_value_end(s[e]) && s[e] != ':') ++e;
+    if (kept_path(std::string_view(s).substr(i, e - i))) {
+      i = e;
+      continue;
+    }
+    i = splice(s, i, e, m) - 1;
+  }
+}
+
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(list);
+  while (std::getline(in, item, ',')) {
+    const auto b = item.find_first_not_of(" \t");
+    const auto e = item.find_last_not_of(" \t");
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+  }
+  return out;
+}
+
+const char* uuid_rule_name(UuidRule r) {
+  switch (r) {
+    case UuidRule::kDrop:
+      return "drop";
+    case UuidRule::kHash:
+      return "hash";
+    case UuidRule::kKeep:
+      return "keep";
+  }
+  return "drop";
+}
+
+json::object parse_json_object(const std::string& text, const std::string& name) {
+  std::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec || !v.is_object()) {
+    throw ScrubError(name + (ec ? " is not valid JSON: " + ec.message() : " is not an object"));
+  }
+  return std::move(v.as_object());
+}
+
+}  // namespace
+
+// ---- policy ----------------------------------------------------------------------------------
+
+std::string scrub_marker(const std::string& category) {
+  return std::string(kMarkerPrefix) + category + ">";
+}
+
+bool is_secret_key(std::string_view key) {
+  const std::string k = normalize_key(key);
+  if (one_of(k, {"api_key",
+                 "apikey",
+                 "x_api_key",
+                 "authorization",
+                 "proxy_authorization",
+                 "cookie",
+                 "set_cookie",
+                 "token",
+                 "access_token",
+                 "auth_token",
+                 "refresh_token",
+                 "id_token",
+                 "bearer_token",
+                 "hf_token",
+                 "hugging_face_hub_token",
+                 "huggingface_token",
+                 "github_token",
+                 "gh_token",
+                 "password",
+                 "passwd",
+                 "secret",
+                 "client_secret",
+                 "private_key",
+                 "credentials"})) {
+    return true;
+  }
+  for (std::string_view suffix : {"_api_key", "_secret", "_password", "_access_token",
+                                  "_auth_token", "_secret_key", "_private_key"}) {
+    if (k.size() > suffix.size() && k.ends_with(suffix)) return true;
+  }
+  return false;
+}
+
+const std::vector<std::string>& scrub_categories() {
+  static const std::vector<std::string> c{"hosts",      "ports",   "paths",
+                                          "containers", "volumes", "gpu-uuids"};
+  return c;
+}
+
+void keep_categories(ScrubPolicy& p, const std::string& list) {
+  for (const std::string& name : split_list(list)) {
+    if (name == "hosts") {
+      p.hosts = false;
+    } else if (name == "ports") {
+      p.ports = false;
+    } else if (name == "paths") {
+      p.paths = false;
+    } else if (name == "containers") {
+      p.containers = false;
+    } else if (name == "volumes") {
+      p.volumes = false;
+    } else if (name == "gpu-uuids") {
+      p.gpu_uuids = UuidRule::kKeep;
+    } else if (name == "secrets") {
+      throw ScrubError("secrets are always scrubbed; they cannot be kept");
+    } else {
+      throw ScrubError("unknown category '" + name +
+                       "'; use hosts, ports, paths, containers, volumes or gpu-uuids");
+    }
+  }
+}
+
+ScrubPolicy read_scrub_policy(const fs::path& file) {
+  std::string text;
+  try {
+    text = read_file(file);
+  } catch (const RecordError& e) {
+    throw ScrubError(e.what());
+  }
+  const json::object o = parse_json_object(text, file.string());
+  ScrubPolicy p;
+  const std::string where = file.string() + ": key ";
+  for (const auto& kv : o) {
+    const std::string key(kv.key());
+    const json::value& v = kv.value();
+    if (key == "keep") {
+      if (!v.is_array()) throw ScrubError(where + "'keep' must be an array of category names");
+      for (const auto& e : v.get_array()) {
+        if (!e.is_string()) throw ScrubError(where + "'keep' must hold strings");
+        try {
+          keep_categories(p, std::string(e.get_string()));
+        } catch (const ScrubError& err) {
+          throw ScrubError(where + "'keep': " + err.what());
+        }
+      }
+    } else if (key == "gpu_uuids") {
+      const std::string r = v.is_string() ? std::string(v.get_string()) : "";
+      if (r == "drop") {
+        p.gpu_uuids = UuidRule::kDrop;
+      } else if (r == "hash") {
+        p.gpu_uuids = UuidRule::kHash;
+      } else if (r == "keep") {
+        p.gpu_uuids = UuidRule::kKeep;
+      } else {
+        throw ScrubError(where + "'gpu_uuids' must be \"drop\", \"hash\" or \"keep\"");
+      }
+    } else if (key == "prompt_hashes") {
+      const std::string r = v.is_string() ? std::string(v.get_string()) : "";
+      if (r != "keep" && r != "scrub") {
+        throw ScrubError(where + "'prompt_hashes' must be \"keep\" or \"scrub\"");
+      }
+      p.prompt_hashes = r == "scrub";
+    } else if (key == "strings") {
+      if (!v.is_array()) throw ScrubError(where + "'strings' must be an array of strings");
+      for (const auto& e : v.get_array()) {
+        if (!e.is_string() || e.get_string().empty()) {
+          throw ScrubError(where + "'strings' must hold non-empty strings");
+        }
+        p.strings.emplace_back(e.get_string());
+      }
+    } else {
+      throw ScrubError(where + "'" + key +
+                       "' is unknown; use keep, gpu_uuids, prompt_hashes or strings");
+    }
+  }
+  return p;
+}
+
+json::object policy_to_json(const ScrubPolicy& p) {
+  json::array keep;
+  if (!p.hosts) keep.push_back("hosts");
+  if (!p.ports) keep.push_back("ports");
+  if (!p.paths) keep.push_back("paths");
+  if (!p.containers) keep.push_back("containers");
+  if (!p.volumes) keep.push_back("volumes");
+  json::array strings;
+  for (const auto& s : p.strings) strings.push_back(json::value(s));
+  return json::object{{"keep", std::move(keep)},
+                      {"gpu_uuids", uuid_rule_name(p.gpu_uuids)},
+                      {"prompt_hashes", p.prompt_hashes ? "scrub" : "keep"},
+                      {"strings", std::move(strings)}};
+}
+
+// ---- Scrubber --------------------------------------------------------------------------------
+
+Scrubber::Scrubber(ScrubPolicy policy, const json::object& manifest) : policy_(std::move(policy)) {
+  if (policy_.hosts) {
+    const json::value* hw = manifest.if_contains("hardware");
+    const json::value* host =
+        hw != nullptr && hw->is_object() ? hw->get_object().if_contains("host") : nullptr;
+    if (host != nullptr && host->is_string()) {
+      const std::string h(host->get_string());
+      if (!h.empty() && !is_marker(h) && !is_loopback(h)) {
+        hostnames_.push_back(h);
+        const std::string shortname = h.substr(0, h.find('.'));
+        if (shortname != h && shortname.size() >= 2) hostnames_.push_back(shortname);
+      }
+    }
+  }
+  // Every UUID the manifest holds, wherever it sits (hardware.gpus, telemetry devices).
+  std::function<void(const json::value&, const std::string&)> collect =
+      [&](const json::value& v, const std::string& key) {
+        if (const auto* o = v.if_object()) {
+          for (const auto& kv : *o) collect(kv.value(), normalize_key(kv.key()));
+        } else if (const auto* a = v.if_array()) {
+          for (const auto& e : *a) collect(e, key);
+        } else if (v.is_string() && uuid_key(key)) {
+          const std::string u(v.get_string());
+          if (u.size() >= 8 && !is_marker(u) && !u.starts_with(kHashPrefix) &&
+              std::find(uuids_.begin(), uuids_.end(), u) == uuids_.end()) {
+            uuids_.push_back(u);
+          }
+        }
+      };
+  if (policy_.gpu_uuids != UuidRule::kKeep) collect(manifest, "");
+  // Longest first, so a name is never replaced inside a longer one already matched.
+  const auto longer = [](const std::string& a, const std::string& b) {
+    return a.size() > b.size();
+  };
+  std::sort(hostnames_.begin(), hostnames_.end(), longer);
+  std::sort(uuids_.begin(), uuids_.end(), longer);
+  std::sort(policy_.strings.begin(), policy_.strings.end(), longer);
+}
+
+std::string Scrubber::uuid_replacement(const std::string& uuid) const {
+  if (policy_.gpu_uuids == UuidRule::kHash) return std::string(kHashPrefix) + sha256_hex(uuid);
+  return scrub_marker("gpu-uuid");
+}
+
+bool Scrubber::scrub_text(std::string& text) const { return scrub_text_with(text, policy_.paths); }
+
+bool Scrubber::scrub_text_with(std::string& text, bool paths) const {
+  const std::string before = text;
+  scrub_secrets(text);
+  TextRules rules;
+  rules.hosts = policy_.hosts;
+  rules.ports = policy_.ports;
+  scrub_urls(text, rules);
+  scrub_connect_messages(text, rules);
+  if (policy_.hosts || policy_.ports) scrub_ipv4(text, rules);
+  for (const auto& h : hostnames_) replace_host(text, h, rules);
+  if (policy_.gpu_uuids != UuidRule::kKeep) {
+    for (const auto& u : uuids_) replace_word(text, u, uuid_replacement(u), false);
+    scrub_uuid_patterns(text, [this](const std::string& u) { return uuid_replacement(u); });
+  }
+  if (paths) scrub_paths(text);
+  for (const auto& s : policy_.strings) replace_word(text, s, scrub_marker("string"), true);
+  return text != before;
+}
+
+void Scrubber::scrub_json(json::value& doc, std::set<std::string>& changed) const {
+  walk(doc, "", "", changed);
+}
+
+bool Scrubber::scrub_args(json::array& args, const std::string& pointer,
+                          std::set<std::string>& changed) const {
+  // A container launch line ("docker run …") gives -v, --name, -p their container meaning.
+  bool container = false;
+  for (const auto& a : args) {
+    const std::string base = fs::path(std::string(a.get_string())).filename().string();
+    if (one_of(base, {"docker", "podman", "nerdctl", "apptainer", "singularity"})) container = true;
+  }
+  const auto category = [&](const std::string& flag) -> std::string {
+    if (is_secret_key(flag)) return "secret";
+    if (policy_.hosts && one_of(flag, {"host", "hostname"})) return "host";
+    if (policy_.ports &&
+        (flag == "port" || (container && one_of(flag, {"p", "publish", "expose"}))))
+      return "port";
+    if (policy_.containers && container && one_of(flag, {"name", "label", "label_file"}))
+      return "container";
+    if (policy_.volumes && (one_of(flag, {"volume", "mount"}) || (container && flag == "v")))
+      return "volume";
+    return "";
+  };
+  bool any = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string a(args[i].get_string());
+    const std::string at = pointer + "/" + std::to_string(i);
+    if (a.size() > 1 && a.front() == '-' && !is_marker(a)) {
+      const auto eq = a.find('=');
+      const std::string flag = normalize_key(a.substr(0, eq));
+      const std::string cat = category(flag);
+      if (!cat.empty()) {
+        if (eq != std::string::npos) {
+          const std::string value = a.substr(eq + 1);
+          if (!is_marker(value) && !(cat == "host" && is_loopback(value))) {
+            args[i] = json::value(a.substr(0, eq + 1) + scrub_marker(cat));
+            changed.insert(at);
+            any = true;
+          }
+          continue;
+        }
+        if (i + 1 < args.size()) {
+          const std::string value(args[i + 1].get_string());
+          if (!value.empty() && value.front() != '-') {
+            if (!is_marker(value) && !(cat == "host" && is_loopback(value))) {
+              args[i + 1] = json::value(scrub_marker(cat));
+              changed.insert(pointer + "/" + std::to_string(i + 1));
+              any = true;
+            }
+            ++i;
+            continue;
+          }
+        }
+      }
+    }
+    // NAME=VALUE (an environment entry) with a secret NAME, and everything in free text.
+    if (scrub_text(a)) {
+      args[i] = json::value(a);
+      changed.insert(at);
+      any = true;
+    }
+  }
+  return any;
+}
+
+void Scrubber::walk(json::value& v, const std::string& pointer, const std::string& key,
+                    std::set<std::string>& changed) const {
+  // The record's own bookkeeping: what was scrubbed, and which evidence file has which digest.
+  static const std::regex kBookkeeping(R"(^/scrubbed_fields$|^/evidence/[0-9]+/(path|sha256)$)");
+  if (pointer.starts_with("/scrubbed_fields") || pointer.starts_with("/evidence/")) {
+    if (std::regex_match(pointer, kBookkeeping)) return;
+  }
+  const std::string k = normalize_key(key);
+  const auto replace = [&](const std::string& with) {
+    v = json::value(with);
+    changed.insert(pointer);
+  };
+  if (!k.empty() && !v.is_null() && !v.is_bool()) {
+    const bool is_str = v.is_string();
+    const bool already = is_str && (is_marker(v.get_string()) ||
+                                    (uuid_key(k) && v.get_string().starts_with(kHashPrefix)));
+    const bool empty = (is_str && v.get_string().empty()) ||
+                       (v.is_array() && v.get_array().empty()) ||
+                       (v.is_object() && v.get_object().empty());
+    if (!already && !empty) {
+      if (is_secret_key(k) && (is_str || v.is_number())) return replace(scrub_marker("secret"));
+      if (policy_.containers && container_key(k)) return replace(scrub_marker("container"));
+      if (policy_.volumes && volume_key(k)) return replace(scrub_marker("volume"));
+      if (policy_.hosts && host_key(k) && is_str && !is_loopback(v.get_string()))
+        return replace(scrub_marker("host"));
+      if (policy_.ports && port_key(k) && !v.is_object()) return replace(scrub_marker("port"));
+      if (policy_.prompt_hashes &&
+          (prompt_hash_key(k) || pointer == "/workload/request_stream/sha256") && is_str) {
+        return replace(scrub_marker("prompt-hash"));
+      }
+      if (policy_.gpu_uuids != UuidRule::kKeep && uuid_key(k)) {
+        if (is_str) return replace(uuid_replacement(std::string(v.get_string())));
+        if (auto* a = v.if_array()) {
+          for (std::size_t i = 0; i < a->size(); ++i) {
+            auto& e = (*a)[i];
+            if (e.is_string() && !is_marker(e.get_string()) &&
+                !e.get_string().starts_with(kHashPrefix)) {
+              e = json::value(uuid_replacement(std::string(e.get_string())));
+              changed.insert(pointer + "/" + std::to_string(i));
+            }
+          }
+          return;
+        }
+      }
+    }
+  }
+  if (auto* o = v.if_object()) {
+    for (auto& kv : *o) {
+      walk(kv.value(), pointer + "/" + json_pointer_escape(kv.key()), std::string(kv.key()),
+           changed);
+    }
+    return;
+  }
+  if (auto* a = v.if_array()) {
+    const bool all_strings = !a->empty() && std::all_of(a->begin(), a->end(), [](const auto& e) {
+      return e.is_string();
+    });
+    if (all_strings) {
+      scrub_args(*a, pointer, changed);
+      return;
+    }
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      walk((*a)[i], pointer + "/" + std::to_string(i), "", changed);
+    }
+    return;
+  }
+  if (v.is_string()) {
+    std::string text(v.get_string());
+    bool did = false;
+    if (content_key(k)) {
+      for (const auto& h : hostnames_) did |= replace_word(text, h, scrub_marker("host"), true);
+      for (const auto& u : uuids_) did |= replace_word(text, u, uuid_replacement(u), false);
+      for (const auto& s : policy_.strings)
+        did |= replace_word(text, s, scrub_marker("string"), true);
+    } else if (pointer == "/engine/reached/path") {  // a URL path, not a file path
+      did = scrub_text_with(text, false);
+    } else {
+      did = scrub_text(text);
+    }
+    if (did) replace(text);
+  }
+}
+
+// ---- run directories -------------------------------------------------------------------------
+
+namespace {
+
+struct Rewrite {
+  std::string rel;
+  std::string text;
+};
+
+ScrubOutcome scrub_dir(const fs::path& dir, const ScrubPolicy& policy, bool dry_run) {
+  ScrubOutcome out;
+  json::object manifest;
+  try {
+    manifest = parse_json_object(read_file(dir / "manifest.json"), "manifest.json");
+  } catch (const RecordError& e) {
+    throw ScrubError(e.what());
+  }
+  const Scrubber scrubber(policy, manifest);
+  std::set<std::string> changed;
+  std::vector<Rewrite> rewrites;
+
+  std::vector<std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string rel = fs::relative(entry.path(), dir).generic_string();
+    if (rel == "SHA256SUMS" || rel == "manifest.json") continue;
+    files.push_back(rel);
+  }
+  std::sort(files.begin(), files.end());
+
+  for (const std::string& rel : files) {
+    std::string text;
+    try {
+      text = read_file(dir / rel);
+    } catch (const RecordError& e) {
+      throw ScrubError(e.what());
+    }
+    if (text.find('\0') != std::string::npos) {
+      out.files_skipped.push_back(rel);
+      continue;
+    }
+    const std::string ext = fs::path(rel).extension().string();
+    bool did = false;
+    std::string result;
+    if (ext == ".jsonl") {
+      std::istringstream in(text);
+      std::string line;
+      while (std::getline(in, line)) {
+        std::error_code ec;
+        json::value v = line.empty() ? json::value() : json::parse(line, ec);
+        if (line.empty() || ec) {  // not JSON: scrub it as text
+          std::string copy = line;
+          if (scrubber.scrub_text(copy)) {
+            changed.insert(rel);
+            did = true;
+          }
+          result += copy + "\n";
+          continue;
+        }
+        std::set<std::string> pointers;
+        scrubber.scrub_json(v, pointers);
+        if (pointers.empty()) {
+          result += line + "\n";
+        } else {
+          did = true;
+          for (const auto& p : pointers) changed.insert(rel + "#" + p);
+          result += json_text::compact(v) + "\n";
+        }
+      }
+      if (!text.empty() && text.back() != '\n' && !result.empty()) result.pop_back();
+    } else if (ext == ".json") {
+      std::error_code ec;
+      json::value v = json::parse(text, ec);
+      if (!ec) {
+        std::set<std::string> pointers;
+        scrubber.scrub_json(v, pointers);
+        did = !pointers.empty();
+        for (const auto& p : pointers) changed.insert(rel + "#" + p);
+        if (did) result = pretty_json(v);
+      } else {
+        result = text;
+        did = scrubber.scrub_text(result);
+        if (did) changed.insert(rel);
+      }
+    } else {
+      result = text;
+      did = scrubber.scrub_text(result);
+      if (did) changed.insert(rel);
+    }
+    if (did) rewrites.push_back({rel, std::move(result)});
+  }
+
+  json::value mv = manifest;
+  std::set<std::string> pointers;
+  scrubber.scrub_json(mv, pointers);
+  for (const auto& p : pointers) changed.insert("manifest.json#" + p);
+  out.changed.assign(changed.begin(), changed.end());
+  if (changed.empty()) return out;
+
+  json::object& m = mv.as_object();
+  // Evidence digests follow the scrubbed files.
+  if (auto* ev = m.if_contains("evidence"); ev != nullptr && ev->is_array()) {
+    for (auto& e : ev->get_array()) {
+      auto* o = e.if_object();
+      if (o == nullptr || !o->contains("path") || !o->at("path").is_string()) continue;
+      const std::string path(o->at("path").get_string());
+      for (const auto& r : rewrites) {
+        if (r.rel == path) (*o)["sha256"] = sha256_hex(r.text);
+      }
+    }
+  }
+  std::set<std::string> all(changed.begin(), changed.end());
+  if (const auto* old = m.if_contains("scrubbed_fields"); old != nullptr && old->is_array()) {
+    for (const auto& e : old->get_array()) {
+      if (e.is_string()) all.insert(std::string(e.get_string()));
+    }
+  }
+  json::array list;
+  for (const auto& c : all) list.push_back(json::value(c));
+  m["scrubbed_fields"] = std::move(list);
+  rewrites.push_back({"manifest.json", pretty_json(mv)});
+
+  for (const auto& r : rewrites) out.files_rewritten.push_back(r.rel);
+  if (dry_run) return out;
+  try {
+    for (const auto& r : rewrites) write_file_atomic(dir / r.rel, r.text);
+    write_sha256sums(dir);
+  } catch (const RecordError& e) {
+    throw ScrubError(std::string(e.what()) + " (the record is half scrubbed: scrub it again)");
+  }
+  return out;
+}
+
+void require_verified(const fs::path& dir) {
+  const VerifyReport report = verify_run_dir(dir, /*schema=*/false);  // integrity
+  if (report.ok()) return;
+  const VerifyProblem& p = report.problems.front();
+  throw ScrubError("run " + dir.filename().string() + " does not verify (" +
+                   (p.path.empty() ? "" : p.path + ": ") + p.message +
+                   (report.problems.size() > 1
+                        ? "; and " + std::to_string(report.problems.size() - 1) + " more"
+                        : "") +
+                   "); a scrubbed copy would re-sign it, so it is left alone. "
+                   "`dyno runs verify` lists every problem");
+}
+
+}  // namespace
+
+std::vector<std::string> redact_secrets(json::value& doc) {
+  ScrubPolicy secrets_only;
+  secrets_only.hosts = secrets_only.ports = secrets_only.paths = false;
+  secrets_only.containers = secrets_only.volumes = false;
+  secrets_only.gpu_uuids = UuidRule::kKeep;
+  std::set<std::string> changed;
+  Scrubber(secrets_only, json::object()).scrub_json(doc, changed);
+  return {changed.begin(), changed.end()};
+}
+
+ScrubOutcome scrub_run_dir(const fs::path& dir, const ScrubPolicy& policy, bool dry_run) {
+  require_verified(dir);
+  return scrub_dir(dir, policy, dry_run);
+}
+
+ScrubOutcome publish_run(const fs::path& run_dir, const fs::path& out_root,
+                         const ScrubPolicy& policy) {
+  require_verified(run_dir);
+  const std::string name = run_dir.filename().string();
+  const fs::path dest = out_root / name;
+  std::error_code ec;
+  if (fs::exists(dest, ec)) {
+    throw ScrubError(dest.string() + " already exists; remove it or publish to another --out");
+  }
+  fs::create_directories(out_root, ec);
+  if (ec) throw ScrubError("cannot create " + out_root.string() + ": " + ec.message());
+  std::random_device rd;
+  const fs::path tmp = out_root / ("." + name + ".publishing-" + std::to_string(rd()));
+  fs::copy(run_dir, tmp, fs::copy_options::recursive, ec);
+  if (ec) {
+    fs::remove_all(tmp, ec);
+    throw ScrubError("cannot copy " + run_dir.string() + " to " + out_root.string() + ": " +
+                     ec.message());
+  }
+  ScrubOutcome out;
+  try {
+    out = scrub_dir(tmp, policy, false);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  fs::rename(tmp, dest, ec);
+  if (ec) {
+    const std::string cause = ec.message();
+    fs::remove_all(tmp, ec);
+    throw ScrubError("cannot move the scrubbed copy to " + dest.string() + ": " + cause);
+  }
+  return out;
+}
+
+}  // namespace dyno::record
