@@ -9,6 +9,7 @@
 #include "app/energy_report.h"
 #include "app/import_command.h"
 #include "app/protocols.h"
+#include "app/report_command.h"
 #include "app/run_command.h"
 #include "app/sim_command.h"
 #include "app/stream_command.h"
@@ -299,6 +300,7 @@ int main(int argc, char** argv) {
   CLI::App* stream_import = stream->add_subcommand(
       "import", "turn a data set (ShareGPT, a CSV/JSONL table, image questions) into a stream");
   add_import_flags(*stream_import, import_options);
+  dyno::app::ReportCommands report_commands(app);
 
   try {
     app.parse(argc, argv);
@@ -322,6 +324,7 @@ int main(int argc, char** argv) {
     if (sim->parsed()) return dyno::app::sim_command(sim_options);
     if (doctor->parsed()) return dyno::app::doctor_command(doctor_options);
     if (stream_import->parsed()) return dyno::app::import_command(import_options);
+    if (report_commands.parsed()) return report_commands.run();
     if (stream_make->parsed()) {
       return dyno::app::stream_make_command(stream_make_options, std::cout);
     }
