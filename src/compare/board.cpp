@@ -192,7 +192,8 @@ IntervalResult request_interval(const MetricDef& m, const Sample& a, const Sampl
                                 std::uint64_t seed_a, std::uint64_t seed_b,
                                 const BootstrapOptions& o) {
   Rng ra(seed_a), rb(seed_b);
-  std::vector<double> buf, deltas;
+  std::vector<std::uint32_t> buf;
+  std::vector<double> deltas;
   deltas.reserve(o.resamples);
   for (std::uint32_t i = 0; i < o.resamples; ++i) {
     const auto va = a.resampled(ra, buf);
@@ -210,7 +211,8 @@ IntervalResult repetition_interval(const MetricDef& m, const std::vector<double>
   Rng ra(seed_a), rb(seed_b);
   const Sample sa = Sample::values(Resample::kPercentile, 50, a);
   const Sample sb = Sample::values(Resample::kPercentile, 50, b);
-  std::vector<double> buf, deltas;
+  std::vector<std::uint32_t> buf;
+  std::vector<double> deltas;
   deltas.reserve(o.resamples);
   for (std::uint32_t i = 0; i < o.resamples; ++i) {
     const auto va = sa.resampled(ra, buf);

@@ -210,31 +210,26 @@ std::uint64_t Rng::next() {
 }
 
 std::uint64_t Rng::below(std::uint64_t n) {
-  // The top 2^64 mod n values would make small results more likely: draw again.
-  const std::uint64_t reject_below = (0 - n) % n;
-  while (true) {
-    const std::uint64_t r = next();
-    if (r >= reject_below) return r % n;
+  // Lemire's multiply-shift (ACM TOMACS 2019): the high word of x · n is uniform in [0, n)
+  // once the low words below 2^64 mod n are rejected; the division is needed only then.
+  __extension__ using u128 = unsigned __int128;
+  u128 m = static_cast<u128>(next()) * n;
+  auto low = static_cast<std::uint64_t>(m);
+  if (low < n) {
+    const std::uint64_t reject_below = (0 - n) % n;
+    while (low < reject_below) {
+      m = static_cast<u128>(next()) * n;
+      low = static_cast<std::uint64_t>(m);
+    }
   }
-}
-
-std::optional<double> percentile_unsorted(std::vector<double>& buf, double q) {
-  if (buf.empty()) return std::nullopt;
-  const std::size_t n = buf.size();
-  const double h = static_cast<double>(n - 1) * (q / 100.0);
-  const double lo_d = std::floor(h);
-  const auto lo = static_cast<std::size_t>(lo_d);
-  const auto lo_it = buf.begin() + static_cast<std::ptrdiff_t>(lo);
-  std::nth_element(buf.begin(), lo_it, buf.end());
-  if (lo + 1 >= n) return *lo_it;
-  const double hi = *std::min_element(lo_it + 1, buf.end());
-  return lerp(*lo_it, hi, h - lo_d);
+  return static_cast<std::uint64_t>(m >> 64);
 }
 
 Sample Sample::values(Resample kind, double percentile, std::vector<double> values) {
   Sample s;
   s.kind_ = kind;
   s.percentile_ = percentile;
+  std::sort(values.begin(), values.end());
   s.values_ = std::move(values);
   return s;
 }
@@ -251,35 +246,15 @@ Sample Sample::ratio(Resample kind, std::vector<double> num, std::vector<double>
   return s;
 }
 
-std::size_t Sample::size() const {
-  return kind_ == Resample::kServiceRate || kind_ == Resample::kDecodeRate ? num_.size()
-                                                                            : values_.size();
+bool Sample::is_ratio() const {
+  return kind_ == Resample::kServiceRate || kind_ == Resample::kDecodeRate;
 }
 
-namespace {
-
-std::optional<double> value_stat(Resample kind, double q, std::vector<double>& buf) {
-  if (buf.empty()) return std::nullopt;
-  switch (kind) {
-    case Resample::kPercentile: return percentile_unsorted(buf, q);
-    case Resample::kJitter: {
-      const auto p50 = percentile_unsorted(buf, 50);
-      const auto p95 = percentile_unsorted(buf, 95);
-      return *p95 - *p50;
-    }
-    case Resample::kMean: {
-      double sum = 0;
-      for (double v : buf) sum += v;
-      return sum / static_cast<double>(buf.size());
-    }
-    default: return std::nullopt;
-  }
-}
-
-}  // namespace
+std::size_t Sample::size() const { return is_ratio() ? num_.size() : values_.size(); }
 
 std::optional<double> Sample::point() const {
-  if (kind_ == Resample::kServiceRate || kind_ == Resample::kDecodeRate) {
+  if (size() == 0) return std::nullopt;
+  if (is_ratio()) {
     double n = 0, d = 0;
     for (std::size_t i = 0; i < num_.size(); ++i) {
       n += num_[i];
@@ -288,22 +263,50 @@ std::optional<double> Sample::point() const {
     if (!(d > 0) || !(scale_ > 0)) return std::nullopt;
     return n / d * scale_;
   }
-  if (kind_ == Resample::kPercentile || kind_ == Resample::kJitter) {
-    std::vector<double> sorted = values_;
-    std::sort(sorted.begin(), sorted.end());
-    const auto p = metrics::percentile_sorted(sorted, kind_ == Resample::kJitter ? 95 : percentile_);
-    if (!p) return std::nullopt;
-    if (kind_ == Resample::kJitter) return *p - *metrics::percentile_sorted(sorted, 50);
-    return p;
+  switch (kind_) {
+    case Resample::kPercentile: return metrics::percentile_sorted(values_, percentile_);
+    case Resample::kJitter:
+      return *metrics::percentile_sorted(values_, 95) - *metrics::percentile_sorted(values_, 50);
+    case Resample::kMean: {
+      double sum = 0;
+      for (double v : values_) sum += v;
+      return sum / static_cast<double>(values_.size());
+    }
+    default: return std::nullopt;
   }
-  std::vector<double> copy = values_;
-  return value_stat(kind_, percentile_, copy);
 }
 
-std::optional<double> Sample::resampled(Rng& rng, std::vector<double>& buf) const {
+namespace {
+
+/// The k-th smallest (0-based) of a resample of `sorted`, given how often each was drawn.
+double order_statistic(const std::vector<double>& sorted, const std::vector<std::uint32_t>& counts,
+                       std::size_t k) {
+  std::size_t cumulative = 0;
+  for (std::size_t j = 0; j < counts.size(); ++j) {
+    cumulative += counts[j];
+    if (cumulative > k) return sorted[j];
+  }
+  return sorted.back();
+}
+
+/// Type 7 percentile of the resample (metrics::percentile_sorted of its sorted values).
+double resample_percentile(const std::vector<double>& sorted,
+                           const std::vector<std::uint32_t>& counts, double q) {
+  const std::size_t n = sorted.size();
+  const double h = static_cast<double>(n - 1) * (q / 100.0);
+  const double lo_d = std::floor(h);
+  const auto lo = static_cast<std::size_t>(lo_d);
+  const double a = order_statistic(sorted, counts, lo);
+  if (lo + 1 >= n) return a;
+  return lerp(a, order_statistic(sorted, counts, lo + 1), h - lo_d);
+}
+
+}  // namespace
+
+std::optional<double> Sample::resampled(Rng& rng, std::vector<std::uint32_t>& counts) const {
   const std::size_t n = size();
   if (n == 0) return std::nullopt;
-  if (kind_ == Resample::kServiceRate || kind_ == Resample::kDecodeRate) {
+  if (is_ratio()) {
     double sn = 0, sd = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const auto j = static_cast<std::size_t>(rng.below(n));
@@ -313,9 +316,19 @@ std::optional<double> Sample::resampled(Rng& rng, std::vector<double>& buf) cons
     if (!(sd > 0) || !(scale_ > 0)) return std::nullopt;
     return sn / sd * scale_;
   }
-  buf.resize(n);
-  for (std::size_t i = 0; i < n; ++i) buf[i] = values_[static_cast<std::size_t>(rng.below(n))];
-  return value_stat(kind_, percentile_, buf);
+  if (kind_ == Resample::kMean) {
+    double sum = 0;
+    for (std::size_t i = 0; i < n; ++i) sum += values_[static_cast<std::size_t>(rng.below(n))];
+    return sum / static_cast<double>(n);
+  }
+  // A resample of the sorted values is known by how often each was drawn; its order
+  // statistics follow from the cumulative counts, without sorting.
+  counts.assign(n, 0);
+  for (std::size_t i = 0; i < n; ++i) ++counts[static_cast<std::size_t>(rng.below(n))];
+  if (kind_ == Resample::kJitter) {
+    return resample_percentile(values_, counts, 95) - resample_percentile(values_, counts, 50);
+  }
+  return resample_percentile(values_, counts, percentile_);
 }
 
 std::optional<Sample> Sample::of(const MetricDef& m, const RunRecord& run) {

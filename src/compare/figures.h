@@ -94,19 +94,16 @@ class Sample {
   std::size_t size() const;
   /// The figure on the whole sample (equals the record's figure for a consistent record).
   std::optional<double> point() const;
-  /// The figure on one resample with replacement of size() items; `buffer` is scratch space.
-  std::optional<double> resampled(Rng& rng, std::vector<double>& buffer) const;
+  /// The figure on one resample with replacement of size() items; `scratch` is reused space.
+  std::optional<double> resampled(Rng& rng, std::vector<std::uint32_t>& scratch) const;
 
  private:
+  bool is_ratio() const;
   Resample kind_ = Resample::kNone;
   double percentile_ = 50;
-  std::vector<double> values_;
+  std::vector<double> values_;  ///< sorted ascending
   std::vector<double> num_, den_;
   double scale_ = 0;  ///< Σ den / W: the run's occupancy, held fixed over resamples
 };
-
-/// Percentile (Hyndman & Fan type 7, as metrics::percentile_sorted) of an unsorted buffer,
-/// which it reorders. nullopt when empty.
-std::optional<double> percentile_unsorted(std::vector<double>& buffer, double q);
 
 }  // namespace dyno::compare
