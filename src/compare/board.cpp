@@ -132,6 +132,13 @@ void level_of(const RunRecord& r, std::string& kind, std::optional<double>& leve
   const json::value* params = find_path(r.manifest, "workload.protocol.cell_params");
   if (params != nullptr && params->is_object()) {
     const json::object& p = params->get_object();
+    // A ladder's decode and prefill cells are two axes: context tokens and prompt tokens.
+    const auto cell_kind = string_at(p, "kind");
+    if (const auto tokens = number_at(p, "target_tokens"); tokens && cell_kind) {
+      kind = *cell_kind + "_tokens";
+      level = *tokens;
+      return;
+    }
     for (const auto& [k, kind_name] : {std::pair{"concurrency", "concurrency"},
                                        std::pair{"rate_per_s", "rate"},
                                        std::pair{"target_tokens", "target_tokens"}}) {
@@ -671,7 +678,12 @@ class Builder {
       Comparison cmp;
       cmp.arm = ac.arm;
       cmp.baseline = b_.baseline;
-      cmp.checks = run_checks(ac.run(), base->run(), o_.policy);
+      const auto runs_of = [](const ArmCell& x) {
+        std::vector<const RunRecord*> v;
+        for (const auto& r : x.runs) v.push_back(r.get());
+        return v;
+      };
+      cmp.checks = run_checks(runs_of(ac), runs_of(*base), o_.policy);
       for (const auto& ch : cmp.checks) {
         if (ch.level == CheckLevel::kIgnored) continue;
         const CheckDef& def = check_def(ch.name);

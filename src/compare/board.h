@@ -152,7 +152,7 @@ struct Cell {
   std::string model;     ///< after aliases (the pairing key)
   std::string protocol;  ///< e.g. "sweep", "run"
   std::string name;      ///< the protocol's cell name, e.g. "c4"
-  std::string level_kind;       ///< "concurrency", "rate", "target_tokens" or ""
+  std::string level_kind;  ///< "concurrency", "rate", "decode_tokens", "prefill_tokens" or ""
   std::optional<double> level;  ///< the x value of charts (concurrency, rate, tokens)
   std::vector<ArmCell> arms;    ///< in board arm order, only arms with runs here
   std::vector<Comparison> comparisons;  ///< every non-baseline arm present, vs the baseline

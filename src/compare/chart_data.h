@@ -22,7 +22,7 @@ struct SeriesPoint {
 struct Series {
   std::string model;
   std::string protocol;
-  std::string level_kind;  ///< "concurrency", "rate", "target_tokens"
+  std::string level_kind;  ///< "concurrency", "rate", "decode_tokens", "prefill_tokens"
   std::string arm;
   std::vector<SeriesPoint> points;  ///< sorted by level
 };

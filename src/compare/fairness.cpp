@@ -198,37 +198,69 @@ bool missing(const json::value& v) {
 
 }  // namespace
 
-std::vector<Check> run_checks(const RunRecord& a, const RunRecord& b, const Policy& policy) {
+namespace {
+
+/// One side's value: shared by its runs, else their list; null when any run lacks it.
+json::value side_value(const std::vector<const RunRecord*>& runs, const std::string& check,
+                       const RunRecord*& lacking) {
+  json::array values;
+  bool same = true;
+  for (const RunRecord* r : runs) {
+    json::value v = value_of(*r, check);
+    if (missing(v)) {
+      lacking = r;
+      return nullptr;
+    }
+    if (!values.empty() && canonical_text(v) != canonical_text(values.front())) same = false;
+    values.push_back(std::move(v));
+  }
+  if (values.empty()) return nullptr;
+  if (same) return values.front();
+  return values;
+}
+
+}  // namespace
+
+std::vector<Check> run_checks(const std::vector<const RunRecord*>& a,
+                              const std::vector<const RunRecord*>& b, const Policy& policy) {
   std::vector<Check> out;
   for (const auto& def : check_catalog()) {
     Check c;
     c.name = def.name;
     c.level = policy.level(def.name);
-    c.arm_value = value_of(a, def.name);
-    c.baseline_value = value_of(b, def.name);
-    const bool miss_a = missing(c.arm_value);
-    const bool miss_b = missing(c.baseline_value);
+    const RunRecord* lacking_a = nullptr;
+    const RunRecord* lacking_b = nullptr;
+    c.arm_value = side_value(a, def.name, lacking_a);
+    c.baseline_value = side_value(b, def.name, lacking_b);
     if (def.name == "dirty_sources") {
-      // Passes when both trees were clean; one dirty tree fails it, whatever the other says.
-      const bool dirty = (c.arm_value.is_bool() && c.arm_value.get_bool()) ||
-                         (c.baseline_value.is_bool() && c.baseline_value.get_bool());
-      if (dirty) {
+      // Passes when every tree was clean; one modified tree fails it, whatever the others say.
+      const auto any_dirty = [](const json::value& v) {
+        if (v.is_bool()) return v.get_bool();
+        if (!v.is_array()) return false;
+        for (const auto& x : v.get_array()) {
+          if (x.is_bool() && x.get_bool()) return true;
+        }
+        return false;
+      };
+      if (any_dirty(c.arm_value) || any_dirty(c.baseline_value)) {
         c.outcome = CheckOutcome::kFail;
-      } else if (!c.arm_value.is_bool() || !c.baseline_value.is_bool()) {
+      } else if (lacking_a != nullptr || lacking_b != nullptr) {
         c.outcome = CheckOutcome::kUnresolved;
         c.note = "harness.git_dirty is not in the record";
       } else {
         c.outcome = CheckOutcome::kPass;
       }
-    } else if (miss_a || miss_b) {
+    } else if (lacking_a != nullptr || lacking_b != nullptr) {
       c.outcome = CheckOutcome::kUnresolved;
-      const std::string na = miss_a ? note_of(a, def.name) : "";
-      const std::string nb = miss_b ? note_of(b, def.name) : "";
-      if (miss_a && miss_b && na == nb) {
+      const std::string na = lacking_a != nullptr ? note_of(*lacking_a, def.name) : "";
+      const std::string nb = lacking_b != nullptr ? note_of(*lacking_b, def.name) : "";
+      if (lacking_a != nullptr && lacking_b != nullptr && na == nb) {
         c.note = "both runs: " + na;
       } else {
-        if (miss_a) c.note = "the arm's run: " + na;
-        if (miss_b) c.note += (c.note.empty() ? "" : "; ") + std::string("the baseline's run: ") + nb;
+        if (lacking_a != nullptr) c.note = "the arm's run: " + na;
+        if (lacking_b != nullptr) {
+          c.note += (c.note.empty() ? "" : "; ") + std::string("the baseline's run: ") + nb;
+        }
       }
     } else {
       c.outcome = canonical_text(c.arm_value) == canonical_text(c.baseline_value)

@@ -55,8 +55,12 @@ struct Check {
   std::string note;                   ///< why it is unresolved (from the records), else ""
 };
 
-/// Runs every check of the catalog (ignored ones included, marked kIgnored) on a pair.
-std::vector<Check> run_checks(const RunRecord& arm, const RunRecord& baseline,
+/// Runs every check of the catalog (ignored ones included, marked kIgnored) on a pair. Each
+/// side is one run or the repetitions of one cell: a side's value is the value its runs share,
+/// or, when repetitions differ by design (a ladder sends new prompts each time), the list of
+/// their values in repetition order; a value missing from any repetition leaves it unresolved.
+std::vector<Check> run_checks(const std::vector<const RunRecord*>& arm,
+                              const std::vector<const RunRecord*>& baseline,
                               const Policy& policy);
 
 /// A JSON value in canonical compact form (object keys sorted, recursively), for comparing
