@@ -9,6 +9,7 @@
 #include "app/energy_report.h"
 #include "app/import_command.h"
 #include "app/protocols.h"
+#include "app/report_command.h"
 #include "app/run_command.h"
 #include "app/runs_command.h"
 #include "app/sim_command.h"
@@ -304,6 +305,7 @@ int main(int argc, char** argv) {
       "import", "turn a data set (ShareGPT, a CSV/JSONL table, image questions) into a stream");
   add_import_flags(*stream_import, import_options);
   dyno::app::RunsCli runs_cli(app);  // dyno runs list|show|diff|verify|rm|reindex|publish
+  dyno::app::ReportCommands report_commands(app);
 
   try {
     app.parse(argc, argv);
@@ -328,6 +330,7 @@ int main(int argc, char** argv) {
     if (doctor->parsed()) return dyno::app::doctor_command(doctor_options);
     if (stream_import->parsed()) return dyno::app::import_command(import_options);
     if (runs_cli.parsed()) return runs_cli.execute(std::cout, std::cerr);
+    if (report_commands.parsed()) return report_commands.run();
     if (stream_make->parsed()) {
       return dyno::app::stream_make_command(stream_make_options, std::cout);
     }

@@ -1,0 +1,156 @@
+#include "app/report_command.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "app/run_command.h"
+#include "compare/board.h"
+#include "compare/inputs.h"
+#include "dyno/build_info.h"
+#include "report/board_document.h"
+#include "report/board_files.h"
+
+namespace dyno::app {
+
+namespace {
+
+void add_flags(CLI::App& cmd, ReportOptions& o) {
+  cmd.add_option("--arm", o.arms,
+                 "an arm: NAME=SELECTOR, where SELECTOR is a run id (or unique prefix), a run "
+                 "directory, a campaign id or a query key=value[,key=value] (repeat --arm for "
+                 "each arm; the same NAME twice unites selectors)")
+      ->allow_extra_args(false);
+  cmd.add_option("--spec", o.spec,
+                 "board spec file (JSON): arms, explicit cells, model aliases, policy "
+                 "(docs/compare.md)");
+  cmd.add_option("--baseline", o.baseline, "the arm every other arm is compared with "
+                                           "(default: the last arm)");
+  cmd.add_option("--runs-root", o.runs_root, "directory that holds the run records")
+      ->capture_default_str();
+  cmd.add_option("--title", o.title, "the board's title (default: '<arms> vs <baseline>')");
+  cmd.add_option("--model-alias", o.model_aliases,
+                 "ID=NAME: pair runs of model ID under NAME (repeatable)")
+      ->allow_extra_args(false);
+  cmd.add_option("--require", o.require, "checks that must pass, e.g. gpu_uuid,dirty_sources");
+  cmd.add_option("--report-only", o.report_only,
+                 "checks that are shown but do not stop a comparison, e.g. driver");
+  cmd.add_option("--ignore", o.ignore, "checks that are not made");
+  cmd.add_flag("--allow-unresolved", o.allow_unresolved,
+               "render although a required identity is missing from some record (the board "
+               "says so at the top)");
+  cmd.add_option("--resamples", o.resamples, "bootstrap resamples per interval")
+      ->capture_default_str();
+  cmd.add_option("--confidence", o.confidence, "interval confidence, e.g. 0.95")
+      ->capture_default_str();
+  cmd.add_option("--seed", o.seed, "bootstrap seed")->capture_default_str();
+  cmd.add_option("--quality-accuracy-pp", o.accuracy_pp,
+                 "quality warning at this accuracy gap in points (default 2)");
+  cmd.add_option("--quality-output-gap-pct", o.output_gap_pct,
+                 "quality warning at this mean output length gap in % (default 10)");
+}
+
+compare::Board build(const ReportOptions& o) {
+  try {
+    compare::BoardSpec spec;
+    if (o.spec) spec = compare::read_board_spec(*o.spec);
+    std::vector<compare::ArmSpec> arms;
+    for (const auto& a : o.arms) arms.push_back(compare::parse_arm(a));
+    if (!arms.empty() && !spec.arms.empty()) {
+      throw UsageError("--arm and --spec both declare arms; declare them in one place");
+    }
+    if (arms.empty()) arms = spec.arms;
+    arms = compare::merge_arms(arms);
+    if (arms.size() < 2) {
+      throw UsageError(
+          "a board needs at least two arms: --arm NAME=SELECTOR twice (e.g. --arm fast=label=fast "
+          "--arm slow=label=slow), or a --spec file");
+    }
+    compare::BoardInput input =
+        compare::load_board_input(o.runs_root, arms, spec.cells);
+    input.title = o.title.empty() ? spec.title : o.title;
+    input.baseline = o.baseline.empty() ? spec.baseline : o.baseline;
+    input.model_aliases = spec.model_aliases;
+    for (const auto& a : o.model_aliases) {
+      const auto eq = a.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == a.size()) {
+        throw UsageError("--model-alias '" + a + "': write ID=NAME");
+      }
+      input.model_aliases[a.substr(0, eq)] = a.substr(eq + 1);
+    }
+    compare::BoardOptions bo;
+    for (const auto& n : spec.required) bo.policy.set(n, compare::CheckLevel::kRequired);
+    for (const auto& n : spec.reported) bo.policy.set(n, compare::CheckLevel::kReported);
+    for (const auto& n : spec.ignored) bo.policy.set(n, compare::CheckLevel::kIgnored);
+    bo.policy.set_list(o.require, compare::CheckLevel::kRequired, "--require");
+    bo.policy.set_list(o.report_only, compare::CheckLevel::kReported, "--report-only");
+    bo.policy.set_list(o.ignore, compare::CheckLevel::kIgnored, "--ignore");
+    if (spec.accuracy_pp) bo.quality.accuracy_pp = *spec.accuracy_pp;
+    if (spec.output_gap_pct) bo.quality.output_gap_pct = *spec.output_gap_pct;
+    if (o.accuracy_pp) bo.quality.accuracy_pp = *o.accuracy_pp;
+    if (o.output_gap_pct) bo.quality.output_gap_pct = *o.output_gap_pct;
+    if (!(bo.quality.accuracy_pp >= 0) || !(bo.quality.output_gap_pct >= 0)) {
+      throw UsageError("quality thresholds must be >= 0 (--quality-accuracy-pp, "
+                       "--quality-output-gap-pct)");
+    }
+    if (o.resamples < 100) throw UsageError("--resamples must be at least 100");
+    if (!(o.confidence > 0.5 && o.confidence < 1.0)) {
+      throw UsageError("--confidence must be between 0.5 and 1 (e.g. 0.95)");
+    }
+    bo.bootstrap.resamples = o.resamples;
+    bo.bootstrap.confidence = o.confidence;
+    bo.bootstrap.seed = o.seed;
+    bo.allow_unresolved = o.allow_unresolved || spec.allow_unresolved.value_or(false);
+    bo.generator = {"dyno", build_info::kVersion, build_info::kGitCommit};
+    bo.spec_file_sha256 = spec.sha256;
+    return compare::build_board(input, bo);
+  } catch (const compare::CompareError& e) {
+    throw UsageError(e.what());
+  }
+}
+
+}  // namespace
+
+int compare_command(const ReportOptions& o) {
+  const compare::Board board = build(o);
+  if (o.json) {
+    std::cout << report::board_json(board, {});
+  } else {
+    std::cout << report::to_text(report::board_document(board, {}, report::DocumentKind::kConsole));
+  }
+  return kExitOk;
+}
+
+int report_command(const ReportOptions& o) {
+  if (o.out.empty()) throw UsageError("report needs --out DIR (the board directory to write)");
+  const compare::Board board = build(o);
+  // Charts arrive as report::Figure values (title, stem, SVG and PNG bytes from one drawing
+  // code); until a chart library is wired in, the board has none (docs/compare.md "Charts").
+  const std::vector<report::Figure> figures;
+  const auto files = report::write_board(o.out, board, figures);
+  std::cout << "board " << o.out << " · " << board.status << " · " << board.cells.size()
+            << " cells · " << files.size() << " files (README.md, report.html, board.json, "
+            << "board.csv, SHA256SUMS)\n";
+  return kExitOk;
+}
+
+ReportCommands::ReportCommands(CLI::App& app) {
+  compare_ = app.add_subcommand(
+      "compare", "compare run records arm against arm: paired cells, fairness checks, deltas "
+                 "with intervals (console, or --json)");
+  add_flags(*compare_, compare_options_);
+  compare_->add_flag("--json", compare_options_.json, "print the board ledger (board.json)");
+  report_ = app.add_subcommand(
+      "report", "write a comparison board directory: README.md, report.html, board.json, "
+                "board.csv, SHA256SUMS");
+  add_flags(*report_, report_options_);
+  report_->add_option("--out", report_options_.out, "the board directory to write")->required();
+}
+
+bool ReportCommands::parsed() const { return compare_->parsed() || report_->parsed(); }
+
+int ReportCommands::run() const {
+  if (compare_->parsed()) return compare_command(compare_options_);
+  return report_command(report_options_);
+}
+
+}  // namespace dyno::app

@@ -1,0 +1,58 @@
+// `dyno compare` (a comparison board on the console, or its ledger with --json) and
+// `dyno report --out DIR` (the board directory: README.md, report.html, board.json,
+// board.csv, SHA256SUMS). docs/compare.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace dyno::app {
+
+struct ReportOptions {
+  std::vector<std::string> arms;     ///< NAME=SELECTOR, repeatable
+  std::optional<std::string> spec;   ///< board spec file (JSON)
+  std::string baseline;              ///< "" = the last arm
+  std::string runs_root = "runs";
+  std::string title;
+  std::vector<std::string> model_aliases;  ///< ID=NAME
+  std::string require, report_only, ignore;  ///< check lists
+  bool allow_unresolved = false;
+  std::uint32_t resamples = 2000;
+  double confidence = 0.95;
+  std::uint64_t seed = 0;
+  std::optional<double> accuracy_pp;
+  std::optional<double> output_gap_pct;
+  bool json = false;        ///< compare: print board.json instead of the text
+  std::string out;          ///< report: the board directory
+};
+
+/// Prints the board on stdout (text, or board.json with --json); returns the exit code.
+/// Throws UsageError for bad flags, selectors, spec files, records, and for unresolved
+/// identities without --allow-unresolved.
+int compare_command(const ReportOptions& options);
+
+/// Writes the board directory; prints where and the status. As compare_command for errors.
+int report_command(const ReportOptions& options);
+
+/// Registers `compare` and `report` on the app (flags in one place); after parsing, run()
+/// executes whichever was given.
+class ReportCommands {
+ public:
+  explicit ReportCommands(CLI::App& app);
+  bool parsed() const;
+  int run() const;
+
+ private:
+  ReportOptions compare_options_;
+  ReportOptions report_options_;
+  CLI::App* compare_ = nullptr;
+  CLI::App* report_ = nullptr;
+};
+
+}  // namespace dyno::app

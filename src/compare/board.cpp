@@ -1,0 +1,864 @@
+#include "compare/board.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "metrics/stats.h"
+
+namespace dyno::compare {
+
+namespace json = boost::json;
+
+const char* to_string(Verdict v) {
+  switch (v) {
+    case Verdict::kWin: return "win";
+    case Verdict::kTie: return "tie";
+    case Verdict::kLoss: return "loss";
+    case Verdict::kNoInterval: return "no_interval";
+    case Verdict::kNotApplicable: return "n/a";
+  }
+  return "n/a";
+}
+
+const char* to_string(ComparisonStatus s) {
+  return s == ComparisonStatus::kCompared ? "compared" : "failed_checks";
+}
+
+const Check* Comparison::check(const std::string& name) const {
+  for (const auto& c : checks) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+const ArmCell* Cell::arm(const std::string& arm_name) const {
+  for (const auto& a : arms) {
+    if (a.arm == arm_name) return &a;
+  }
+  return nullptr;
+}
+
+std::vector<std::pair<const Cell*, const Comparison*>> Board::comparisons() const {
+  std::vector<std::pair<const Cell*, const Comparison*>> out;
+  for (const auto& c : cells) {
+    for (const auto& cmp : c.comparisons) out.emplace_back(&c, &cmp);
+  }
+  return out;
+}
+
+std::vector<RunPtr> Board::runs() const {
+  std::map<std::string, RunPtr> by_id;
+  for (const auto& c : cells) {
+    for (const auto& a : c.arms) {
+      for (const auto& r : a.runs) by_id.emplace(r->run_id, r);
+    }
+  }
+  std::vector<RunPtr> out;
+  for (auto& kv : by_id) out.push_back(kv.second);
+  return out;
+}
+
+std::optional<std::size_t> median_repetition(const std::vector<std::optional<double>>& values) {
+  std::vector<std::pair<double, std::size_t>> ranked;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (values[i] && std::isfinite(*values[i])) ranked.emplace_back(*values[i], i);
+  }
+  if (ranked.empty()) return std::nullopt;
+  std::sort(ranked.begin(), ranked.end());
+  return ranked[(ranked.size() - 1) / 2].second;
+}
+
+std::optional<double> selection_metric(const RunRecord& run, const std::string& metric) {
+  static const std::map<std::string, std::string> paths = {
+      {"output_tokens_per_s", "throughput.output_tokens_per_s"},
+      {"requests_per_s", "throughput.requests_per_s"},
+      {"input_tokens_per_s", "throughput.input_tokens_per_s"},
+      {"decode_tokens_per_s", "throughput.decode_tokens_per_s"},
+      {"goodput_requests_per_s", "throughput.goodput_requests_per_s"},
+      {"ttft_p50_ms", "latency_ms.ttft.p50"},
+      {"tpot_p50_ms", "latency_ms.tpot.p50"},
+      {"e2e_p50_ms", "latency_ms.e2e.p50"},
+      {"decode_rate_p50", "rates_tok_s.decode_rate_per_user.p50"},
+      {"prefill_rate_p50", "rates_tok_s.prefill_rate_client.p50"}};
+  const auto it = paths.find(metric);
+  if (it == paths.end() || !run.has_summary) return std::nullopt;
+  return number_at(run.summary, it->second);
+}
+
+namespace {
+
+struct Key {
+  std::string model, protocol, cell;
+  bool operator<(const Key& o) const {
+    return std::tie(model, protocol, cell) < std::tie(o.model, o.protocol, o.cell);
+  }
+};
+
+std::string fmt(double v, int decimals) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(decimals);
+  s << v;
+  return s.str();
+}
+
+std::string model_of(const RunRecord& r, const std::map<std::string, std::string>& aliases) {
+  const std::string id = string_at(r.manifest, "model.id").value_or("(unknown model)");
+  const auto it = aliases.find(id);
+  return it == aliases.end() ? id : it->second;
+}
+
+std::string protocol_of(const RunRecord& r) {
+  return string_at(r.manifest, "workload.protocol.name").value_or("run");
+}
+
+/// The protocol's cell name; for a plain run, c<C> (closed loop) or r<rate> (open loop).
+std::string cell_of(const RunRecord& r) {
+  if (const auto c = string_at(r.manifest, "workload.protocol.cell")) return *c;
+  if (const auto c = number_at(r.manifest, "load.concurrency")) {
+    return "c" + std::to_string(static_cast<long long>(*c));
+  }
+  if (const auto rate = number_at(r.manifest, "load.rate_per_s")) {
+    std::ostringstream s;
+    s << "r" << *rate;
+    return s.str();
+  }
+  return "run";
+}
+
+void level_of(const RunRecord& r, std::string& kind, std::optional<double>& level) {
+  const json::value* params = find_path(r.manifest, "workload.protocol.cell_params");
+  if (params != nullptr && params->is_object()) {
+    const json::object& p = params->get_object();
+    // A ladder's decode and prefill cells are two axes: context tokens and prompt tokens.
+    const auto cell_kind = string_at(p, "kind");
+    if (const auto tokens = number_at(p, "target_tokens"); tokens && cell_kind) {
+      kind = *cell_kind + "_tokens";
+      level = *tokens;
+      return;
+    }
+    for (const auto& [k, kind_name] : {std::pair{"concurrency", "concurrency"},
+                                       std::pair{"rate_per_s", "rate"},
+                                       std::pair{"target_tokens", "target_tokens"}}) {
+      if (const auto v = number_at(p, k)) {
+        kind = kind_name;
+        level = *v;
+        return;
+      }
+    }
+    return;
+  }
+  if (const auto c = number_at(r.manifest, "load.concurrency")) {
+    kind = "concurrency";
+    level = *c;
+  } else if (const auto rate = number_at(r.manifest, "load.rate_per_s")) {
+    kind = "rate";
+    level = *rate;
+  }
+}
+
+std::int64_t repetition_of(const RunRecord& r) {
+  return static_cast<std::int64_t>(number_at(r.manifest, "workload.protocol.repetition").value_or(1));
+}
+
+std::uint64_t fnv1a(const std::string& text, std::uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+/// The bootstrap seed of one figure of one arm in one cell: independent of board order.
+std::uint64_t stream_seed(std::uint64_t seed, const std::string& cell, const std::string& metric,
+                          const std::string& arm) {
+  Rng mix(fnv1a(cell + '\n' + metric + '\n' + arm) ^ seed);
+  return mix.next();
+}
+
+struct IntervalResult {
+  std::optional<double> low, high;
+  std::string reason;
+};
+
+IntervalResult percentile_interval(std::vector<double> deltas, std::uint32_t resamples,
+                                   double confidence) {
+  IntervalResult r;
+  if (deltas.size() < static_cast<std::size_t>(0.9 * resamples)) {
+    r.reason = "the delta is undefined in more than 10 % of the resamples";
+    return r;
+  }
+  std::sort(deltas.begin(), deltas.end());
+  const double tail = (1.0 - confidence) / 2.0 * 100.0;
+  r.low = metrics::percentile_sorted(deltas, tail);
+  r.high = metrics::percentile_sorted(deltas, 100.0 - tail);
+  return r;
+}
+
+/// Bootstrap over requests: each arm's requests resampled with replacement, independently.
+IntervalResult request_interval(const MetricDef& m, const Sample& a, const Sample& b,
+                                std::uint64_t seed_a, std::uint64_t seed_b,
+                                const BootstrapOptions& o) {
+  Rng ra(seed_a), rb(seed_b);
+  std::vector<std::uint32_t> buf;
+  std::vector<double> deltas;
+  deltas.reserve(o.resamples);
+  for (std::uint32_t i = 0; i < o.resamples; ++i) {
+    const auto va = a.resampled(ra, buf);
+    const auto vb = b.resampled(rb, buf);
+    const auto d = delta_of(m, va, vb);
+    if (d && std::isfinite(*d)) deltas.push_back(*d);
+  }
+  return percentile_interval(std::move(deltas), o.resamples, o.confidence);
+}
+
+/// Bootstrap over repetitions: each arm's repetition figures resampled, the median compared.
+IntervalResult repetition_interval(const MetricDef& m, const std::vector<double>& a,
+                                   const std::vector<double>& b, std::uint64_t seed_a,
+                                   std::uint64_t seed_b, const BootstrapOptions& o) {
+  Rng ra(seed_a), rb(seed_b);
+  const Sample sa = Sample::values(Resample::kPercentile, 50, a);
+  const Sample sb = Sample::values(Resample::kPercentile, 50, b);
+  std::vector<std::uint32_t> buf;
+  std::vector<double> deltas;
+  deltas.reserve(o.resamples);
+  for (std::uint32_t i = 0; i < o.resamples; ++i) {
+    const auto va = sa.resampled(ra, buf);
+    const auto vb = sb.resampled(rb, buf);
+    const auto d = delta_of(m, va, vb);
+    if (d && std::isfinite(*d)) deltas.push_back(*d);
+  }
+  return percentile_interval(std::move(deltas), o.resamples, o.confidence);
+}
+
+std::vector<double> finite_values(const ArmCell& a, const std::string& key) {
+  std::vector<double> out;
+  for (const auto& f : a.figures) {
+    const auto it = f.find(key);
+    if (it != f.end() && it->second && std::isfinite(*it->second)) out.push_back(*it->second);
+  }
+  return out;
+}
+
+Delta compare_metric(const MetricDef& m, const Cell& cell, const ArmCell& a, const ArmCell& b,
+                     const BootstrapOptions& o) {
+  Delta d;
+  d.value = delta_of(m, a.selected_figures().at(m.key), b.selected_figures().at(m.key));
+  if (!d.value) {
+    d.verdict = Verdict::kNotApplicable;
+    return d;
+  }
+  const std::uint64_t seed_a = stream_seed(o.seed, cell.id, m.key, a.arm);
+  const std::uint64_t seed_b = stream_seed(o.seed, cell.id, m.key, b.arm);
+  IntervalResult ir;
+  if (a.runs.size() >= o.min_repetitions && b.runs.size() >= o.min_repetitions) {
+    const auto va = finite_values(a, m.key);
+    const auto vb = finite_values(b, m.key);
+    d.n_arm = va.size();
+    d.n_baseline = vb.size();
+    if (va.size() >= o.min_repetitions && vb.size() >= o.min_repetitions) {
+      d.method = "bootstrap_repetitions";
+      ir = repetition_interval(m, va, vb, seed_a, seed_b, o);
+    } else {
+      ir.reason = "fewer than " + std::to_string(o.min_repetitions) +
+                  " repetitions with this figure in an arm";
+    }
+  } else {
+    const auto sa = Sample::of(m, a.run());
+    const auto sb = Sample::of(m, b.run());
+    if (!sa || !sb) {
+      ir.reason = m.resample == Resample::kNone
+                      ? "no per-request form; intervals need " +
+                            std::to_string(o.min_repetitions) + " repetitions per arm"
+                      : "no request contributes to this figure in an arm";
+    } else {
+      d.n_arm = sa->size();
+      d.n_baseline = sb->size();
+      if (sa->size() < o.min_requests || sb->size() < o.min_requests) {
+        ir.reason = "fewer than " + std::to_string(o.min_requests) + " requests in an arm";
+      } else {
+        d.method = "bootstrap_requests";
+        ir = request_interval(m, *sa, *sb, seed_a, seed_b, o);
+      }
+    }
+  }
+  d.low = ir.low;
+  d.high = ir.high;
+  d.no_interval = ir.reason;
+  if (!d.low || !d.high) {
+    d.verdict = Verdict::kNoInterval;
+    if (d.no_interval.empty()) d.no_interval = "no interval";
+  } else if (*d.low > 0) {
+    d.verdict = Verdict::kWin;
+  } else if (*d.high < 0) {
+    d.verdict = Verdict::kLoss;
+  } else {
+    d.verdict = Verdict::kTie;
+  }
+  return d;
+}
+
+std::optional<std::uint64_t> count_at(const json::object& o, const std::string& path) {
+  const auto v = number_at(o, path);
+  if (!v || *v < 0) return std::nullopt;
+  return static_cast<std::uint64_t>(*v);
+}
+
+QualityAudit audit(const RunRecord& a, const RunRecord& b, const QualityThresholds& t) {
+  QualityAudit q;
+  q.accuracy_arm = number_at(a.summary, "quality.accuracy");
+  q.accuracy_baseline = number_at(b.summary, "quality.accuracy");
+  q.scored_arm = count_at(a.summary, "quality.scored");
+  q.scored_baseline = count_at(b.summary, "quality.scored");
+  q.correct_arm = count_at(a.summary, "quality.correct");
+  q.correct_baseline = count_at(b.summary, "quality.correct");
+  q.output_mean_arm = number_at(a.summary, "lengths_tokens.output.mean");
+  q.output_mean_baseline = number_at(b.summary, "lengths_tokens.output.mean");
+  if (q.accuracy_arm && q.accuracy_baseline) {
+    q.accuracy_delta_pp = (*q.accuracy_arm - *q.accuracy_baseline) * 100.0;
+    if (std::fabs(*q.accuracy_delta_pp) >= t.accuracy_pp) {
+      q.warning = true;
+      q.reasons.push_back("accuracy differs by " + fmt(*q.accuracy_delta_pp, 2) +
+                          " pp (threshold " + fmt(t.accuracy_pp, 1) + " pp)");
+    }
+  }
+  if (q.output_mean_arm && q.output_mean_baseline) {
+    q.output_mean_gap_pct = std::fabs(*q.output_mean_arm - *q.output_mean_baseline) /
+                            std::max({*q.output_mean_arm, *q.output_mean_baseline, 1.0}) * 100.0;
+    if (*q.output_mean_gap_pct >= t.output_gap_pct) {
+      q.warning = true;
+      q.reasons.push_back("mean output length differs by " + fmt(*q.output_mean_gap_pct, 1) +
+                          " % (threshold " + fmt(t.output_gap_pct, 1) + " %)");
+    }
+  }
+  // Requests scored differently, joined by request id (and occurrence, for streams walked
+  // more than once).
+  std::map<std::string, const metrics::Trace*> base;
+  std::map<std::string, int> seen;
+  for (const auto& tr : b.traces) {
+    if (!tr.measured() || !tr.correct || tr.status == metrics::RequestStatus::kCancelled) continue;
+    base[tr.request_id + "#" + std::to_string(seen[tr.request_id]++)] = &tr;
+  }
+  seen.clear();
+  for (const auto& tr : a.traces) {
+    if (!tr.measured() || !tr.correct || tr.status == metrics::RequestStatus::kCancelled) continue;
+    const auto it = base.find(tr.request_id + "#" + std::to_string(seen[tr.request_id]++));
+    if (it == base.end()) continue;
+    const bool ca = tr.ok() && *tr.correct;
+    const bool cb = it->second->ok() && *it->second->correct;
+    if (ca != cb) {
+      q.disagreements.push_back(
+          {tr.request_id, ca, cb, tr.extracted_answer, it->second->extracted_answer});
+    }
+  }
+  return q;
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+const CheckDef& check_def(const std::string& name) {
+  for (const auto& c : check_catalog()) {
+    if (c.name == name) return c;
+  }
+  return check_catalog().front();
+}
+
+class Builder {
+ public:
+  Builder(const BoardInput& in, const BoardOptions& o) : in_(in), o_(o) {}
+
+  Board build() {
+    validate_arms();
+    b_.title = in_.title.empty() ? default_title() : in_.title;
+    b_.policy = o_.policy;
+    b_.quality = o_.quality;
+    b_.bootstrap = o_.bootstrap;
+    b_.allow_unresolved = o_.allow_unresolved;
+    b_.generator = o_.generator;
+    b_.spec_file_sha256 = o_.spec_file_sha256;
+    explicit_cells();
+    auto_cells();
+    sort_cells();
+    for (Cell& c : b_.cells) finish_cell(c);
+    if (!unresolved_.empty() && !o_.allow_unresolved) throw UnresolvedError(unresolved_message());
+    board_findings();
+    tallies();
+    status();
+    return std::move(b_);
+  }
+
+ private:
+  void validate_arms() {
+    if (in_.arms.size() < 2) {
+      throw CompareError("a board needs at least two arms (--arm NAME=SELECTOR, twice or more)");
+    }
+    std::set<std::string> names;
+    for (const auto& a : in_.arms) {
+      if (a.name.empty()) throw CompareError("an arm needs a name (--arm NAME=SELECTOR)");
+      if (!names.insert(a.name).second) {
+        throw CompareError("arm '" + a.name + "' is declared twice; give each arm one name");
+      }
+      b_.arms.push_back(a.name);
+      b_.selectors[a.name] = a.selectors;
+    }
+    b_.baseline = in_.baseline.empty() ? in_.arms.back().name : in_.baseline;
+    if (names.count(b_.baseline) == 0) {
+      throw CompareError("the baseline '" + b_.baseline + "' is not an arm (arms: " +
+                         join(b_.arms, ", ") + ")");
+    }
+  }
+
+  std::string default_title() const {
+    std::vector<std::string> others;
+    for (const auto& a : b_.arms) {
+      if (a != b_.baseline) others.push_back(a);
+    }
+    std::string lead;
+    for (std::size_t i = 0; i < others.size(); ++i) {
+      if (i > 0) lead += i + 1 == others.size() ? " and " : ", ";
+      lead += others[i];
+    }
+    return lead + " vs " + b_.baseline;
+  }
+
+  /// A run a board can use: it finished and has its figures.
+  bool usable(const std::string& arm, const RunPtr& r) {
+    std::string reason;
+    const auto status = string_at(r->manifest, "status").value_or("");
+    if (!r->has_summary) {
+      reason = "no summary.json (status " + (status.empty() ? "unknown" : status) + ")";
+    } else if (status == "running") {
+      reason = "the run has not finished (status running)";
+    }
+    if (reason.empty()) return true;
+    b_.unpaired.push_back({arm, r->run_id, "", reason});
+    return false;
+  }
+
+  /// Orders a cell's runs of one arm by repetition; several runs must be repetitions of one
+  /// campaign cell.
+  std::vector<RunPtr> repetitions(const std::string& arm, const std::string& cell,
+                                  std::vector<RunPtr> runs) {
+    if (runs.size() > 1) {
+      std::set<std::string> campaigns;
+      std::set<std::int64_t> reps;
+      for (const auto& r : runs) {
+        campaigns.insert(string_at(r->manifest, "campaign").value_or("(none)"));
+        reps.insert(repetition_of(*r));
+      }
+      if (campaigns.size() > 1 || campaigns.count("(none)") != 0 || reps.size() != runs.size()) {
+        std::vector<std::string> ids;
+        for (const auto& r : runs) ids.push_back(r->run_id);
+        throw CompareError("arm '" + arm + "' has " + std::to_string(runs.size()) +
+                           " runs of cell " + cell + " that are not repetitions of one campaign (" +
+                           join(ids, ", ") +
+                           "); narrow its selector (e.g. campaign=ID) or map the cell in a "
+                           "board spec file");
+      }
+    }
+    std::stable_sort(runs.begin(), runs.end(), [](const RunPtr& x, const RunPtr& y) {
+      return repetition_of(*x) < repetition_of(*y);
+    });
+    return runs;
+  }
+
+  void explicit_cells() {
+    for (const auto& ec : in_.cells) {
+      Cell c;
+      c.name = ec.name;
+      c.id = ec.name;
+      for (const auto& arm : b_.arms) {
+        const auto it = ec.runs.find(arm);
+        if (it == ec.runs.end()) continue;
+        std::vector<RunPtr> runs;
+        for (const auto& r : it->second) {
+          explicit_ids_.insert(r->run_id);
+          if (usable(arm, r)) runs.push_back(r);
+        }
+        if (runs.empty()) continue;
+        ArmCell ac;
+        ac.arm = arm;
+        ac.runs = repetitions(arm, c.id, std::move(runs));
+        c.arms.push_back(std::move(ac));
+      }
+      if (c.arms.empty()) throw CompareError("board spec: cell '" + ec.name + "' has no usable run");
+      const RunRecord& first = c.arms.front().run();
+      c.model = ec.model.empty() ? model_of(first, in_.model_aliases) : ec.model;
+      c.protocol = protocol_of(first);
+      level_of(first, c.level_kind, c.level);
+      place(std::move(c), true);
+    }
+  }
+
+  void auto_cells() {
+    std::map<Key, std::map<std::string, std::vector<RunPtr>>> groups;
+    std::set<std::string> taken;
+    for (const auto& arm : in_.arms) {
+      for (const auto& r : arm.runs) {
+        if (explicit_ids_.count(r->run_id) != 0) continue;
+        if (!usable(arm.name, r)) continue;
+        groups[{model_of(*r, in_.model_aliases), protocol_of(*r), cell_of(*r)}][arm.name]
+            .push_back(r);
+      }
+    }
+    for (auto& [key, by_arm] : groups) {
+      Cell c;
+      c.model = key.model;
+      c.protocol = key.protocol;
+      c.name = key.cell;
+      c.id = key.model + "/" + key.protocol + "/" + key.cell;
+      for (const auto& arm : b_.arms) {
+        const auto it = by_arm.find(arm);
+        if (it == by_arm.end()) continue;
+        ArmCell ac;
+        ac.arm = arm;
+        ac.runs = repetitions(arm, c.id, it->second);
+        c.arms.push_back(std::move(ac));
+      }
+      level_of(c.arms.front().run(), c.level_kind, c.level);
+      place(std::move(c), false);
+    }
+  }
+
+  /// Keeps a cell when the baseline and another arm have runs in it; else lists its runs.
+  void place(Cell c, bool is_explicit) {
+    const bool has_base = c.arm(b_.baseline) != nullptr;
+    const bool has_other = c.arms.size() > (has_base ? 1u : 0u);
+    if (has_base && has_other) {
+      (is_explicit ? explicit_ : auto_).push_back(std::move(c));
+      return;
+    }
+    const std::string reason = !has_base ? "the baseline (" + b_.baseline + ") has no run in this cell"
+                                         : "no other arm has a run in this cell";
+    for (const auto& a : c.arms) {
+      for (const auto& r : a.runs) b_.unpaired.push_back({a.arm, r->run_id, c.id, reason});
+    }
+  }
+
+  void sort_cells() {
+    std::stable_sort(auto_.begin(), auto_.end(), [](const Cell& x, const Cell& y) {
+      if (x.model != y.model) return x.model < y.model;
+      if (x.protocol != y.protocol) return x.protocol < y.protocol;
+      if (x.level_kind != y.level_kind) return x.level_kind < y.level_kind;
+      if (x.level.has_value() != y.level.has_value()) return x.level.has_value();
+      if (x.level && *x.level != *y.level) return *x.level < *y.level;
+      return x.name < y.name;
+    });
+    for (auto& c : explicit_) b_.cells.push_back(std::move(c));
+    for (auto& c : auto_) b_.cells.push_back(std::move(c));
+    std::set<std::string> ids;
+    for (const auto& c : b_.cells) {
+      if (!ids.insert(c.id).second) {
+        throw CompareError("two cells are named '" + c.id + "'; name board spec cells uniquely");
+      }
+    }
+    std::stable_sort(b_.unpaired.begin(), b_.unpaired.end(),
+                     [](const UnpairedRun& x, const UnpairedRun& y) {
+                       return std::tie(x.arm, x.run_id) < std::tie(y.arm, y.run_id);
+                     });
+  }
+
+  void select(Cell& cell, ArmCell& ac) {
+    for (const auto& r : ac.runs) {
+      Figures f;
+      for (const auto& m : metric_catalog()) f[m.key] = read_figure(m, *r);
+      ac.figures.push_back(std::move(f));
+    }
+    if (ac.runs.size() == 1) return;
+    const RunRecord& first = *ac.runs.front();
+    const std::string rule =
+        string_at(first.manifest, "workload.protocol.selection.rule").value_or("median");
+    const std::string metric =
+        string_at(first.manifest, "workload.protocol.selection.metric").value_or("output_tokens_per_s");
+    std::vector<std::optional<double>> values;
+    for (const auto& r : ac.runs) values.push_back(selection_metric(*r, metric));
+    const auto pick = median_repetition(values);
+    ac.selected = pick.value_or(0);
+    ac.selection = rule + " of " + std::to_string(ac.runs.size()) + " by " + metric;
+    if (rule != "median") {
+      add(cell.id, ac.arm, "selection_rule",
+          "the records declare selection rule '" + rule + "', which this version does not know; " +
+              "the median was used",
+          json::object{{"rule", rule}});
+    }
+    // The campaign file names the repetition it selected: it must agree.
+    const auto campaign = string_at(first.manifest, "campaign");
+    const auto cell_name = string_at(first.manifest, "workload.protocol.cell");
+    if (campaign && cell_name) {
+      const auto it = in_.campaigns.find(*campaign);
+      if (it != in_.campaigns.end()) {
+        const json::value* cells = it->second.if_contains("cells");
+        if (cells != nullptr && cells->is_array()) {
+          for (const auto& cv : cells->get_array()) {
+            if (!cv.is_object() || string_at(cv.get_object(), "cell") != cell_name) continue;
+            const auto named = string_at(cv.get_object(), "selected_run");
+            if (named && *named != ac.run().run_id) {
+              add(cell.id, ac.arm, "selection_mismatch",
+                  "campaign " + *campaign + " selected " + *named + " but the declared rule (" +
+                      ac.selection + ") picks " + ac.run().run_id,
+                  json::object{{"campaign", *campaign},
+                               {"campaign_selected", *named},
+                               {"recomputed", ac.run().run_id}});
+            }
+          }
+        }
+      }
+    }
+    const auto declared = number_at(first.manifest, "workload.protocol.repetitions");
+    if (declared && static_cast<std::size_t>(*declared) > ac.runs.size()) {
+      add(cell.id, ac.arm, "missing_repetitions",
+          std::to_string(ac.runs.size()) + " of " + fmt(*declared, 0) +
+              " declared repetitions are on the board",
+          json::object{{"declared", *declared}, {"present", ac.runs.size()}});
+    }
+  }
+
+  void run_findings(const Cell& cell, const ArmCell& ac) {
+    for (const auto& r : ac.runs) {
+      if (!r->integrity_problems.empty()) {
+        json::array problems;
+        for (const auto& p : r->integrity_problems) problems.push_back(json::value(p));
+        add(cell.id, ac.arm, "record_integrity",
+            "run " + r->run_id + ": " + join(r->integrity_problems, "; "),
+            json::object{{"run_id", r->run_id}, {"problems", std::move(problems)}});
+      }
+    }
+    const RunRecord& r = ac.run();
+    const std::string status = string_at(r.manifest, "status").value_or("unknown");
+    if (status != "ok") {
+      add(cell.id, ac.arm, "run_status",
+          "run " + r.run_id + " ended with status " + status +
+              (status == "partial" ? " (some requests failed)" : ""),
+          json::object{{"run_id", r.run_id}, {"status", status}});
+    }
+    const json::value* warnings = find_path(r.summary, "warnings");
+    if (warnings != nullptr && warnings->is_array()) {
+      for (const auto& w : warnings->get_array()) {
+        if (!w.is_object()) continue;
+        const std::string code = string_at(w.get_object(), "code").value_or("warning");
+        const std::string message = string_at(w.get_object(), "message").value_or("");
+        const std::string type =
+            code == "concurrency_underfilled" || code == "energy_sources_disagree"
+                ? code
+                : "record_warning";
+        add(cell.id, ac.arm, type, "run " + r.run_id + ": " + message,
+            json::object{{"run_id", r.run_id}, {"code", code}, {"message", message},
+                         {"hint", string_at(w.get_object(), "hint").value_or("")}});
+      }
+    }
+    // The record's figures must be what its requests give (the bootstrap resamples those).
+    for (const auto& m : metric_catalog()) {
+      const auto s = Sample::of(m, r);
+      const auto have = ac.selected_figures().at(m.key);
+      if (!s) continue;
+      const auto point = s->point();
+      if (!point || !have) continue;
+      const double tol = 1e-9 * std::max({1.0, std::fabs(*point), std::fabs(*have)});
+      if (std::fabs(*point - *have) > tol) {
+        add(cell.id, ac.arm, "summary_mismatch",
+            "run " + r.run_id + ": summary.json gives " + m.key + " = " + fmt(*have, 6) +
+                " but its requests.jsonl gives " + fmt(*point, 6),
+            json::object{{"run_id", r.run_id}, {"metric", m.key}, {"summary", *have},
+                         {"requests", *point}});
+      }
+    }
+  }
+
+  void finish_cell(Cell& cell) {
+    for (auto& ac : cell.arms) {
+      select(cell, ac);
+      run_findings(cell, ac);
+    }
+    const ArmCell* base = cell.arm(b_.baseline);
+    for (const auto& ac : cell.arms) {
+      if (ac.arm == b_.baseline) continue;
+      Comparison cmp;
+      cmp.arm = ac.arm;
+      cmp.baseline = b_.baseline;
+      const auto runs_of = [](const ArmCell& x) {
+        std::vector<const RunRecord*> v;
+        for (const auto& r : x.runs) v.push_back(r.get());
+        return v;
+      };
+      cmp.checks = run_checks(runs_of(ac), runs_of(*base), o_.policy);
+      for (const auto& ch : cmp.checks) {
+        if (ch.level == CheckLevel::kIgnored) continue;
+        const CheckDef& def = check_def(ch.name);
+        if (ch.outcome == CheckOutcome::kFail) {
+          const bool required = ch.level == CheckLevel::kRequired;
+          if (required) cmp.status = ComparisonStatus::kFailedChecks;
+          const std::string what =
+              ch.name == "dirty_sources"
+                  ? "the harness was built from a modified source tree: " + ac.arm + " " +
+                        dirty_text(ch.arm_value) + ", " + b_.baseline + " " +
+                        dirty_text(ch.baseline_value)
+                  : def.label + " differs: " + ac.arm + " " + short_value(ch.arm_value) + ", " +
+                        b_.baseline + " " + short_value(ch.baseline_value);
+          add(cell.id, ac.arm, required ? "check_failed" : "check_differs",
+              what + (required ? " (required: the cell is not compared)" : " (reported)"),
+              json::object{{"check", ch.name},
+                           {"level", to_string(ch.level)},
+                           {"arm_value", ch.arm_value},
+                           {"baseline_value", ch.baseline_value}});
+        } else if (ch.outcome == CheckOutcome::kUnresolved && ch.level == CheckLevel::kRequired) {
+          cmp.unresolved = true;
+          auto& u = unresolved_[ch.name];
+          u.cells += 1;
+          if (u.note.empty()) u.note = ch.note;
+        }
+      }
+      if (cmp.status == ComparisonStatus::kCompared) {
+        for (const auto& m : metric_catalog()) {
+          if (m.direction == Direction::kNone) continue;
+          Delta d = compare_metric(m, cell, ac, *base, o_.bootstrap);
+          if (m.headline && d.verdict != Verdict::kWin) {
+            std::string text = m.label + ": " + ac.arm + " vs " + b_.baseline + " ";
+            if (d.value) text += signed_pct(*d.value);
+            if (d.low && d.high) {
+              text += " [" + signed_pct(*d.low) + ", " + signed_pct(*d.high) + "]";
+            }
+            text += " — " + std::string(to_string(d.verdict));
+            if (!d.no_interval.empty()) text += " (" + d.no_interval + ")";
+            json::object data{{"metric", m.key}, {"verdict", to_string(d.verdict)}};
+            data["delta"] = d.value ? json::value(*d.value) : json::value(nullptr);
+            data["low"] = d.low ? json::value(*d.low) : json::value(nullptr);
+            data["high"] = d.high ? json::value(*d.high) : json::value(nullptr);
+            add(cell.id, ac.arm, "nonwin", text, std::move(data));
+          }
+          cmp.deltas[m.key] = std::move(d);
+        }
+        cmp.quality = audit(ac.run(), base->run(), o_.quality);
+        if (cmp.quality.warning) {
+          json::object data;
+          data["accuracy_delta_pp"] = cmp.quality.accuracy_delta_pp
+                                          ? json::value(*cmp.quality.accuracy_delta_pp)
+                                          : json::value(nullptr);
+          data["output_mean_gap_pct"] = cmp.quality.output_mean_gap_pct
+                                            ? json::value(*cmp.quality.output_mean_gap_pct)
+                                            : json::value(nullptr);
+          add(cell.id, ac.arm, "quality_warning",
+              ac.arm + " vs " + b_.baseline + ": " + join(cmp.quality.reasons, "; "),
+              std::move(data));
+        }
+      }
+      cell.comparisons.push_back(std::move(cmp));
+    }
+  }
+
+  static std::string signed_pct(double v) { return (v >= 0 ? "+" : "") + fmt(v, 1) + " %"; }
+
+  static std::string dirty_text(const json::value& v) {
+    return v.is_bool() ? (v.get_bool() ? "modified" : "clean") : "unknown";
+  }
+
+  static std::string short_value(const json::value& v) {
+    if (v.is_null()) return "(missing)";
+    std::string t = v.is_string() ? std::string(v.get_string()) : canonical_text(v);
+    if (v.is_string() && t.size() == 64) t = t.substr(0, 12);  // a hash
+    if (t.size() > 80) t = t.substr(0, 77) + "...";
+    return t;
+  }
+
+  std::string unresolved_message() const {
+    std::string list;
+    for (const auto& [name, u] : unresolved_) {
+      list += "\n  " + name + " (" + std::to_string(u.cells) + " cell" + (u.cells == 1 ? "" : "s") +
+              "): " + u.note;
+    }
+    return "refusing to render a board with unresolved identities:" + list +
+           "\nrecord them (e.g. --model-file and --model-revision when running, GPU telemetry "
+           "for driver and GPU model), relax the policy (--report-only CHECK), or render anyway "
+           "with --allow-unresolved (the board then says so at the top)";
+  }
+
+  void board_findings() {
+    std::vector<Finding> head;
+    for (const auto& [name, u] : unresolved_) {
+      b_.unresolved_checks.push_back(name);
+      head.push_back({"check_unresolved", "", "",
+                      check_def(name).label + " is unresolved in " + std::to_string(u.cells) +
+                          " compared cell" + (u.cells == 1 ? "" : "s") + ": " + u.note +
+                          " (rendered with --allow-unresolved)",
+                      json::object{{"check", name}, {"cells", u.cells}, {"note", u.note}}});
+    }
+    if (!b_.unpaired.empty()) {
+      head.push_back({"unpaired_runs", "", "",
+                      std::to_string(b_.unpaired.size()) + " run" +
+                          (b_.unpaired.size() == 1 ? " is" : "s are") +
+                          " in no comparison (listed under Unpaired runs)",
+                      json::object{{"count", b_.unpaired.size()}}});
+    }
+    head.insert(head.end(), findings_.begin(), findings_.end());
+    b_.findings = std::move(head);
+  }
+
+  void tallies() {
+    for (const auto& arm : b_.arms) {
+      if (arm == b_.baseline) continue;
+      for (const auto& m : metric_catalog()) {
+        if (!m.headline) continue;
+        Tally t;
+        t.arm = arm;
+        t.metric = m.key;
+        for (const auto& [cell, cmp] : b_.comparisons()) {
+          if (cmp->arm != arm || cmp->status != ComparisonStatus::kCompared) continue;
+          const auto it = cmp->deltas.find(m.key);
+          if (it == cmp->deltas.end()) continue;
+          ++t.compared;
+          switch (it->second.verdict) {
+            case Verdict::kWin: ++t.wins; break;
+            case Verdict::kTie: ++t.ties; break;
+            case Verdict::kLoss: ++t.losses; break;
+            default: ++t.no_interval; break;
+          }
+        }
+        b_.tallies.push_back(t);
+      }
+    }
+  }
+
+  void status() {
+    bool failed = false;
+    for (const auto& [cell, cmp] : b_.comparisons()) {
+      if (cmp->status == ComparisonStatus::kFailedChecks) failed = true;
+    }
+    if (failed) {
+      b_.status = "checks_failed";
+    } else if (!b_.unresolved_checks.empty()) {
+      b_.status = "unresolved_allowed";
+    } else if (!b_.unpaired.empty()) {
+      b_.status = "incomplete";
+    } else {
+      b_.status = "complete";
+    }
+  }
+
+  void add(const std::string& cell, const std::string& arm, const std::string& type,
+           const std::string& message, json::object data) {
+    findings_.push_back({type, cell, arm, message, std::move(data)});
+  }
+
+  struct Unresolved {
+    std::size_t cells = 0;
+    std::string note;
+  };
+
+  const BoardInput& in_;
+  const BoardOptions& o_;
+  Board b_;
+  std::vector<Cell> explicit_, auto_;
+  std::set<std::string> explicit_ids_;
+  std::vector<Finding> findings_;
+  std::map<std::string, Unresolved> unresolved_;
+};
+
+}  // namespace
+
+Board build_board(const BoardInput& input, const BoardOptions& options) {
+  return Builder(input, options).build();
+}
+
+}  // namespace dyno::compare

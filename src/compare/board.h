@@ -1,0 +1,226 @@
+// The comparison board: run records arranged into arms, paired into cells, checked for
+// fairness, compared with uncertainty, audited for quality; every finding listed
+// (docs/compare.md). A Board is a value: report/ serializes it (README.md, board.json,
+// board.csv, report.html) and never computes a figure of its own.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compare/fairness.h"
+#include "compare/figures.h"
+#include "compare/run_record.h"
+
+namespace dyno::compare {
+
+inline constexpr int kBoardSchemaVersion = 1;
+
+using RunPtr = std::shared_ptr<const RunRecord>;
+
+/// The board refuses to render: a required identity is missing from some record and
+/// unresolved identities were not allowed. The message lists them and what to do.
+class UnresolvedError : public CompareError {
+ public:
+  using CompareError::CompareError;
+};
+
+/// One arm as the user declared it: a name and its runs (already selected and loaded).
+struct ArmInput {
+  std::string name;
+  std::vector<std::string> selectors;  ///< as given (provenance)
+  std::vector<RunPtr> runs;            ///< paired automatically
+};
+
+/// A cell mapped explicitly (board spec file): its runs per arm, repetitions of one cell.
+struct ExplicitCell {
+  std::string name;
+  std::string model;  ///< display name; "" = the first run's model id
+  std::map<std::string, std::vector<RunPtr>> runs;  ///< by arm name
+};
+
+struct BoardInput {
+  std::string title;                         ///< "" = "<arms> vs <baseline>"
+  std::vector<ArmInput> arms;                ///< at least two
+  std::string baseline;                      ///< "" = the last arm
+  std::vector<ExplicitCell> cells;           ///< explicit cells (board spec)
+  std::map<std::string, std::string> model_aliases;  ///< model id -> name used for pairing
+  /// Campaign files by id (<runs-root>/campaigns/<id>.json), to cross-check the repetition
+  /// each selected.
+  std::map<std::string, boost::json::object> campaigns;
+};
+
+struct QualityThresholds {
+  double accuracy_pp = 2.0;      ///< |accuracy_delta_pp| at or above warns
+  double output_gap_pct = 10.0;  ///< output_mean_gap_pct at or above warns
+};
+
+struct BootstrapOptions {
+  std::uint32_t resamples = 2000;
+  double confidence = 0.95;
+  std::uint64_t seed = 0;
+  std::size_t min_requests = 10;    ///< fewer per arm: no interval over requests
+  std::size_t min_repetitions = 3;  ///< at least this many per arm: intervals over repetitions
+};
+
+/// Who rendered the board (written into board.json; fixed in golden tests).
+struct Generator {
+  std::string name = "dyno";
+  std::string version;
+  std::string git_commit;
+};
+
+struct BoardOptions {
+  Policy policy;
+  QualityThresholds quality;
+  BootstrapOptions bootstrap;
+  bool allow_unresolved = false;
+  Generator generator;
+  std::string spec_file_sha256;  ///< of the board spec file, when one was given
+};
+
+enum class Verdict { kWin, kTie, kLoss, kNoInterval, kNotApplicable };
+const char* to_string(Verdict v);
+
+/// A delta of one figure between an arm and the baseline in one cell.
+struct Delta {
+  std::optional<double> value;  ///< positive = the arm is better (percent or points)
+  std::optional<double> low;    ///< the interval (confidence of the board)
+  std::optional<double> high;
+  std::string method;      ///< "bootstrap_requests", "bootstrap_repetitions" or ""
+  std::string no_interval; ///< why there is no interval ("" when there is one)
+  Verdict verdict = Verdict::kNotApplicable;
+  std::size_t n_arm = 0;       ///< requests (or repetitions) behind the interval
+  std::size_t n_baseline = 0;
+};
+
+using Figures = std::map<std::string, std::optional<double>>;  ///< metric key -> value
+
+/// One arm's runs in one cell.
+struct ArmCell {
+  std::string arm;
+  std::vector<RunPtr> runs;  ///< repetitions, in repetition order
+  std::size_t selected = 0;  ///< index into runs: the repetition the declared rule picked
+  std::string selection;     ///< e.g. "median of 3 by output_tokens_per_s"; "" for one run
+  std::vector<Figures> figures;  ///< per repetition
+  const RunRecord& run() const { return *runs[selected]; }
+  const Figures& selected_figures() const { return figures[selected]; }
+};
+
+struct AnswerDisagreement {
+  std::string request_id;
+  bool arm_correct = false;
+  bool baseline_correct = false;
+  std::string arm_extracted;  ///< model-derived text: escape before showing it
+  std::string baseline_extracted;
+};
+
+/// Quality audit of a pair (docs/metrics.md "Comparisons").
+struct QualityAudit {
+  std::optional<double> accuracy_arm, accuracy_baseline;
+  std::optional<std::uint64_t> scored_arm, scored_baseline, correct_arm, correct_baseline;
+  std::optional<double> accuracy_delta_pp;  ///< (acc arm − acc baseline) · 100
+  std::optional<double> output_mean_arm, output_mean_baseline;
+  std::optional<double> output_mean_gap_pct;
+  bool warning = false;
+  std::vector<std::string> reasons;
+  std::vector<AnswerDisagreement> disagreements;  ///< requests scored differently, by id
+};
+
+enum class ComparisonStatus { kCompared, kFailedChecks };
+const char* to_string(ComparisonStatus s);
+
+/// One arm against the baseline in one cell.
+struct Comparison {
+  std::string arm;
+  std::string baseline;
+  ComparisonStatus status = ComparisonStatus::kCompared;
+  std::vector<Check> checks;
+  std::map<std::string, Delta> deltas;  ///< by metric key; empty when checks failed
+  QualityAudit quality;
+  bool unresolved = false;  ///< some required check is unresolved (allowed)
+  const Check* check(const std::string& name) const;
+};
+
+/// What is compared: one model, one protocol cell (e.g. a concurrency level).
+struct Cell {
+  std::string id;        ///< "<model>/<protocol>/<cell>", unique in the board
+  std::string model;     ///< after aliases (the pairing key)
+  std::string protocol;  ///< e.g. "sweep", "run"
+  std::string name;      ///< the protocol's cell name, e.g. "c4"
+  std::string level_kind;  ///< "concurrency", "rate", "decode_tokens", "prefill_tokens" or ""
+  std::optional<double> level;  ///< the x value of charts (concurrency, rate, tokens)
+  std::vector<ArmCell> arms;    ///< in board arm order, only arms with runs here
+  std::vector<Comparison> comparisons;  ///< every non-baseline arm present, vs the baseline
+  const ArmCell* arm(const std::string& arm_name) const;
+};
+
+/// A run that is part of no comparison, and why (never dropped silently).
+struct UnpairedRun {
+  std::string arm;
+  std::string run_id;  ///< "" for a selector that gave no usable run
+  std::string cell;    ///< the cell id it would belong to ("" when unknown)
+  std::string reason;
+};
+
+struct Finding {
+  std::string type;     ///< docs/compare.md "Findings"
+  std::string cell;     ///< cell id, "" for board-wide findings
+  std::string arm;      ///< "" when not about one arm
+  std::string message;  ///< one sentence with the numbers
+  boost::json::object data;
+};
+
+/// The win / tie / loss count of one headline figure for one arm against the baseline.
+struct Tally {
+  std::string arm;
+  std::string metric;
+  std::size_t wins = 0, ties = 0, losses = 0, no_interval = 0, compared = 0;
+};
+
+struct Board {
+  int schema_version = kBoardSchemaVersion;
+  std::string title;
+  std::string status;  ///< complete | incomplete | checks_failed | unresolved_allowed
+  std::vector<std::string> arms;  ///< declared order
+  std::string baseline;
+  std::map<std::string, std::vector<std::string>> selectors;  ///< by arm
+  std::vector<Cell> cells;
+  std::vector<UnpairedRun> unpaired;
+  std::vector<Finding> findings;
+  std::vector<Tally> tallies;  ///< per non-baseline arm, per headline metric
+  /// Required checks that are unresolved somewhere (allowed with --allow-unresolved).
+  std::vector<std::string> unresolved_checks;
+  Policy policy;
+  QualityThresholds quality;
+  BootstrapOptions bootstrap;
+  bool allow_unresolved = false;
+  Generator generator;
+  std::string spec_file_sha256;
+
+  /// Comparisons in cell order (every non-baseline arm's), with their cell.
+  std::vector<std::pair<const Cell*, const Comparison*>> comparisons() const;
+  /// Every run behind the board (selected or not), once, in run-id order.
+  std::vector<RunPtr> runs() const;
+};
+
+/// Builds the board. Throws UnresolvedError when a required check is unresolved and
+/// options.allow_unresolved is false; CompareError for inconsistent input (fewer than two
+/// arms, an unknown baseline, an arm with one cell's runs from several campaigns).
+Board build_board(const BoardInput& input, const BoardOptions& options);
+
+/// The repetition a selection rule picks: the median by `metric` (the lower middle one for an
+/// even count), ties broken by repetition order, as the protocols pick it
+/// (docs/protocols.md). `values` holds the metric per repetition; nullopt ones are skipped.
+/// nullopt when no repetition has a value.
+std::optional<std::size_t> median_repetition(const std::vector<std::optional<double>>& values);
+
+/// The value a protocol's selection metric names (docs/protocols.md "--select") in a record's
+/// summary; nullopt for an unknown name or an absent figure.
+std::optional<double> selection_metric(const RunRecord& run, const std::string& metric);
+
+}  // namespace dyno::compare

@@ -1,0 +1,275 @@
+#include "compare/fairness.h"
+
+#include <algorithm>
+
+#include "json/json_text.h"
+
+namespace dyno::compare {
+
+namespace json = boost::json;
+
+const char* to_string(CheckLevel level) {
+  switch (level) {
+    case CheckLevel::kRequired: return "required";
+    case CheckLevel::kReported: return "reported";
+    case CheckLevel::kIgnored: return "ignored";
+  }
+  return "required";
+}
+
+const char* to_string(CheckOutcome outcome) {
+  switch (outcome) {
+    case CheckOutcome::kPass: return "pass";
+    case CheckOutcome::kFail: return "fail";
+    case CheckOutcome::kUnresolved: return "unresolved";
+  }
+  return "pass";
+}
+
+const std::vector<CheckDef>& check_catalog() {
+  using L = CheckLevel;
+  static const std::vector<CheckDef> catalog = {
+      {"request_stream", "request stream",
+       "the canonical SHA-256 of the request stream (manifest workload.request_stream.sha256)",
+       L::kRequired},
+      {"request_count", "request count",
+       "measured requests that ended (summary requests.total)", L::kRequired},
+      {"input_tokens", "input tokens",
+       "Σ input tokens of the completed requests (summary tokens.input_total)", L::kRequired},
+      {"sampling", "sampling", "the sampling parameters (manifest workload.sampling)",
+       L::kRequired},
+      {"api", "API", "chat or completions (manifest workload.api)", L::kRequired},
+      {"load", "load", "schedule, concurrency or rate, seed and limits (manifest load)",
+       L::kRequired},
+      {"warmup", "warm-up", "warm-up requests (manifest workload.warmup_requests)",
+       L::kRequired},
+      {"model_revision", "model revision", "manifest model.revision", L::kRequired},
+      {"model_fingerprint", "model fingerprint",
+       "SHA-256 of the weights' header and metadata (manifest model.fingerprint)", L::kRequired},
+      {"driver", "driver", "the GPU driver of every GPU (manifest hardware.gpus[].driver)",
+       L::kRequired},
+      {"gpu_model", "GPU model",
+       "name and memory of every GPU (manifest hardware.gpus[].name, memory_total_bytes)",
+       L::kRequired},
+      {"gpu_uuid", "GPU UUID", "the UUID of every GPU (manifest hardware.gpus[].uuid)",
+       L::kReported},
+      {"harness", "harness", "SHA-256 of the dyno executable (manifest harness.executable_sha256)",
+       L::kRequired},
+      {"dirty_sources", "clean sources",
+       "neither harness was built from a modified source tree (manifest harness.git_dirty)",
+       L::kReported},
+  };
+  return catalog;
+}
+
+Policy::Policy() {
+  for (const auto& c : check_catalog()) levels_[c.name] = c.default_level;
+}
+
+CheckLevel Policy::level(const std::string& check) const {
+  const auto it = levels_.find(check);
+  return it == levels_.end() ? CheckLevel::kIgnored : it->second;
+}
+
+void Policy::set(const std::string& check, CheckLevel level) {
+  if (levels_.find(check) == levels_.end()) {
+    std::string known;
+    for (const auto& c : check_catalog()) known += (known.empty() ? "" : ", ") + c.name;
+    throw CompareError("unknown check '" + check + "'; the checks are " + known);
+  }
+  levels_[check] = level;
+}
+
+void Policy::set_list(const std::string& names, CheckLevel level, const std::string& flag) {
+  std::size_t start = 0;
+  while (start <= names.size()) {
+    const auto comma = names.find(',', start);
+    const std::string name =
+        names.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!name.empty()) {
+      try {
+        set(name, level);
+      } catch (const CompareError& e) {
+        throw CompareError(flag + ": " + e.what());
+      }
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+}
+
+std::string canonical_text(const json::value& v) {
+  if (v.is_object()) {
+    std::vector<std::pair<std::string, const json::value*>> items;
+    for (const auto& kv : v.get_object()) items.emplace_back(std::string(kv.key()), &kv.value());
+    std::sort(items.begin(), items.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::string out = "{";
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) out += ",";
+      out += json_text::compact(json::value(items[i].first)) + ":" + canonical_text(*items[i].second);
+    }
+    return out + "}";
+  }
+  if (v.is_array()) {
+    std::string out = "[";
+    const auto& a = v.get_array();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (i > 0) out += ",";
+      out += canonical_text(a[i]);
+    }
+    return out + "]";
+  }
+  return json_text::compact(v);
+}
+
+namespace {
+
+json::value at(const json::object& root, const std::string& path) {
+  const json::value* v = find_path(root, path);
+  return v == nullptr ? json::value(nullptr) : *v;
+}
+
+/// A list of one field over hardware.gpus; null when there is no GPU or a GPU lacks it.
+json::value gpu_list(const RunRecord& r, const char* check) {
+  const json::value* gpus = find_path(r.manifest, "hardware.gpus");
+  if (gpus == nullptr || !gpus->is_array() || gpus->get_array().empty()) return nullptr;
+  json::array out;
+  for (const auto& g : gpus->get_array()) {
+    if (!g.is_object()) return nullptr;
+    const json::object& o = g.get_object();
+    const std::string c = check;
+    if (c == "gpu_model") {
+      const auto name = string_at(o, "name");
+      if (!name) return nullptr;
+      const json::value* mem = o.if_contains("memory_total_bytes");
+      out.push_back(json::object{{"name", *name},
+                                 {"memory_total_bytes", mem == nullptr ? json::value(nullptr)
+                                                                       : *mem}});
+    } else {
+      const auto v = string_at(o, c == "driver" ? "driver" : "uuid");
+      if (!v || v->empty()) return nullptr;
+      out.push_back(json::value(*v));
+    }
+  }
+  return out;
+}
+
+std::string gpu_note(const RunRecord& r) {
+  const auto mode = string_at(r.manifest, "telemetry.mode");
+  if (mode && *mode == "off") return "no GPU in the record: telemetry was off (--telemetry off)";
+  return "no GPU identity in the record (no GPU telemetry source saw one; see dyno doctor)";
+}
+
+json::value value_of(const RunRecord& r, const std::string& check) {
+  if (check == "request_stream") return at(r.manifest, "workload.request_stream.sha256");
+  if (check == "request_count") return at(r.summary, "requests.total");
+  if (check == "input_tokens") return at(r.summary, "tokens.input_total");
+  if (check == "sampling") return at(r.manifest, "workload.sampling");
+  if (check == "api") return at(r.manifest, "workload.api");
+  if (check == "warmup") return at(r.manifest, "workload.warmup_requests");
+  if (check == "load") return at(r.manifest, "load");
+  if (check == "model_revision") return at(r.manifest, "model.revision");
+  if (check == "model_fingerprint") return at(r.manifest, "model.fingerprint");
+  if (check == "driver" || check == "gpu_model" || check == "gpu_uuid") {
+    return gpu_list(r, check.c_str());
+  }
+  if (check == "harness") return at(r.manifest, "harness.executable_sha256");
+  if (check == "dirty_sources") return at(r.manifest, "harness.git_dirty");
+  return nullptr;
+}
+
+std::string note_of(const RunRecord& r, const std::string& check) {
+  if (check == "model_revision" || check == "model_fingerprint") {
+    const auto why = string_at(
+        r.manifest, std::string("model.unknown.") + (check == "model_revision" ? "revision"
+                                                                                : "fingerprint"));
+    return why ? *why : "not in the record";
+  }
+  if (check == "driver" || check == "gpu_model" || check == "gpu_uuid") return gpu_note(r);
+  return "not in the record";
+}
+
+bool missing(const json::value& v) {
+  if (v.is_null()) return true;
+  if (v.is_string() && v.get_string().empty()) return true;
+  return false;
+}
+
+}  // namespace
+
+namespace {
+
+/// One side's value: shared by its runs, else their list; null when any run lacks it.
+json::value side_value(const std::vector<const RunRecord*>& runs, const std::string& check,
+                       const RunRecord*& lacking) {
+  json::array values;
+  bool same = true;
+  for (const RunRecord* r : runs) {
+    json::value v = value_of(*r, check);
+    if (missing(v)) {
+      lacking = r;
+      return nullptr;
+    }
+    if (!values.empty() && canonical_text(v) != canonical_text(values.front())) same = false;
+    values.push_back(std::move(v));
+  }
+  if (values.empty()) return nullptr;
+  if (same) return values.front();
+  return values;
+}
+
+}  // namespace
+
+std::vector<Check> run_checks(const std::vector<const RunRecord*>& a,
+                              const std::vector<const RunRecord*>& b, const Policy& policy) {
+  std::vector<Check> out;
+  for (const auto& def : check_catalog()) {
+    Check c;
+    c.name = def.name;
+    c.level = policy.level(def.name);
+    const RunRecord* lacking_a = nullptr;
+    const RunRecord* lacking_b = nullptr;
+    c.arm_value = side_value(a, def.name, lacking_a);
+    c.baseline_value = side_value(b, def.name, lacking_b);
+    if (def.name == "dirty_sources") {
+      // Passes when every tree was clean; one modified tree fails it, whatever the others say.
+      const auto any_dirty = [](const json::value& v) {
+        if (v.is_bool()) return v.get_bool();
+        if (!v.is_array()) return false;
+        for (const auto& x : v.get_array()) {
+          if (x.is_bool() && x.get_bool()) return true;
+        }
+        return false;
+      };
+      if (any_dirty(c.arm_value) || any_dirty(c.baseline_value)) {
+        c.outcome = CheckOutcome::kFail;
+      } else if (lacking_a != nullptr || lacking_b != nullptr) {
+        c.outcome = CheckOutcome::kUnresolved;
+        c.note = "harness.git_dirty is not in the record";
+      } else {
+        c.outcome = CheckOutcome::kPass;
+      }
+    } else if (lacking_a != nullptr || lacking_b != nullptr) {
+      c.outcome = CheckOutcome::kUnresolved;
+      const std::string na = lacking_a != nullptr ? note_of(*lacking_a, def.name) : "";
+      const std::string nb = lacking_b != nullptr ? note_of(*lacking_b, def.name) : "";
+      if (lacking_a != nullptr && lacking_b != nullptr && na == nb) {
+        c.note = "both runs: " + na;
+      } else {
+        if (lacking_a != nullptr) c.note = "the arm's run: " + na;
+        if (lacking_b != nullptr) {
+          c.note += (c.note.empty() ? "" : "; ") + std::string("the baseline's run: ") + nb;
+        }
+      }
+    } else {
+      c.outcome = canonical_text(c.arm_value) == canonical_text(c.baseline_value)
+                      ? CheckOutcome::kPass
+                      : CheckOutcome::kFail;
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace dyno::compare

@@ -1,0 +1,412 @@
+#include "compare/figures.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "metrics/stats.h"
+#include "metrics/summary.h"
+
+namespace dyno::compare {
+
+namespace json = boost::json;
+
+namespace {
+
+MetricDef def(std::string key, std::string label, std::string unit, Direction dir, Section sec,
+              Resample rs, int decimals, std::string source, bool headline = false,
+              double percentile = 50, DeltaKind kind = DeltaKind::kPercent) {
+  MetricDef m;
+  m.key = std::move(key);
+  m.label = std::move(label);
+  m.unit = std::move(unit);
+  m.direction = dir;
+  m.section = sec;
+  m.resample = rs;
+  m.decimals = decimals;
+  m.source = std::move(source);
+  m.headline = headline;
+  m.percentile = percentile;
+  m.delta_kind = kind;
+  return m;
+}
+
+// numpy's _lerp, as metrics::percentile_sorted uses it.
+double lerp(double a, double b, double t) {
+  const double diff = b - a;
+  return t >= 0.5 ? b - diff * (1.0 - t) : a + diff * t;
+}
+
+bool ended(const metrics::Trace& t) {
+  return t.measured() && t.status != metrics::RequestStatus::kCancelled;
+}
+
+std::optional<double> e2e_s(const metrics::Trace& t) {
+  if (!t.sent_ns || !t.done_ns) return std::nullopt;
+  return static_cast<double>(*t.done_ns - *t.sent_ns) * 1e-9;
+}
+
+/// W as summarize_run computes it: earliest sent to latest done of the ended traces.
+std::optional<double> service_window_s(const std::vector<metrics::Trace>& traces) {
+  std::optional<std::int64_t> lo, hi;
+  for (const auto& t : traces) {
+    if (!ended(t)) continue;
+    if (t.sent_ns) lo = std::min(lo.value_or(*t.sent_ns), *t.sent_ns);
+    if (t.done_ns) hi = std::max(hi.value_or(*t.done_ns), *t.done_ns);
+  }
+  if (!lo || !hi || *hi <= *lo) return std::nullopt;
+  return static_cast<double>(*hi - *lo) * 1e-9;
+}
+
+/// Sum over the energy section's devices in its scope (gpu, else cpu packages).
+std::optional<double> device_figure(const RunRecord& run, const char* key, bool take_max) {
+  const json::value* e = find_path(run.summary, "energy");
+  if (e == nullptr || !e->is_object()) return std::nullopt;
+  const auto scope = string_at(e->get_object(), "scope");
+  const json::value* devs = e->get_object().if_contains("devices");
+  if (!scope || devs == nullptr || !devs->is_array()) return std::nullopt;
+  std::optional<double> out;
+  for (const auto& d : devs->get_array()) {
+    if (!d.is_object()) continue;
+    const auto kind = string_at(d.get_object(), "kind");
+    const bool in_scope = *scope == "gpu" ? kind == "gpu" : kind == "cpu-package";
+    if (!in_scope) continue;
+    const auto v = number_at(d.get_object(), key);
+    if (!v) continue;
+    out = take_max ? std::max(out.value_or(*v), *v) : out.value_or(0) + *v;
+  }
+  return out;
+}
+
+metrics::Slo slo_of(const json::object& manifest) {
+  metrics::Slo slo;
+  slo.ttft_s = number_at(manifest, "slo.ttft_s");
+  slo.tpot_s = number_at(manifest, "slo.tpot_s");
+  slo.e2e_s = number_at(manifest, "slo.e2e_s");
+  return slo;
+}
+
+}  // namespace
+
+const std::vector<MetricDef>& metric_catalog() {
+  using D = Direction;
+  using S = Section;
+  using R = Resample;
+  static const std::vector<MetricDef> catalog = {
+      def("output_tokens_per_s", "Output tok/s", "tok/s", D::kHigher, S::kThroughput,
+          R::kServiceRate, 1, "throughput.output_tokens_per_s", true),
+      def("requests_per_s", "Req/s", "req/s", D::kHigher, S::kThroughput, R::kServiceRate, 2,
+          "throughput.requests_per_s", true),
+      def("decode_tokens_per_s", "Decode tok/s", "tok/s", D::kHigher, S::kThroughput,
+          R::kDecodeRate, 1, "throughput.decode_tokens_per_s", true),
+      def("decode_rate_per_user_p50", "Decode tok/s per user p50", "tok/s", D::kHigher,
+          S::kThroughput, R::kPercentile, 1, "rates_tok_s.decode_rate_per_user.p50"),
+      def("goodput_requests_per_s", "Goodput req/s", "req/s", D::kHigher, S::kThroughput,
+          R::kServiceRate, 2, "throughput.goodput_requests_per_s"),
+      def("achieved_concurrency", "Achieved concurrency", "", D::kNone, S::kThroughput, R::kNone,
+          2, "throughput.achieved_concurrency"),
+      def("input_tokens_per_s", "Prefill tok/s (aggregate)", "tok/s", D::kHigher, S::kPrefill,
+          R::kServiceRate, 1, "throughput.input_tokens_per_s", true),
+      def("prefill_rate_client_p50", "Prefill tok/s per user p50", "tok/s", D::kHigher,
+          S::kPrefill, R::kPercentile, 1, "rates_tok_s.prefill_rate_client.p50"),
+      def("ttft_p50_ms", "TTFT p50", "ms", D::kLower, S::kLatency, R::kPercentile, 1,
+          "latency_ms.ttft.p50"),
+      def("ttft_p99_ms", "TTFT p99", "ms", D::kLower, S::kLatency, R::kPercentile, 1,
+          "latency_ms.ttft.p99", false, 99),
+      def("tpot_p50_ms", "TPOT p50", "ms", D::kLower, S::kLatency, R::kPercentile, 2,
+          "latency_ms.tpot.p50"),
+      def("e2e_p50_ms", "E2E p50", "ms", D::kLower, S::kLatency, R::kPercentile, 1,
+          "latency_ms.e2e.p50"),
+      def("e2e_p95_ms", "E2E p95", "ms", D::kLower, S::kLatency, R::kPercentile, 1,
+          "latency_ms.e2e.p95", false, 95),
+      def("e2e_p99_ms", "E2E p99", "ms", D::kLower, S::kLatency, R::kPercentile, 1,
+          "latency_ms.e2e.p99", false, 99),
+      def("e2e_jitter_ms", "E2E jitter (p95 − p50)", "ms", D::kLower, S::kLatency, R::kJitter, 1,
+          "latency_ms.e2e.jitter_p95_minus_p50"),
+      def("accuracy", "Accuracy", "", D::kHigher, S::kQuality, R::kMean, 3, "quality.accuracy",
+          false, 50, DeltaKind::kPoints),
+      def("output_tokens_mean", "Mean output tokens", "tokens", D::kNone, S::kQuality, R::kNone,
+          1, "lengths_tokens.output.mean"),
+      def("vram_peak_bytes", "Peak VRAM", "bytes", D::kNone, S::kGpu, R::kNone, 0,
+          "energy.vram_peak_bytes"),
+      def("power_mean_w", "Power mean", "W", D::kNone, S::kGpu, R::kNone, 1,
+          "energy.energy_j / energy.window_s"),
+      def("power_p95_w", "Power p95", "W", D::kNone, S::kGpu, R::kNone, 1,
+          "Σ energy.devices[in scope].power_p95_w"),
+      def("temperature_p95_c", "Temperature p95", "°C", D::kNone, S::kGpu, R::kNone, 0,
+          "max energy.devices[gpu].temperature_p95_c"),
+      def("energy_j", "Energy", "J", D::kNone, S::kEnergy, R::kNone, 1, "energy.energy_j"),
+      def("joules_per_output_token", "Energy per output token, gross", "J/tok", D::kLower, S::kEnergy,
+          R::kNone, 4, "energy.joules_per_output_token"),
+      def("idle_subtracted_joules_per_output_token", "Energy per output token, net of idle", "J/tok",
+          D::kLower, S::kEnergy, R::kNone, 4, "energy.idle_subtracted_joules_per_output_token"),
+      def("output_tokens_per_j", "Output tokens per joule", "tok/J", D::kHigher, S::kEnergy, R::kNone, 3,
+          "energy.output_tokens_per_j"),
+  };
+  return catalog;
+}
+
+const MetricDef* find_metric(const std::string& key) {
+  for (const auto& m : metric_catalog()) {
+    if (m.key == key) return &m;
+  }
+  return nullptr;
+}
+
+const char* to_string(Direction d) {
+  switch (d) {
+    case Direction::kHigher: return "higher_is_better";
+    case Direction::kLower: return "lower_is_better";
+    case Direction::kNone: return "none";
+  }
+  return "none";
+}
+
+const char* to_string(Section s) {
+  switch (s) {
+    case Section::kThroughput: return "throughput";
+    case Section::kPrefill: return "prefill";
+    case Section::kLatency: return "latency";
+    case Section::kQuality: return "quality";
+    case Section::kGpu: return "gpu";
+    case Section::kEnergy: return "energy";
+  }
+  return "throughput";
+}
+
+std::optional<double> read_figure(const MetricDef& m, const RunRecord& run) {
+  if (!run.has_summary) return std::nullopt;
+  const json::object& s = run.summary;
+  if (m.key == "power_mean_w") {
+    const auto e = number_at(s, "energy.energy_j");
+    const auto w = number_at(s, "energy.window_s");
+    if (!e || !w || *w <= 0) return std::nullopt;
+    return *e / *w;
+  }
+  if (m.key == "power_p95_w") return device_figure(run, "power_p95_w", false);
+  if (m.key == "temperature_p95_c") return device_figure(run, "temperature_p95_c", true);
+  std::optional<double> v = number_at(s, m.source);
+  if (v && !std::isfinite(*v)) v.reset();
+  return v;
+}
+
+std::optional<double> delta_of(const MetricDef& m, std::optional<double> a,
+                               std::optional<double> b) {
+  if (!a || !b || m.direction == Direction::kNone) return std::nullopt;
+  if (m.delta_kind == DeltaKind::kPoints) {
+    const double d = (*a - *b) * 100.0;
+    return m.direction == Direction::kHigher ? d : -d;
+  }
+  // A percentage change is defined between two positive figures only (a net energy per token
+  // can come out negative when the idle baseline is noisy).
+  if (!(*a > 0) || !(*b > 0)) return std::nullopt;
+  return m.direction == Direction::kHigher ? (*a / *b - 1.0) * 100.0 : (*b / *a - 1.0) * 100.0;
+}
+
+std::uint64_t Rng::next() {
+  std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+std::uint64_t Rng::below(std::uint64_t n) {
+  // Lemire's multiply-shift (ACM TOMACS 2019): the high word of x · n is uniform in [0, n)
+  // once the low words below 2^64 mod n are rejected; the division is needed only then.
+  __extension__ using u128 = unsigned __int128;
+  u128 m = static_cast<u128>(next()) * n;
+  auto low = static_cast<std::uint64_t>(m);
+  if (low < n) {
+    const std::uint64_t reject_below = (0 - n) % n;
+    while (low < reject_below) {
+      m = static_cast<u128>(next()) * n;
+      low = static_cast<std::uint64_t>(m);
+    }
+  }
+  return static_cast<std::uint64_t>(m >> 64);
+}
+
+Sample Sample::values(Resample kind, double percentile, std::vector<double> values) {
+  Sample s;
+  s.kind_ = kind;
+  s.percentile_ = percentile;
+  std::sort(values.begin(), values.end());
+  s.values_ = std::move(values);
+  return s;
+}
+
+Sample Sample::ratio(Resample kind, std::vector<double> num, std::vector<double> den,
+                     double window) {
+  Sample s;
+  s.kind_ = kind;
+  s.num_ = std::move(num);
+  s.den_ = std::move(den);
+  double total = 0;
+  for (double d : s.den_) total += d;
+  s.scale_ = window > 0 ? total / window : 0;
+  return s;
+}
+
+bool Sample::is_ratio() const {
+  return kind_ == Resample::kServiceRate || kind_ == Resample::kDecodeRate;
+}
+
+std::size_t Sample::size() const { return is_ratio() ? num_.size() : values_.size(); }
+
+std::optional<double> Sample::point() const {
+  if (size() == 0) return std::nullopt;
+  if (is_ratio()) {
+    double n = 0, d = 0;
+    for (std::size_t i = 0; i < num_.size(); ++i) {
+      n += num_[i];
+      d += den_[i];
+    }
+    if (!(d > 0) || !(scale_ > 0)) return std::nullopt;
+    return n / d * scale_;
+  }
+  switch (kind_) {
+    case Resample::kPercentile: return metrics::percentile_sorted(values_, percentile_);
+    case Resample::kJitter:
+      return *metrics::percentile_sorted(values_, 95) - *metrics::percentile_sorted(values_, 50);
+    case Resample::kMean: {
+      double sum = 0;
+      for (double v : values_) sum += v;
+      return sum / static_cast<double>(values_.size());
+    }
+    default: return std::nullopt;
+  }
+}
+
+namespace {
+
+/// The k-th smallest (0-based) of a resample of `sorted`, given how often each was drawn.
+double order_statistic(const std::vector<double>& sorted, const std::vector<std::uint32_t>& counts,
+                       std::size_t k) {
+  std::size_t cumulative = 0;
+  for (std::size_t j = 0; j < counts.size(); ++j) {
+    cumulative += counts[j];
+    if (cumulative > k) return sorted[j];
+  }
+  return sorted.back();
+}
+
+/// Type 7 percentile of the resample (metrics::percentile_sorted of its sorted values).
+double resample_percentile(const std::vector<double>& sorted,
+                           const std::vector<std::uint32_t>& counts, double q) {
+  const std::size_t n = sorted.size();
+  const double h = static_cast<double>(n - 1) * (q / 100.0);
+  const double lo_d = std::floor(h);
+  const auto lo = static_cast<std::size_t>(lo_d);
+  const double a = order_statistic(sorted, counts, lo);
+  if (lo + 1 >= n) return a;
+  return lerp(a, order_statistic(sorted, counts, lo + 1), h - lo_d);
+}
+
+}  // namespace
+
+std::optional<double> Sample::resampled(Rng& rng, std::vector<std::uint32_t>& counts) const {
+  const std::size_t n = size();
+  if (n == 0) return std::nullopt;
+  if (is_ratio()) {
+    double sn = 0, sd = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto j = static_cast<std::size_t>(rng.below(n));
+      sn += num_[j];
+      sd += den_[j];
+    }
+    if (!(sd > 0) || !(scale_ > 0)) return std::nullopt;
+    return sn / sd * scale_;
+  }
+  if (kind_ == Resample::kMean) {
+    double sum = 0;
+    for (std::size_t i = 0; i < n; ++i) sum += values_[static_cast<std::size_t>(rng.below(n))];
+    return sum / static_cast<double>(n);
+  }
+  // A resample of the sorted values is known by how often each was drawn; its order
+  // statistics follow from the cumulative counts, without sorting.
+  counts.assign(n, 0);
+  for (std::size_t i = 0; i < n; ++i) ++counts[static_cast<std::size_t>(rng.below(n))];
+  if (kind_ == Resample::kJitter) {
+    return resample_percentile(values_, counts, 95) - resample_percentile(values_, counts, 50);
+  }
+  return resample_percentile(values_, counts, percentile_);
+}
+
+std::optional<Sample> Sample::of(const MetricDef& m, const RunRecord& run) {
+  const auto& traces = run.traces;
+  switch (m.resample) {
+    case Resample::kNone: return std::nullopt;
+    case Resample::kServiceRate: {
+      const auto w = service_window_s(traces);
+      if (!w) return std::nullopt;
+      const metrics::Slo slo = slo_of(run.manifest);
+      if (m.key == "goodput_requests_per_s" && !slo.any()) return std::nullopt;
+      std::vector<double> num, den;
+      bool any = false;
+      for (const auto& t : traces) {
+        if (!ended(t)) continue;
+        double x = 0;
+        if (t.ok()) {
+          if (m.key == "output_tokens_per_s") {
+            if (t.output_tokens) any = true;
+            x = static_cast<double>(t.output_tokens.value_or(0));
+          } else if (m.key == "input_tokens_per_s") {
+            if (t.input_tokens) any = true;
+            x = static_cast<double>(t.input_tokens.value_or(0));
+          } else if (m.key == "requests_per_s") {
+            any = true;
+            x = 1;
+          } else if (m.key == "goodput_requests_per_s") {
+            any = true;
+            x = metrics::meets_slo(metrics::request_figures(t), slo) ? 1 : 0;
+          }
+        }
+        num.push_back(x);
+        den.push_back(e2e_s(t).value_or(0));
+      }
+      if (!any) return std::nullopt;
+      return Sample::ratio(m.resample, std::move(num), std::move(den), *w);
+    }
+    case Resample::kDecodeRate: {
+      std::vector<double> num, den;
+      std::vector<std::pair<std::int64_t, std::int64_t>> spans;
+      for (const auto& t : traces) {
+        if (!ended(t) || !t.ok() || !t.output_tokens || *t.output_tokens < 2) continue;
+        if (!t.first_token_ns || !t.last_token_ns || *t.last_token_ns <= *t.first_token_ns) {
+          continue;
+        }
+        num.push_back(static_cast<double>(*t.output_tokens - 1));
+        den.push_back(static_cast<double>(*t.last_token_ns - *t.first_token_ns) * 1e-9);
+        spans.emplace_back(*t.first_token_ns, *t.last_token_ns);
+      }
+      if (num.empty()) return std::nullopt;
+      const double window = metrics::union_length(std::move(spans)) * 1e-9;
+      return Sample::ratio(m.resample, std::move(num), std::move(den), window);
+    }
+    case Resample::kPercentile:
+    case Resample::kJitter:
+    case Resample::kMean: {
+      std::vector<double> v;
+      for (const auto& t : traces) {
+        if (!ended(t)) continue;
+        if (m.key == "accuracy") {
+          if (t.correct) v.push_back(t.ok() && *t.correct ? 1.0 : 0.0);
+          continue;
+        }
+        if (!t.ok()) continue;
+        const metrics::RequestFigures f = metrics::request_figures(t);
+        std::optional<double> x;
+        if (m.key == "decode_rate_per_user_p50") x = f.decode_rate;
+        if (m.key == "prefill_rate_client_p50") x = f.prefill_rate_client;
+        if (m.key.rfind("ttft_", 0) == 0 && f.ttft_s) x = *f.ttft_s * 1e3;
+        if (m.key.rfind("tpot_", 0) == 0 && f.tpot_s) x = *f.tpot_s * 1e3;
+        if (m.key.rfind("e2e_", 0) == 0 && f.e2e_s) x = *f.e2e_s * 1e3;
+        if (x && std::isfinite(*x)) v.push_back(*x);
+      }
+      if (v.empty()) return std::nullopt;
+      return Sample::values(m.resample, m.percentile, std::move(v));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace dyno::compare

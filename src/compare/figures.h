@@ -1,0 +1,109 @@
+// The figures a board compares (docs/metrics.md "Comparison boards"): where each is read from a
+// run record, which way is better, and how the bootstrap recomputes it from the run's requests.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compare/run_record.h"
+
+namespace dyno::compare {
+
+/// Which way is better. kNone: shown, never compared (operating figures such as power).
+enum class Direction { kHigher, kLower, kNone };
+
+/// How a delta is expressed: a signed percentage (rates (A/B − 1)·100, latencies (B/A − 1)·100)
+/// or percentage points ((A − B)·100, for fractions such as accuracy).
+enum class DeltaKind { kPercent, kPoints };
+
+/// The board section (README / report.html) a figure belongs to.
+enum class Section { kThroughput, kPrefill, kLatency, kQuality, kGpu, kEnergy };
+
+/// How the bootstrap over requests recomputes a figure (docs/metrics.md "Intervals").
+enum class Resample {
+  kServiceRate,  ///< Σ x / W, resampled as a ratio of per-request sums (x over occupancy)
+  kDecodeRate,   ///< Σ (out − 1) / decode union, resampled as a ratio over decode spans
+  kPercentile,   ///< a percentile of per-request values
+  kJitter,       ///< p95 − p50 of per-request values
+  kMean,         ///< the mean of per-request values
+  kNone,         ///< no per-request form (energy, VRAM): intervals only over repetitions
+};
+
+struct MetricDef {
+  std::string key;    ///< e.g. "output_tokens_per_s" (board.json, board.csv)
+  std::string label;  ///< e.g. "Output tok/s" (tables)
+  std::string unit;   ///< e.g. "tok/s", "ms", "W"; "" for counts and fractions
+  Direction direction = Direction::kNone;
+  DeltaKind delta_kind = DeltaKind::kPercent;
+  Section section = Section::kThroughput;
+  bool headline = false;  ///< counted at a glance; a non-win is a finding
+  Resample resample = Resample::kNone;
+  double percentile = 50;  ///< for kPercentile
+  int decimals = 1;        ///< in tables
+  std::string source;      ///< where the record holds it (docs)
+};
+
+/// Every figure a board shows, in table order.
+const std::vector<MetricDef>& metric_catalog();
+
+/// The catalog entry for `key`; nullptr when there is none.
+const MetricDef* find_metric(const std::string& key);
+
+const char* to_string(Direction d);
+const char* to_string(Section s);
+
+/// The figure as the record states it (summary.json; a few derived from its energy section,
+/// see docs/metrics.md). nullopt when the record has no such figure.
+std::optional<double> read_figure(const MetricDef& metric, const RunRecord& run);
+
+/// The signed delta of arm `a` against baseline `b` (positive = a better); nullopt when either
+/// is absent, the metric has no direction, or (percent deltas) either figure is not > 0.
+std::optional<double> delta_of(const MetricDef& metric, std::optional<double> a,
+                               std::optional<double> b);
+
+/// Deterministic random numbers for the bootstrap: splitmix64 (Steele, Lea & Flood 2014),
+/// the same sequence on every platform.
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next();
+  /// Uniform in [0, n), n > 0, without modulo bias (rejection of the short top range).
+  std::uint64_t below(std::uint64_t n);
+
+ private:
+  std::uint64_t state_;
+};
+
+/// A run's requests in the form the bootstrap resamples for one figure.
+class Sample {
+ public:
+  /// The sample of `metric` from the run's measured requests; nullopt when the metric has no
+  /// per-request form (Resample::kNone) or no request contributes to it.
+  static std::optional<Sample> of(const MetricDef& metric, const RunRecord& run);
+
+  /// Per-request values (percentile, jitter, mean).
+  static Sample values(Resample kind, double percentile, std::vector<double> values);
+  /// A ratio figure R = Σ num / W: per-request numerators and occupancies, and the run's
+  /// window W (the service window, or the decode union).
+  static Sample ratio(Resample kind, std::vector<double> num, std::vector<double> den,
+                      double window);
+
+  std::size_t size() const;
+  /// The figure on the whole sample (equals the record's figure for a consistent record).
+  std::optional<double> point() const;
+  /// The figure on one resample with replacement of size() items; `scratch` is reused space.
+  std::optional<double> resampled(Rng& rng, std::vector<std::uint32_t>& scratch) const;
+
+ private:
+  bool is_ratio() const;
+  Resample kind_ = Resample::kNone;
+  double percentile_ = 50;
+  std::vector<double> values_;  ///< sorted ascending
+  std::vector<double> num_, den_;
+  double scale_ = 0;  ///< Σ den / W: the run's occupancy, held fixed over resamples
+};
+
+}  // namespace dyno::compare

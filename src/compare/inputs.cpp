@@ -1,0 +1,293 @@
+#include "compare/inputs.h"
+
+#include <algorithm>
+#include <boost/json/parse.hpp>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "compare/select.h"
+#include "record/run_writer.h"
+
+namespace dyno::compare {
+
+namespace json = boost::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool valid_name(const std::string& s) {
+  if (s.empty()) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '.' || c == '_' || c == '-';
+  });
+}
+
+class SpecReader {
+ public:
+  explicit SpecReader(std::string file) : file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw CompareError(file_ + ": key `" + key + "`: " + what);
+  }
+
+  std::string str(const json::value& v, const std::string& key) const {
+    if (!v.is_string()) fail(key, "expected a string");
+    return std::string(v.get_string());
+  }
+
+  double number(const json::value& v, const std::string& key) const {
+    if (v.is_double()) return v.get_double();
+    if (v.is_int64()) return static_cast<double>(v.get_int64());
+    if (v.is_uint64()) return static_cast<double>(v.get_uint64());
+    fail(key, "expected a number");
+  }
+
+  /// A selector list: one string or an array of strings.
+  std::vector<std::string> selectors(const json::value& v, const std::string& key) const {
+    std::vector<std::string> out;
+    if (v.is_string()) {
+      out.push_back(std::string(v.get_string()));
+    } else if (v.is_array()) {
+      for (std::size_t i = 0; i < v.get_array().size(); ++i) {
+        out.push_back(str(v.get_array()[i], key + "[" + std::to_string(i) + "]"));
+      }
+    } else {
+      fail(key, "expected a selector (string) or an array of selectors");
+    }
+    for (const auto& s : out) {
+      if (s.empty()) fail(key, "an empty selector");
+    }
+    return out;
+  }
+
+  std::vector<std::string> names(const json::value& v, const std::string& key) const {
+    if (!v.is_array()) fail(key, "expected an array of check names");
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < v.get_array().size(); ++i) {
+      out.push_back(str(v.get_array()[i], key + "[" + std::to_string(i) + "]"));
+    }
+    return out;
+  }
+
+  void only(const json::object& o, const std::string& where,
+            std::initializer_list<const char*> keys) const {
+    for (const auto& kv : o) {
+      const std::string k(kv.key());
+      if (std::none_of(keys.begin(), keys.end(), [&k](const char* x) { return k == x; })) {
+        std::string known;
+        for (const char* x : keys) known += std::string(known.empty() ? "" : ", ") + x;
+        fail(where.empty() ? k : where + "." + k, "unknown key (known: " + known + ")");
+      }
+    }
+  }
+
+ private:
+  std::string file_;
+};
+
+}  // namespace
+
+BoardSpec read_board_spec(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CompareError("--spec: " + path.string() + " cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string bytes = ss.str();
+  boost::system::error_code ec;
+  json::value v = json::parse(bytes, ec);
+  if (ec || !v.is_object()) {
+    throw CompareError(path.string() + ": not a JSON object" +
+                       (ec ? " (" + ec.message() + ")" : std::string()));
+  }
+  const SpecReader r(path.string());
+  const json::object& o = v.get_object();
+  r.only(o, "", {"title", "baseline", "arms", "cells", "model_aliases", "policy", "quality",
+                 "allow_unresolved"});
+  BoardSpec spec;
+  spec.sha256 = record::sha256_hex(bytes);
+  if (const auto* t = o.if_contains("title")) spec.title = r.str(*t, "title");
+  if (const auto* b = o.if_contains("baseline")) spec.baseline = r.str(*b, "baseline");
+  if (const auto* a = o.if_contains("arms")) {
+    if (!a->is_array()) r.fail("arms", "expected an array of {name, runs}");
+    for (std::size_t i = 0; i < a->get_array().size(); ++i) {
+      const std::string key = "arms[" + std::to_string(i) + "]";
+      const auto& av = a->get_array()[i];
+      if (!av.is_object()) r.fail(key, "expected an object {name, runs}");
+      r.only(av.get_object(), key, {"name", "runs"});
+      ArmSpec arm;
+      const auto* n = av.get_object().if_contains("name");
+      if (n == nullptr) r.fail(key + ".name", "missing");
+      arm.name = r.str(*n, key + ".name");
+      if (!valid_name(arm.name)) r.fail(key + ".name", "use letters, digits, '.', '_' or '-'");
+      if (const auto* runs = av.get_object().if_contains("runs")) {
+        arm.selectors = r.selectors(*runs, key + ".runs");
+      }
+      spec.arms.push_back(std::move(arm));
+    }
+  }
+  if (const auto* c = o.if_contains("cells")) {
+    if (!c->is_array()) r.fail("cells", "expected an array of {name, model, runs}");
+    for (std::size_t i = 0; i < c->get_array().size(); ++i) {
+      const std::string key = "cells[" + std::to_string(i) + "]";
+      const auto& cv = c->get_array()[i];
+      if (!cv.is_object()) r.fail(key, "expected an object {name, model, runs}");
+      r.only(cv.get_object(), key, {"name", "model", "runs"});
+      CellSpec cell;
+      const auto* n = cv.get_object().if_contains("name");
+      if (n == nullptr) r.fail(key + ".name", "missing");
+      cell.name = r.str(*n, key + ".name");
+      if (cell.name.empty()) r.fail(key + ".name", "empty");
+      if (const auto* m = cv.get_object().if_contains("model")) cell.model = r.str(*m, key + ".model");
+      const auto* runs = cv.get_object().if_contains("runs");
+      if (runs == nullptr || !runs->is_object()) {
+        r.fail(key + ".runs", "expected an object {arm: selector(s)}");
+      }
+      for (const auto& kv : runs->get_object()) {
+        const std::string arm(kv.key());
+        cell.selectors[arm] = r.selectors(kv.value(), key + ".runs." + arm);
+      }
+      spec.cells.push_back(std::move(cell));
+    }
+  }
+  if (const auto* m = o.if_contains("model_aliases")) {
+    if (!m->is_object()) r.fail("model_aliases", "expected an object {model id: name}");
+    for (const auto& kv : m->get_object()) {
+      spec.model_aliases[std::string(kv.key())] =
+          r.str(kv.value(), "model_aliases." + std::string(kv.key()));
+    }
+  }
+  if (const auto* p = o.if_contains("policy")) {
+    if (!p->is_object()) r.fail("policy", "expected an object {required, reported, ignored}");
+    r.only(p->get_object(), "policy", {"required", "reported", "ignored"});
+    if (const auto* x = p->get_object().if_contains("required")) spec.required = r.names(*x, "policy.required");
+    if (const auto* x = p->get_object().if_contains("reported")) spec.reported = r.names(*x, "policy.reported");
+    if (const auto* x = p->get_object().if_contains("ignored")) spec.ignored = r.names(*x, "policy.ignored");
+  }
+  if (const auto* q = o.if_contains("quality")) {
+    if (!q->is_object()) r.fail("quality", "expected an object {accuracy_pp, output_gap_pct}");
+    r.only(q->get_object(), "quality", {"accuracy_pp", "output_gap_pct"});
+    if (const auto* x = q->get_object().if_contains("accuracy_pp")) {
+      spec.accuracy_pp = r.number(*x, "quality.accuracy_pp");
+    }
+    if (const auto* x = q->get_object().if_contains("output_gap_pct")) {
+      spec.output_gap_pct = r.number(*x, "quality.output_gap_pct");
+    }
+  }
+  if (const auto* a = o.if_contains("allow_unresolved")) {
+    if (!a->is_bool()) r.fail("allow_unresolved", "expected true or false");
+    spec.allow_unresolved = a->get_bool();
+  }
+  // Explicit cells may only name declared arms.
+  for (const auto& cell : spec.cells) {
+    for (const auto& kv : cell.selectors) {
+      if (std::none_of(spec.arms.begin(), spec.arms.end(),
+                       [&kv](const ArmSpec& a) { return a.name == kv.first; })) {
+        r.fail("cells." + cell.name + ".runs." + kv.first, "not an arm declared under `arms`");
+      }
+    }
+  }
+  return spec;
+}
+
+ArmSpec parse_arm(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    throw CompareError("--arm '" + text +
+                       "': write NAME=SELECTOR, e.g. --arm fast=label=fast or --arm "
+                       "vllm=20261130T001634Z-0739e8-sweep");
+  }
+  ArmSpec arm;
+  arm.name = text.substr(0, eq);
+  if (!valid_name(arm.name)) {
+    throw CompareError("--arm '" + text + "': the name '" + arm.name +
+                       "' may hold letters, digits, '.', '_' and '-' only");
+  }
+  arm.selectors.push_back(text.substr(eq + 1));
+  return arm;
+}
+
+std::vector<ArmSpec> merge_arms(const std::vector<ArmSpec>& arms) {
+  std::vector<ArmSpec> out;
+  for (const auto& a : arms) {
+    auto it = std::find_if(out.begin(), out.end(), [&a](const ArmSpec& x) { return x.name == a.name; });
+    if (it == out.end()) {
+      out.push_back(a);
+    } else {
+      it->selectors.insert(it->selectors.end(), a.selectors.begin(), a.selectors.end());
+    }
+  }
+  return out;
+}
+
+BoardInput load_board_input(const fs::path& runs_root, const std::vector<ArmSpec>& arms,
+                            const std::vector<CellSpec>& cells) {
+  // The runs root is read unless every selector is the path of a run directory.
+  const auto is_run_dir = [](const std::string& s) {
+    return s.find('=') == std::string::npos && fs::is_directory(s) &&
+           fs::exists(fs::path(s) / "manifest.json");
+  };
+  bool need_root = false;
+  for (const auto& a : arms) {
+    for (const auto& s : a.selectors) need_root = need_root || !is_run_dir(s);
+  }
+  for (const auto& c : cells) {
+    for (const auto& [arm, sels] : c.selectors) {
+      for (const auto& s : sels) need_root = need_root || !is_run_dir(s);
+    }
+  }
+  std::vector<ManifestEntry> manifests;
+  if (need_root) manifests = scan_manifests(runs_root);
+  std::map<fs::path, RunPtr> loaded;
+  const auto resolve = [&](const std::string& selector) {
+    std::vector<RunPtr> runs;
+    std::set<std::string> ids;
+    for (const auto& dir : resolve_selector(selector, runs_root, manifests)) {
+      const fs::path key = fs::weakly_canonical(dir);
+      auto it = loaded.find(key);
+      if (it == loaded.end()) {
+        it = loaded.emplace(key, std::make_shared<const RunRecord>(load_run(dir))).first;
+      }
+      if (ids.insert(it->second->run_id).second) runs.push_back(it->second);
+    }
+    return runs;
+  };
+  BoardInput in;
+  for (const auto& a : arms) {
+    ArmInput arm;
+    arm.name = a.name;
+    arm.selectors = a.selectors;
+    std::set<std::string> ids;
+    for (const auto& sel : a.selectors) {
+      for (auto& r : resolve(sel)) {
+        if (ids.insert(r->run_id).second) arm.runs.push_back(r);
+      }
+    }
+    std::sort(arm.runs.begin(), arm.runs.end(),
+              [](const RunPtr& x, const RunPtr& y) { return x->run_id < y->run_id; });
+    in.arms.push_back(std::move(arm));
+  }
+  for (const auto& c : cells) {
+    ExplicitCell cell;
+    cell.name = c.name;
+    cell.model = c.model;
+    for (const auto& [arm, sels] : c.selectors) {
+      std::vector<RunPtr>& runs = cell.runs[arm];
+      for (const auto& sel : sels) {
+        for (auto& r : resolve(sel)) runs.push_back(r);
+      }
+    }
+    in.cells.push_back(std::move(cell));
+  }
+  std::set<std::string> campaigns;
+  for (const auto& kv : loaded) {
+    if (const auto c = string_at(kv.second->manifest, "campaign")) campaigns.insert(*c);
+  }
+  for (const auto& id : campaigns) {
+    if (auto doc = read_campaign(runs_root, id)) in.campaigns[id] = std::move(*doc);
+  }
+  return in;
+}
+
+}  // namespace dyno::compare

@@ -1,0 +1,55 @@
+// From what the user typed to a BoardInput: `--arm NAME=SELECTOR` flags and the board spec
+// file (JSON, docs/compare.md "Board spec file"), resolved against a runs root and loaded.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compare/board.h"
+
+namespace dyno::compare {
+
+struct ArmSpec {
+  std::string name;
+  std::vector<std::string> selectors;
+};
+
+struct CellSpec {
+  std::string name;
+  std::string model;
+  std::map<std::string, std::vector<std::string>> selectors;  ///< by arm
+};
+
+/// The board spec file. Every key is optional; unknown keys are errors.
+struct BoardSpec {
+  std::string title;
+  std::string baseline;
+  std::vector<ArmSpec> arms;
+  std::vector<CellSpec> cells;
+  std::map<std::string, std::string> model_aliases;
+  std::vector<std::string> required, reported, ignored;  ///< policy changes, in this order
+  std::optional<double> accuracy_pp, output_gap_pct;
+  std::optional<bool> allow_unresolved;
+  std::string sha256;  ///< of the file's bytes
+};
+
+/// Reads a board spec file. Throws CompareError naming the file and the key.
+BoardSpec read_board_spec(const std::filesystem::path& path);
+
+/// Parses `NAME=SELECTOR` (the selector may itself contain '='). Names are
+/// [A-Za-z0-9._-]+. Throws CompareError naming --arm.
+ArmSpec parse_arm(const std::string& text);
+
+/// Merges repeated --arm flags of the same name (their selectors are united), keeping the
+/// order in which names first appeared.
+std::vector<ArmSpec> merge_arms(const std::vector<ArmSpec>& arms);
+
+/// Resolves every selector under `runs_root`, loads each run once (a run selected by two arms
+/// is shared), reads the campaign files the runs name. Throws CompareError.
+BoardInput load_board_input(const std::filesystem::path& runs_root,
+                            const std::vector<ArmSpec>& arms, const std::vector<CellSpec>& cells);
+
+}  // namespace dyno::compare

@@ -1,0 +1,878 @@
+#include "report/board_document.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "compare/select.h"
+#include "report/format.h"
+
+namespace dyno::report {
+
+namespace json = boost::json;
+using compare::ArmCell;
+using compare::Board;
+using compare::Cell;
+using compare::CheckLevel;
+using compare::CheckOutcome;
+using compare::Comparison;
+using compare::ComparisonStatus;
+using compare::Delta;
+using compare::MetricDef;
+using compare::RunRecord;
+using Part = compare::Section;
+using compare::Verdict;
+
+namespace {
+
+Span t(std::string s) { return {std::move(s), false, false}; }
+Span b(std::string s) { return {std::move(s), true, false}; }
+Span c(std::string s) { return {std::move(s), false, true}; }
+
+TableCell cell_text(std::string s, std::optional<double> sort = std::nullopt) {
+  return {{t(std::move(s))}, sort};
+}
+
+Block paragraph(Inline text) {
+  Block bl;
+  bl.kind = Block::Kind::kParagraph;
+  bl.text = std::move(text);
+  return bl;
+}
+
+Block bullets(std::vector<Inline> items, bool numbered = false) {
+  Block bl;
+  bl.kind = numbered ? Block::Kind::kNumbered : Block::Kind::kBullets;
+  bl.items = std::move(items);
+  return bl;
+}
+
+Block table_block(Table tb) {
+  Block bl;
+  bl.kind = Block::Kind::kTable;
+  bl.table = std::move(tb);
+  return bl;
+}
+
+const MetricDef& metric(const std::string& key) { return *compare::find_metric(key); }
+
+std::optional<double> fig(const ArmCell* a, const std::string& key) {
+  if (a == nullptr) return std::nullopt;
+  const auto& f = a->selected_figures();
+  const auto it = f.find(key);
+  return it == f.end() ? std::nullopt : it->second;
+}
+
+std::string value_text(const MetricDef& m, std::optional<double> v) {
+  if (m.unit == "bytes") return gib(v);
+  if (m.key == "accuracy") return v ? number(*v * 100.0, 1) + " %" : "n/a";
+  return number(v, m.decimals);
+}
+
+std::string delta_text(const MetricDef& m, const Delta& d) {
+  const bool points = m.delta_kind == compare::DeltaKind::kPoints;
+  std::string s = points ? signed_pp(d.value) : signed_pct(d.value);
+  if (d.low && d.high) {
+    const int dec = points ? 2 : 1;
+    s += " [" + signed_number(d.low, dec) + ", " + signed_number(d.high, dec) + "]";
+  }
+  switch (d.verdict) {
+    case Verdict::kWin: s += " win"; break;
+    case Verdict::kTie: s += " tie"; break;
+    case Verdict::kLoss: s += " loss"; break;
+    case Verdict::kNoInterval: s += " (no interval)"; break;
+    case Verdict::kNotApplicable: break;
+  }
+  return s;
+}
+
+TableCell delta_cell(const Comparison& cmp, const std::string& key) {
+  if (cmp.status != ComparisonStatus::kCompared) return cell_text("not compared");
+  const auto it = cmp.deltas.find(key);
+  if (it == cmp.deltas.end() || !it->second.value) return cell_text("n/a");
+  const Delta& d = it->second;
+  TableCell tc;
+  tc.content = {Span{delta_text(metric(key), d), d.verdict == Verdict::kWin, false}};
+  tc.sort_key = d.value;
+  return tc;
+}
+
+TableCell value_cell(const ArmCell* a, const std::string& key) {
+  const auto v = fig(a, key);
+  return cell_text(value_text(metric(key), v), v);
+}
+
+std::string verdict_phrase(const compare::Tally& tl) {
+  std::string s = std::to_string(tl.wins) + " win" + (tl.wins == 1 ? "" : "s") + ", " +
+                  std::to_string(tl.ties) + " tie" + (tl.ties == 1 ? "" : "s") + ", " +
+                  std::to_string(tl.losses) + " loss" + (tl.losses == 1 ? "" : "es");
+  if (tl.no_interval > 0) s += ", " + std::to_string(tl.no_interval) + " without an interval";
+  return s;
+}
+
+std::string cell_label(const Cell& cl) { return cl.model + " " + cl.name; }
+
+/// The comparisons of one arm, in cell order.
+std::vector<std::pair<const Cell*, const Comparison*>> of_arm(const Board& bd,
+                                                              const std::string& arm) {
+  std::vector<std::pair<const Cell*, const Comparison*>> out;
+  for (const auto& [cl, cmp] : bd.comparisons()) {
+    if (cmp->arm == arm) out.emplace_back(cl, cmp);
+  }
+  return out;
+}
+
+std::vector<std::string> compared_arms(const Board& bd) {
+  std::vector<std::string> out;
+  for (const auto& a : bd.arms) {
+    if (a != bd.baseline) out.push_back(a);
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+const compare::CheckDef& check_def(const std::string& name) {
+  for (const auto& d : compare::check_catalog()) {
+    if (d.name == name) return d;
+  }
+  return compare::check_catalog().front();
+}
+
+class Builder {
+ public:
+  Builder(const Board& bd, const std::vector<Figure>& figures, DocumentKind kind)
+      : bd_(bd), figures_(figures), kind_(kind) {}
+
+  Document build() {
+    doc_.title = bd_.title;
+    status();
+    glance();
+    throughput();
+    if (kind_ == DocumentKind::kFull) {
+      prefill();
+      latency();
+      quality();
+      gpu();
+      energy();
+      repetitions();
+      methodology();
+    }
+    findings();
+    unpaired();
+    if (kind_ == DocumentKind::kFull) files();
+    return std::move(doc_);
+  }
+
+ private:
+  Section& section(std::string title, int level = 2) {
+    doc_.sections.push_back({std::move(title), level, {}});
+    return doc_.sections.back();
+  }
+
+  void place_figures(Section& s, Part which) {
+    for (std::size_t i = 0; i < figures_.size(); ++i) {
+      if (figures_[i].section != which) continue;
+      Block bl;
+      bl.kind = Block::Kind::kFigure;
+      bl.figure = i;
+      s.blocks.push_back(bl);
+    }
+  }
+
+  /// One table per compared arm; a subsection per arm when there are several.
+  template <typename RowFn>
+  void per_arm_tables(Part which, const std::string& title, const Inline& intro,
+                      std::vector<std::string> header, std::vector<bool> numeric, RowFn row) {
+    Section& s = section(title);
+    if (!intro.empty()) s.blocks.push_back(paragraph(intro));
+    place_figures(s, which);
+    const auto arms = compared_arms(bd_);
+    for (const auto& arm : arms) {
+      Table tb;
+      for (const auto& h : header) tb.header.push_back(substitute(h, arm));
+      tb.numeric = numeric;
+      for (const auto& [cl, cmp] : of_arm(bd_, arm)) tb.rows.push_back(row(*cl, *cmp));
+      Block bl = tb.rows.empty() ? paragraph({t("No cell pairs " + arm + " with " +
+                                                bd_.baseline + ".")})
+                                 : table_block(std::move(tb));
+      if (arms.size() > 1) {
+        section(arm + " vs " + bd_.baseline, 3).blocks.push_back(std::move(bl));
+      } else {
+        doc_.sections.back().blocks.push_back(std::move(bl));
+      }
+    }
+  }
+
+  std::string substitute(const std::string& h, const std::string& arm) const {
+    std::string out = h;
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{"{A}", arm},
+                                   std::pair<std::string, std::string>{"{B}", bd_.baseline}}) {
+      for (auto pos = out.find(from); pos != std::string::npos; pos = out.find(from)) {
+        out.replace(pos, from.size(), to);
+      }
+    }
+    return out;
+  }
+
+  // ---- status and at a glance ----------------------------------------------------------
+
+  void status() {
+    std::size_t compared = 0, failed = 0;
+    for (const auto& [cl, cmp] : bd_.comparisons()) {
+      (cmp->status == ComparisonStatus::kCompared ? compared : failed) += 1;
+    }
+    Inline line{b("Status:"), t(" "), c(bd_.status), t(".")};
+    line.push_back(t(" " + std::to_string(bd_.cells.size()) + " cell" +
+                     (bd_.cells.size() == 1 ? "" : "s") + " paired, " +
+                     std::to_string(compared) + " comparison" + (compared == 1 ? "" : "s") +
+                     " made, " + std::to_string(failed) + " not made (a required check failed), " +
+                     std::to_string(bd_.unpaired.size()) + " unpaired run" +
+                     (bd_.unpaired.size() == 1 ? "" : "s") + "."));
+    if (!bd_.unresolved_checks.empty()) {
+      std::vector<std::string> labels;
+      for (const auto& n : bd_.unresolved_checks) labels.push_back(check_def(n).label);
+      line.push_back(b(" Unresolved identities (rendered with --allow-unresolved): " +
+                       join(labels, ", ") + "."));
+      line.push_back(t(" Pairs are compared although these checks could not be made."));
+    }
+    Block st;
+    st.kind = Block::Kind::kStatus;
+    st.text = std::move(line);
+    doc_.intro.push_back(std::move(st));
+
+    std::set<std::string> models, protocols;
+    for (const auto& cl : bd_.cells) {
+      models.insert(cl.model);
+      protocols.insert(cl.protocol);
+    }
+    const auto arms = compared_arms(bd_);
+    std::string lead;
+    for (std::size_t i = 0; i < arms.size(); ++i) {
+      if (i > 0) lead += i + 1 == arms.size() ? " and " : ", ";
+      lead += arms[i];
+    }
+    Inline d{t(lead + " against the baseline " + bd_.baseline + " over " +
+               std::to_string(models.size()) + " model" + (models.size() == 1 ? "" : "s") +
+               " and the protocol" + (protocols.size() == 1 ? " " : "s ") +
+               join(std::vector<std::string>(protocols.begin(), protocols.end()), ", ") +
+               ". A delta is signed so that positive means the arm is better than " +
+               bd_.baseline + "; it counts as a win or a loss only when its " +
+               number(bd_.bootstrap.confidence * 100.0, 0) +
+               " % interval excludes 0, otherwise it is a tie.")};
+    doc_.intro.push_back(paragraph(std::move(d)));
+  }
+
+  void glance() {
+    Section& s = section("At a glance");
+    std::vector<Inline> items;
+    for (const auto& tl : bd_.tallies) {
+      const MetricDef& m = metric(tl.metric);
+      std::vector<double> ds;
+      std::vector<std::string> nonwins;
+      for (const auto& [cl, cmp] : of_arm(bd_, tl.arm)) {
+        if (cmp->status != ComparisonStatus::kCompared) continue;
+        const auto it = cmp->deltas.find(tl.metric);
+        if (it == cmp->deltas.end()) continue;
+        if (it->second.value) ds.push_back(*it->second.value);
+        if (it->second.verdict != Verdict::kWin) {
+          nonwins.push_back(cell_label(*cl) + " " + delta_text(m, it->second));
+        }
+      }
+      Inline item{b(tl.arm), t(" vs " + bd_.baseline + ", " + m.label + ": "),
+                  b(std::to_string(tl.wins) + "/" + std::to_string(tl.compared)),
+                  t(" cells won (" + verdict_phrase(tl) + ")")};
+      if (!ds.empty()) {
+        std::sort(ds.begin(), ds.end());
+        const double median = ds.size() % 2 == 1
+                                  ? ds[ds.size() / 2]
+                                  : (ds[ds.size() / 2 - 1] + ds[ds.size() / 2]) / 2.0;
+        item.push_back(t("; deltas " + signed_pct(ds.front()) + " to " + signed_pct(ds.back()) +
+                         ", median " + signed_pct(median)));
+      }
+      if (!nonwins.empty() && nonwins.size() < tl.compared) {
+        item.push_back(t(". Not a win: " + join(nonwins, "; ")));
+      }
+      item.push_back(t("."));
+      items.push_back(std::move(item));
+    }
+    // Check tallies over the pairs.
+    const auto pairs = bd_.comparisons();
+    if (!pairs.empty()) {
+      std::vector<std::string> parts;
+      std::vector<std::string> unresolved;
+      for (const auto& def : compare::check_catalog()) {
+        if (bd_.policy.level(def.name) == CheckLevel::kIgnored) continue;
+        std::size_t pass = 0, fail = 0, unres = 0;
+        for (const auto& [cl, cmp] : pairs) {
+          const auto* ch = cmp->check(def.name);
+          if (ch == nullptr) continue;
+          if (ch->outcome == CheckOutcome::kPass) ++pass;
+          if (ch->outcome == CheckOutcome::kFail) ++fail;
+          if (ch->outcome == CheckOutcome::kUnresolved) ++unres;
+        }
+        std::string p = def.label + " " + std::to_string(pass) + "/" + std::to_string(pairs.size());
+        if (fail > 0) p += " (" + std::to_string(fail) + " differ)";
+        if (bd_.policy.level(def.name) == CheckLevel::kReported) p += " (reported)";
+        parts.push_back(p);
+        if (unres > 0) unresolved.push_back(def.label + " " + std::to_string(unres));
+      }
+      std::string text = "Pair checks passed: " + join(parts, ", ") + ".";
+      if (!unresolved.empty()) text += " Unresolved: " + join(unresolved, ", ") + ".";
+      items.push_back({t(text)});
+    }
+    std::size_t warnings = 0, audited = 0;
+    for (const auto& [cl, cmp] : pairs) {
+      if (cmp->status != ComparisonStatus::kCompared) continue;
+      ++audited;
+      if (cmp->quality.warning) ++warnings;
+    }
+    items.push_back({t(std::to_string(warnings) + " of " + std::to_string(audited) +
+                       " compared pairs cross the quality warning thresholds (" +
+                       number(bd_.quality.accuracy_pp, 1) + " accuracy points or " +
+                       number(bd_.quality.output_gap_pct, 1) + " % mean output length).")});
+    std::map<std::string, std::size_t> by_type;
+    for (const auto& f : bd_.findings) by_type[f.type] += 1;
+    if (!by_type.empty()) {
+      std::vector<std::string> parts;
+      for (const auto& [type, n] : by_type) parts.push_back(type + " " + std::to_string(n));
+      items.push_back({t(std::to_string(bd_.findings.size()) + " finding" +
+                         (bd_.findings.size() == 1 ? "" : "s") + " (" + join(parts, ", ") +
+                         "), listed under Findings.")});
+    }
+    if (items.empty()) items.push_back({t("No cell pairs the arms.")});
+    s.blocks.push_back(bullets(std::move(items)));
+  }
+
+  // ---- sections -------------------------------------------------------------------------
+
+  void throughput() {
+    bool goodput = false;
+    for (const auto& [cl, cmp] : bd_.comparisons()) {
+      const auto it = cmp->deltas.find("goodput_requests_per_s");
+      if (it != cmp->deltas.end() && it->second.value) goodput = true;
+    }
+    std::vector<std::string> header{"Model", "Cell", "{A} output tok/s", "{B} output tok/s",
+                                    "Output tok/s Δ", "Req/s Δ", "Decode tok/s Δ",
+                                    "Decode tok/s per user p50 Δ"};
+    std::vector<bool> numeric{false, false, true, true, true, true, true, true};
+    if (goodput) {
+      header.push_back("Goodput req/s Δ");
+      numeric.push_back(true);
+    }
+    header.push_back("Achieved concurrency {A} / {B}");
+    numeric.push_back(true);
+    per_arm_tables(
+        Part::kThroughput, "Service throughput",
+        {t("Output tok/s is Σ output tokens of the completed requests over the service window; "
+           "req/s the completed requests over the same window; decode tok/s the tokens after "
+           "each first token over the union of decode intervals (docs/metrics.md). Each Δ "
+           "shows the delta, its interval in brackets and the verdict.")},
+        header, numeric, [this, goodput](const Cell& cl, const Comparison& cmp) {
+          const ArmCell* a = cl.arm(cmp.arm);
+          const ArmCell* bs = cl.arm(bd_.baseline);
+          std::vector<TableCell> row{cell_text(cl.model), cell_text(cl.name, cl.level),
+                                     value_cell(a, "output_tokens_per_s"),
+                                     value_cell(bs, "output_tokens_per_s"),
+                                     delta_cell(cmp, "output_tokens_per_s"),
+                                     delta_cell(cmp, "requests_per_s"),
+                                     delta_cell(cmp, "decode_tokens_per_s"),
+                                     delta_cell(cmp, "decode_rate_per_user_p50")};
+          if (goodput) row.push_back(delta_cell(cmp, "goodput_requests_per_s"));
+          row.push_back(cell_text(number(fig(a, "achieved_concurrency"), 2) + " / " +
+                                  number(fig(bs, "achieved_concurrency"), 2)));
+          return row;
+        });
+  }
+
+  void prefill() {
+    per_arm_tables(
+        Part::kPrefill, "Prefill",
+        {t("Aggregate prefill tok/s is Σ input tokens of the completed requests over the "
+           "service window; per user, each request's input tokens over its time to first token "
+           "(client side: it includes queueing and the network).")},
+        {"Model", "Cell", "{A} prefill tok/s", "{B} prefill tok/s", "Prefill Δ",
+         "{A} per user p50", "{B} per user p50", "Per user p50 Δ"},
+        {false, false, true, true, true, true, true, true},
+        [this](const Cell& cl, const Comparison& cmp) {
+          const ArmCell* a = cl.arm(cmp.arm);
+          const ArmCell* bs = cl.arm(bd_.baseline);
+          return std::vector<TableCell>{
+              cell_text(cl.model),
+              cell_text(cl.name, cl.level),
+              value_cell(a, "input_tokens_per_s"),
+              value_cell(bs, "input_tokens_per_s"),
+              delta_cell(cmp, "input_tokens_per_s"),
+              value_cell(a, "prefill_rate_client_p50"),
+              value_cell(bs, "prefill_rate_client_p50"),
+              delta_cell(cmp, "prefill_rate_client_p50")};
+        });
+  }
+
+  static std::string triple(const ArmCell* a, std::initializer_list<const char*> keys) {
+    std::vector<std::string> parts;
+    for (const char* k : keys) parts.push_back(number(fig(a, k), 1));
+    return join(parts, " / ");
+  }
+
+  void latency() {
+    per_arm_tables(
+        Part::kLatency, "Latency and jitter",
+        {t("Client-observed milliseconds over the completed requests: time to first token, "
+           "end-to-end latency (sent to done) and its jitter p95 − p50. For latencies a "
+           "positive Δ means the arm is faster.")},
+        {"Model", "Cell", "{A} TTFT p50 / p99", "{B} TTFT p50 / p99", "{A} E2E p50 / p95 / p99",
+         "{B} E2E p50 / p95 / p99", "{A} jitter", "{B} jitter", "TTFT p50 Δ", "TPOT p50 Δ",
+         "E2E p50 Δ", "E2E p99 Δ", "Jitter Δ"},
+        {false, false, true, true, true, true, true, true, true, true, true, true, true},
+        [this](const Cell& cl, const Comparison& cmp) {
+          const ArmCell* a = cl.arm(cmp.arm);
+          const ArmCell* bs = cl.arm(bd_.baseline);
+          return std::vector<TableCell>{
+              cell_text(cl.model),
+              cell_text(cl.name, cl.level),
+              cell_text(triple(a, {"ttft_p50_ms", "ttft_p99_ms"}), fig(a, "ttft_p50_ms")),
+              cell_text(triple(bs, {"ttft_p50_ms", "ttft_p99_ms"}), fig(bs, "ttft_p50_ms")),
+              cell_text(triple(a, {"e2e_p50_ms", "e2e_p95_ms", "e2e_p99_ms"}),
+                        fig(a, "e2e_p50_ms")),
+              cell_text(triple(bs, {"e2e_p50_ms", "e2e_p95_ms", "e2e_p99_ms"}),
+                        fig(bs, "e2e_p50_ms")),
+              value_cell(a, "e2e_jitter_ms"),
+              value_cell(bs, "e2e_jitter_ms"),
+              delta_cell(cmp, "ttft_p50_ms"),
+              delta_cell(cmp, "tpot_p50_ms"),
+              delta_cell(cmp, "e2e_p50_ms"),
+              delta_cell(cmp, "e2e_p99_ms"),
+              delta_cell(cmp, "e2e_jitter_ms")};
+        });
+  }
+
+  static std::string correct_text(std::optional<std::uint64_t> correct,
+                                  std::optional<std::uint64_t> scored) {
+    if (!scored) return "not scored";
+    return std::to_string(correct.value_or(0)) + "/" + std::to_string(*scored);
+  }
+
+  void quality() {
+    per_arm_tables(
+        Part::kQuality, "Quality audit",
+        {t("Accuracy and output length are measured outcomes of each arm. A warning means an "
+           "accuracy gap of at least " + number(bd_.quality.accuracy_pp, 1) +
+           " points or a mean output length gap of at least " +
+           number(bd_.quality.output_gap_pct, 1) + " %; warning cells are reported, never "
+           "normalized away.")},
+        {"Model", "Cell", "{A} correct", "{B} correct", "Accuracy Δ", "Mean output tokens {A} / {B}",
+         "Output length gap", "Assessment"},
+        {false, false, true, true, true, true, true, false},
+        [this](const Cell& cl, const Comparison& cmp) {
+          const auto& q = cmp.quality;
+          std::string assessment;
+          if (cmp.status != ComparisonStatus::kCompared) {
+            assessment = "not compared";
+          } else if (q.warning) {
+            assessment = "warning: " + join(q.reasons, "; ");
+          } else {
+            assessment = "within thresholds";
+          }
+          return std::vector<TableCell>{
+              cell_text(cl.model),
+              cell_text(cl.name, cl.level),
+              cell_text(correct_text(q.correct_arm, q.scored_arm), q.accuracy_arm),
+              cell_text(correct_text(q.correct_baseline, q.scored_baseline), q.accuracy_baseline),
+              delta_cell(cmp, "accuracy"),
+              cell_text(number(q.output_mean_arm, 1) + " / " + number(q.output_mean_baseline, 1)),
+              cell_text(q.output_mean_gap_pct ? number(q.output_mean_gap_pct, 1) + " %" : "n/a",
+                        q.output_mean_gap_pct),
+              TableCell{{Span{assessment, q.warning, false}}, std::nullopt}};
+        });
+    // Requests the arms scored differently (model-derived text: escaped by every renderer).
+    Table tb;
+    tb.header = {"Cell", "Arm", "Request", "Arm's answer", "Baseline's answer"};
+    tb.numeric = {false, false, false, false, false};
+    std::size_t total = 0;
+    for (const auto& [cl, cmp] : bd_.comparisons()) {
+      std::size_t n = 0;
+      for (const auto& d : cmp->quality.disagreements) {
+        ++total;
+        if (n++ >= 5) continue;
+        const auto answer = [](bool ok, const std::string& text) {
+          return std::string(ok ? "correct: " : "wrong: ") + (text.empty() ? "(none)" : text);
+        };
+        tb.rows.push_back({cell_text(cell_label(*cl)), cell_text(cmp->arm),
+                           cell_text(d.request_id),
+                           cell_text(answer(d.arm_correct, d.arm_extracted)),
+                           cell_text(answer(d.baseline_correct, d.baseline_extracted))});
+      }
+    }
+    if (total > 0) {
+      Section& s = section("Requests scored differently", 3);
+      s.blocks.push_back(paragraph(
+          {t(std::to_string(total) + " request" + (total == 1 ? " was" : "s were") +
+             " scored correct in one arm and wrong in the other (the first 5 per pair below; "
+             "all in board.json).")}));
+      s.blocks.push_back(table_block(std::move(tb)));
+    }
+  }
+
+  /// Rows per (cell, arm) of figures in `keys`; a paragraph when no run has any of them.
+  void arm_rows(Section& s, const std::vector<std::string>& keys, const std::string& none) {
+    Table tb;
+    tb.header = {"Model", "Cell", "Arm"};
+    tb.numeric = {false, false, false};
+    for (const auto& k : keys) {
+      const MetricDef& m = metric(k);
+      tb.header.push_back(m.label + (m.unit.empty() || m.unit == "bytes" ? "" : " (" + m.unit + ")"));
+      tb.numeric.push_back(true);
+    }
+    bool any = false;
+    for (const auto& cl : bd_.cells) {
+      for (const auto& a : cl.arms) {
+        std::vector<TableCell> row{cell_text(cl.model), cell_text(cl.name, cl.level),
+                                   cell_text(a.arm)};
+        for (const auto& k : keys) {
+          if (fig(&a, k)) any = true;
+          row.push_back(value_cell(&a, k));
+        }
+        tb.rows.push_back(std::move(row));
+      }
+    }
+    if (!any) {
+      s.blocks.push_back(paragraph({t(none)}));
+      return;
+    }
+    s.blocks.push_back(table_block(std::move(tb)));
+  }
+
+  std::string no_energy_reason() const {
+    std::set<std::string> reasons;
+    for (const auto& cl : bd_.cells) {
+      for (const auto& a : cl.arms) {
+        if (const auto r = compare::string_at(a.run().summary, "energy.reason")) reasons.insert(*r);
+      }
+    }
+    return reasons.empty() ? "" : " (" + join(std::vector<std::string>(reasons.begin(), reasons.end()), "; ") + ")";
+  }
+
+  void gpu() {
+    Section& s = section("GPU operating figures");
+    s.blocks.push_back(paragraph(
+        {t("Over each run's service window, from its telemetry: peak VRAM summed over the "
+           "GPUs, mean power (energy over the window) and p95 power of the devices in the "
+           "energy scope, the hottest GPU's p95 temperature. Shown, not compared.")}));
+    place_figures(s, Part::kGpu);
+    arm_rows(s, {"vram_peak_bytes", "power_mean_w", "power_p95_w", "temperature_p95_c"},
+             "No run of this board recorded GPU operating figures" + no_energy_reason() + ".");
+  }
+
+  void energy() {
+    Section& s = section("Energy");
+    s.blocks.push_back(paragraph(
+        {t("Energy over the service window (GPUs when a GPU reports it, else CPU packages), "
+           "per output token gross and net of the idle baseline, and output tokens per joule. "
+           "Energy has no per-request form: its deltas get an interval only over repetitions.")}));
+    place_figures(s, Part::kEnergy);
+    const std::size_t before = s.blocks.size();
+    arm_rows(s, {"energy_j", "joules_per_output_token", "idle_subtracted_joules_per_output_token",
+                 "output_tokens_per_j"},
+             "No run of this board measured energy" + no_energy_reason() + ".");
+    if (s.blocks.size() == before + 1 && s.blocks.back().kind == Block::Kind::kTable) {
+      for (const auto& arm : compared_arms(bd_)) {
+        Table tb;
+        tb.header = {"Model", "Cell", "Energy per output token Δ, gross",
+                     "Energy per output token Δ, net of idle", "Output tokens per joule Δ"};
+        tb.numeric = {false, false, true, true, true};
+        for (const auto& [cl, cmp] : of_arm(bd_, arm)) {
+          tb.rows.push_back({cell_text(cl->model), cell_text(cl->name, cl->level),
+                             delta_cell(*cmp, "joules_per_output_token"),
+                             delta_cell(*cmp, "idle_subtracted_joules_per_output_token"),
+                             delta_cell(*cmp, "output_tokens_per_j")});
+        }
+        if (tb.rows.empty()) continue;
+        doc_.sections.back().blocks.push_back(
+            paragraph({b(arm), t(" vs " + bd_.baseline + " (positive: " + arm + " spends less "
+                                 "energy per token):")}));
+        doc_.sections.back().blocks.push_back(table_block(std::move(tb)));
+      }
+    }
+  }
+
+  void repetitions() {
+    Table tb;
+    tb.header = {"Model", "Cell", "Arm", "Selection", "Selected run", "Repetitions"};
+    tb.numeric = {false, false, false, false, false, false};
+    for (const auto& cl : bd_.cells) {
+      for (const auto& a : cl.arms) {
+        if (a.runs.size() < 2) continue;
+        const std::string metric_name = a.selection.substr(a.selection.rfind(' ') + 1);
+        std::vector<std::string> reps;
+        for (const auto& r : a.runs) {
+          reps.push_back(r->run_id + " " + number(compare::selection_metric(*r, metric_name), 2));
+        }
+        tb.rows.push_back({cell_text(cl.model), cell_text(cl.name, cl.level), cell_text(a.arm),
+                           cell_text(a.selection), TableCell{{c(a.run().run_id)}, std::nullopt},
+                           cell_text(join(reps, "; "))});
+      }
+    }
+    if (tb.rows.empty()) return;
+    Section& s = section("Repetitions");
+    s.blocks.push_back(paragraph(
+        {t("Cells run more than once show the repetition the records' declared rule selects "
+           "(the median by the named figure, not the best); every repetition's figures are in "
+           "board.json. With at least " + std::to_string(bd_.bootstrap.min_repetitions) +
+           " repetitions per arm, intervals are over repetitions.")}));
+    s.blocks.push_back(table_block(std::move(tb)));
+  }
+
+  // ---- methodology ----------------------------------------------------------------------
+
+  /// Distinct descriptions of the runs per arm: "all arms: X" when they agree.
+  template <typename Describe>
+  Inline per_arm(const std::string& what, Describe describe) const {
+    std::vector<std::pair<std::string, std::vector<std::string>>> values;
+    for (const auto& arm : bd_.arms) {
+      std::vector<std::string> distinct;
+      for (const auto& cl : bd_.cells) {
+        const ArmCell* a = cl.arm(arm);
+        if (a == nullptr) continue;
+        for (const auto& r : a->runs) {
+          const std::string d = describe(*r);
+          if (std::find(distinct.begin(), distinct.end(), d) == distinct.end()) {
+            distinct.push_back(d);
+          }
+        }
+      }
+      if (!distinct.empty()) values.emplace_back(arm, distinct);
+    }
+    Inline out{b(what + ": ")};
+    bool same = !values.empty();
+    for (const auto& v : values) same = same && v.second == values.front().second;
+    if (same) {
+      out.push_back(t("all arms: " + join(values.front().second, "; ") + "."));
+      return out;
+    }
+    std::vector<std::string> parts;
+    for (const auto& [arm, ds] : values) parts.push_back(arm + ": " + join(ds, "; "));
+    out.push_back(t(join(parts, " · ") + "."));
+    return out;
+  }
+
+  static std::string text_at(const json::object& o, const std::string& path,
+                             const std::string& fallback = "unknown") {
+    const json::value* v = compare::find_path(o, path);
+    if (v == nullptr || v->is_null()) return fallback;
+    if (v->is_object() || v->is_array()) return compare::canonical_text(*v);
+    return compare::scalar_text(*v);
+  }
+
+  void methodology() {
+    Section& s = section("Methodology");
+    std::vector<Inline> items;
+    {
+      std::vector<std::string> parts;
+      for (const auto& arm : bd_.arms) {
+        const auto it = bd_.selectors.find(arm);
+        std::string p = arm + (arm == bd_.baseline ? " (baseline)" : "");
+        if (it != bd_.selectors.end() && !it->second.empty()) p += " = " + join(it->second, " + ");
+        parts.push_back(p);
+      }
+      items.push_back({b("Arms: "), t(join(parts, "; ") + ". Runs are paired by model, "
+                                      "protocol and protocol cell" +
+                                      (bd_.spec_file_sha256.empty()
+                                           ? std::string(".")
+                                           : "; the board spec file (sha256 " +
+                                                 short_hash(bd_.spec_file_sha256) +
+                                                 ") maps cells explicitly."))});
+    }
+    items.push_back(per_arm("Engine", [](const RunRecord& r) {
+      const json::object& m = r.manifest;
+      std::string d = text_at(m, "engine.name", "unidentified engine") + " " +
+                      text_at(m, "engine.version", "(version unknown)") + " (" +
+                      text_at(m, "engine.reached.kind") + ")";
+      if (const auto p = compare::string_at(m, "engine.sim_profile.name")) d += ", profile " + *p;
+      d += ", engine args " + text_at(m, "engine.engine_args", "{}");
+      return d;
+    }));
+    items.push_back(per_arm("Model", [](const RunRecord& r) {
+      const json::object& m = r.manifest;
+      return text_at(m, "model.id") + ", revision " + text_at(m, "model.revision") +
+             ", fingerprint " + short_hash(text_at(m, "model.fingerprint"));
+    }));
+    items.push_back(per_arm("Protocol", [](const RunRecord& r) {
+      const json::object& m = r.manifest;
+      std::string d = text_at(m, "workload.protocol.name", "run") + " v" +
+                      text_at(m, "workload.protocol.version", "1");
+      const json::value* params = compare::find_path(m, "workload.protocol.params");
+      if (params != nullptr && params->is_object() && !params->get_object().empty()) {
+        std::vector<std::string> kv;
+        for (const auto& p : params->get_object()) {
+          const std::string v = p.value().is_object() || p.value().is_array()
+                                    ? compare::canonical_text(p.value())
+                                    : compare::scalar_text(p.value());
+          kv.push_back(std::string(p.key()) + "=" + short_hash(v));
+        }
+        d += " (" + join(kv, ", ") + ")";
+      }
+      return d;
+    }));
+    items.push_back(per_arm("Workload", [](const RunRecord& r) {
+      const json::object& m = r.manifest;
+      return text_at(m, "workload.api") + " API, stream " +
+             text_at(m, "workload.request_stream.source") + " (sha256 " +
+             short_hash(text_at(m, "workload.request_stream.sha256")) + ", " +
+             text_at(m, "workload.request_stream.count") + " requests), sampling " +
+             text_at(m, "workload.sampling") + ", " + text_at(m, "workload.warmup_requests", "0") +
+             " warm-up";
+    }));
+    items.push_back(per_arm("Load", [](const RunRecord& r) {
+      const json::object& m = r.manifest;
+      const std::string mode = text_at(m, "load.mode");
+      if (mode == "open") {
+        return "open loop, " + text_at(m, "load.rate_per_s") + " req/s, " +
+               text_at(m, "load.arrival") + " arrivals";
+      }
+      return "closed loop, concurrency " + text_at(m, "load.concurrency") + ", " +
+             text_at(m, "load.requests") + " requests";
+    }));
+    items.push_back(per_arm("Hardware", [](const RunRecord& r) {
+      const json::object& m = r.manifest;
+      std::string d = text_at(m, "hardware.cpu_model") + " (" + text_at(m, "hardware.cpu_cores") +
+                      " cores)";
+      const json::value* gpus = compare::find_path(m, "hardware.gpus");
+      if (gpus == nullptr || !gpus->is_array() || gpus->get_array().empty()) {
+        return d + ", no GPU recorded";
+      }
+      std::map<std::string, int> names;
+      std::set<std::string> drivers;
+      for (const auto& g : gpus->get_array()) {
+        if (!g.is_object()) continue;
+        names[text_at(g.get_object(), "name")] += 1;
+        drivers.insert(text_at(g.get_object(), "driver"));
+      }
+      std::vector<std::string> parts;
+      for (const auto& [n, k] : names) parts.push_back(std::to_string(k) + "× " + n);
+      return d + ", " + join(parts, ", ") + ", driver " +
+             join(std::vector<std::string>(drivers.begin(), drivers.end()), "/");
+    }));
+    items.push_back(per_arm("Harness", [](const RunRecord& r) {
+      const json::object& m = r.manifest;
+      const json::value* dirty = compare::find_path(m, "harness.git_dirty");
+      return text_at(m, "harness.name", "dyno") + " " + text_at(m, "harness.version") + " at " +
+             short_hash(text_at(m, "harness.git_commit")) +
+             (dirty != nullptr && dirty->is_bool() ? (dirty->get_bool() ? " (modified tree)" : " (clean tree)")
+                                                   : "") +
+             ", executable sha256 " + short_hash(text_at(m, "harness.executable_sha256"));
+    }));
+    items.push_back(per_arm("Telemetry", [](const RunRecord& r) {
+      return text_at(r.manifest, "telemetry.mode") + ", energy " +
+             (compare::number_at(r.summary, "energy.energy_j")
+                  ? "scope " + text_at(r.summary, "energy.scope")
+                  : "not measured");
+    }));
+    items.push_back(per_arm("Figures", [](const RunRecord& r) {
+      return text_at(r.summary, "definition_set") + "; percentiles: " +
+             text_at(r.summary, "percentile_method");
+    }));
+    const auto& bs = bd_.bootstrap;
+    items.push_back(
+        {b("Intervals: "),
+         t(number(bs.confidence * 100.0, 0) + " % percentile bootstrap, " +
+           std::to_string(bs.resamples) + " resamples, seed " + std::to_string(bs.seed) +
+           ". Over requests: each arm's measured requests are resampled with replacement and "
+           "the figure recomputed (rates as ratios of per-request sums over per-request "
+           "occupancy, latencies as percentiles); at least " +
+           std::to_string(bs.min_requests) + " requests per arm. Over repetitions when each arm "
+           "has at least " + std::to_string(bs.min_repetitions) +
+           ": the repetitions' figures are resampled and their medians compared.")});
+    items.push_back({b("Verdicts: "),
+                     t("a delta is a win when its whole interval is above 0, a loss when below, "
+                       "otherwise a tie; without an interval it is neither.")});
+    {
+      std::vector<std::string> req, rep, ign;
+      for (const auto& d : compare::check_catalog()) {
+        const auto l = bd_.policy.level(d.name);
+        (l == CheckLevel::kRequired ? req : l == CheckLevel::kReported ? rep : ign).push_back(d.label);
+      }
+      std::string p = "required (a failure means the cell is not compared): " + join(req, ", ");
+      if (!rep.empty()) p += "; reported: " + join(rep, ", ");
+      if (!ign.empty()) p += "; ignored: " + join(ign, ", ");
+      items.push_back({b("Fairness policy: "), t(p + ".")});
+    }
+    s.blocks.push_back(bullets(std::move(items)));
+  }
+
+  // ---- findings, unpaired, files --------------------------------------------------------
+
+  void findings() {
+    Section& s = section("Findings");
+    if (bd_.findings.empty()) {
+      s.blocks.push_back(paragraph({t("None.")}));
+      return;
+    }
+    std::vector<Inline> items;
+    const std::size_t limit = kind_ == DocumentKind::kConsole ? 20 : bd_.findings.size();
+    for (std::size_t i = 0; i < bd_.findings.size() && i < limit; ++i) {
+      const auto& f = bd_.findings[i];
+      Inline item{c(f.type)};
+      std::string where;
+      if (!f.cell.empty()) where += f.cell;
+      if (!f.arm.empty()) where += (where.empty() ? "" : ", ") + std::string("arm ") + f.arm;
+      if (!where.empty()) item.push_back(t(" (" + where + ")"));
+      item.push_back(t(": " + f.message));
+      items.push_back(std::move(item));
+    }
+    s.blocks.push_back(bullets(std::move(items), true));
+    if (bd_.findings.size() > limit) {
+      s.blocks.push_back(paragraph({t(std::to_string(bd_.findings.size() - limit) +
+                                      " more in the board (dyno report, or --json).")}));
+    }
+  }
+
+  void unpaired() {
+    if (bd_.unpaired.empty()) return;
+    Section& s = section("Unpaired runs");
+    s.blocks.push_back(paragraph({t("Runs selected for an arm that are part of no comparison:")}));
+    Table tb;
+    tb.header = {"Arm", "Run", "Cell", "Reason"};
+    tb.numeric = {false, false, false, false};
+    for (const auto& u : bd_.unpaired) {
+      tb.rows.push_back({cell_text(u.arm), TableCell{{c(u.run_id)}, std::nullopt},
+                         cell_text(u.cell), cell_text(u.reason)});
+    }
+    s.blocks.push_back(table_block(std::move(tb)));
+  }
+
+  void files() {
+    Section& s = section("Files");
+    std::vector<Inline> items{
+        {c("README.md"), t(": this report.")},
+        {c("report.html"), t(": the same report in one self-contained file, sortable tables.")},
+        {c("board.json"), t(": the ledger: provenance, every cell with both arms' figures and "
+                            "repetitions, checks with both values, deltas with intervals, "
+                            "findings.")},
+        {c("board.csv"), t(": one row per comparison, cell and figure, for spreadsheets.")}};
+    for (const auto& f : figures_) {
+      items.push_back({c(f.stem + ".svg"), t(", "), c(f.stem + ".png"), t(": " + f.title + ".")});
+    }
+    items.push_back({c("SHA256SUMS"), t(": SHA-256 of every file above.")});
+    s.blocks.push_back(bullets(std::move(items)));
+  }
+
+  const Board& bd_;
+  const std::vector<Figure>& figures_;
+  DocumentKind kind_;
+  Document doc_;
+};
+
+}  // namespace
+
+Document board_document(const Board& board, const std::vector<Figure>& figures,
+                        DocumentKind kind) {
+  return Builder(board, figures, kind).build();
+}
+
+}  // namespace dyno::report

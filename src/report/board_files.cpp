@@ -1,0 +1,358 @@
+#include "report/board_files.h"
+
+#include <boost/json.hpp>
+#include <cmath>
+
+#include "json/json_text.h"
+#include "record/run_writer.h"
+#include "report/board_document.h"
+
+namespace dyno::report {
+
+namespace json = boost::json;
+using namespace compare;
+
+namespace {
+
+json::value num(std::optional<double> v) {
+  return v && std::isfinite(*v) ? json::value(*v) : json::value(nullptr);
+}
+
+json::value count(std::optional<std::uint64_t> v) { return v ? json::value(*v) : json::value(nullptr); }
+
+json::object figures_json(const Figures& f) {
+  json::object o;
+  for (const auto& m : metric_catalog()) {
+    const auto it = f.find(m.key);
+    o[m.key] = num(it == f.end() ? std::nullopt : it->second);
+  }
+  return o;
+}
+
+json::object delta_json(const Delta& d) {
+  return json::object{{"value", num(d.value)},
+                      {"low", num(d.low)},
+                      {"high", num(d.high)},
+                      {"verdict", to_string(d.verdict)},
+                      {"method", d.method.empty() ? json::value(nullptr) : json::value(d.method)},
+                      {"no_interval", d.no_interval.empty() ? json::value(nullptr)
+                                                            : json::value(d.no_interval)},
+                      {"n_arm", d.n_arm},
+                      {"n_baseline", d.n_baseline}};
+}
+
+json::object quality_json(const QualityAudit& q) {
+  json::array reasons;
+  for (const auto& r : q.reasons) reasons.push_back(json::value(r));
+  json::array dis;
+  for (const auto& d : q.disagreements) {
+    dis.push_back(json::object{{"request_id", d.request_id},
+                               {"arm_correct", d.arm_correct},
+                               {"baseline_correct", d.baseline_correct},
+                               {"arm_extracted", d.arm_extracted},
+                               {"baseline_extracted", d.baseline_extracted}});
+  }
+  return json::object{{"accuracy_arm", num(q.accuracy_arm)},
+                      {"accuracy_baseline", num(q.accuracy_baseline)},
+                      {"scored_arm", count(q.scored_arm)},
+                      {"scored_baseline", count(q.scored_baseline)},
+                      {"correct_arm", count(q.correct_arm)},
+                      {"correct_baseline", count(q.correct_baseline)},
+                      {"accuracy_delta_pp", num(q.accuracy_delta_pp)},
+                      {"output_mean_arm", num(q.output_mean_arm)},
+                      {"output_mean_baseline", num(q.output_mean_baseline)},
+                      {"output_mean_gap_pct", num(q.output_mean_gap_pct)},
+                      {"warning", q.warning},
+                      {"reasons", std::move(reasons)},
+                      {"disagreements", std::move(dis)}};
+}
+
+json::object run_ref(const RunRecord& r) {
+  return json::object{
+      {"run_id", r.run_id},
+      {"status", r.manifest.contains("status") ? r.manifest.at("status") : json::value(nullptr)},
+      {"campaign",
+       r.manifest.contains("campaign") ? r.manifest.at("campaign") : json::value(nullptr)},
+      {"repetition", [&r] {
+         const json::value* v = find_path(r.manifest, "workload.protocol.repetition");
+         return v == nullptr ? json::value(nullptr) : *v;
+       }()},
+      {"sha256sums_sha256", r.sums_sha256.empty() ? json::value(nullptr) : json::value(r.sums_sha256)},
+      {"intact", r.integrity_problems.empty()}};
+}
+
+json::object cell_json(const Cell& c) {
+  json::array arms;
+  for (const auto& a : c.arms) {
+    json::array reps;
+    for (std::size_t i = 0; i < a.runs.size(); ++i) {
+      json::object r = run_ref(*a.runs[i]);
+      r["selected"] = i == a.selected;
+      r["figures"] = figures_json(a.figures[i]);
+      reps.push_back(std::move(r));
+    }
+    arms.push_back(json::object{
+        {"arm", a.arm},
+        {"selected_run", a.run().run_id},
+        {"selection", a.selection.empty() ? json::value(nullptr) : json::value(a.selection)},
+        {"figures", figures_json(a.selected_figures())},
+        {"repetitions", std::move(reps)}});
+  }
+  json::array comparisons;
+  for (const auto& cmp : c.comparisons) {
+    json::array checks;
+    for (const auto& ch : cmp.checks) {
+      checks.push_back(json::object{{"name", ch.name},
+                                    {"level", to_string(ch.level)},
+                                    {"outcome", to_string(ch.outcome)},
+                                    {"arm_value", ch.arm_value},
+                                    {"baseline_value", ch.baseline_value},
+                                    {"note", ch.note.empty() ? json::value(nullptr)
+                                                             : json::value(ch.note)}});
+    }
+    json::object deltas;
+    for (const auto& m : metric_catalog()) {
+      const auto it = cmp.deltas.find(m.key);
+      if (it != cmp.deltas.end()) deltas[m.key] = delta_json(it->second);
+    }
+    comparisons.push_back(json::object{{"arm", cmp.arm},
+                                       {"baseline", cmp.baseline},
+                                       {"status", to_string(cmp.status)},
+                                       {"unresolved", cmp.unresolved},
+                                       {"checks", std::move(checks)},
+                                       {"deltas", std::move(deltas)},
+                                       {"quality", quality_json(cmp.quality)}});
+  }
+  return json::object{{"id", c.id},
+                      {"model", c.model},
+                      {"protocol", c.protocol},
+                      {"cell", c.name},
+                      {"level_kind", c.level_kind.empty() ? json::value(nullptr)
+                                                          : json::value(c.level_kind)},
+                      {"level", num(c.level)},
+                      {"arms", std::move(arms)},
+                      {"comparisons", std::move(comparisons)}};
+}
+
+json::object definitions_json(const Board& b) {
+  json::array metrics;
+  for (const auto& m : metric_catalog()) {
+    metrics.push_back(json::object{
+        {"key", m.key},
+        {"label", m.label},
+        {"unit", m.unit},
+        {"direction", to_string(m.direction)},
+        {"delta", m.direction == Direction::kNone
+                      ? json::value(nullptr)
+                      : json::value(m.delta_kind == DeltaKind::kPoints ? "points" : "percent")},
+        {"section", to_string(m.section)},
+        {"headline", m.headline},
+        {"source", m.source}});
+  }
+  json::array checks;
+  for (const auto& c : check_catalog()) {
+    checks.push_back(json::object{{"name", c.name},
+                                  {"label", c.label},
+                                  {"level", to_string(b.policy.level(c.name))},
+                                  {"compares", c.what}});
+  }
+  return json::object{
+      {"figures", "dyno-metrics/v1 (docs/metrics.md)"},
+      {"delta",
+       "signed, positive = the arm is better than the baseline: rates (arm / baseline - 1) * "
+       "100, latencies and energy per token (baseline / arm - 1) * 100, accuracy (arm - "
+       "baseline) * 100 points"},
+      {"interval",
+       json::object{{"method", "percentile bootstrap"},
+                    {"confidence", b.bootstrap.confidence},
+                    {"resamples", b.bootstrap.resamples},
+                    {"seed", b.bootstrap.seed},
+                    {"min_requests", b.bootstrap.min_requests},
+                    {"min_repetitions", b.bootstrap.min_repetitions}}},
+      {"verdict",
+       "win when the interval's low end is above 0, loss when its high end is below 0, else "
+       "tie; no_interval when there is none"},
+      {"quality_thresholds", json::object{{"accuracy_pp", b.quality.accuracy_pp},
+                                          {"output_gap_pct", b.quality.output_gap_pct}}},
+      {"metrics", std::move(metrics)},
+      {"checks", std::move(checks)}};
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos && (s.empty() || (s.front() != ' ' && s.back() != ' '))) {
+    return s;
+  }
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"') out += '"';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string csv_num(std::optional<double> v) {
+  if (!v || !std::isfinite(*v)) return "";
+  return json_text::compact(json::value(*v));
+}
+
+}  // namespace
+
+std::string board_json(const Board& b, const std::vector<Figure>& figures) {
+  std::size_t compared = 0, failed = 0;
+  for (const auto& [cell, cmp] : b.comparisons()) {
+    (cmp->status == ComparisonStatus::kCompared ? compared : failed) += 1;
+  }
+  json::array unresolved;
+  for (const auto& u : b.unresolved_checks) unresolved.push_back(json::value(u));
+  json::array arms;
+  for (const auto& a : b.arms) {
+    json::array sels;
+    const auto it = b.selectors.find(a);
+    if (it != b.selectors.end()) {
+      for (const auto& s : it->second) sels.push_back(json::value(s));
+    }
+    arms.push_back(json::object{{"name", a}, {"baseline", a == b.baseline}, {"selectors", sels}});
+  }
+  json::array runs;
+  for (const auto& r : b.runs()) runs.push_back(run_ref(*r));
+  json::array tallies;
+  for (const auto& t : b.tallies) {
+    tallies.push_back(json::object{{"arm", t.arm},
+                                   {"metric", t.metric},
+                                   {"compared", t.compared},
+                                   {"wins", t.wins},
+                                   {"ties", t.ties},
+                                   {"losses", t.losses},
+                                   {"no_interval", t.no_interval}});
+  }
+  json::array cells;
+  for (const auto& c : b.cells) cells.push_back(cell_json(c));
+  json::array unpaired;
+  for (const auto& u : b.unpaired) {
+    unpaired.push_back(json::object{{"arm", u.arm},
+                                    {"run_id", u.run_id},
+                                    {"cell", u.cell.empty() ? json::value(nullptr) : json::value(u.cell)},
+                                    {"reason", u.reason}});
+  }
+  json::array findings;
+  for (const auto& f : b.findings) {
+    findings.push_back(json::object{{"type", f.type},
+                                    {"cell", f.cell.empty() ? json::value(nullptr) : json::value(f.cell)},
+                                    {"arm", f.arm.empty() ? json::value(nullptr) : json::value(f.arm)},
+                                    {"message", f.message},
+                                    {"data", f.data}});
+  }
+  json::array figs;
+  for (const auto& f : figures) {
+    figs.push_back(json::object{{"stem", f.stem},
+                                {"title", f.title},
+                                {"section", to_string(f.section)},
+                                {"svg_sha256", record::sha256_hex(f.svg)},
+                                {"png_sha256", record::sha256_hex(f.png)}});
+  }
+  json::object doc{
+      {"schema_version", b.schema_version},
+      {"kind", "dyno-board"},
+      {"title", b.title},
+      {"status", b.status},
+      {"status_detail", json::object{{"cells", b.cells.size()},
+                                      {"comparisons_made", compared},
+                                      {"comparisons_failed_checks", failed},
+                                      {"unpaired_runs", b.unpaired.size()},
+                                      {"unresolved_checks", std::move(unresolved)},
+                                      {"allow_unresolved", b.allow_unresolved}}},
+      {"baseline", b.baseline},
+      {"arms", std::move(arms)},
+      {"provenance",
+       json::object{{"generator", json::object{{"name", b.generator.name},
+                                               {"version", b.generator.version},
+                                               {"git_commit", b.generator.git_commit}}},
+                    {"spec_file_sha256", b.spec_file_sha256.empty()
+                                             ? json::value(nullptr)
+                                             : json::value(b.spec_file_sha256)},
+                    {"runs", std::move(runs)},
+                    {"figures", std::move(figs)}}},
+      {"definitions", definitions_json(b)},
+      {"tallies", std::move(tallies)},
+      {"cells", std::move(cells)},
+      {"unpaired", std::move(unpaired)},
+      {"findings", std::move(findings)}};
+  return json_text::pretty(doc);
+}
+
+std::string board_csv(const Board& b) {
+  std::string out =
+      "arm,baseline,cell,model,protocol,cell_name,level_kind,level,status,metric,unit,"
+      "direction,arm_value,baseline_value,delta,delta_unit,low,high,verdict,interval_method,"
+      "n_arm,n_baseline\r\n";
+  for (const auto& [cell, cmp] : b.comparisons()) {
+    const ArmCell* a = cell->arm(cmp->arm);
+    const ArmCell* base = cell->arm(cmp->baseline);
+    for (const auto& m : metric_catalog()) {
+      const auto va = a->selected_figures().at(m.key);
+      const auto vb = base->selected_figures().at(m.key);
+      const auto it = cmp->deltas.find(m.key);
+      const Delta* d = it == cmp->deltas.end() ? nullptr : &it->second;
+      std::vector<std::string> row{
+          cmp->arm,
+          cmp->baseline,
+          cell->id,
+          cell->model,
+          cell->protocol,
+          cell->name,
+          cell->level_kind,
+          csv_num(cell->level),
+          to_string(cmp->status),
+          m.key,
+          m.unit,
+          to_string(m.direction),
+          csv_num(va),
+          csv_num(vb),
+          d ? csv_num(d->value) : "",
+          m.direction == Direction::kNone ? ""
+          : m.delta_kind == DeltaKind::kPoints ? "pp"
+                                              : "%",
+          d ? csv_num(d->low) : "",
+          d ? csv_num(d->high) : "",
+          d ? to_string(d->verdict) : "",
+          d ? d->method : "",
+          d ? std::to_string(d->n_arm) : "",
+          d ? std::to_string(d->n_baseline) : ""};
+      for (std::size_t i = 0; i < row.size(); ++i) {
+        out += (i == 0 ? "" : ",") + csv_field(row[i]);
+      }
+      out += "\r\n";
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> write_board(const std::filesystem::path& dir, const Board& board,
+                                     const std::vector<Figure>& figures) {
+  validate_figures(figures);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw record::RecordError(dir.string() + ": cannot create the board directory: " + ec.message());
+  const Document doc = board_document(board, figures, DocumentKind::kFull);
+  std::vector<std::pair<std::string, std::string>> files{
+      {"README.md", to_markdown(doc, figures)},
+      {"report.html", to_html(doc, figures)},
+      {"board.json", board_json(board, figures)},
+      {"board.csv", board_csv(board)}};
+  for (const auto& f : figures) {
+    files.emplace_back(f.stem + ".svg", f.svg);
+    files.emplace_back(f.stem + ".png", f.png);
+  }
+  std::string sums;
+  std::vector<std::string> names;
+  for (const auto& [name, bytes] : files) {
+    record::write_file_atomic(dir / name, bytes);
+    sums += record::sha256_hex(bytes) + "  " + name + "\n";
+    names.push_back(name);
+  }
+  record::write_file_atomic(dir / "SHA256SUMS", sums);
+  names.push_back("SHA256SUMS");
+  return names;
+}
+
+}  // namespace dyno::report

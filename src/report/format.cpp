@@ -1,0 +1,93 @@
+#include "report/format.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace dyno::report {
+
+std::string number(std::optional<double> v, int decimals) {
+  if (!v || !std::isfinite(*v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, std::fabs(*v));
+  std::string digits = buf;
+  const auto dot = digits.find('.');
+  std::string int_part = digits.substr(0, dot);
+  const std::string frac = dot == std::string::npos ? "" : digits.substr(dot);
+  std::string grouped;
+  const std::size_t n = int_part.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    grouped += int_part[i];
+    const std::size_t left = n - 1 - i;
+    if (left > 0 && left % 3 == 0 && n > 3) grouped += ',';
+  }
+  const bool negative = *v < 0 && std::stod(digits) != 0.0;
+  return (negative ? "-" : "") + grouped + frac;
+}
+
+std::string signed_pct(std::optional<double> v, int decimals) {
+  if (!v || !std::isfinite(*v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, std::fabs(*v));
+  const bool zero = std::stod(buf) == 0.0;
+  return std::string(zero ? "±" : *v > 0 ? "+" : "\u2212") + buf + " %";
+}
+
+std::string signed_number(std::optional<double> v, int decimals) {
+  if (!v || !std::isfinite(*v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, std::fabs(*v));
+  const bool zero = std::stod(buf) == 0.0;
+  return std::string(zero ? "±" : *v > 0 ? "+" : "\u2212") + buf;
+}
+
+std::string signed_pp(std::optional<double> v, int decimals) {
+  if (!v || !std::isfinite(*v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, std::fabs(*v));
+  const bool zero = std::stod(buf) == 0.0;
+  return std::string(zero ? "±" : *v > 0 ? "+" : "\u2212") + buf + " pp";
+}
+
+std::string gib(std::optional<double> bytes) {
+  if (!bytes || !std::isfinite(*bytes)) return "n/a";
+  return number(*bytes / (1024.0 * 1024.0 * 1024.0), 2) + " GiB";
+}
+
+std::string short_hash(const std::string& s) { return s.size() > 16 ? s.substr(0, 12) : s; }
+
+std::string markdown_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '\\': case '`': case '*': case '_': case '[': case ']': case '|': case '#': case '~':
+        out += '\\';
+        out += c;
+        break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '\n': case '\r': out += ' '; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string html_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace dyno::report

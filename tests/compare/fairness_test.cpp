@@ -1,0 +1,198 @@
+// Fairness: for every checked field, a pair that differs in it fails the check (required:
+// the cell is not compared; reported: compared, with a finding); a missing value is
+// unresolved and blocks the board unless allowed.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+
+#include "compare/board.h"
+#include "test_records.h"
+
+namespace dyno::compare {
+namespace {
+
+namespace json = boost::json;
+using testing::copy_run;
+using testing::fixed_options;
+using testing::fixture_input;
+using testing::set_path;
+
+/// The fixture's c1 pair, fast against slow.
+BoardInput c1_input() { return fixture_input("label=fast,cell=c1", "label=slow,cell=c1"); }
+
+/// One change of a run per check: what makes the pair differ in that field.
+const std::map<std::string, std::function<void(RunRecord&)>>& mutations() {
+  static const std::map<std::string, std::function<void(RunRecord&)>> m = {
+      {"request_stream",
+       [](RunRecord& r) {
+         set_path(r.manifest, "workload.request_stream.sha256", std::string(64, '0'));
+       }},
+      {"request_count",
+       [](RunRecord& r) {
+         set_path(r.summary, "requests.total", r.summary.at("requests").at("total").to_number<std::int64_t>() + 1);
+       }},
+      {"input_tokens",
+       [](RunRecord& r) {
+         set_path(r.summary, "tokens.input_total",
+                  r.summary.at("tokens").at("input_total").to_number<std::int64_t>() + 7);
+       }},
+      {"sampling", [](RunRecord& r) { set_path(r.manifest, "workload.sampling.temperature", 0.7); }},
+      {"api", [](RunRecord& r) { set_path(r.manifest, "workload.api", "completions"); }},
+      {"load", [](RunRecord& r) { set_path(r.manifest, "load.seed", 42); }},
+      {"warmup", [](RunRecord& r) { set_path(r.manifest, "workload.warmup_requests", 5); }},
+      {"model_revision", [](RunRecord& r) { set_path(r.manifest, "model.revision", "other"); }},
+      {"model_fingerprint",
+       [](RunRecord& r) { set_path(r.manifest, "model.fingerprint", std::string(64, 'f')); }},
+      {"driver", [](RunRecord& r) { set_path(r.manifest, "hardware.gpus.0.driver", "1.2.3"); }},
+      {"gpu_model",
+       [](RunRecord& r) { set_path(r.manifest, "hardware.gpus.0.name", "Another GPU"); }},
+      {"gpu_uuid", [](RunRecord& r) { set_path(r.manifest, "hardware.gpus.0.uuid", "GPU-other"); }},
+      {"harness",
+       [](RunRecord& r) { set_path(r.manifest, "harness.executable_sha256", std::string(64, 'e')); }},
+  };
+  return m;
+}
+
+/// The input with the baseline's run changed by `change` (and both dirty flags cleared, so
+/// dirty_sources passes unless a test sets one).
+BoardInput changed(const std::function<void(RunRecord&)>& change) {
+  BoardInput in = c1_input();
+  for (auto& arm : in.arms) {
+    for (auto& run : arm.runs) {
+      auto copy = copy_run(run);
+      set_path(copy->manifest, "harness.git_dirty", false);
+      if (arm.name == "slow") change(*copy);
+      run = copy;
+    }
+  }
+  return in;
+}
+
+TEST(Fairness, TheFixturePairPassesEveryCheck) {
+  const Board b = build_board(changed([](RunRecord&) {}), fixed_options());
+  ASSERT_EQ(b.cells.size(), 1u);
+  const Comparison& c = b.cells[0].comparisons.at(0);
+  EXPECT_EQ(c.status, ComparisonStatus::kCompared);
+  for (const auto& ch : c.checks) EXPECT_EQ(ch.outcome, CheckOutcome::kPass) << ch.name;
+  EXPECT_EQ(c.checks.size(), check_catalog().size());
+  EXPECT_EQ(b.status, "complete");
+}
+
+TEST(Fairness, EveryCheckHasADifferingPairTest) {
+  for (const auto& def : check_catalog()) {
+    if (def.name == "dirty_sources") continue;  // its own test below
+    EXPECT_EQ(mutations().count(def.name), 1u) << "no fairness test for check " << def.name;
+  }
+}
+
+TEST(Fairness, APairThatDiffersInAFieldFailsThatCheck) {
+  const Policy defaults;
+  for (const auto& [name, change] : mutations()) {
+    SCOPED_TRACE(name);
+    const Board b = build_board(changed(change), fixed_options());
+    ASSERT_EQ(b.cells.size(), 1u);
+    const Comparison& c = b.cells[0].comparisons.at(0);
+    const Check* ch = c.check(name);
+    ASSERT_NE(ch, nullptr);
+    EXPECT_EQ(ch->outcome, CheckOutcome::kFail);
+    EXPECT_NE(canonical_text(ch->arm_value), canonical_text(ch->baseline_value));
+    // Only the changed field fails.
+    for (const auto& other : c.checks) {
+      if (other.name != name) {
+        EXPECT_EQ(other.outcome, CheckOutcome::kPass) << other.name;
+      }
+    }
+    const bool required = defaults.level(name) == CheckLevel::kRequired;
+    bool found = false;
+    for (const auto& f : b.findings) {
+      if (f.type == (required ? "check_failed" : "check_differs") && f.data.at("check").as_string() == name) {
+        found = true;
+      }
+    }
+    EXPECT_TRUE(found);
+    if (required) {
+      EXPECT_EQ(c.status, ComparisonStatus::kFailedChecks);
+      EXPECT_TRUE(c.deltas.empty());
+      EXPECT_EQ(b.status, "checks_failed");
+      for (const auto& t : b.tallies) EXPECT_EQ(t.compared, 0u);
+    } else {
+      EXPECT_EQ(c.status, ComparisonStatus::kCompared);
+      EXPECT_FALSE(c.deltas.empty());
+      EXPECT_EQ(b.status, "complete");
+    }
+  }
+}
+
+TEST(Fairness, PolicyDecidesWhatAFailureMeans) {
+  // gpu_uuid reported by default: required, a difference stops the comparison.
+  BoardOptions o = fixed_options();
+  o.policy.set("gpu_uuid", CheckLevel::kRequired);
+  Board b = build_board(changed(mutations().at("gpu_uuid")), o);
+  EXPECT_EQ(b.cells[0].comparisons[0].status, ComparisonStatus::kFailedChecks);
+  // driver required by default: reported only, the cell is compared.
+  o = fixed_options();
+  o.policy.set("driver", CheckLevel::kReported);
+  b = build_board(changed(mutations().at("driver")), o);
+  EXPECT_EQ(b.cells[0].comparisons[0].status, ComparisonStatus::kCompared);
+  // Ignored: not judged at all.
+  o = fixed_options();
+  o.policy.set("harness", CheckLevel::kIgnored);
+  b = build_board(changed(mutations().at("harness")), o);
+  EXPECT_EQ(b.cells[0].comparisons[0].status, ComparisonStatus::kCompared);
+  for (const auto& f : b.findings) EXPECT_NE(f.type, "check_failed");
+  EXPECT_THROW(o.policy.set("no_such_check", CheckLevel::kRequired), CompareError);
+  EXPECT_THROW(o.policy.set_list("request_stream,bogus", CheckLevel::kIgnored, "--ignore"),
+               CompareError);
+}
+
+TEST(Fairness, DirtySourcesFailsWhenEitherTreeWasModified) {
+  const Board clean = build_board(changed([](RunRecord&) {}), fixed_options());
+  EXPECT_EQ(clean.cells[0].comparisons[0].check("dirty_sources")->outcome, CheckOutcome::kPass);
+  const Board dirty = build_board(
+      changed([](RunRecord& r) { set_path(r.manifest, "harness.git_dirty", true); }),
+      fixed_options());
+  const Comparison& c = dirty.cells[0].comparisons[0];
+  EXPECT_EQ(c.check("dirty_sources")->outcome, CheckOutcome::kFail);
+  EXPECT_EQ(c.status, ComparisonStatus::kCompared);  // reported by default
+}
+
+TEST(Fairness, MissingIdentitiesBlockTheBoardUnlessAllowed) {
+  const auto no_fingerprint = [](RunRecord& r) {
+    set_path(r.manifest, "model.fingerprint", nullptr);
+    set_path(r.manifest, "model.unknown.fingerprint", "no weights file given (--model-file)");
+  };
+  try {
+    build_board(changed(no_fingerprint), fixed_options());
+    FAIL() << "expected UnresolvedError";
+  } catch (const UnresolvedError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("model_fingerprint"), std::string::npos) << what;
+    EXPECT_NE(what.find("--model-file"), std::string::npos) << what;
+    EXPECT_NE(what.find("--allow-unresolved"), std::string::npos) << what;
+  }
+  BoardOptions o = fixed_options();
+  o.allow_unresolved = true;
+  const Board b = build_board(changed(no_fingerprint), o);
+  EXPECT_EQ(b.status, "unresolved_allowed");
+  ASSERT_EQ(b.unresolved_checks, std::vector<std::string>{"model_fingerprint"});
+  const Comparison& c = b.cells[0].comparisons[0];
+  EXPECT_TRUE(c.unresolved);
+  EXPECT_EQ(c.status, ComparisonStatus::kCompared);
+  EXPECT_EQ(c.check("model_fingerprint")->outcome, CheckOutcome::kUnresolved);
+  EXPECT_EQ(b.findings.at(0).type, "check_unresolved");
+  // A GPU-less record leaves driver and GPU model unresolved, with the reason.
+  const Board g = build_board(changed([](RunRecord& r) {
+                                set_path(r.manifest, "hardware.gpus", json::array{});
+                              }),
+                              o);
+  EXPECT_EQ(g.cells[0].comparisons[0].check("driver")->outcome, CheckOutcome::kUnresolved);
+  EXPECT_NE(g.cells[0].comparisons[0].check("driver")->note.find("GPU"), std::string::npos);
+  // Not required: unresolved is only shown.
+  BoardOptions r = fixed_options();
+  r.policy.set("model_fingerprint", CheckLevel::kReported);
+  EXPECT_NO_THROW(build_board(changed(no_fingerprint), r));
+}
+
+}  // namespace
+}  // namespace dyno::compare

@@ -1,0 +1,140 @@
+// Selecting runs: run ids and prefixes, directories, campaign ids, queries over manifests.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "compare/select.h"
+#include "test_records.h"
+
+namespace dyno::compare {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::fixture_root;
+
+std::vector<std::string> ids(const std::vector<fs::path>& dirs) {
+  std::vector<std::string> out;
+  for (const auto& d : dirs) out.push_back(d.filename().string());
+  return out;
+}
+
+class Select : public ::testing::Test {
+ protected:
+  void SetUp() override { manifests_ = scan_manifests(fixture_root()); }
+  std::vector<fs::path> resolve(const std::string& s) {
+    return resolve_selector(s, fixture_root(), manifests_);
+  }
+  std::vector<ManifestEntry> manifests_;
+};
+
+TEST_F(Select, ScansEveryRunInIdOrder) {
+  ASSERT_EQ(manifests_.size(), 4u);
+  EXPECT_LT(manifests_[0].dir.filename(), manifests_[1].dir.filename());
+}
+
+TEST_F(Select, ByQuery) {
+  const auto fast = resolve("label=fast");
+  ASSERT_EQ(fast.size(), 2u);
+  for (const auto& d : fast) EXPECT_NE(d.filename().string().find("-fast"), std::string::npos);
+  EXPECT_EQ(resolve("label=slow,cell=c4").size(), 1u);
+  EXPECT_EQ(resolve("profile=slow,concurrency=4").size(), 1u);  // numbers compare as numbers
+  EXPECT_EQ(resolve("engine=dyno-sim,protocol=sweep").size(), 4u);
+  EXPECT_EQ(resolve("engine.sim_profile.name=fast").size(), 2u);  // a dotted manifest path
+  EXPECT_THROW(resolve("label=nothing"), CompareError);
+  try {
+    resolve("colour=blue");
+    FAIL();
+  } catch (const CompareError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown key 'colour'"), std::string::npos);
+  }
+  EXPECT_THROW(parse_query("=x"), CompareError);
+}
+
+TEST_F(Select, ByRunIdPrefixPathAndCampaign) {
+  const std::string first = manifests_[0].dir.filename().string();
+  EXPECT_EQ(ids(resolve(first)), std::vector<std::string>{first});
+  EXPECT_EQ(ids(resolve(first.substr(0, 24))), std::vector<std::string>{first});
+  EXPECT_EQ(ids(resolve(manifests_[0].dir.string())), std::vector<std::string>{first});
+  // A prefix every run shares is ambiguous: the error lists candidates.
+  try {
+    resolve("2026");
+    FAIL();
+  } catch (const CompareError& e) {
+    EXPECT_NE(std::string(e.what()).find("matches 4 runs"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(resolve("zzz"), CompareError);
+  // A campaign id selects every run its campaign file lists.
+  const std::string campaign = *string_at(manifests_[0].manifest, "campaign");
+  const auto runs = resolve(campaign);
+  EXPECT_EQ(runs.size(), 2u);
+  EXPECT_TRUE(read_campaign(fixture_root(), campaign).has_value());
+  EXPECT_FALSE(read_campaign(fixture_root(), "no-such-campaign").has_value());
+}
+
+TEST(Query, MatchesScalarsAsText) {
+  const boost::json::object m{
+      {"x", boost::json::object{{"a", 4.0}, {"b", "x"}, {"c", nullptr}, {"d", true},
+                                {"e", boost::json::object{{"f", 2}}}}},
+      {"label", "l"}};
+  EXPECT_TRUE(query_matches(m, parse_query("x.a=4")));
+  EXPECT_TRUE(query_matches(m, parse_query("x.a=4.0")));
+  EXPECT_TRUE(query_matches(m, parse_query("x.b=x,x.d=true,x.c=null,label=l")));
+  EXPECT_TRUE(query_matches(m, parse_query("x.e.f=2")));
+  EXPECT_FALSE(query_matches(m, parse_query("x.e=2")));  // an object is not a scalar
+  EXPECT_FALSE(query_matches(m, parse_query("x.b=y")));
+  EXPECT_FALSE(query_matches(m, parse_query("z.y=1")));
+  EXPECT_THROW(parse_query("a=4"), CompareError);  // neither a key nor a path
+}
+
+TEST(Query, ScalarText) {
+  EXPECT_EQ(scalar_text(boost::json::value(4.0)), "4");
+  EXPECT_EQ(scalar_text(boost::json::value(0.5)), "0.5");
+  EXPECT_EQ(scalar_text(boost::json::value(std::int64_t{12})), "12");
+  EXPECT_EQ(scalar_text(boost::json::value("s")), "s");
+}
+
+TEST(RunRecordLoad, ReadsAndVerifiesAFixture) {
+  const auto manifests = scan_manifests(fixture_root());
+  const RunRecord r = load_run(manifests[0].dir);
+  EXPECT_TRUE(r.has_summary);
+  EXPECT_FALSE(r.traces.empty());
+  EXPECT_TRUE(r.has_telemetry);
+  EXPECT_EQ(r.sums_sha256.size(), 64u);
+  EXPECT_TRUE(r.integrity_problems.empty()) << r.integrity_problems.front();
+  EXPECT_FALSE(read_telemetry(r.dir).empty());
+}
+
+TEST(RunRecordLoad, ReportsTamperingAndBadFiles) {
+  const fs::path tmp = fs::temp_directory_path() / ("dyno-compare-load-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  const auto manifests = scan_manifests(fixture_root());
+  fs::copy(manifests[0].dir, tmp, fs::copy_options::recursive);
+  {
+    std::ofstream f(tmp / "requests.jsonl", std::ios::app);
+    f << "\n";  // a blank line is skipped, but the bytes changed
+  }
+  { std::ofstream(tmp / "extra.txt") << "x"; }
+  RunRecord r = load_run(tmp);
+  ASSERT_EQ(r.integrity_problems.size(), 2u);
+  EXPECT_NE(r.integrity_problems[0].find("extra.txt is not listed"), std::string::npos);
+  EXPECT_NE(r.integrity_problems[1].find("requests.jsonl differs"), std::string::npos);
+  { std::ofstream(tmp / "requests.jsonl", std::ios::app) << "{not json\n"; }
+  try {
+    load_run(tmp);
+    FAIL();
+  } catch (const CompareError& e) {
+    EXPECT_NE(std::string(e.what()).find("requests.jsonl:"), std::string::npos) << e.what();
+  }
+  fs::remove(tmp / "SHA256SUMS");
+  fs::remove(tmp / "requests.jsonl");
+  r = load_run(tmp);
+  EXPECT_NE(r.integrity_problems.at(0).find("no SHA256SUMS"), std::string::npos);
+  fs::remove(tmp / "manifest.json");
+  EXPECT_THROW(load_run(tmp), CompareError);
+  fs::remove_all(tmp);
+  EXPECT_THROW(scan_manifests(tmp), CompareError);
+}
+
+}  // namespace
+}  // namespace dyno::compare

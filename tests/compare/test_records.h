@@ -1,0 +1,174 @@
+// In-memory run records for compare/ tests: traces in, a consistent summary (computed by
+// metrics::summarize_run, as dyno writes it) and a manifest whose identities are complete.
+#pragma once
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compare/board.h"
+#include "compare/inputs.h"
+#include "compare/select.h"
+#include "metrics/summary.h"
+#include "record/record_json.h"
+
+namespace dyno::testing {
+
+inline std::filesystem::path fixture_root() {
+  return std::filesystem::path(DYNO_SOURCE_DIR) / "tests/compare/data/runs";
+}
+
+/// The fixture board's input: arm fast (label=fast) against slow (label=slow).
+inline compare::BoardInput fixture_input(const std::string& a = "label=fast",
+                                         const std::string& b = "label=slow",
+                                         const std::string& a_name = "fast",
+                                         const std::string& b_name = "slow") {
+  return compare::load_board_input(fixture_root(), {{a_name, {a}}, {b_name, {b}}}, {});
+}
+
+/// Options with a fixed generator, as the golden files have it.
+inline compare::BoardOptions fixed_options() {
+  compare::BoardOptions o;
+  o.generator = {"dyno", "golden", "0000000000000000000000000000000000000000"};
+  return o;
+}
+
+/// A copy of a run whose manifest or summary a test may change.
+inline std::shared_ptr<compare::RunRecord> copy_run(const compare::RunPtr& r) {
+  return std::make_shared<compare::RunRecord>(*r);
+}
+
+/// Sets a value at a dotted path (objects only; `gpus.0.x` indexes arrays).
+inline void set_path(boost::json::object& root, const std::string& path, boost::json::value v) {
+  boost::json::value* cur = nullptr;
+  boost::json::object* obj = &root;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? dot : dot - start);
+    if (cur != nullptr && cur->is_array()) {
+      cur = &cur->as_array().at(std::stoul(key));
+    } else {
+      cur = &(*obj)[key];
+    }
+    if (dot == std::string::npos) {
+      *cur = std::move(v);
+      return;
+    }
+    if (cur->is_null()) *cur = boost::json::object();  // missing steps become objects
+    if (cur->is_object()) obj = &cur->as_object();
+    start = dot + 1;
+  }
+}
+
+inline void set_path(boost::json::object& root, const std::string& path, const std::string& v) {
+  set_path(root, path, boost::json::value(boost::json::string(v)));
+}
+inline void set_path(boost::json::object& root, const std::string& path, std::nullptr_t) {
+  set_path(root, path, boost::json::value(nullptr));
+}
+inline void set_path(boost::json::object& root, const std::string& path, const char* v) {
+  set_path(root, path, boost::json::value(boost::json::string(v)));
+}
+
+/// Sequential requests (concurrency 1): request i is sent when i − 1 is done; `e2e_ms[i]` its
+/// latency, first token after 10 % of it, `output_tokens` each.
+inline std::vector<metrics::Trace> sequential_traces(const std::vector<double>& e2e_ms,
+                                                     std::int64_t output_tokens = 32,
+                                                     std::int64_t input_tokens = 64) {
+  std::vector<metrics::Trace> out;
+  std::int64_t t = 1'000'000;
+  for (std::size_t i = 0; i < e2e_ms.size(); ++i) {
+    metrics::Trace tr;
+    tr.index = i;
+    tr.request_id = "r" + std::to_string(i);
+    tr.phase = "measured";
+    const auto e2e = static_cast<std::int64_t>(e2e_ms[i] * 1e6);
+    tr.scheduled_ns = t;
+    tr.sent_ns = t;
+    tr.first_byte_ns = t + e2e / 20;
+    tr.first_token_ns = t + e2e / 10;
+    tr.last_token_ns = t + e2e;
+    tr.done_ns = t + e2e;
+    tr.input_tokens = input_tokens;
+    tr.output_tokens = output_tokens;
+    tr.token_count_source = metrics::TokenCountSource::kUsage;
+    tr.status = metrics::RequestStatus::kOk;
+    out.push_back(tr);
+    t += e2e;
+  }
+  return out;
+}
+
+/// A complete, consistent run record from traces.
+inline compare::RunPtr make_run(const std::string& run_id, const std::string& label,
+                                std::vector<metrics::Trace> traces, int concurrency = 1,
+                                const std::string& campaign = "", int repetition = 1,
+                                int repetitions = 1) {
+  namespace json = boost::json;
+  auto r = std::make_shared<compare::RunRecord>();
+  r->run_id = run_id;
+  r->dir = "/nonexistent/" + run_id;
+  metrics::SummaryOptions so;
+  so.declared_concurrency = concurrency;
+  const metrics::Summary s = metrics::summarize_run(traces, so);
+  r->summary = json::object{{"schema_version", 1}, {"run_id", run_id}, {"status", "ok"}};
+  for (auto& kv : record::summary_to_json(s)) r->summary[kv.key()] = kv.value();
+  r->summary["energy"] = json::object{{"energy_j", nullptr}, {"reason", "telemetry off"}};
+  r->has_summary = true;
+  r->sums_sha256 = std::string(64, 'a');
+  r->traces = std::move(traces);
+  json::object protocol{{"name", "sweep"},
+                        {"version", 1},
+                        {"cell", "c" + std::to_string(concurrency)},
+                        {"cell_params", json::object{{"concurrency", concurrency}}},
+                        {"repetition", repetition},
+                        {"repetitions", repetitions},
+                        {"selection", json::object{{"rule", "median"},
+                                                   {"metric", "output_tokens_per_s"},
+                                                   {"repetitions", repetitions}}}};
+  r->manifest = json::object{
+      {"schema_version", 1},
+      {"run_id", run_id},
+      {"label", label},
+      {"campaign", campaign.empty() ? json::value(nullptr) : json::value(campaign)},
+      {"status", "ok"},
+      {"harness", json::object{{"name", "dyno"}, {"version", "test"}, {"git_commit", "abc"},
+                               {"git_dirty", false},
+                               {"executable_sha256", std::string(64, 'e')}}},
+      {"engine", json::object{{"name", label}, {"version", "1"}, {"engine_args", json::object{}}}},
+      {"model", json::object{{"id", "m"}, {"revision", "r1"}, {"fingerprint", std::string(64, 'f')}}},
+      {"hardware",
+       json::object{{"cpu_model", "cpu"},
+                    {"cpu_cores", 8},
+                    {"gpus", json::array{json::object{{"name", "GPU X"},
+                                                      {"uuid", "GPU-1"},
+                                                      {"driver", "1.0"},
+                                                      {"memory_total_bytes", 1000}}}}}},
+      {"workload", json::object{{"protocol", protocol},
+                                {"api", "chat"},
+                                {"request_stream", json::object{{"source", "synthetic"},
+                                                                {"sha256", std::string(64, '5')},
+                                                                {"count", 10}}},
+                                {"sampling", json::object{{"temperature", 0.0}}},
+                                {"warmup_requests", 0}}},
+      {"load", json::object{{"mode", "closed"}, {"concurrency", concurrency}, {"seed", 0}}},
+      {"telemetry", json::object{{"mode", "off"}}}};
+  return r;
+}
+
+/// A board input of two arms with one run each.
+inline compare::BoardInput pair_input(compare::RunPtr a, compare::RunPtr b,
+                                      const std::string& a_name = "a",
+                                      const std::string& b_name = "b") {
+  compare::BoardInput in;
+  in.arms.push_back({a_name, {"test"}, {std::move(a)}});
+  in.arms.push_back({b_name, {"test"}, {std::move(b)}});
+  return in;
+}
+
+}  // namespace dyno::testing

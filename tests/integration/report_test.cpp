@@ -1,0 +1,189 @@
+// End to end: two simulated engines (a faster and a slower JSON profile) through `dyno sweep`,
+// then `dyno report` and `dyno compare`: the board's wins match the profiles.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "integration/process.h"
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using dyno::testing::Child;
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+class Report : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::random_device rd;
+    dir_ = fs::temp_directory_path() / ("dyno-report-it-" + std::to_string(rd()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  Result dyno(std::vector<std::string> args) {
+    std::vector<std::string> argv = {DYNO_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Child c(argv, (dir_ / "out.txt").string(), (dir_ / "err.txt").string());
+    Result r;
+    r.exit_code = c.wait();
+    r.out = c.out();
+    r.err = c.err();
+    return r;
+  }
+
+  /// A sweep over concurrency 1 and 4 against the embedded simulated engine with `profile`.
+  void sweep(const std::string& label, const std::string& profile_json) {
+    const fs::path profile = dir_ / (label + ".json");
+    std::ofstream(profile) << profile_json;
+    const Result r = dyno({"sweep", "--concurrencies", "1,4", "--min-requests", "16", "--per-slot",
+                           "6", "--input-tokens", "32", "--output-tokens", "16", "--telemetry",
+                           "off", "--profile", profile.string(), "--label", label, "--runs-root",
+                           runs().string(), "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  fs::path runs() const { return dir_ / "runs"; }
+  fs::path dir_;
+};
+
+std::string verdict(const json::object& comparison, const char* metric) {
+  return std::string(comparison.at("deltas").at(metric).at("verdict").as_string());
+}
+
+TEST_F(Report, AFasterSimulatedEngineWinsEveryCellOfTheBoard) {
+  // The same model, workload and harness; only the engine step time differs (2 ms vs 12 ms).
+  sweep("fast", R"({"base": "small-gpu", "name": "fast", "step_base_s": 0.002})");
+  sweep("slow", R"({"base": "small-gpu", "name": "slow", "step_base_s": 0.012})");
+  const fs::path board = dir_ / "board";
+  const std::vector<std::string> arms = {"--runs-root", runs().string(), "--arm",
+                                         "fast=label=fast", "--arm", "slow=label=slow"};
+
+  // The simulated engine's records have no model fingerprint or revision and no GPU: the
+  // board refuses to render until that is allowed, and writes nothing.
+  std::vector<std::string> args = {"report", "--out", board.string()};
+  args.insert(args.end(), arms.begin(), arms.end());
+  Result r = dyno(args);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("refusing to render a board with unresolved identities"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("model_fingerprint"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--allow-unresolved"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(board));
+
+  args.push_back("--allow-unresolved");
+  r = dyno(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* f : {"README.md", "report.html", "board.json", "board.csv", "SHA256SUMS"}) {
+    EXPECT_TRUE(fs::exists(board / f)) << f;
+  }
+  // SHA256SUMS holds every file, and sha256sum agrees.
+  std::ifstream sums(board / "SHA256SUMS");
+  std::string line;
+  int listed = 0;
+  while (std::getline(sums, line)) {
+    Child c({"/usr/bin/sha256sum", (board / line.substr(66)).string()},
+            (dir_ / "sum.out").string(), (dir_ / "sum.err").string());
+    EXPECT_EQ(c.wait(), 0);
+    EXPECT_EQ(c.out().substr(0, 64), line.substr(0, 64)) << line;
+    ++listed;
+  }
+  EXPECT_EQ(listed, 4);
+
+  const json::object ledger = json::parse(Child::slurp((board / "board.json").string())).as_object();
+  EXPECT_EQ(ledger.at("status").as_string(), "unresolved_allowed");
+  const auto& cells = ledger.at("cells").as_array();
+  ASSERT_EQ(cells.size(), 2u);
+  for (const auto& cv : cells) {
+    const auto& cell = cv.as_object();
+    const auto& cmp = cell.at("comparisons").as_array().at(0).as_object();
+    SCOPED_TRACE(std::string(cell.at("id").as_string()));
+    EXPECT_EQ(cmp.at("status").as_string(), "compared");
+    // The faster engine: more tokens and requests per second, faster decode, lower latency.
+    EXPECT_EQ(verdict(cmp, "output_tokens_per_s"), "win");
+    EXPECT_EQ(verdict(cmp, "requests_per_s"), "win");
+    EXPECT_EQ(verdict(cmp, "decode_tokens_per_s"), "win");
+    EXPECT_EQ(verdict(cmp, "tpot_p50_ms"), "win");
+    EXPECT_EQ(verdict(cmp, "e2e_p50_ms"), "win");
+    const auto& d = cmp.at("deltas").at("output_tokens_per_s").as_object();
+    EXPECT_GT(d.at("low").to_number<double>(), 0.0);
+    EXPECT_EQ(d.at("method").as_string(), "bootstrap_requests");
+    // The requests, stream, load and harness match; the identities a sim lacks are unresolved.
+    for (const auto& ch : cmp.at("checks").as_array()) {
+      const std::string name(ch.at("name").as_string());
+      const std::string outcome(ch.at("outcome").as_string());
+      if (name == "request_stream" || name == "request_count" || name == "sampling" ||
+          name == "load" || name == "harness") {
+        EXPECT_EQ(outcome, "pass") << name;
+      }
+      if (name == "model_fingerprint" || name == "driver" || name == "gpu_model") {
+        EXPECT_EQ(outcome, "unresolved") << name;
+      }
+    }
+  }
+  for (const auto& t : ledger.at("tallies").as_array()) {
+    EXPECT_EQ(t.at("wins").to_number<int>(), 2) << json::serialize(t);
+  }
+  // The board says at the top that it was rendered with unresolved identities.
+  const std::string readme = Child::slurp((board / "README.md").string());
+  const auto first_section = readme.find("\n## ");
+  EXPECT_NE(readme.substr(0, first_section).find("Unresolved identities"), std::string::npos)
+      << readme.substr(0, 600);
+
+  // The other way round, the slower engine loses every headline figure.
+  std::vector<std::string> reversed = {"compare", "--json", "--allow-unresolved", "--runs-root",
+                                       runs().string(), "--arm", "slow=label=slow", "--arm",
+                                       "fast=label=fast"};
+  r = dyno(reversed);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json::object rev = json::parse(r.out).as_object();
+  EXPECT_EQ(rev.at("baseline").as_string(), "fast");
+  for (const auto& t : rev.at("tallies").as_array()) {
+    EXPECT_EQ(t.at("losses").to_number<int>(), 2) << json::serialize(t);
+  }
+
+  // The console table.
+  std::vector<std::string> text = {"compare", "--allow-unresolved"};
+  text.insert(text.end(), arms.begin(), arms.end());
+  r = dyno(text);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("fast vs slow"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Output tok/s: 2/2 cells won"), std::string::npos) << r.out;
+}
+
+TEST_F(Report, BadArgumentsAreUsageErrors) {
+  sweep("only", R"({"base": "firehose"})");
+  Result r = dyno({"compare", "--runs-root", runs().string(), "--arm", "one=label=only"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("at least two arms"), std::string::npos) << r.err;
+  r = dyno({"compare", "--runs-root", runs().string(), "--arm", "a=label=only", "--arm",
+            "b=label=nobody"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("matches no run"), std::string::npos) << r.err;
+  r = dyno({"compare", "--runs-root", runs().string(), "--arm", "a=label=only", "--arm",
+            "b=label=only", "--ignore", "nonsense"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--ignore: unknown check 'nonsense'"), std::string::npos) << r.err;
+  r = dyno({"report", "--runs-root", runs().string(), "--arm", "a=label=only", "--arm",
+            "b=label=only"});
+  EXPECT_EQ(r.exit_code, 2);  // --out is required
+  r = dyno({"compare", "--runs-root", (dir_ / "missing").string(), "--arm", "a=x", "--arm", "b=y"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--runs-root"), std::string::npos) << r.err;
+}
+
+}  // namespace
