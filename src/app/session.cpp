@@ -66,24 +66,31 @@ std::string read_first_match(const char* path, const std::string& prefix) {
   return {};
 }
 
+/// The host's identity; `gpus` is filled from telemetry by the caller. Every field left null
+/// (and an empty `gpus`) has its reason in `unknown`.
 json::object hardware_identity() {
   json::object hw;
+  json::object unknown;
   char host[256] = {0};
   if (gethostname(host, sizeof host - 1) == 0) {
     hw["host"] = host;
   } else {
     hw["host"] = nullptr;
+    unknown["host"] = "gethostname failed";
   }
   const std::string cpu = read_first_match("/proc/cpuinfo", "model name");
   hw["cpu_model"] = cpu.empty() ? json::value(nullptr) : json::value(cpu);
+  if (cpu.empty()) unknown["cpu_model"] = "/proc/cpuinfo has no 'model name' line";
   hw["cpu_cores"] = std::thread::hardware_concurrency();
   const std::string mem = read_first_match("/proc/meminfo", "MemTotal");
   if (!mem.empty()) {
     hw["ram_bytes"] = static_cast<std::int64_t>(std::stoll(mem)) * 1024;
   } else {
     hw["ram_bytes"] = nullptr;
+    unknown["ram_bytes"] = "/proc/meminfo has no MemTotal line";
   }
   hw["gpus"] = json::array();
+  hw["unknown"] = std::move(unknown);
   return hw;
 }
 
@@ -96,11 +103,17 @@ const json::object& harness_identity() {
     h["git_commit"] = build_info::kGitCommit;
     h["git_dirty"] = build_info::kGitDirty;
     h["build_type"] = build_info::kBuildType;
+    json::object unknown;
+    if (std::string(build_info::kGitCommit) == "unknown") {
+      unknown["git_commit"] = "dyno was built outside a git checkout";
+    }
     try {
       h["executable_sha256"] = record::sha256_hex_file("/proc/self/exe");
-    } catch (const record::RecordError&) {
+    } catch (const record::RecordError& e) {
       h["executable_sha256"] = nullptr;
+      unknown["executable_sha256"] = std::string("cannot read /proc/self/exe: ") + e.what();
     }
+    if (!unknown.empty()) h["unknown"] = std::move(unknown);
     return h;
   }();
   return identity;
@@ -565,8 +578,16 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   manifest["slo"] = json::object{{"ttft_s", opt(cell.slo.ttft_s)},
                                  {"tpot_s", opt(cell.slo.tpot_s)},
                                  {"e2e_s", opt(cell.slo.e2e_s)}};
-  if (engine.monitor() != nullptr) {
-    manifest["hardware"].as_object()["gpus"] = gpu_identities(*engine.monitor());
+  {
+    json::object& hw = manifest["hardware"].as_object();
+    if (engine.monitor() != nullptr) hw["gpus"] = gpu_identities(*engine.monitor());
+    if (hw["gpus"].as_array().empty()) {
+      hw["unknown"].as_object()["gpus"] =
+          engine.monitor() == nullptr
+              ? "telemetry off (--telemetry off): GPUs are identified by their telemetry source"
+              : "no GPU telemetry source is available on this host (NVML, amdgpu; see dyno "
+                "doctor)";
+    }
   }
   manifest["warnings"] = json::array();
   manifest["scrubbed_fields"] = json::array();
