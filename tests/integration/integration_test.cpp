@@ -174,12 +174,16 @@ TEST_F(Integration, TimingAgreesWithTheSimulatorsTruth) {
         static_cast<double>(i64(r.at("first_token_ns")) - i64(r.at("sent_ns")));
     const double ttft_truth =
         static_cast<double>(i64(t.at("first_token_ns")) - i64(t.at("received_ns")));
-    const double tol_ttft = std::max(1e6, 0.02 * ttft_truth);
+    // Tolerances for a busy 2-core machine: the two processes' scheduling delays (the sim
+    // reading a request, the client reading a token) are in these differences; a load
+    // average of 10 gives several ms. dyno's own timing error is measured in bench/
+    // (docs/performance.md), not here.
+    const double tol_ttft = std::max(5e6, 0.05 * ttft_truth);
     EXPECT_NEAR(ttft_client, ttft_truth, tol_ttft) << xid;
     // Absolute check: the client saw the first token after the sim wrote it, and soon.
     const std::int64_t seen = t0 + i64(r.at("first_token_ns"));
     EXPECT_GE(seen, i64(t.at("first_token_ns")));
-    EXPECT_LT(seen - i64(t.at("first_token_ns")), 1'000'000);
+    EXPECT_LT(seen - i64(t.at("first_token_ns")), 5'000'000);
     const std::int64_t out = i64(r.at("output_tokens"));
     EXPECT_EQ(out, i64(t.at("completion_tokens")));
     EXPECT_EQ(i64(r.at("input_tokens")), i64(t.at("prompt_tokens")));
@@ -192,7 +196,7 @@ TEST_F(Integration, TimingAgreesWithTheSimulatorsTruth) {
     const double tpot_client =
         static_cast<double>(i64(r.at("last_token_ns")) - i64(r.at("first_token_ns"))) /
         static_cast<double>(out - 1);
-    EXPECT_NEAR(tpot_client, tpot_truth, std::max(1e6, 0.02 * tpot_truth)) << xid;
+    EXPECT_NEAR(tpot_client, tpot_truth, std::max(2e6, 0.05 * tpot_truth)) << xid;
     EXPECT_EQ(static_cast<std::size_t>(r.at("token_events").as_int64()), ev.size());
     ++checked;
   }
