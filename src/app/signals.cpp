@@ -4,6 +4,8 @@
 
 #include <csignal>
 
+#include "engine/process.h"
+
 namespace dyno::app {
 
 namespace {
@@ -15,6 +17,7 @@ extern "C" void on_stop_signal(int /*signo*/) {
   if (g_signals.fetch_add(1) >= 1) {
     // Second signal: leave now. requests.jsonl already holds every finished request.
     static constexpr char kMsg[] = "\ndyno: second interrupt, exiting at once\n";
+    dyno::engine::kill_all_engine_groups();  // a launched engine goes with dyno (async-signal-safe)
     [[maybe_unused]] const auto n = ::write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
     ::_exit(130);
   }
