@@ -17,6 +17,7 @@
 #include "metrics/summary.h"
 #include "sim/profile.h"
 #include "transport/http_target.h"
+#include "transport/plugin_target.h"
 #include "transport/tokenize_client.h"
 #include "workload/request.h"
 
@@ -43,11 +44,12 @@ void validate_common(const RunOptions& options);
 workload::RequestStream build_stream(const RunOptions& options, workload::Api api,
                                      std::uint64_t synthetic_count);
 
-/// The engine a command measures: the server at --url, or the simulated engine started
-/// in-process (on its own thread) for the whole command.
+/// The engine a command measures: the server at --url, an engine plugin loaded in-process
+/// (--plugin), or the simulated engine started in-process (on its own thread) for the whole
+/// command.
 class EngineSession {
  public:
-  /// Throws UsageError for a bad --url / --profile / --ca-file.
+  /// Throws UsageError for a bad --url / --profile / --ca-file / --plugin.
   EngineSession(const RunOptions& options, workload::Api api);
   ~EngineSession();
   EngineSession(const EngineSession&) = delete;
@@ -69,6 +71,8 @@ class EngineSession {
   std::string display() const;
   /// CPU seconds the embedded engine's thread used so far (0 without one). Known after stop.
   sim::Server* embedded() { return embedded_.get(); }
+  /// The in-process engine of --plugin (nullptr otherwise).
+  transport::PluginEngine* plugin() const { return plugin_.get(); }
 
   /// Telemetry of the whole command (nullptr with --telemetry off); started once the engine is
   /// up, with an idle baseline before the first cell when a source reports power.
@@ -80,6 +84,10 @@ class EngineSession {
   void start_telemetry(const RunOptions& options);
 
   std::unique_ptr<sim::Server> embedded_;
+  std::unique_ptr<transport::PluginEngine> plugin_;
+  std::string plugin_config_;
+  std::string plugin_file_;  ///< file name only: the record never holds the host's paths
+  std::string plugin_sha256_;
   boost::json::object model_json_;
   std::unique_ptr<transport::TokenizeClient> metrics_client_;
   bool metrics_missing_ = false;
