@@ -45,6 +45,11 @@ namespace {
 namespace json = boost::json;
 using Clock = std::chrono::steady_clock;
 
+// Zero-delay profiles: steps run back to back, delivered in bursts like the HTTP server's writes
+// (sim/server.cpp), so both front ends hand over events in the same batches.
+constexpr std::size_t kZeroDelayBurstSteps = 16;
+constexpr std::size_t kZeroDelayBurstEvents = 512;
+
 std::int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
       .count();
@@ -127,7 +132,8 @@ using Handle = dyno_engine_request_handle;
 // One callback the engine thread delivers after it released the mutex.
 struct Outgoing {
   dyno_engine_callbacks callbacks{};
-  bool event = false;  // an on_event (else on_end)
+  bool event = false;    // an on_event (else on_end)
+  std::int64_t t_ns = 0;  // the step's completion time; 0: stamped when delivered
   std::string content;
   std::string reasoning;
   std::int64_t tokens = 0;
@@ -278,14 +284,19 @@ class Engine {
   void run() {
     std::unique_lock lock(mu_);
     std::vector<Outgoing> out;
+    std::size_t burst_steps = 0;
     while (!stopping_) {
       if (!cancelled_.empty()) {
-        out.swap(cancelled_);
+        take_cancelled(out);
         deliver(lock, out);
         continue;
       }
       const std::optional<StepPlan> plan = model_.start_step(now_s());
       if (!plan) {
+        if (!out.empty()) {  // the end of a zero-delay burst
+          deliver(lock, out);
+          continue;
+        }
         cv_.wait(lock, [this] { return stopping_ || !cancelled_.empty() || model_.has_work(); });
         continue;
       }
@@ -296,16 +307,29 @@ class Engine {
       while (!stopping_ && Clock::now() < end) {
         cv_.wait_until(lock, end, [this] { return stopping_ || !cancelled_.empty(); });
         if (!cancelled_.empty()) {
-          out.swap(cancelled_);
+          take_cancelled(out);
           deliver(lock, out);
         }
       }
       if (stopping_) break;
       if (profile_.zero_delay) let_callers_in(lock);
       const std::int64_t t_ns = steady_ns();
-      for (const Event& e : model_.complete_step()) render(e, out);
-      deliver(lock, out, t_ns);
+      for (const Event& e : model_.complete_step()) render(e, out, t_ns);
+      // Zero delay: like the HTTP server, run up to kZeroDelayBurstSteps steps (or
+      // kZeroDelayBurstEvents events per running sequence) back to back, then deliver them all.
+      if (profile_.zero_delay && ++burst_steps < kZeroDelayBurstSteps &&
+          out.size() < std::max(kZeroDelayBurstEvents, kZeroDelayBurstSteps * model_.running()) &&
+          callers_.load(std::memory_order_acquire) == 0) {
+        continue;
+      }
+      burst_steps = 0;
+      deliver(lock, out);
     }
+  }
+
+  void take_cancelled(std::vector<Outgoing>& out) {
+    for (Outgoing& o : cancelled_) out.push_back(std::move(o));
+    cancelled_.clear();
   }
 
   // A zero-delay engine never sleeps: it hands the mutex to dyno's thread when that thread waits
@@ -317,8 +341,9 @@ class Engine {
     lock.lock();
   }
 
-  // Turns one model event into callbacks for its request (under the mutex).
-  void render(const Event& e, std::vector<Outgoing>& out) {
+  // Turns one model event of the step that completed at `t_ns` into callbacks for its request
+  // (under the mutex).
+  void render(const Event& e, std::vector<Outgoing>& out, std::int64_t t_ns) {
     const auto it = by_id_.find(e.request_id);
     if (it == by_id_.end()) return;
     Handle& h = *it->second;
@@ -332,6 +357,7 @@ class Engine {
       Outgoing& ev = out.emplace_back();
       ev.callbacks = h.callbacks;
       ev.event = true;
+      ev.t_ns = t_ns;
       ev.tokens = e.tokens;
       append_output_pieces(reasoning ? ev.reasoning : ev.content, h.text_seed, first, count);
     } else {
@@ -342,12 +368,14 @@ class Engine {
       Outgoing& ev = out.emplace_back();
       ev.callbacks = h.callbacks;
       ev.event = true;
+      ev.t_ns = t_ns;
       ev.tokens = h.generated;
       ev.content = std::move(h.content);
       ev.reasoning = std::move(h.reasoning);
     }
     Outgoing& end = out.emplace_back();
     end.callbacks = h.callbacks;
+    end.t_ns = t_ns;
     end.finish_reason = finish_name(e.finish);
     end.prompt_tokens = h.request.prompt_tokens;
     end.completion_tokens = h.generated;
@@ -357,17 +385,16 @@ class Engine {
     by_id_.erase(it);
   }
 
-  // Calls the queued callbacks with the mutex released, then takes it back. `t_ns`: the engine
-  // time of events and normal ends (cancellations are stamped when delivered).
-  void deliver(std::unique_lock<std::mutex>& lock, std::vector<Outgoing>& out,
-               std::int64_t t_ns = 0) {
+  // Calls the queued callbacks with the mutex released, then takes it back. Cancellations (no
+  // step time) are stamped when delivered.
+  void deliver(std::unique_lock<std::mutex>& lock, std::vector<Outgoing>& out) {
     if (out.empty()) return;
     lock.unlock();
     for (const Outgoing& o : out) {
       if (o.event) {
         dyno_engine_event ev{};
         ev.struct_size = sizeof ev;
-        ev.t_ns = t_ns;
+        ev.t_ns = o.t_ns;
         ev.content = o.content.data();
         ev.content_len = o.content.size();
         ev.reasoning = o.reasoning.data();
@@ -377,7 +404,7 @@ class Engine {
       } else {
         dyno_engine_end end{};
         end.struct_size = sizeof end;
-        end.t_ns = t_ns != 0 ? t_ns : steady_ns();
+        end.t_ns = o.t_ns != 0 ? o.t_ns : steady_ns();
         end.status = o.status;
         end.finish_reason = o.finish_reason;
         end.error_message = o.error_message;
