@@ -58,13 +58,26 @@ class Bench {
 
   Figures run(const Cell& cell, bool in_process) {
     fs::remove_all(dir_ / "runs");
-    std::vector<std::string> argv = {dyno_, "run", "--json", "-q", "--runs-root",
-                                     (dir_ / "runs").string(), "--telemetry", "off",
-                                     "--warmup", "2", "--seed", "1",
-                                     "-c", std::to_string(cell.concurrency),
-                                     "-n", std::to_string(cell.requests),
-                                     "--input-tokens", "64",
-                                     "--output-tokens", std::to_string(cell.output_tokens)};
+    std::vector<std::string> argv = {dyno_,
+                                     "run",
+                                     "--json",
+                                     "-q",
+                                     "--runs-root",
+                                     (dir_ / "runs").string(),
+                                     "--telemetry",
+                                     "off",
+                                     "--warmup",
+                                     "2",
+                                     "--seed",
+                                     "1",
+                                     "-c",
+                                     std::to_string(cell.concurrency),
+                                     "-n",
+                                     std::to_string(cell.requests),
+                                     "--input-tokens",
+                                     "64",
+                                     "--output-tokens",
+                                     std::to_string(cell.output_tokens)};
     if (in_process) {
       argv.insert(argv.end(), {"--plugin", plugin_, "--plugin-config", "profile=" + cell.profile});
     } else {

@@ -136,13 +136,13 @@ typedef struct dyno_engine_request {
   /* Completions: the prompt text. NULL for chat. */
   const char* prompt;
   size_t prompt_len;
-  uint32_t has; /* DYNO_ENGINE_HAS_* bits */
-  int32_t ignore_eos; /* 0 or 1, when DYNO_ENGINE_HAS_IGNORE_EOS */
-  int64_t max_tokens; /* >= 1, when DYNO_ENGINE_HAS_MAX_TOKENS */
-  int64_t min_tokens; /* >= 0, when DYNO_ENGINE_HAS_MIN_TOKENS */
-  int64_t seed;       /* when DYNO_ENGINE_HAS_SEED */
-  double temperature; /* when DYNO_ENGINE_HAS_TEMPERATURE */
-  double top_p;       /* when DYNO_ENGINE_HAS_TOP_P */
+  uint32_t has;            /* DYNO_ENGINE_HAS_* bits */
+  int32_t ignore_eos;      /* 0 or 1, when DYNO_ENGINE_HAS_IGNORE_EOS */
+  int64_t max_tokens;      /* >= 1, when DYNO_ENGINE_HAS_MAX_TOKENS */
+  int64_t min_tokens;      /* >= 0, when DYNO_ENGINE_HAS_MIN_TOKENS */
+  int64_t seed;            /* when DYNO_ENGINE_HAS_SEED */
+  double temperature;      /* when DYNO_ENGINE_HAS_TEMPERATURE */
+  double top_p;            /* when DYNO_ENGINE_HAS_TOP_P */
   const char* const* stop; /* stop strings (NUL-terminated), stop_count of them; may be NULL */
   size_t stop_count;
 } dyno_engine_request;
@@ -151,21 +151,26 @@ typedef struct dyno_engine_request {
    decoding, or a batch the engine flushes at once): dyno times the event, not each token. */
 typedef struct dyno_engine_event {
   size_t struct_size;
-  int64_t t_ns;            /* when the engine produced these tokens (CLOCK_MONOTONIC); 0: none */
-  const char* content;     /* generated answer text of this event */
+  int64_t t_ns;        /* when the engine produced these tokens (CLOCK_MONOTONIC); 0: none */
+  const char* content; /* generated answer text of this event */
   size_t content_len;
-  const char* reasoning;   /* generated reasoning text ("thinking") of this event */
+  const char* reasoning; /* generated reasoning text ("thinking") of this event */
   size_t reasoning_len;
-  int64_t tokens;          /* tokens this event carries (>= 1), 0 when the engine cannot say */
+  int64_t tokens; /* tokens this event carries (>= 1), 0 when the engine cannot say */
 } dyno_engine_event;
 
-/* dyno_engine_end.status */
-#define DYNO_ENGINE_STATUS_OK 0        /* the answer is complete */
-#define DYNO_ENGINE_STATUS_REJECTED 1  /* refused before generating: bad or unsupported
-                                          parameters, unknown model, prompt too long, full */
-#define DYNO_ENGINE_STATUS_FAILED 2    /* failed while serving it (internal error, OOM, ...) */
-#define DYNO_ENGINE_STATUS_TIMEOUT 3   /* the engine's own deadline expired */
-#define DYNO_ENGINE_STATUS_CANCELLED 4 /* ended because dyno called cancel() */
+/* dyno_engine_end.status:
+   OK         the answer is complete;
+   REJECTED   refused before generating: bad or unsupported parameters, unknown model, prompt
+              too long, no room;
+   FAILED     failed while serving it (internal error, out of memory, ...);
+   TIMEOUT    the engine's own deadline expired;
+   CANCELLED  ended because dyno called cancel(). */
+#define DYNO_ENGINE_STATUS_OK 0
+#define DYNO_ENGINE_STATUS_REJECTED 1
+#define DYNO_ENGINE_STATUS_FAILED 2
+#define DYNO_ENGINE_STATUS_TIMEOUT 3
+#define DYNO_ENGINE_STATUS_CANCELLED 4
 
 /* The end of a request: exactly one per submitted request. Counts are -1 when unknown. */
 typedef struct dyno_engine_end {

@@ -91,8 +91,7 @@ Config parse_config(std::string_view text) {
       std::uint64_t seed = 0;
       const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seed);
       if (ec != std::errc() || end != value.data() + value.size()) {
-        throw std::invalid_argument("seed=" + std::string(value) +
-                                    " is not an unsigned integer");
+        throw std::invalid_argument("seed=" + std::string(value) + " is not an unsigned integer");
       }
       config.seed = seed;
     } else if (key == "model") {
@@ -133,7 +132,7 @@ using Handle = dyno_engine_request_handle;
 // One callback the engine thread delivers after it released the mutex.
 struct Outgoing {
   dyno_engine_callbacks callbacks{};
-  bool event = false;    // an on_event (else on_end)
+  bool event = false;     // an on_event (else on_end)
   std::int64_t t_ns = 0;  // the step's completion time; 0: stamped when delivered
   std::string content;
   std::string reasoning;
@@ -216,8 +215,8 @@ class Engine {
       if (r.prompt == nullptr) bad_request("a completions request needs a prompt");
       set_text_prompt(req, std::string(r.prompt, r.prompt_len));
     }
-    req.max_tokens = (r.has & DYNO_ENGINE_HAS_MAX_TOKENS) != 0 ? r.max_tokens
-                                                              : profile_.default_max_tokens;
+    req.max_tokens =
+        (r.has & DYNO_ENGINE_HAS_MAX_TOKENS) != 0 ? r.max_tokens : profile_.default_max_tokens;
     if (req.max_tokens < 1) bad_request("'max_tokens' must be >= 1");
     if ((r.has & DYNO_ENGINE_HAS_MIN_TOKENS) != 0) {
       if (r.min_tokens < 0) bad_request("'min_tokens' must be >= 0");
@@ -237,8 +236,8 @@ class Engine {
       raw->id = next_id_++;
       // The same text seed rule as the HTTP server: the request's seed, else one derived from
       // the engine seed and the arrival ordinal.
-      raw->text_seed = raw->request.seed ? *raw->request.seed
-                                         : default_text_seed(seed_, ++ordinal_);
+      raw->text_seed =
+          raw->request.seed ? *raw->request.seed : default_text_seed(seed_, ++ordinal_);
       ModelRequest mr;
       mr.id = raw->id;
       mr.prompt_tokens = raw->request.prompt_tokens;
@@ -432,8 +431,8 @@ class Engine {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::atomic<int> callers_{0};  // dyno threads inside submit/cancel/release
-  Model model_;                                        // guarded by mu_
+  std::atomic<int> callers_{0};                       // dyno threads inside submit/cancel/release
+  Model model_;                                       // guarded by mu_
   std::unordered_map<std::uint64_t, Handle*> by_id_;  // live (not ended) requests, by model id
   std::unordered_map<Handle*, std::unique_ptr<Handle>> handles_;  // not yet released
   std::vector<Outgoing> cancelled_;  // on_end(CANCELLED) waiting for the engine thread

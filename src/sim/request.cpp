@@ -73,7 +73,6 @@ std::string sha256_hex(std::string_view bytes) {
   return out;
 }
 
-
 // An image part's URL: {"type":"image_url","image_url":{"url":..}} (or "image_url":"<url>").
 // A data URL must be base64 ("data:<mime>;base64,<bytes>"); its bytes are hashed.
 void parse_image_part(const json::object& p, ParsedChat& out) {
@@ -99,7 +98,6 @@ void parse_image_part(const json::object& p, ParsedChat& out) {
   out.image_sha256.push_back(sha256_hex(*bytes));
 }
 
-
 std::optional<std::int64_t> optional_int(const json::object& o, std::string_view key,
                                          std::int64_t min) {
   const json::value* v = o.if_contains(key);
@@ -115,7 +113,6 @@ std::optional<std::int64_t> optional_int(const json::object& o, std::string_view
   if (i < min) bad_request("'" + std::string(key) + "' must be >= " + std::to_string(min));
   return i;
 }
-
 
 void check_number(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
@@ -174,17 +171,17 @@ bool optional_bool(const json::object& o, std::string_view key, bool fallback) {
 
 void check_model(std::string_view model, const Profile& profile) {
   if (model != profile.model_name) {
-    throw RequestError{404,
-                       "The model `" + std::string(model) + "` does not exist (this server serves `" +
-                           profile.model_name + "`)."};
+    throw RequestError{404, "The model `" + std::string(model) +
+                                "` does not exist (this server serves `" + profile.model_name +
+                                "`)."};
   }
 }
 
 void set_chat_prompt(CompletionRequest& r, const json::value& messages, const Profile& profile) {
   ParsedChat parsed = parse_messages(messages);
   r.prompt_text = apply_chat_template(parsed.messages, true, profile.chat_template_tokens);
-  r.prompt_tokens = static_cast<std::int64_t>(count_tokens(r.prompt_text)) +
-                    parsed.images * profile.image_tokens;
+  r.prompt_tokens =
+      static_cast<std::int64_t>(count_tokens(r.prompt_text)) + parsed.images * profile.image_tokens;
   r.image_sha256 = std::move(parsed.image_sha256);
 }
 

@@ -59,8 +59,8 @@ PluginEngine::PluginEngine(const std::string& path, const std::string& config)
   p.library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (p.library == nullptr) {
     const char* err = dlerror();
-    throw PluginError("cannot load " + path + " as a shared library: " +
-                      (err != nullptr ? err : "dlopen failed"));
+    throw PluginError("cannot load " + path +
+                      " as a shared library: " + (err != nullptr ? err : "dlopen failed"));
   }
   void* entry = dlsym(p.library, DYNO_ENGINE_PLUGIN_ENTRY);
   if (entry == nullptr) {
@@ -79,7 +79,8 @@ PluginEngine::PluginEngine(const std::string& path, const std::string& config)
   }
   const auto entry_fn = reinterpret_cast<dyno_engine_plugin_entry_fn>(entry);
   p.api = entry_fn();
-  if (p.api == nullptr) throw PluginError(path + ": " + DYNO_ENGINE_PLUGIN_ENTRY + " returned NULL");
+  if (p.api == nullptr)
+    throw PluginError(path + ": " + DYNO_ENGINE_PLUGIN_ENTRY + " returned NULL");
   if (p.api->abi_version != DYNO_ENGINE_PLUGIN_ABI_VERSION) {
     throw PluginError(path + " was built for engine plugin ABI version " +
                       std::to_string(p.api->abi_version) + "; this dyno loads ABI version " +
@@ -344,7 +345,6 @@ struct Prepared final : PreparedRequest {
 
 }  // namespace
 
-
 PluginTarget::Impl::Impl(EventLoop& l, PluginEngine::Impl& e, PluginTargetConfig c)
     : loop(l), engine(e), config(std::move(c)) {}
 
@@ -489,14 +489,13 @@ void PluginTarget::Impl::on_end_message(std::uint64_t slot, Message& m) {
                          "the engine cancelled the request on its own" + detail, std::nullopt);
       return;
     case DYNO_ENGINE_STATUS_FAILED:
-      observer->on_error(t, ErrorCategory::kEngineFailed, "engine failure" + detail,
-                         std::nullopt);
+      observer->on_error(t, ErrorCategory::kEngineFailed, "engine failure" + detail, std::nullopt);
       return;
     default:
-      observer->on_error(t, ErrorCategory::kEngineFailed,
-                         "engine ended the request with unknown status " +
-                             std::to_string(m.status) + detail,
-                         std::nullopt);
+      observer->on_error(
+          t, ErrorCategory::kEngineFailed,
+          "engine ended the request with unknown status " + std::to_string(m.status) + detail,
+          std::nullopt);
       return;
   }
 }
@@ -658,8 +657,8 @@ void PluginTarget::submit(const PreparedRequest& request, std::uint64_t submissi
   s.handle = handle;
   Impl* impl = impl_.get();
   if (p.config.first_token_timeout) {
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-        *p.config.first_token_timeout);
+    const auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(*p.config.first_token_timeout);
     s.first_token_timer =
         p.loop.call_at(s.sent_ns + ns.count(), [impl, id] { impl->on_timeout(id, true); });
   }

@@ -52,8 +52,9 @@ class PluginRun : public ::testing::Test {
   }
 
   std::vector<std::string> argv(const std::string& command, const std::vector<std::string>& args) {
-    std::vector<std::string> a = {DYNO_BINARY,   command, "--json",     "-q", "--runs-root",
-                                  (dir_ / "runs").string(), "--telemetry", "off"};
+    std::vector<std::string> a = {DYNO_BINARY,   command,       "--json",
+                                  "-q",          "--runs-root", (dir_ / "runs").string(),
+                                  "--telemetry", "off"};
     a.insert(a.end(), args.begin(), args.end());
     return a;
   }
@@ -72,8 +73,7 @@ class PluginRun : public ::testing::Test {
   }
 
   std::string sha256sum(const std::string& path) {
-    Child c({"/usr/bin/sha256sum", path}, (dir_ / "sum.out").string(),
-            (dir_ / "sum.err").string());
+    Child c({"/usr/bin/sha256sum", path}, (dir_ / "sum.out").string(), (dir_ / "sum.err").string());
     EXPECT_EQ(c.wait(), 0);
     return c.out().substr(0, 64);
   }
@@ -84,9 +84,9 @@ class PluginRun : public ::testing::Test {
 }  // namespace
 
 TEST_F(PluginRun, SimPluginEndToEndMatchesTheSimOverHttp) {
-  const std::vector<std::string> workload = {"-n",           "12", "-c", "1", "--input-tokens",
-                                             "48",           "--output-tokens", "20",
-                                             "--keep-outputs", "--seed", "5"};
+  const std::vector<std::string> workload = {
+      "-n",     "12", "-c", "1", "--input-tokens", "48", "--output-tokens", "20", "--keep-outputs",
+      "--seed", "5"};
   std::vector<std::string> plugin_args = {"--plugin", SIM_PLUGIN_PATH, "--plugin-config",
                                           "profile=small-gpu,seed=5"};
   plugin_args.insert(plugin_args.end(), workload.begin(), workload.end());
@@ -111,9 +111,8 @@ TEST_F(PluginRun, SimPluginEndToEndMatchesTheSimOverHttp) {
   EXPECT_EQ(engine.at("identity").at("args").at("profile").at("name").as_string(), "small-gpu");
   EXPECT_EQ(engine.at("engine_args").at("plugin_config").as_string(), "profile=small-gpu,seed=5");
   // No absolute path of this host in the record.
-  EXPECT_EQ(Child::slurp((p.run_dir / "manifest.json").string()).find(fs::path(SIM_PLUGIN_PATH)
-                                                                         .parent_path()
-                                                                         .string()),
+  EXPECT_EQ(Child::slurp((p.run_dir / "manifest.json").string())
+                .find(fs::path(SIM_PLUGIN_PATH).parent_path().string()),
             std::string::npos);
   EXPECT_EQ(read_json(h.run_dir / "manifest.json").at("engine").at("reached").at("kind"),
             "embedded-sim");
@@ -157,9 +156,9 @@ TEST_F(PluginRun, SimPluginEndToEndMatchesTheSimOverHttp) {
 }
 
 TEST_F(PluginRun, ABareFileNameIsFoundNextToTheBinaryAndProtocolsTakeThePlugin) {
-  Child c(argv("sweep", {"--plugin", "libdyno_sim_plugin.so", "--plugin-config",
-                         "profile=firehose", "--concurrencies", "1,2", "--min-requests", "4",
-                         "--per-slot", "2", "--output-tokens", "8", "--input-tokens", "16"}),
+  Child c(argv("sweep", {"--plugin", "libdyno_sim_plugin.so", "--plugin-config", "profile=firehose",
+                         "--concurrencies", "1,2", "--min-requests", "4", "--per-slot", "2",
+                         "--output-tokens", "8", "--input-tokens", "16"}),
           (dir_ / "p.out").string(), (dir_ / "p.err").string());
   ASSERT_EQ(c.wait(), 0) << c.err();
   const json::object doc = json::parse(c.out()).as_object();

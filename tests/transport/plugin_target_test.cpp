@@ -30,7 +30,8 @@ using dyno::workload::Request;
 
 constexpr const char* kText = "the quick brown fox jumps over the lazy dog";
 
-std::vector<Request> chat_requests(int n, std::int64_t max_tokens, const std::string& text = kText) {
+std::vector<Request> chat_requests(int n, std::int64_t max_tokens,
+                                   const std::string& text = kText) {
   std::vector<Request> out;
   for (int i = 0; i < n; ++i) {
     Request r;
@@ -141,8 +142,8 @@ TEST(PluginEngine, DescribesTheSimulatedEngine) {
 }
 
 TEST(PluginEngine, LoadErrorsSayWhatIsWrong) {
-  EXPECT_TRUE(contains(load_error([] { PluginEngine("/nonexistent/libx.so", ""); }),
-                       "no such file"));
+  EXPECT_TRUE(
+      contains(load_error([] { PluginEngine("/nonexistent/libx.so", ""); }), "no such file"));
 
   const auto dir = std::filesystem::temp_directory_path() /
                    ("dyno-plugin-test-" + std::to_string(std::random_device{}()));
@@ -309,7 +310,8 @@ TEST(PluginTarget, EngineFailuresBecomeErrorCategories) {
     EventLoop loop;
     PluginTarget target(loop, engine, config_for(c.model));
     // The last case asks for more than the sim's max_model_len (32768).
-    const auto result = run(loop, target, chat_requests(1, c.message == "maximum context length" ? 40000 : 3), 1, 2);
+    const auto result = run(
+        loop, target, chat_requests(1, c.message == "maximum context length" ? 40000 : 3), 1, 2);
     for (const auto& t : result.traces) {
       EXPECT_EQ(t.status, dyno::metrics::RequestStatus::kError);
       EXPECT_EQ(t.error_category, c.category);

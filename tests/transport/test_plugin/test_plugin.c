@@ -143,9 +143,8 @@ static dyno_engine_request_handle* submit(dyno_engine* e, const dyno_engine_requ
   if (h == NULL) return NULL;
   ++live_handles;
   h->callbacks = *callbacks;
-  h->prompt_tokens =
-      (int64_t)(request->api == DYNO_ENGINE_API_CHAT ? request->messages_json_len
-                                                     : request->prompt_len);
+  h->prompt_tokens = (int64_t)(request->api == DYNO_ENGINE_API_CHAT ? request->messages_json_len
+                                                                    : request->prompt_len);
   for (i = 0; i < e->tokens; ++i) {
     char text[32];
     dyno_engine_event ev;
@@ -175,9 +174,9 @@ static void release(dyno_engine* e, dyno_engine_request_handle* h) {
 
 static void destroy(dyno_engine* e) { free(e); }
 
-static const dyno_engine_plugin table = {
-    TEST_PLUGIN_ABI, 0, sizeof(dyno_engine_plugin), create, describe, submit, cancel, release,
-    destroy};
+static const dyno_engine_plugin table = {TEST_PLUGIN_ABI, 0,        sizeof(dyno_engine_plugin),
+                                         create,          describe, submit,
+                                         cancel,          release,  destroy};
 
 #if defined(TEST_PLUGIN_NO_ENTRY)
 DYNO_ENGINE_PLUGIN_EXPORT const dyno_engine_plugin* not_an_entry_point(void) { return &table; }
