@@ -49,6 +49,12 @@ void add_common_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
                  "engine spec file (TOML, docs/engines.md): dyno launches the engine, waits until "
                  "it is ready, runs every cell against it and stops it");
   cmd.add_option("--model", o.model, "model name to request (required with --url)");
+  cmd.add_option("--plugin", o.plugin,
+                 "an in-process engine plugin (.so, docs/plugins.md) instead of --url; a bare "
+                 "file name is also looked up next to the dyno binary");
+  cmd.add_option("--plugin-config", o.plugin_config,
+                 "the plugin's configuration string, e.g. profile=small-gpu for "
+                 "libdyno_sim_plugin.so");
   cmd.add_option("--api", o.api, "endpoint: chat (/chat/completions) or completions")
       ->capture_default_str();
   cmd.add_option("--profile", o.profile,

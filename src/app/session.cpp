@@ -1,6 +1,7 @@
 #include "app/session.h"
 
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,6 +44,12 @@ double cpu_seconds_self() {
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+double cpu_seconds_this_thread() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 double peak_rss_bytes() {
@@ -289,12 +296,64 @@ void validate_common(const RunOptions& o) {
     throw UsageError(
         "--model is required with --url: name the model the server serves (see its /v1/models)");
   }
+  if (o.plugin && o.url) {
+    throw UsageError(
+        "--plugin and --url exclude each other: --plugin runs an engine inside dyno, --url "
+        "measures a server; pick one");
+  }
+  if (o.plugin && o.engine_spec) {
+    throw UsageError("--plugin and --engine exclude each other: --plugin runs an engine inside "
+                     "dyno, --engine launches one as a process; pick one");
+  }
+  if (o.plugin_config && !o.plugin) {
+    throw UsageError("--plugin-config is the configuration of a --plugin; give --plugin too");
+  }
 }
+
+namespace {
+
+/// --plugin as given when that file exists; a bare file name is also looked up next to the dyno
+/// binary (where the build puts libdyno_sim_plugin.so). A path without '/' gets "./", so dlopen
+/// never searches the library path for it.
+std::filesystem::path resolve_plugin_path(const std::string& given) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool bare = given.find('/') == std::string::npos;
+  if (fs::exists(given, ec)) return bare ? fs::path(".") / given : fs::path(given);
+  if (bare) {
+    const fs::path beside = fs::read_symlink("/proc/self/exe", ec).parent_path() / given;
+    if (!ec && fs::exists(beside, ec)) return beside;
+  }
+  return given;  // PluginEngine reports it missing
+}
+
+}  // namespace
 
 EngineSession::EngineSession(const RunOptions& options, workload::Api api) {
   RunOptions o = options;
   std::string url_text;
-  if (o.engine_spec) {
+  if (o.plugin) {
+    // An in-process engine: loaded and created once for the whole command.
+    const std::filesystem::path path = resolve_plugin_path(*o.plugin);
+    plugin_config_ = o.plugin_config.value_or("");
+    try {
+      plugin_ = std::make_unique<transport::PluginEngine>(path.string(), plugin_config_);
+    } catch (const transport::PluginError& e) {
+      throw UsageError(std::string("--plugin: ") + e.what());
+    }
+    plugin_file_ = path.filename().string();
+    plugin_sha256_ = record::sha256_hex_file(path);
+    const transport::PluginIdentity& id = plugin_->identity();
+    if (o.model) {
+      model_ = *o.model;
+    } else if (id.model_id) {
+      model_ = *id.model_id;
+    } else {
+      throw UsageError("--model is required: the plugin's engine (" + id.engine_name +
+                       ") does not say which model it serves");
+    }
+    metrics_missing_ = true;  // no /metrics to scrape in-process
+  } else if (o.engine_spec) {
     engine::EngineSpec spec;
     try {
       spec = engine::load_spec(*o.engine_spec);
@@ -326,7 +385,7 @@ EngineSession::EngineSession(const RunOptions& options, workload::Api api) {
     model_ = o.model.value_or(profile_->model_name);
   }
   try {
-    config_.url = transport::BaseUrl::parse(url_text);
+    if (!plugin_) config_.url = transport::BaseUrl::parse(url_text);
   } catch (const transport::UrlError& e) {
     throw UsageError(std::string("--url: ") + e.what());
   }
@@ -359,7 +418,7 @@ void EngineSession::start_telemetry(const RunOptions& o) {
   if (o.telemetry == "off") return;
   // The engine's processes: this one when the simulated engine runs in it.
   std::vector<int> pids;
-  if (embedded_) pids.push_back(static_cast<int>(::getpid()));
+  if (embedded_ || plugin_) pids.push_back(static_cast<int>(::getpid()));
   if (launched_) pids.push_back(launched_->pid());
   monitor_ = std::make_unique<telemetry::Monitor>(
       telemetry::default_samplers(o.nvml_library, o.sysfs_root, o.proc_root),
@@ -412,6 +471,26 @@ json::object EngineSession::engine_json(std::uint64_t cell_index) const {
     engine["reached"] =
         json::object{{"kind", "embedded-sim"}, {"scheme", "http"}, {"path", config_.url.base_path}};
     engine["sim_profile"] = json::parse(sim::profile_to_json(*profile_));
+  } else if (plugin_) {
+    const transport::PluginIdentity& id = plugin_->identity();
+    const auto text = [](const std::optional<std::string>& v) {
+      return v ? json::value(*v) : json::value(nullptr);
+    };
+    engine["name"] = id.engine_name;
+    engine["version"] = text(id.engine_version);
+    engine["reached"] = json::object{{"kind", "plugin"},
+                                     {"file", plugin_file_},
+                                     {"sha256", plugin_sha256_},
+                                     {"abi_version", 1}};
+    engine["identity"] =
+        json::object{{"engine_name", id.engine_name},
+                     {"engine_version", text(id.engine_version)},
+                     {"model_id", text(id.model_id)},
+                     {"model_fingerprint", text(id.model_fingerprint)},
+                     {"args", id.args_json ? json::parse(*id.args_json) : json::value(nullptr)}};
+    engine["engine_args"] = json::object{{"plugin_config", plugin_config_}};
+    engine["api_key_used"] = false;
+    return engine;
   } else {
     const auto reported = [this](const char* k) {
       return reported_.contains(k) ? reported_.at(k) : json::value(nullptr);
@@ -440,8 +519,22 @@ transport::TokenizeClientOptions tokenize_options(const EngineSession& engine, d
 
 }  // namespace
 
+namespace {
+
+/// The URL whose /tokenize counts prompts; an in-process plugin has none.
+const transport::BaseUrl& tokenize_url(const EngineSession& engine) {
+  if (engine.plugin() != nullptr) {
+    throw UsageError(
+        "the in-process engine (--plugin) has no /tokenize, so prompt lengths cannot be "
+        "measured with its tokenizer");
+  }
+  return engine.target_config().url;
+}
+
+}  // namespace
+
 PromptCounter::PromptCounter(const EngineSession& engine, double timeout_s)
-    : client_(engine.target_config().url, engine.model(), engine.target_config().api_key,
+    : client_(tokenize_url(engine), engine.model(), engine.target_config().api_key,
               tokenize_options(engine, timeout_s)) {}
 
 std::int64_t PromptCounter::operator()(const workload::Request& r) {
@@ -475,6 +568,11 @@ std::optional<std::string> EngineSession::scrape_metrics() {
 
 std::string EngineSession::display() const {
   if (launched_) return launched_->spec().name + " (launched, " + config_.url.to_string() + ")";
+  if (plugin_) {
+    const transport::PluginIdentity& id = plugin_->identity();
+    return id.engine_name + (id.engine_version ? " " + *id.engine_version : std::string()) +
+           " (plugin " + plugin_file_ + ")";
+  }
   return embedded_ ? "dyno-sim (embedded, profile " + profile_->name + ")"
                    : config_.url.to_string();
 }
@@ -533,7 +631,23 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   tc.request_id_prefix = out.run_id + "-";
   tc.keep_output_text = load_config.keep_output_text;
   transport::EventLoop loop;
-  transport::HttpTarget target(loop, tc);
+  // The engine's target: HTTP (a server or the embedded sim), or the in-process plugin.
+  std::unique_ptr<transport::HttpTarget> http_target;
+  std::unique_ptr<transport::PluginTarget> plugin_target;
+  if (engine.plugin() != nullptr) {
+    transport::PluginTargetConfig pc;
+    pc.model = engine.model();
+    pc.api = tc.api;
+    pc.stream = tc.stream;
+    pc.request_id_prefix = tc.request_id_prefix;
+    pc.first_token_timeout = tc.first_token_timeout;
+    pc.total_timeout = tc.total_timeout;
+    plugin_target = std::make_unique<transport::PluginTarget>(loop, *engine.plugin(), pc);
+  } else {
+    http_target = std::make_unique<transport::HttpTarget>(loop, tc);
+  }
+  transport::Target& target =
+      plugin_target ? static_cast<transport::Target&>(*plugin_target) : *http_target;
   record::RunWriter writer(o.runs_root, out.run_id, load_config.keep_event_times);
   out.dir = writer.dir();
 
@@ -624,9 +738,11 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
 
   const double sim_cpu_before = engine.embedded() ? engine.embedded()->cpu_seconds() : 0.0;
   const double cpu_before = cpu_seconds_self();
+  const double loop_cpu_before = cpu_seconds_this_thread();
   load::LoadResult result = load::run_load(loop, target, cell.requests, load_config, hooks);
   const double cpu_after = cpu_seconds_self();
   if (gauges) gauges->stop();
+  const double loop_cpu = cpu_seconds_this_thread() - loop_cpu_before;
   const double sim_cpu =
       engine.embedded() ? engine.embedded()->cpu_seconds() - sim_cpu_before : 0.0;
   bar.finish();
@@ -639,6 +755,9 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   so.slo = cell.slo;
   // The embedded engine runs on a thread of this process: its CPU is not the client's.
   so.client.cpu_s = std::max(0.0, cpu_after - cpu_before - sim_cpu);
+  // An in-process plugin's threads are not the client's either, and their CPU time is not
+  // known apart: the client is the event-loop thread (this one).
+  if (plugin_target) so.client.cpu_s = loop_cpu;
   so.client.peak_rss_bytes = peak_rss_bytes();
   so.client.loop_lag_s = result.loop_lag_s;
   out.summary = metrics::summarize_run(result.traces, so);
@@ -691,7 +810,8 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   json::object summary_json{
       {"schema_version", record::kSchemaVersion}, {"run_id", out.run_id}, {"status", out.status}};
   for (auto& kv : record::summary_to_json(out.summary)) summary_json[kv.key()] = kv.value();
-  summary_json["client"].as_object()["connections_opened"] = target.connections_opened();
+  summary_json["client"].as_object()["connections_opened"] =
+      http_target ? http_target->connections_opened() : 0;
   summary_json["energy"] = std::move(energy);
   json::array evidence;
   if (metrics_before) {
@@ -738,6 +858,11 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   const ServerTimingFigures server_timings = server_timing_figures(result.traces);
   summary_json["server"].as_object()["timings"] = server_timings_json(server_timings);
   manifest["evidence"] = std::move(evidence);
+  if (plugin_target) {
+    summary_json["client"].as_object()["note"] =
+        "the engine ran in this process (--plugin): cpu_s is the event-loop thread's CPU time "
+        "only; peak_rss_bytes is of the whole process";
+  }
   if (engine.embedded()) {
     summary_json["client"].as_object()["note"] =
         "the simulated engine ran in this process on its own thread: cpu_s excludes that "
@@ -754,6 +879,12 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   manifest["clock"] = json::object{{"source", "steady_clock (CLOCK_MONOTONIC)"},
                                    {"t0_steady_ns", result.t0_steady_ns},
                                    {"measured_start_ns", result.measured_start_ns}};
+  if (plugin_target) {
+    // Which clock stamped the token events and request ends (docs/plugins.md).
+    const transport::PluginStampCounts stamps = plugin_target->stamps();
+    manifest["clock"].as_object()["event_stamps"] = json::object{
+        {"engine", stamps.engine}, {"receive", stamps.receive}, {"rejected", stamps.rejected}};
+  }
   writer.write_json("manifest.json", manifest);
   writer.finalize(result.traces);
   record::index_finished_run(o.runs_root, writer.dir(), std::cerr);  // a warning if it fails

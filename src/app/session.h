@@ -17,6 +17,7 @@
 #include "metrics/summary.h"
 #include "sim/profile.h"
 #include "transport/http_target.h"
+#include "transport/plugin_target.h"
 #include "transport/tokenize_client.h"
 #include "workload/request.h"
 
@@ -47,11 +48,12 @@ void validate_common(const RunOptions& options);
 workload::RequestStream build_stream(const RunOptions& options, workload::Api api,
                                      std::uint64_t synthetic_count);
 
-/// The engine a command measures: the server at --url, or the simulated engine started
-/// in-process (on its own thread) for the whole command.
+/// The engine a command measures: the server at --url, an engine plugin loaded in-process
+/// (--plugin), or the simulated engine started in-process (on its own thread) for the whole
+/// command.
 class EngineSession {
  public:
-  /// Throws UsageError for a bad --url / --profile / --ca-file.
+  /// Throws UsageError for a bad --url / --profile / --ca-file / --plugin.
   EngineSession(const RunOptions& options, workload::Api api);
   ~EngineSession();
   EngineSession(const EngineSession&) = delete;
@@ -77,6 +79,8 @@ class EngineSession {
   LaunchedEngine* launched() { return launched_.get(); }
   /// Numbers the cells run against this engine (0, 1, ...): manifest.engine.launch.cell_index.
   std::uint64_t begin_cell() { return cells_++; }
+  /// The in-process engine of --plugin (nullptr otherwise).
+  transport::PluginEngine* plugin() const { return plugin_.get(); }
 
   /// Telemetry of the whole command (nullptr with --telemetry off); started once the engine is
   /// up, with an idle baseline before the first cell when a source reports power.
@@ -92,6 +96,10 @@ class EngineSession {
   boost::json::object reported_;  ///< what an engine reached by --url says about itself
   boost::json::object source_;    ///< the engine's source checkout (spec `checkout`)
   std::uint64_t cells_ = 0;
+  std::unique_ptr<transport::PluginEngine> plugin_;
+  std::string plugin_config_;
+  std::string plugin_file_;  ///< file name only: the record never holds the host's paths
+  std::string plugin_sha256_;
   boost::json::object model_json_;
   std::unique_ptr<transport::TokenizeClient> metrics_client_;
   bool metrics_missing_ = false;

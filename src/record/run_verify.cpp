@@ -76,7 +76,9 @@ class Checker {
       const bool excused = std::any_of(scrubbed.begin(), scrubbed.end(), [&](const std::string& s) {
         return s == at || s.rfind(at + "/", 0) == 0;
       });
-      if (!excused) add("schema", file, p.to_string());
+      if (!excused) {
+        add("schema", p.file, (p.pointer.empty() ? std::string() : p.pointer + ": ") + p.message);
+      }
     }
   }
 

@@ -1,6 +1,5 @@
 #include "sim/server.h"
 
-#include <openssl/evp.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -37,6 +36,7 @@
 
 #include "json/json_text.h"
 #include "sim/model.h"
+#include "sim/request.h"
 #include "sim/tokenizer.h"
 
 namespace dyno::sim {
@@ -100,6 +100,10 @@ struct HttpError {
   std::string type = "invalid_request_error";
 };
 
+HttpError http_error(const RequestError& e) {
+  return HttpError{static_cast<http::status>(e.status), e.message, e.type};
+}
+
 std::string error_body(const HttpError& e) {
   json::object err;
   err["message"] = e.message;
@@ -114,20 +118,6 @@ std::string error_body(const HttpError& e) {
 struct Conn {
   explicit Conn(tcp::socket s) : socket(std::move(s)) {}
   tcp::socket socket;
-};
-
-// A parsed, validated completion request.
-struct CompletionRequest {
-  bool chat = false;
-  bool stream = false;
-  bool include_usage = false;
-  std::string prompt_text;  // empty when the prompt was given as token ids
-  std::int64_t prompt_tokens = 0;
-  std::int64_t max_tokens = 0;
-  std::int64_t min_tokens = 0;
-  bool ignore_eos = false;
-  std::optional<std::uint64_t> seed;
-  std::vector<std::string> image_sha256;  // per data-URL image part, in order (truth log)
 };
 
 // One completion request in flight: what the engine renders for its connection's writer.
@@ -258,7 +248,6 @@ struct Server::Impl {
   std::string handle_apply_template(const std::string& body, http::status& status) const;
   std::string models_body() const;
   std::string metrics_body() const;
-  CompletionRequest parse_completion(const std::string& body, bool chat) const;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -773,249 +762,6 @@ std::string Server::Impl::metrics_body() const {
 
 namespace {
 
-// Throws HttpError (400) describing the first problem.
-[[noreturn]] void bad_request(std::string message) {
-  throw HttpError{http::status::bad_request, std::move(message)};
-}
-
-json::object parse_object(const std::string& body) {
-  error_code ec;
-  json::value v = json::parse(body, ec);
-  if (ec) bad_request("invalid JSON body: " + ec.message());
-  if (!v.is_object()) bad_request("the request body must be a JSON object");
-  return std::move(v.get_object());
-}
-
-// Decodes standard base64 (with optional '=' padding); nullopt when malformed.
-std::optional<std::string> base64_decode(std::string_view in) {
-  std::string out;
-  out.reserve(in.size() / 4 * 3);
-  std::uint32_t acc = 0;
-  int bits = 0;
-  std::size_t pad = 0;
-  for (const char c : in) {
-    std::uint32_t v = 0;
-    if (c >= 'A' && c <= 'Z') {
-      v = static_cast<std::uint32_t>(c - 'A');
-    } else if (c >= 'a' && c <= 'z') {
-      v = static_cast<std::uint32_t>(c - 'a' + 26);
-    } else if (c >= '0' && c <= '9') {
-      v = static_cast<std::uint32_t>(c - '0' + 52);
-    } else if (c == '+') {
-      v = 62;
-    } else if (c == '/') {
-      v = 63;
-    } else if (c == '=') {
-      ++pad;
-      continue;
-    } else {
-      return std::nullopt;
-    }
-    if (pad != 0) return std::nullopt;  // data after padding
-    acc = ((acc << 6) | v) & 0xFFFFFFu;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFFu));
-    }
-  }
-  if (pad > 2 || (pad != 0 && in.size() % 4 != 0)) return std::nullopt;
-  return out;
-}
-
-std::string sha256_hex(std::string_view bytes) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), md.data(), &len, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 0xFu]);
-  }
-  return out;
-}
-
-// Chat messages as the template sees them, plus their image parts.
-struct ParsedChat {
-  std::vector<ChatMessage> messages;
-  std::int64_t images = 0;                // image parts (each costs Profile::image_tokens)
-  std::vector<std::string> image_sha256;  // of each data-URL image's decoded bytes, in order
-};
-
-// An image part's URL: {"type":"image_url","image_url":{"url":..}} (or "image_url":"<url>").
-// A data URL must be base64 ("data:<mime>;base64,<bytes>"); its bytes are hashed.
-void parse_image_part(const json::object& p, ParsedChat& out) {
-  const json::value* iu = p.if_contains("image_url");
-  const json::value* url = nullptr;
-  if (iu && iu->is_object()) {
-    url = iu->get_object().if_contains("url");
-  } else if (iu && iu->is_string()) {
-    url = iu;
-  }
-  if (!url || !url->is_string()) bad_request("image_url parts need a string 'image_url.url'");
-  const std::string_view u = url->get_string();
-  ++out.images;
-  if (u.substr(0, 5) != "data:") return;  // a remote URL: counted, never fetched
-  const auto comma = u.find(',');
-  if (comma == std::string_view::npos) bad_request("image data URL has no ','");
-  const std::string_view meta = u.substr(5, comma - 5);
-  if (meta.size() < 7 || meta.substr(meta.size() - 7) != ";base64") {
-    bad_request("image data URLs must be base64 (data:<type>;base64,...)");
-  }
-  const std::optional<std::string> bytes = base64_decode(u.substr(comma + 1));
-  if (!bytes) bad_request("image data URL: invalid base64");
-  out.image_sha256.push_back(sha256_hex(*bytes));
-}
-
-ParsedChat parse_messages(const json::value& v) {
-  if (!v.is_array()) bad_request("'messages' must be an array");
-  ParsedChat out;
-  for (const json::value& m : v.get_array()) {
-    if (!m.is_object()) bad_request("each message must be an object");
-    const json::object& o = m.get_object();
-    const json::value* role = o.if_contains("role");
-    if (!role || !role->is_string()) bad_request("each message needs a string 'role'");
-    ChatMessage msg;
-    msg.role = std::string(role->get_string());
-    if (const json::value* content = o.if_contains("content")) {
-      if (content->is_string()) {
-        msg.content = std::string(content->get_string());
-      } else if (content->is_array()) {
-        for (const json::value& part : content->get_array()) {
-          const json::object* p = part.if_object();
-          if (!p) bad_request("content parts must be objects");
-          const json::value* type = p->if_contains("type");
-          if (type && type->is_string() && type->get_string() == "image_url") {
-            parse_image_part(*p, out);
-            continue;
-          }
-          if (type && !(type->is_string() && type->get_string() == "text")) {
-            bad_request("content part type must be \"text\" or \"image_url\"");
-          }
-          const json::value* text = p->if_contains("text");
-          if (!text || !text->is_string()) bad_request("content parts must have a string 'text'");
-          msg.content += text->get_string();
-        }
-      } else if (!content->is_null()) {
-        bad_request("'content' must be a string, an array of parts or null");
-      }
-    }
-    out.messages.push_back(std::move(msg));
-  }
-  if (out.messages.empty()) bad_request("'messages' must not be empty");
-  return out;
-}
-
-std::optional<std::int64_t> optional_int(const json::object& o, std::string_view key,
-                                         std::int64_t min) {
-  const json::value* v = o.if_contains(key);
-  if (!v || v->is_null()) return std::nullopt;
-  std::int64_t i = 0;
-  if (v->is_int64()) {
-    i = v->get_int64();
-  } else if (v->is_uint64() && v->get_uint64() <= static_cast<std::uint64_t>(INT64_MAX)) {
-    i = static_cast<std::int64_t>(v->get_uint64());
-  } else {
-    bad_request("'" + std::string(key) + "' must be an integer");
-  }
-  if (i < min) bad_request("'" + std::string(key) + "' must be >= " + std::to_string(min));
-  return i;
-}
-
-bool optional_bool(const json::object& o, std::string_view key, bool fallback) {
-  const json::value* v = o.if_contains(key);
-  if (!v || v->is_null()) return fallback;
-  if (!v->is_bool()) bad_request("'" + std::string(key) + "' must be a boolean");
-  return v->get_bool();
-}
-
-void check_number(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  if (v && !v->is_null() && !v->is_number()) {
-    bad_request("'" + std::string(key) + "' must be a number");
-  }
-}
-
-}  // namespace
-
-CompletionRequest Server::Impl::parse_completion(const std::string& body, bool chat) const {
-  const json::object o = parse_object(body);
-  const Profile& profile = options.profile;
-  const json::value* model_v = o.if_contains("model");
-  if (!model_v) bad_request("'model' is required");
-  if (!model_v->is_string()) bad_request("'model' must be a string");
-  if (model_v->get_string() != profile.model_name) {
-    throw HttpError{http::status::not_found, "The model `" + std::string(model_v->get_string()) +
-                                                 "` does not exist (this server serves `" +
-                                                 profile.model_name + "`)."};
-  }
-  CompletionRequest r;
-  r.chat = chat;
-  if (chat) {
-    const json::value* messages = o.if_contains("messages");
-    if (!messages) bad_request("'messages' is required");
-    ParsedChat parsed = parse_messages(*messages);
-    r.prompt_text = apply_chat_template(parsed.messages, true, profile.chat_template_tokens);
-    r.prompt_tokens = static_cast<std::int64_t>(count_tokens(r.prompt_text)) +
-                      parsed.images * profile.image_tokens;
-    r.image_sha256 = std::move(parsed.image_sha256);
-  } else {
-    const json::value* prompt = o.if_contains("prompt");
-    if (!prompt) bad_request("'prompt' is required");
-    if (prompt->is_string()) {
-      r.prompt_text = std::string(prompt->get_string());
-      r.prompt_tokens = static_cast<std::int64_t>(count_tokens(r.prompt_text));
-    } else if (prompt->is_array() && !prompt->get_array().empty()) {
-      const json::array& a = prompt->get_array();
-      if (a.size() == 1 && a[0].is_string()) {
-        r.prompt_text = std::string(a[0].get_string());
-        r.prompt_tokens = static_cast<std::int64_t>(count_tokens(r.prompt_text));
-      } else {
-        for (const json::value& t : a) {
-          if (!t.is_int64() && !t.is_uint64()) {
-            bad_request("'prompt' must be a string, [string] or an array of token ids");
-          }
-        }
-        r.prompt_tokens = static_cast<std::int64_t>(a.size());
-      }
-    } else {
-      bad_request("'prompt' must be a string, [string] or a non-empty array of token ids");
-    }
-    if (r.prompt_tokens == 0) bad_request("'prompt' must not be empty");
-  }
-  std::optional<std::int64_t> max_tokens = optional_int(o, "max_tokens", 1);
-  if (!max_tokens) max_tokens = optional_int(o, "max_completion_tokens", 1);
-  r.max_tokens = max_tokens.value_or(profile.default_max_tokens);
-  r.min_tokens = optional_int(o, "min_tokens", 0).value_or(0);
-  if (const auto n = optional_int(o, "n", 1); n && *n != 1) bad_request("only n = 1 is supported");
-  if (const auto seed = optional_int(o, "seed", INT64_MIN)) {
-    r.seed = static_cast<std::uint64_t>(*seed);
-  }
-  r.ignore_eos = optional_bool(o, "ignore_eos", false);
-  r.stream = optional_bool(o, "stream", false);
-  check_number(o, "temperature");
-  check_number(o, "top_p");
-  if (const json::value* so = o.if_contains("stream_options"); so && !so->is_null()) {
-    if (!so->is_object()) bad_request("'stream_options' must be an object");
-    r.include_usage = optional_bool(so->get_object(), "include_usage", false);
-  }
-  if (const json::value* stop = o.if_contains("stop");
-      stop && !stop->is_null() && !stop->is_string() && !stop->is_array()) {
-    bad_request("'stop' must be a string, an array of strings or null");
-  }
-  if (r.prompt_tokens + r.max_tokens > profile.max_model_len) {
-    bad_request("This model's maximum context length is " + std::to_string(profile.max_model_len) +
-                " tokens. However, you requested " +
-                std::to_string(r.prompt_tokens + r.max_tokens) + " tokens (" +
-                std::to_string(r.prompt_tokens) + " in the prompt, " +
-                std::to_string(r.max_tokens) + " in the completion).");
-  }
-  return r;
-}
-
-namespace {
-
 // The token id every image counts as in /tokenize answers.
 std::int32_t image_token_id() { return token_id("<image>"); }
 
@@ -1026,8 +772,7 @@ std::string Server::Impl::handle_tokenize(const std::string& body, http::status&
     const json::object o = parse_object(body);
     if (const json::value* m = o.if_contains("model");
         m && m->is_string() && m->get_string() != options.profile.model_name) {
-      throw HttpError{http::status::not_found,
-                      "The model `" + std::string(m->get_string()) + "` does not exist."};
+      throw RequestError{404, "The model `" + std::string(m->get_string()) + "` does not exist."};
     }
     std::string text;
     std::int64_t images = 0;
@@ -1066,9 +811,10 @@ std::string Server::Impl::handle_tokenize(const std::string& body, http::status&
     }
     out["tokens"] = std::move(ids);
     return json::serialize(out);
-  } catch (const HttpError& e) {
-    status = e.status;
-    return error_body(e);
+  } catch (const RequestError& e) {
+    const HttpError error = http_error(e);
+    status = error.status;
+    return error_body(error);
   }
 }
 
@@ -1084,9 +830,10 @@ std::string Server::Impl::handle_apply_template(const std::string& body,
         apply_chat_template(parsed.messages, optional_bool(o, "add_generation_prompt", true),
                             options.profile.chat_template_tokens);
     return json::serialize(out);
-  } catch (const HttpError& e) {
-    status = e.status;
-    return error_body(e);
+  } catch (const RequestError& e) {
+    const HttpError error = http_error(e);
+    status = error.status;
+    return error_body(error);
   }
 }
 
@@ -1114,9 +861,9 @@ asio::awaitable<bool> Server::Impl::handle_completion(Conn& conn,
                       "rate_limit_error"};
   } else {
     try {
-      parsed = parse_completion(req.body(), chat);
-    } catch (const HttpError& e) {
-      error = e;
+      parsed = parse_completion(req.body(), chat, options.profile);
+    } catch (const RequestError& e) {
+      error = http_error(e);
     }
   }
   if (error) {
@@ -1136,7 +883,7 @@ asio::awaitable<bool> Server::Impl::handle_completion(Conn& conn,
   st->req = parsed;
   st->xid = std::move(xid);
   st->received_ns = received_ns;
-  st->text_seed = parsed.seed ? *parsed.seed : options.seed * 0x9E3779B97F4A7C15ull + n;
+  st->text_seed = parsed.seed ? *parsed.seed : default_text_seed(options.seed, n);
   if (every(faults.malformed_every, n)) {
     st->fault = Fault::kMalformed;
   } else if (every(faults.cut_every, n)) {

@@ -195,65 +195,75 @@ void append_double(std::string& out, double value) {
 
 }  // namespace
 
+const std::string& completions_prompt(const workload::Request& request) {
+  if (!request.prompt) {
+    for (const auto& message : request.messages) {
+      for (const auto& part : message.parts) {
+        if (part.kind == workload::ContentPart::Kind::kImage) {
+          throw std::invalid_argument("request '" + request.id +
+                                      "' has image parts; the completions API takes text "
+                                      "only (use --api chat)");
+        }
+      }
+    }
+    throw std::invalid_argument("request '" + request.id +
+                                "' has chat messages but no prompt for the completions API");
+  }
+  return *request.prompt;
+}
+
+std::string build_messages_json(const workload::Request& request) {
+  std::string out = "[";
+  if (request.is_chat()) {
+    bool first = true;
+    for (const auto& message : request.messages) {
+      if (!first) out.push_back(',');
+      first = false;
+      out += "{\"role\":";
+      append_json_string(out, message.role);
+      out += ",\"content\":";
+      if (message.parts.empty()) {
+        append_json_string(out, message.content);
+      } else {
+        // OpenAI content-part array: text parts and image_url parts (data or http(s) URL).
+        out.push_back('[');
+        for (std::size_t i = 0; i < message.parts.size(); ++i) {
+          const auto& part = message.parts[i];
+          if (i != 0) out.push_back(',');
+          if (part.kind == workload::ContentPart::Kind::kText) {
+            out += "{\"type\":\"text\",\"text\":";
+            append_json_string(out, part.text);
+            out.push_back('}');
+          } else {
+            out += "{\"type\":\"image_url\",\"image_url\":{\"url\":";
+            append_json_string(out, part.image_url);
+            out += "}}";
+          }
+        }
+        out.push_back(']');
+      }
+      out.push_back('}');
+    }
+  } else {
+    // A prompt sent to the chat endpoint becomes a single user message.
+    out += "{\"role\":\"user\",\"content\":";
+    append_json_string(out, *request.prompt);
+    out.push_back('}');
+  }
+  out.push_back(']');
+  return out;
+}
+
 std::string build_request_body(const workload::Request& request, const std::string& model,
                                workload::Api api, bool stream) {
   std::string out = "{\"model\":";
   append_json_string(out, model);
   if (api == workload::Api::kChat) {
-    out += ",\"messages\":[";
-    if (request.is_chat()) {
-      bool first = true;
-      for (const auto& message : request.messages) {
-        if (!first) out.push_back(',');
-        first = false;
-        out += "{\"role\":";
-        append_json_string(out, message.role);
-        out += ",\"content\":";
-        if (message.parts.empty()) {
-          append_json_string(out, message.content);
-        } else {
-          // OpenAI content-part array: text parts and image_url parts (data or http(s) URL).
-          out.push_back('[');
-          for (std::size_t i = 0; i < message.parts.size(); ++i) {
-            const auto& part = message.parts[i];
-            if (i != 0) out.push_back(',');
-            if (part.kind == workload::ContentPart::Kind::kText) {
-              out += "{\"type\":\"text\",\"text\":";
-              append_json_string(out, part.text);
-              out.push_back('}');
-            } else {
-              out += "{\"type\":\"image_url\",\"image_url\":{\"url\":";
-              append_json_string(out, part.image_url);
-              out += "}}";
-            }
-          }
-          out.push_back(']');
-        }
-        out.push_back('}');
-      }
-    } else {
-      // A prompt sent to the chat endpoint becomes a single user message.
-      out += "{\"role\":\"user\",\"content\":";
-      append_json_string(out, *request.prompt);
-      out.push_back('}');
-    }
-    out.push_back(']');
+    out += ",\"messages\":";
+    out += build_messages_json(request);
   } else {
-    if (!request.prompt) {
-      for (const auto& message : request.messages) {
-        for (const auto& part : message.parts) {
-          if (part.kind == workload::ContentPart::Kind::kImage) {
-            throw std::invalid_argument("request '" + request.id +
-                                        "' has image parts; the completions API takes text "
-                                        "only (use --api chat)");
-          }
-        }
-      }
-      throw std::invalid_argument("request '" + request.id +
-                                  "' has chat messages but no prompt for the completions API");
-    }
     out += ",\"prompt\":";
-    append_json_string(out, *request.prompt);
+    append_json_string(out, completions_prompt(request));
   }
   const auto& s = request.sampling;
   if (s.max_tokens) out += ",\"max_tokens\":" + std::to_string(*s.max_tokens);
@@ -1261,6 +1271,10 @@ const char* to_string(ErrorCategory category) {
       return "parse";
     case ErrorCategory::kCancelled:
       return "cancelled";
+    case ErrorCategory::kEngineRejected:
+      return "engine_rejected";
+    case ErrorCategory::kEngineFailed:
+      return "engine_failed";
   }
   return "unknown";
 }

@@ -20,6 +20,8 @@ enum class ErrorCategory {
   kStreamTruncated,  ///< the connection ended before the response was complete
   kParse,            ///< malformed HTTP, SSE or JSON
   kCancelled,        ///< cancelled by dyno (interrupt); not an engine failure
+  kEngineRejected,   ///< an in-process engine refused the request (bad parameters, too long)
+  kEngineFailed,     ///< an in-process engine failed while serving the request
 };
 const char* to_string(ErrorCategory category);
 
@@ -46,7 +48,8 @@ struct DoneInfo {
 
 /// Receives the life of one request. Contract:
 /// - called on the event-loop thread only, never re-entrantly, and must not block;
-/// - times are steady_now_ns() values taken by the target when it saw the event;
+/// - times are steady-clock nanoseconds (steady_now_ns()): when the target saw the event, or,
+///   for an in-process engine that stamps its own events on the same clock, the engine's stamp;
 /// - order: on_sent, [on_first_byte], [on_token_event...], [on_usage], then exactly one of
 ///   on_done / on_error, after which the observer is not used again;
 /// - `text` views are valid only during the call (copy what you keep).

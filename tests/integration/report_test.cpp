@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "integration/process.h"
+#include "integration/record_check.h"
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -32,6 +33,7 @@ class Report : public ::testing::Test {
     fs::create_directories(dir_);
   }
   void TearDown() override {
+    dyno::testing::expect_records_conform(dir_ / "runs");  // docs/schema/
     if (!HasFailure()) fs::remove_all(dir_);
   }
 
