@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 #include <csignal>
@@ -16,6 +17,7 @@
 
 #include "app/run_command.h"
 #include "record/run_id.h"
+#include "record/scrub.h"
 #include "record/run_writer.h"
 #include "transport/event_loop.h"
 #include "transport/tokenize_client.h"
@@ -102,6 +104,55 @@ std::optional<std::string> string_at(const json::value& v, const char* key) {
 
 }  // namespace
 
+ScrubbedLaunch scrub_launch_line(const engine::LaunchLine& line) {
+  ScrubbedLaunch out;
+  json::array argv;
+  for (const auto& a : line.argv) argv.emplace_back(a);
+  json::object env;
+  for (const auto& [k, v] : line.env) env[k] = v;
+  json::value doc = json::object{{"argv", argv}, {"env", env}};
+  record::redact_secrets(doc);
+  out.argv = doc.at("argv").as_array();
+  out.env = doc.at("env").as_object();
+  // What changed is secret: the part of each value between what it kept at both ends
+  // ("--hf-token=X" keeps "--hf-token=", "https://user:pw@host" keeps "https://" and "@host").
+  const auto removed = [&out](const std::string& before, const std::string& after) {
+    if (before == after) return;
+    std::size_t p = 0;
+    while (p < before.size() && p < after.size() && before[p] == after[p]) ++p;
+    std::size_t q = 0;
+    while (q < before.size() - p && q < after.size() - p &&
+           before[before.size() - 1 - q] == after[after.size() - 1 - q]) {
+      ++q;
+    }
+    if (p > 0 && before[p - 1] == '<') --p;  // the marker's '<' is not the secret's
+    const std::string secret = before.substr(p, before.size() - p - q);
+    if (secret.size() >= 4) out.secrets.push_back(secret);
+  };
+  for (std::size_t i = 0; i < line.argv.size(); ++i) {
+    removed(line.argv[i], std::string(out.argv[i].as_string()));
+  }
+  for (const auto& [k, v] : line.env) {
+    const json::value& after = out.env.at(k);
+    if (after.is_string()) removed(v, std::string(after.as_string()));
+  }
+  std::sort(out.secrets.begin(), out.secrets.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  return out;
+}
+
+std::string redact_values(std::string text, const std::vector<std::string>& secrets) {
+  const std::string marker = record::scrub_marker("secret");
+  for (const auto& s : secrets) {
+    if (s.empty()) continue;
+    for (std::size_t pos = 0; (pos = text.find(s, pos)) != std::string::npos;
+         pos += marker.size()) {
+      text.replace(pos, s.size(), marker);
+    }
+  }
+  return text;
+}
+
 std::vector<std::string> known_identity_paths() {
   return {"/version", "/props", "/info", "/get_server_info", "/api/version", "/v1/models"};
 }
@@ -141,7 +192,8 @@ json::object query_engine_identity(const std::string& base_url,
       unavailable[path] = "not JSON";
       continue;
     }
-    body = shorten_long_strings(engine::scrub_json_secrets(std::move(body)));
+    record::redact_secrets(body);  // e.g. SGLang's server_info carries its api_key
+    body = shorten_long_strings(std::move(body));
     // Derive the common fields from the shapes engines are known to answer with.
     if (path == "/version") {
       if (auto v = string_at(body, "version")) version = version.value_or(*v);
@@ -193,7 +245,8 @@ LaunchedEngine::LaunchedEngine(engine::EngineSpec spec, workload::Api api,
     : spec_(std::move(spec)) {
   port_ = spec_.port ? *spec_.port : pick_free_port(spec_.host);
   line_ = engine::launch_line(spec_, engine::LaunchValues{port_, self_exe()});
-  secrets_ = engine::secret_values(line_);
+  scrubbed_ = scrub_launch_line(line_);
+  secrets_ = scrubbed_.secrets;
   if (api_key && api_key->size() >= 4) secrets_.push_back(*api_key);
   const auto now = std::chrono::system_clock::now();
   launch_id_ = record::make_run_id(now, spec_.name);
@@ -371,7 +424,7 @@ std::string LaunchedEngine::cell_log(std::uint64_t begin, std::uint64_t end) con
     begin = end - kMaxCellLogBytes;
   }
   out += read_log(begin, end);
-  return engine::redact(std::move(out), secrets_);
+  return redact_values(std::move(out), secrets_);
 }
 
 std::string LaunchedEngine::log_tail(int lines) const {
@@ -385,14 +438,12 @@ std::string LaunchedEngine::log_tail(int lines) const {
   }
   if (pos != std::string::npos && pos < text.size() && text[pos] == '\n') ++pos;
   if (pos == std::string::npos) pos = 0;
-  return engine::redact(text.substr(pos), secrets_);
+  return redact_values(text.substr(pos), secrets_);
 }
 
 json::object LaunchedEngine::launch_json(std::uint64_t cell_index) const {
-  json::array argv;
-  for (const auto& a : engine::scrub_argv(line_.argv)) argv.emplace_back(a);
-  json::object env;
-  for (const auto& [k, v] : engine::scrub_env(line_.env)) env[k] = v;
+  json::array argv = scrubbed_.argv;
+  json::object env = scrubbed_.env;
   json::object ready{{"http_path", spec_.ready.http_path ? json::value(*spec_.ready.http_path)
                                                          : json::value(nullptr)},
                      {"http_status", spec_.ready.http_status},

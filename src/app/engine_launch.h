@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <chrono>
 #include <cstdint>
@@ -31,6 +32,19 @@ boost::json::object query_engine_identity(const std::string& base_url,
 
 /// The identity paths tried for an engine reached by --url (every known engine's).
 std::vector<std::string> known_identity_paths();
+
+/// A launch line as it may be written down: argv and the environment additions through the
+/// record's secret rules (record::redact_secrets: values of secret-named flags and variables,
+/// URL credentials), and the secret values that removed, for redacting the engine's log.
+struct ScrubbedLaunch {
+  boost::json::array argv;
+  boost::json::object env;
+  std::vector<std::string> secrets;  ///< longest first; none shorter than 4 characters
+};
+ScrubbedLaunch scrub_launch_line(const engine::LaunchLine& line);
+
+/// `text` with every occurrence of each of `secrets` replaced by the secret marker.
+std::string redact_values(std::string text, const std::vector<std::string>& secrets);
 
 class LaunchedEngine {
  public:
@@ -78,6 +92,7 @@ class LaunchedEngine {
 
   engine::EngineSpec spec_;
   engine::LaunchLine line_;
+  ScrubbedLaunch scrubbed_;
   std::vector<std::string> secrets_;
   int port_ = 0;
   std::string launch_id_;

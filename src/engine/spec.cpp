@@ -274,53 +274,6 @@ class Reader {
   std::string source_;
 };
 
-}  // namespace
-
-bool secret_name(const std::string& name) {
-  static const std::set<std::string> words = {"key",        "apikey",      "token",  "secret",
-                                              "password",   "passwd",      "credential",
-                                              "credentials", "auth",       "authorization",
-                                              "cookie"};
-  std::string word;
-  for (std::size_t i = 0; i <= name.size(); ++i) {
-    const char c = i < name.size() ? name[i] : '-';
-    if (c == '-' || c == '_' || c == '.') {
-      if (words.count(word) != 0) return true;
-      word.clear();
-    } else {
-      word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-  }
-  return false;
-}
-
-json::value scrub_json_secrets(json::value v) {
-  if (v.is_object()) {
-    for (auto& kv : v.as_object()) {
-      if (secret_name(std::string(kv.key())) && !kv.value().is_null()) {
-        kv.value() = "<secret>";
-      } else {
-        kv.value() = scrub_json_secrets(std::move(kv.value()));
-      }
-    }
-  } else if (v.is_array()) {
-    for (auto& e : v.as_array()) e = scrub_json_secrets(std::move(e));
-  }
-  return v;
-}
-
-namespace {
-
-/// `scheme://user:pass@host` → `scheme://<secret>@host`; other text unchanged.
-std::string scrub_url_credentials(const std::string& s) {
-  const auto scheme = s.find("://");
-  if (scheme == std::string::npos) return s;
-  const auto at = s.find('@', scheme + 3);
-  const auto slash = s.find('/', scheme + 3);
-  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return s;
-  return s.substr(0, scheme + 3) + "<secret>" + s.substr(at);
-}
-
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
   if (from.empty()) return s;
   for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) {
@@ -624,71 +577,6 @@ LaunchLine launch_line(const EngineSpec& spec, const LaunchValues& values) {
   for (const auto& a : spec.args) line.argv.push_back(fill(a));
   for (const auto& [k, v] : spec.env) line.env[k] = fill(v);
   return line;
-}
-
-std::vector<std::string> scrub_argv(const std::vector<std::string>& argv) {
-  std::vector<std::string> out;
-  bool next_secret = false;
-  for (const auto& a : argv) {
-    if (next_secret) {
-      out.emplace_back("<secret>");
-      next_secret = false;
-      continue;
-    }
-    if (a.rfind("-", 0) == 0) {
-      const auto eq = a.find('=');
-      const std::string flag = a.substr(0, eq);
-      if (secret_name(flag)) {
-        if (eq == std::string::npos) {
-          next_secret = true;
-          out.push_back(a);
-        } else {
-          out.push_back(flag + "=<secret>");
-        }
-        continue;
-      }
-    }
-    out.push_back(scrub_url_credentials(a));
-  }
-  return out;
-}
-
-std::map<std::string, std::string> scrub_env(const std::map<std::string, std::string>& env) {
-  std::map<std::string, std::string> out;
-  for (const auto& [k, v] : env) out[k] = secret_name(k) ? "<secret>" : scrub_url_credentials(v);
-  return out;
-}
-
-std::vector<std::string> secret_values(const LaunchLine& line) {
-  std::vector<std::string> out;
-  const std::vector<std::string> scrubbed = scrub_argv(line.argv);
-  for (std::size_t i = 0; i < line.argv.size(); ++i) {
-    if (scrubbed[i] == line.argv[i]) continue;
-    if (scrubbed[i] == "<secret>") {
-      out.push_back(line.argv[i]);
-    } else if (const auto eq = line.argv[i].find('=');
-               eq != std::string::npos && scrubbed[i].find("=<secret>") != std::string::npos) {
-      out.push_back(line.argv[i].substr(eq + 1));
-    } else {  // URL credentials
-      const auto s = line.argv[i].find("://") + 3;
-      out.push_back(line.argv[i].substr(s, line.argv[i].find('@', s) - s));
-    }
-  }
-  for (const auto& [k, v] : line.env) {
-    if (secret_name(k) && !v.empty()) out.push_back(v);
-  }
-  // Longest first, so a secret containing another is replaced whole.
-  std::sort(out.begin(), out.end(),
-            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
-  out.erase(std::remove_if(out.begin(), out.end(),
-                           [](const std::string& s) { return s.size() < 4; }),
-            out.end());
-  return out;
-}
-
-std::string redact(std::string text, const std::vector<std::string>& secrets) {
-  for (const auto& s : secrets) text = replace_all(std::move(text), s, "<secret>");
-  return text;
 }
 
 }  // namespace dyno::engine

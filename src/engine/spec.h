@@ -77,23 +77,6 @@ struct LaunchLine {
 };
 LaunchLine launch_line(const EngineSpec& spec, const LaunchValues& values);
 
-/// A flag, variable or JSON key that holds a secret: one of its words (split at '-', '_',
-/// '.') is key, apikey, token, secret, password, passwd, credential(s), auth, authorization
-/// or cookie ("--api-key", "HF_TOKEN", "api_key"; not "--max-num-batched-tokens").
-bool secret_name(const std::string& name);
-/// `v` with the value of every secret-named object key replaced by "<secret>", recursively.
-boost::json::value scrub_json_secrets(boost::json::value v);
-
-/// The launch line as it may be written down: values of secret-named flags (`--flag value`
-/// and `--flag=value`), secret-named environment variables and URL credentials become
-/// "<secret>".
-std::vector<std::string> scrub_argv(const std::vector<std::string>& argv);
-std::map<std::string, std::string> scrub_env(const std::map<std::string, std::string>& env);
-/// The secret values in a launch line (for removing them from logs).
-std::vector<std::string> secret_values(const LaunchLine& line);
-/// `text` with every occurrence of each secret replaced by "<secret>".
-std::string redact(std::string text, const std::vector<std::string>& secrets);
-
 /// Signal number of "SIGINT", "SIGTERM", "SIGKILL", "SIGQUIT", "SIGHUP", "SIGUSR1", "SIGUSR2"
 /// (or without the SIG prefix); nullopt otherwise.
 std::optional<int> signal_number(const std::string& name);

@@ -486,6 +486,7 @@ bool is_secret_key(std::string_view key) {
                  "id_token",
                  "bearer_token",
                  "hf_token",
+                 "hf_hub_token",
                  "hugging_face_hub_token",
                  "huggingface_token",
                  "github_token",
@@ -501,6 +502,20 @@ bool is_secret_key(std::string_view key) {
   for (std::string_view suffix : {"_api_key", "_secret", "_password", "_access_token",
                                   "_auth_token", "_secret_key", "_private_key"}) {
     if (k.size() > suffix.size() && k.ends_with(suffix)) return true;
+  }
+  // Any word (split at '_' and '.') that says secret: AWS_SECRET_ACCESS_KEY,
+  // --basic-auth-password. Not "token": records are full of token counts and times
+  // (first_token_ns, token_count_source); secret tokens are named above.
+  std::size_t start = 0;
+  while (start <= k.size()) {
+    std::size_t end = k.find_first_of("_.", start);
+    if (end == std::string::npos) end = k.size();
+    if (one_of(std::string_view(k).substr(start, end - start),
+               {"secret", "password", "passwd", "credential", "credentials", "apikey",
+                "authorization", "cookie"})) {
+      return true;
+    }
+    start = end + 1;
   }
   return false;
 }

@@ -17,6 +17,7 @@
 
 #include "integration/process.h"
 #include "integration/record_check.h"
+#include "record/scrub.h"
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -293,7 +294,7 @@ TEST_F(Engines, SecretsInTheSpecNeverReachTheRecord) {
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(read_json(runs[0] / "manifest.json").at("engine").at("launch").at("env").at(
                 "HF_TOKEN").as_string(),
-            "<secret>");
+            dyno::record::scrub_marker("secret"));
 }
 
 TEST_F(Engines, TheSpecsCheckoutCommitAndDirtyFlagAreRecorded) {
