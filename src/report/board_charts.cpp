@@ -155,14 +155,17 @@ std::string cell_label(const Board& b, const compare::Cell& c) {
   return defuse(l);
 }
 
-/// The selected runs behind some cells: listed when few, else counted.
-std::string runs_phrase(const std::vector<const compare::Cell*>& cells) {
+/// The selected runs behind some cells: listed when few, else counted with the arms'
+/// selectors (board.json lists every cell's runs).
+std::string runs_phrase(const Board& b, const std::vector<const compare::Cell*>& cells) {
   std::vector<std::string> ids;
+  std::vector<std::string> arms;
   for (const compare::Cell* c : cells) {
     for (const auto& a : c->arms) {
       if (std::find(ids.begin(), ids.end(), a.run().run_id) == ids.end()) {
         ids.push_back(a.run().run_id);
       }
+      if (std::find(arms.begin(), arms.end(), a.arm) == arms.end()) arms.push_back(a.arm);
     }
   }
   if (ids.empty()) return "";
@@ -171,8 +174,19 @@ std::string runs_phrase(const std::vector<const compare::Cell*>& cells) {
     for (std::size_t i = 0; i < ids.size(); ++i) s += (i == 0 ? "" : ", ") + ids[i];
     return s + ".";
   }
-  return "From " + std::to_string(ids.size()) +
-         " runs: each arm's selected run in each cell (listed per cell in board.json).";
+  std::string sel;
+  for (const auto& arm : b.arms) {
+    if (std::find(arms.begin(), arms.end(), arm) == arms.end()) continue;
+    sel += (sel.empty() ? "" : "; ") + arm;
+    const auto it = b.selectors.find(arm);
+    if (it != b.selectors.end()) {
+      for (std::size_t i = 0; i < it->second.size(); ++i) {
+        sel += (i == 0 ? ": " : ", ") + defuse(it->second[i]);
+      }
+    }
+  }
+  return "From " + std::to_string(ids.size()) + " runs, each arm's selected run per cell (" + sel +
+         "); board.json lists them by cell.";
 }
 
 std::vector<const compare::Cell*> cells_where(const Board& b,
@@ -286,7 +300,7 @@ void add_line_charts(std::vector<BoardChart>& out, Stems& stems, const Board& b,
     });
     const std::string caption = spec.what + " of each arm's selected run in each " + word +
                                 " cell, one line per arm and one panel per model. " +
-                                runs_phrase(cells);
+                                runs_phrase(b, cells);
     add_split(out, stems, slug(spec.stem + "-" + word), caption, spec.section, std::move(c),
               &chart::LineChart::panels);
   }
@@ -400,7 +414,7 @@ void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
       " − 1) · 100 of the selected runs in every compared cell (positive: the arm is better), "
       "each cell labelled win, tie or loss by its " + conf +
       " bootstrap interval; hatched n/a: not compared (a required check failed) or no runs. " +
-      runs_phrase(cells_where(b, [](const compare::Cell& c) { return !c.comparisons.empty(); }));
+      runs_phrase(b, cells_where(b, [](const compare::Cell& c) { return !c.comparisons.empty(); }));
   out.push_back({stems.take("delta-heatmap"), h.title, caption, Section::kThroughput,
                  std::move(h)});
 }
@@ -458,7 +472,7 @@ void add_tradeoff(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
     const std::string caption =
         "Aggregate output tok/s (throughput.output_tokens_per_s, y) against the median per-user "
         "decode rate (rates_tok_s.decode_rate_per_user.p50, x) of each arm's selected run in each " +
-        word + " cell, joined in " + word + " order. " + runs_phrase(cells);
+        word + " cell, joined in " + word + " order. " + runs_phrase(b, cells);
     add_split(out, stems, slug(kinds.size() > 1 ? "serving-tradeoff-" + word : "serving-tradeoff"),
               caption, Section::kThroughput, std::move(c), &chart::TradeOff::panels);
   }
@@ -484,7 +498,7 @@ void add_cdfs(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
       c.title = k.title + " CDF, " + defuse(model);
       c.subtitle = "Completed measured requests of each arm's selected run, one panel per cell; "
                    "further left is faster";
-      c.x = chart::Axis{.title = k.axis, .unit = "ms", .include_zero = true};
+      c.x = chart::Axis{.title = k.axis, .unit = "ms"};
       c.grid.shared_x = false;
       bool any = false;
       std::vector<const compare::Cell*> cells;
@@ -506,7 +520,7 @@ void add_cdfs(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
       const std::string caption = "Empirical CDF of the " + k.source +
                                   " of every completed measured request (requests.jsonl) of "
                                   "each arm's selected run, one panel per cell of " +
-                                  defuse(model) + ". " + runs_phrase(cells);
+                                  defuse(model) + ". " + runs_phrase(b, cells);
       const std::string stem = models.size() > 1 ? k.stem + "-" + slug(model) : k.stem;
       add_split(out, stems, stem, caption, Section::kLatency, std::move(c), &chart::Cdf::panels);
     }
@@ -590,7 +604,7 @@ void add_timelines(std::vector<BoardChart>& out, Stems& stems, const Board& b,
     const std::string caption = spec.what + " of each device (telemetry.jsonl) over each arm's "
                                 "selected run in the cells of " + defuse(model) +
                                 ", the run's service window shaded; a panel without a line: that "
-                                "run has no such reading. " + runs_phrase(cells);
+                                "run has no such reading. " + runs_phrase(b, cells);
     const std::string stem = models.size() > 1 ? spec.stem + "-" + slug(model) : spec.stem;
     add_split(out, stems, stem, caption, spec.section, std::move(c), &chart::Timeline::panels);
   }
