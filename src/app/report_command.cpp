@@ -146,7 +146,7 @@ ReportCommands::ReportCommands(CLI::App& app) {
   compare_->add_flag("--json", compare_options_.json, "print the board ledger (board.json)");
   report_ = app.add_subcommand(
       "report", "write a comparison board directory: README.md, report.html, board.json, "
-                "board.csv, SHA256SUMS");
+                "board.csv, charts (SVG and PNG), SHA256SUMS");
   add_flags(*report_, report_options_);
   report_->add_option("--out", report_options_.out, "the board directory to write")->required();
 }
