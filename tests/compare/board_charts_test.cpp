@@ -329,6 +329,39 @@ TEST_F(BoardCharts, DrawFromOneModelAndCellToTenModelsAndEightCells) {
   }
 }
 
+TEST_F(BoardCharts, SeveralArmsGetARowEachAndABoardWithoutCellsNoCharts) {
+  // slow and slow-again (the same runs) against fast: identical arms keep their own styles.
+  const compare::BoardInput in = compare::load_board_input(
+      testing::fixture_root(),
+      {{"slow", {"label=slow"}}, {"slow-again", {"label=slow"}}, {"fast", {"label=fast"}}}, {});
+  const compare::Board b = compare::build_board(in, testing::fixed_options());
+  const auto charts = board_charts(b);
+  const auto& h = std::get<chart::Heatmap>(by_stem(charts, "delta-heatmap").chart);
+  EXPECT_EQ(h.rows, (std::vector<std::string>{"stories260K · slow", "stories260K · slow-again"}));
+  EXPECT_EQ(h.row_title, "Model · arm");
+  EXPECT_EQ(h.positive_label, "arm better");
+  EXPECT_EQ(h.negative_label, "fast better");
+  EXPECT_EQ(h.cell_labels[0], (std::vector<std::string>{"loss", "loss"}));
+  for (const auto& c : charts) {
+    for (const auto& [name, style] : styles(c.chart)) {
+      const std::size_t want = name == "slow" ? 0u : name == "slow-again" ? 1u : 2u;
+      EXPECT_EQ(style, want) << c.stem << " " << name;
+    }
+  }
+  const auto& p = std::get<chart::Timeline>(by_stem(charts, "power-timeline").chart);
+  EXPECT_EQ(p.grid.columns, 3u);  // the three arms side by side
+  EXPECT_EQ(p.panels.size(), 6u);
+
+  // Two arms that share no cell: every run is unpaired, nothing to draw.
+  auto x = testing::copy_run(testing::make_run("rx", "x", testing::sequential_traces({10, 20})));
+  testing::set_path(x->manifest, "model.id", "other-model");
+  const compare::Board none = compare::build_board(
+      testing::pair_input(x, testing::make_run("ry", "y", testing::sequential_traces({10, 20}))),
+      testing::fixed_options());
+  EXPECT_TRUE(none.cells.empty());
+  EXPECT_TRUE(board_charts(none).empty());
+}
+
 TEST_F(BoardCharts, ChartsWithTooManyPanelsAreSplitIntoParts) {
   const compare::Board b = synthetic_board(40, 1);
   const auto charts = board_charts(b);
