@@ -222,8 +222,11 @@ TEST_F(Report, BadArgumentsAreUsageErrors) {
 
 TEST_F(Report, ARecordOfANewerSchemaVersionIsRefusedNamingTheFile) {
   sweep("only", R"({"base": "firehose"})");
+  // A copy of the runs root is changed: the records under runs() stay as dyno wrote them.
+  const fs::path root = dir_ / "newer-runs";
+  fs::copy(runs(), root, fs::copy_options::recursive);
   fs::path run;
-  for (const auto& e : fs::directory_iterator(runs())) {
+  for (const auto& e : fs::directory_iterator(root)) {
     if (fs::exists(e.path() / "summary.json")) run = e.path();
   }
   ASSERT_FALSE(run.empty());
@@ -236,7 +239,7 @@ TEST_F(Report, ARecordOfANewerSchemaVersionIsRefusedNamingTheFile) {
     std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
   };
   const fs::path board = dir_ / "board";
-  const std::vector<std::string> args = {"report", "--runs-root", runs().string(), "--out",
+  const std::vector<std::string> args = {"report", "--runs-root", root.string(), "--out",
                                          board.string(), "--arm", "a=label=only", "--arm",
                                          "b=label=only", "--allow-unresolved"};
   bump(run / "summary.json");
@@ -248,7 +251,7 @@ TEST_F(Report, ARecordOfANewerSchemaVersionIsRefusedNamingTheFile) {
       << r.err;
   EXPECT_FALSE(fs::exists(board));
   bump(run / "manifest.json");
-  r = dyno({"compare", "--runs-root", runs().string(), "--arm", "a=label=only", "--arm",
+  r = dyno({"compare", "--runs-root", root.string(), "--arm", "a=label=only", "--arm",
             "b=label=only", "--allow-unresolved"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find((run / "manifest.json").string() +
