@@ -7,6 +7,7 @@
 #include "compare/board.h"
 #include "compare/inputs.h"
 #include "dyno/build_info.h"
+#include "report/board_charts.h"
 #include "report/board_document.h"
 #include "report/board_files.h"
 
@@ -123,13 +124,17 @@ int compare_command(const ReportOptions& o) {
 int report_command(const ReportOptions& o) {
   if (o.out.empty()) throw UsageError("report needs --out DIR (the board directory to write)");
   const compare::Board board = build(o);
-  // Charts arrive as report::Figure values (title, stem, SVG and PNG bytes from one drawing
-  // code); until a chart library is wired in, the board has none (docs/compare.md "Charts").
-  const std::vector<report::Figure> figures;
+  // The charts, drawn from the board before anything is written (docs/compare.md "Charts").
+  std::vector<report::Figure> figures;
+  try {
+    figures = report::board_figures(board);
+  } catch (const compare::CompareError& e) {
+    throw UsageError(e.what());  // a malformed telemetry.jsonl
+  }
   const auto files = report::write_board(o.out, board, figures);
   std::cout << "board " << o.out << " · " << board.status << " · " << board.cells.size()
             << " cells · " << files.size() << " files (README.md, report.html, board.json, "
-            << "board.csv, SHA256SUMS)\n";
+            << "board.csv, " << figures.size() << " charts as SVG and PNG, SHA256SUMS)\n";
   return kExitOk;
 }
 
@@ -141,7 +146,7 @@ ReportCommands::ReportCommands(CLI::App& app) {
   compare_->add_flag("--json", compare_options_.json, "print the board ledger (board.json)");
   report_ = app.add_subcommand(
       "report", "write a comparison board directory: README.md, report.html, board.json, "
-                "board.csv, SHA256SUMS");
+                "board.csv, charts (SVG and PNG), SHA256SUMS");
   add_flags(*report_, report_options_);
   report_->add_option("--out", report_options_.out, "the board directory to write")->required();
 }

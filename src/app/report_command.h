@@ -1,6 +1,6 @@
 // `dyno compare` (a comparison board on the console, or its ledger with --json) and
 // `dyno report --out DIR` (the board directory: README.md, report.html, board.json,
-// board.csv, SHA256SUMS). docs/compare.md.
+// board.csv, the charts as SVG and PNG, SHA256SUMS). docs/compare.md.
 #pragma once
 
 #include <cstdint>

@@ -154,6 +154,11 @@ struct Heatmap {
   std::vector<std::string> columns{};
   /// values[row][column]; must be rows.size() × columns.size().
   std::vector<std::vector<std::optional<double>>> values{};
+  /// Optional second, smaller line under each cell's value (e.g. the verdict "tie", or why a
+  /// cell is n/a); empty, or rows.size() × columns.size() ("" for none in a cell). When a cell
+  /// is too small for two lines the label follows the value on one line, else it is left out
+  /// (and a footnote says so).
+  std::vector<std::vector<std::string>> cell_labels{};
   ValueFormat format{};
   std::string scale_title{};     ///< colour-bar title with unit, e.g. "Δ output tok/s, B vs A (%)"
   std::string positive_label{};  ///< at the top of the colour bar, e.g. "B higher"

@@ -86,6 +86,22 @@ void check_heatmap(const Heatmap& h) {
                                   std::to_string(h.columns.size()) + " column labels");
     }
   }
+  if (!h.cell_labels.empty()) {
+    if (h.cell_labels.size() != h.rows.size()) {
+      throw std::invalid_argument("heatmap \"" + h.title + "\": " +
+                                  std::to_string(h.cell_labels.size()) +
+                                  " rows of cell labels for " + std::to_string(h.rows.size()) +
+                                  " rows");
+    }
+    for (std::size_t r = 0; r < h.cell_labels.size(); ++r) {
+      if (h.cell_labels[r].size() != h.columns.size()) {
+        throw std::invalid_argument("heatmap \"" + h.title + "\": row " + std::to_string(r) +
+                                    " has " + std::to_string(h.cell_labels[r].size()) +
+                                    " cell labels for " + std::to_string(h.columns.size()) +
+                                    " column labels");
+      }
+    }
+  }
   if (h.format.decimals < 0 || h.format.decimals > 12) {
     throw std::invalid_argument("heatmap \"" + h.title + "\": decimals must be in [0, 12]");
   }
@@ -169,27 +185,61 @@ void draw_heatmap(Canvas& c, const Heatmap& h, double width, double height) {
       const std::optional<double>& v = h.values[r][k];
       const double cx = cell.x + cell.w / 2.0;
       const double cy = cell.y + cell.h / 2.0;
-      if (v && std::isfinite(*v)) {
+      const std::string label = h.cell_labels.empty() ? std::string() : h.cell_labels[r][k];
+      const bool has_value = v && std::isfinite(*v);
+      Rgb ink = colour::kMuted;
+      if (has_value) {
         const Rgb fill = diverging(*v / limit);
         c.fill_rect(cell, fill);
-        const std::string text = format_value(*v, h.format);
-        double size = value_font;
-        c.set_font(size);
-        if (size > font::kSmall && c.text_width(text) > cell.w - 6.0) {
-          size = font::kSmall;
-          c.set_font(size);
-        }
-        while (size > 7.0 && c.text_width(text) > cell.w - 6.0) {
-          size -= 0.5;
-          c.set_font(size);
-        }
-        const Rgb ink = luminance(fill) < 0.33 ? colour::kWhite : colour::kText;
-        c.text(text, cx, cy, HAlign::kCenter, VAlign::kMiddle, ink);
+        ink = luminance(fill) < 0.33 ? colour::kWhite : colour::kText;
       } else {
         c.fill_rect(cell, kMissing);
         hatch(c, cell);
-        c.set_font(std::min(value_font, font::kSmall));
-        c.text("n/a", cx, cy, HAlign::kCenter, VAlign::kMiddle, colour::kMuted, true);
+      }
+      const std::string text = has_value ? format_value(*v, h.format) : "n/a";
+      const bool halo = !has_value;  // over the hatching
+      double size = has_value ? value_font : std::min(value_font, font::kSmall);
+      c.set_font(size);
+      if (size > font::kSmall && c.text_width(text) > cell.w - 6.0) {
+        size = font::kSmall;
+        c.set_font(size);
+      }
+      while (size > 7.0 && c.text_width(text) > cell.w - 6.0) {
+        size -= 0.5;
+        c.set_font(size);
+      }
+      const double value_h = c.line_height();
+      bool drawn = false;
+      if (!label.empty()) {
+        // Two lines when they fit: the value, then the label in the small size.
+        const double label_size = std::min(size, font::kSmall);
+        c.set_font(label_size);
+        const double second_h = c.line_height();
+        if (value_h + 2.0 + second_h <= cell.h - 4.0 && c.text_width(label) <= cell.w - 6.0) {
+          const double block_top = cy - (value_h + 2.0 + second_h) / 2.0;
+          c.text(label, cx, block_top + value_h + 2.0 + second_h / 2.0, HAlign::kCenter,
+                 VAlign::kMiddle, ink, halo);
+          c.set_font(size);
+          c.text(text, cx, block_top + value_h / 2.0, HAlign::kCenter, VAlign::kMiddle, ink, halo);
+          drawn = true;
+        } else {
+          // One line, "value label", as small as 7 px; else the value alone.
+          const std::string line = text + " " + label;
+          double one = size;
+          c.set_font(one);
+          while (one > 7.0 && c.text_width(line) > cell.w - 6.0) {
+            one -= 0.5;
+            c.set_font(one);
+          }
+          if (c.text_width(line) <= cell.w - 6.0 && c.line_height() <= cell.h) {
+            c.text(line, cx, cy, HAlign::kCenter, VAlign::kMiddle, ink, halo);
+            drawn = true;
+          }
+        }
+      }
+      if (!drawn) {
+        c.set_font(size);
+        c.text(text, cx, cy, HAlign::kCenter, VAlign::kMiddle, ink, halo);
       }
       c.stroke_rect(cell, colour::kWhite, 2.0);
     }

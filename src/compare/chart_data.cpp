@@ -20,6 +20,21 @@ void sort_points(std::vector<SeriesPoint>& p) {
                    [](const SeriesPoint& a, const SeriesPoint& b) { return a.level < b.level; });
 }
 
+/// The service window of a run (earliest sent to latest done of its measured requests that
+/// were not cancelled), in seconds from t0.
+std::pair<std::optional<double>, std::optional<double>> window_of(const RunRecord& r) {
+  std::optional<std::int64_t> lo, hi;
+  for (const auto& t : r.traces) {
+    if (!t.measured() || t.status == metrics::RequestStatus::kCancelled) continue;
+    if (t.sent_ns) lo = std::min(lo.value_or(*t.sent_ns), *t.sent_ns);
+    if (t.done_ns) hi = std::max(hi.value_or(*t.done_ns), *t.done_ns);
+  }
+  std::pair<std::optional<double>, std::optional<double>> w;
+  if (lo) w.first = static_cast<double>(*lo) * 1e-9;
+  if (hi) w.second = static_cast<double>(*hi) * 1e-9;
+  return w;
+}
+
 }  // namespace
 
 std::vector<Series> figure_series(const Board& board, const std::string& metric) {
@@ -127,12 +142,7 @@ std::vector<PowerTimeline> power_timelines(const Board& board) {
     for (const auto& a : c.arms) {
       const RunRecord& r = a.run();
       if (!r.has_telemetry) continue;
-      std::optional<std::int64_t> lo, hi;
-      for (const auto& t : r.traces) {
-        if (!t.measured() || t.status == metrics::RequestStatus::kCancelled) continue;
-        if (t.sent_ns) lo = std::min(lo.value_or(*t.sent_ns), *t.sent_ns);
-        if (t.done_ns) hi = std::max(hi.value_or(*t.done_ns), *t.done_ns);
-      }
+      const auto [lo, hi] = window_of(r);
       std::map<std::pair<std::string, std::int64_t>, PowerTimeline> by_device;
       for (const auto& reading : read_telemetry(r.dir)) {
         const auto w = reading.power_instant_w ? reading.power_instant_w : reading.power_average_w;
@@ -144,12 +154,49 @@ std::vector<PowerTimeline> power_timelines(const Board& board) {
           p.run_id = r.run_id;
           p.source = reading.source;
           p.device = reading.device;
-          if (lo) p.window_begin_s = static_cast<double>(*lo) * 1e-9;
-          if (hi) p.window_end_s = static_cast<double>(*hi) * 1e-9;
+          p.window_begin_s = lo;
+          p.window_end_s = hi;
         }
         p.points.push_back({reading.t_s, *w});
       }
       for (auto& kv : by_device) out.push_back(std::move(kv.second));
+    }
+  }
+  return out;
+}
+
+std::vector<EnergyTimeline> energy_timelines(const Board& board) {
+  std::vector<EnergyTimeline> out;
+  for (const auto& c : board.cells) {
+    for (const auto& a : c.arms) {
+      const RunRecord& r = a.run();
+      if (!r.has_telemetry) continue;
+      const auto [lo, hi] = window_of(r);
+      struct Device {
+        EnergyTimeline timeline;
+        double last_counter = 0;
+      };
+      std::map<std::pair<std::string, std::int64_t>, Device> by_device;
+      for (const auto& reading : read_telemetry(r.dir)) {
+        if (!reading.energy_j) continue;
+        Device& d = by_device[{reading.source, reading.device}];
+        EnergyTimeline& e = d.timeline;
+        if (e.points.empty()) {
+          e.cell = c.id;
+          e.arm = a.arm;
+          e.run_id = r.run_id;
+          e.source = reading.source;
+          e.device = reading.device;
+          e.window_begin_s = lo;
+          e.window_end_s = hi;
+          e.points.push_back({reading.t_s, 0.0});
+        } else {
+          const double step = *reading.energy_j - d.last_counter;
+          e.points.push_back({reading.t_s, e.points.back().energy_j + std::max(step, 0.0)});
+        }
+        d.last_counter = *reading.energy_j;
+      }
+      for (auto& kv : by_device) out.push_back(std::move(kv.second.timeline));
     }
   }
   return out;

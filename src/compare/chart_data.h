@@ -105,4 +105,28 @@ struct PowerTimeline {
 /// when no run has one. Throws CompareError on a malformed telemetry.jsonl.
 std::vector<PowerTimeline> power_timelines(const Board& board);
 
+struct EnergyPoint {
+  double t_s = 0;       ///< seconds from the run's t0
+  double energy_j = 0;  ///< the device's energy counter since the run's first reading of it
+};
+
+/// One device's energy counter over one selected run (telemetry.jsonl `energy_j`), as energy
+/// used since the first reading: the sum of the counter's increments. A decrease (a counter
+/// reset) adds nothing, as in the energy window (docs/telemetry.md, `counter_reset`).
+struct EnergyTimeline {
+  std::string cell;
+  std::string arm;
+  std::string run_id;
+  std::string source;  ///< nvml, amdgpu, rapl
+  std::int64_t device = 0;
+  std::vector<EnergyPoint> points;
+  std::optional<double> window_begin_s;  ///< service window W, seconds from t0
+  std::optional<double> window_end_s;
+};
+
+/// Energy timelines of every selected run whose telemetry.jsonl has energy counter readings
+/// (GPUs with a counter, CPU packages); empty when none has. Throws CompareError on a
+/// malformed telemetry.jsonl.
+std::vector<EnergyTimeline> energy_timelines(const Board& board);
+
 }  // namespace dyno::compare

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "record/record_json.h"
+#include "record/record_reader.h"
 #include "record/run_writer.h"
 
 namespace dyno::compare {
@@ -25,12 +26,14 @@ std::string slurp(const fs::path& path) {
   return ss.str();
 }
 
+/// A record's JSON file through record_reader.h (parsed, schema_version checked): a record of
+/// a newer version fails with its one message, naming the file.
 json::object read_object(const fs::path& path) {
-  boost::system::error_code ec;
-  json::value v = json::parse(slurp(path), ec);
-  if (ec) throw CompareError(path.string() + ": not valid JSON (" + ec.message() + ")");
-  if (!v.is_object()) throw CompareError(path.string() + ": expected a JSON object");
-  return std::move(v.as_object());
+  try {
+    return record::read_record_json(path);
+  } catch (const record::RecordReadError& e) {
+    throw CompareError(e.what());
+  }
 }
 
 /// Checks SHA256SUMS ("<hex>  <path>" lines) against the files of the directory.
@@ -99,25 +102,11 @@ RunRecord load_run(const fs::path& dir) {
     r.summary = read_object(summary);
     r.has_summary = true;
   }
-  const fs::path requests = dir / "requests.jsonl";
-  if (fs::exists(requests)) {
-    std::ifstream in(requests);
-    std::string line;
-    std::size_t n = 0;
-    while (std::getline(in, line)) {
-      ++n;
-      if (line.empty()) continue;
-      boost::system::error_code ec;
-      json::value v = json::parse(line, ec);
-      if (ec || !v.is_object()) {
-        throw CompareError(requests.string() + ":" + std::to_string(n) +
-                           ": not a JSON object");
-      }
-      try {
-        r.traces.push_back(record::trace_from_json(v.as_object()));
-      } catch (const std::exception& e) {
-        throw CompareError(requests.string() + ":" + std::to_string(n) + ": " + e.what());
-      }
+  if (fs::exists(dir / "requests.jsonl")) {
+    try {
+      r.traces = record::read_requests(dir);
+    } catch (const record::RecordReadError& e) {
+      throw CompareError(e.what());
     }
   }
   r.has_telemetry = fs::exists(dir / "telemetry.jsonl");
@@ -176,6 +165,12 @@ std::vector<TelemetryReading> read_telemetry(const fs::path& run_dir) {
   std::vector<TelemetryReading> out;
   const fs::path path = run_dir / "telemetry.jsonl";
   if (!fs::exists(path)) return out;
+  // Telemetry lines carry no schema_version: the manifest's covers the directory.
+  try {
+    record::check_run_dir_version(run_dir);
+  } catch (const record::RecordReadError& e) {
+    throw CompareError(e.what());
+  }
   std::ifstream in(path);
   std::string line;
   std::size_t n = 0;

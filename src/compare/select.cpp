@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "json/json_text.h"
+#include "record/record_reader.h"
 
 namespace dyno::compare {
 
@@ -117,13 +118,11 @@ std::optional<json::object> read_campaign(const fs::path& runs_root,
   if (campaign_id.empty() || campaign_id.find('/') != std::string::npos) return std::nullopt;
   const fs::path file = runs_root / "campaigns" / (campaign_id + ".json");
   if (!fs::exists(file)) return std::nullopt;
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  boost::system::error_code ec;
-  json::value v = json::parse(ss.str(), ec);
-  if (ec || !v.is_object()) throw CompareError(file.string() + ": not a JSON object");
-  return std::move(v.as_object());
+  try {
+    return record::read_record_json(file);  // schema_version checked: a newer one is refused
+  } catch (const record::RecordReadError& e) {
+    throw CompareError(e.what());
+  }
 }
 
 std::vector<fs::path> resolve_selector(const std::string& selector, const fs::path& runs_root,

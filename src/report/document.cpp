@@ -5,9 +5,30 @@
 #include <set>
 #include <stdexcept>
 
+#include "chart/chart.h"
 #include "report/format.h"
 
 namespace dyno::report {
+
+namespace {
+
+/// An SVG document without its XML prolog, doctype and comments before the root element.
+std::string strip_prolog(const std::string& svg) {
+  std::size_t start = 0;
+  while (true) {
+    const auto open = svg.find('<', start);
+    if (open == std::string::npos) return svg;
+    if (svg.compare(open, 2, "<?") == 0 || svg.compare(open, 2, "<!") == 0) {
+      const auto close = svg.find('>', open);
+      if (close == std::string::npos) return svg;
+      start = close + 1;
+      continue;
+    }
+    return svg.substr(open);
+  }
+}
+
+}  // namespace
 
 void validate_figures(const std::vector<Figure>& figures) {
   static const std::set<std::string> reserved = {"README", "readme", "board", "report",
@@ -27,6 +48,10 @@ void validate_figures(const std::vector<Figure>& figures) {
     }
     if (f.svg.empty() || f.png.empty()) {
       throw std::invalid_argument("figure '" + f.stem + "' lacks its SVG or PNG bytes");
+    }
+    if (!strip_prolog(f.svg).starts_with("<svg")) {
+      throw std::invalid_argument("figure '" + f.stem +
+                                  "': its SVG does not start with an <svg> element");
     }
     std::string lower = f.svg;
     std::transform(lower.begin(), lower.end(), lower.begin(),
@@ -130,20 +155,11 @@ std::string plain(const Inline& in) {
   return out;
 }
 
-/// An SVG document without its XML prolog and doctype, to sit inside HTML.
-std::string inline_svg(const std::string& svg) {
-  std::size_t start = 0;
-  while (true) {
-    const auto open = svg.find('<', start);
-    if (open == std::string::npos) return svg;
-    if (svg.compare(open, 2, "<?") == 0 || svg.compare(open, 2, "<!") == 0) {
-      const auto close = svg.find('>', open);
-      if (close == std::string::npos) return svg;
-      start = close + 1;
-      continue;
-    }
-    return svg.substr(open);
-  }
+/// A figure's SVG to sit inside report.html next to the other charts: without its prolog,
+/// every id and reference to one prefixed with "svg-<stem>-" (cairo names ids alike in every
+/// file, glyph0-1, clip1, …: unprefixed, the charts of one page would take each other's glyphs).
+std::string inline_svg(const Figure& f) {
+  return chart::inline_svg(strip_prolog(f.svg), "svg-" + f.stem);
 }
 
 std::string anchor(const std::string& title) {
@@ -202,7 +218,7 @@ void html_block(std::string& out, const Block& b, const std::vector<Figure>& fig
     }
     case Block::Kind::kFigure: {
       const Figure& f = figures.at(b.figure);
-      out += "<figure id=\"fig-" + f.stem + "\">\n<div class=\"chart\">" + inline_svg(f.svg) +
+      out += "<figure id=\"fig-" + f.stem + "\">\n<div class=\"chart\">" + inline_svg(f) +
              "</div>\n<figcaption>" + html_escape(f.title);
       if (!f.caption.empty()) out += " — " + html_escape(f.caption);
       out += "</figcaption>\n</figure>\n";

@@ -327,6 +327,37 @@ TEST(Render, RejectsBadSizesAndMalformedHeatmaps) {
   h = gallery::delta_heatmap(3, 4);
   h.format.decimals = -1;
   EXPECT_THROW(render(h, Format::kSvg), std::invalid_argument);
+  h = gallery::delta_heatmap(3, 4);
+  h.cell_labels[2].push_back("tie");
+  try {
+    render(h, Format::kSvg);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("row 2 has 5 cell labels for 4 column labels"),
+              std::string::npos)
+        << e.what();
+  }
+  h = gallery::delta_heatmap(3, 4);
+  h.cell_labels.pop_back();
+  EXPECT_THROW(render(h, Format::kSvg), std::invalid_argument);
+}
+
+TEST(Render, HeatmapCellLabelsAreDrawnAtAnySize) {
+  Heatmap h = gallery::delta_heatmap(3, 4);
+  const Size size = default_size(h);
+  const std::string with = render(h, Format::kPng);
+  Heatmap without = h;
+  without.cell_labels.clear();
+  EXPECT_NE(with, render(without, Format::kPng));
+  // Too small for two lines (one line or the value alone), and cramped: no failure.
+  EXPECT_NO_THROW(render(h, Format::kPng, size.width, 200));
+  EXPECT_NO_THROW(render(h, Format::kSvg, 200, 120));
+  // No labels at all is the same as empty ones.
+  Heatmap blank = h;
+  for (auto& row : blank.cell_labels) {
+    for (auto& l : row) l.clear();
+  }
+  EXPECT_EQ(render(blank, Format::kPng), render(without, Format::kPng));
 }
 
 LineChart single_series(const std::string& name, std::optional<std::size_t> style) {

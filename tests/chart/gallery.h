@@ -155,16 +155,20 @@ inline Heatmap delta_heatmap(std::size_t models, std::size_t cells) {
   for (std::size_t m = 0; m < models; ++m) {
     h.rows.push_back(model_names()[m % model_names().size()]);
     std::vector<std::optional<double>> row;
+    std::vector<std::string> labels;  // the verdict, as a board marks it
     for (std::size_t c = 0; c < cells; ++c) {
       if (models > 2 && (m * 7 + c * 3) % 23 == 5) {
         row.push_back(std::nullopt);  // a cell whose run failed
+        labels.push_back("not compared");
         continue;
       }
       const double v = -6.0 + 3.5 * static_cast<double>(c) + 4.0 * rng.normal() -
                        static_cast<double>(m % 4) * 2.0;
       row.push_back(v);
+      labels.push_back(v > 3.0 ? "win" : v < -3.0 ? "loss" : "tie");
     }
     h.values.push_back(std::move(row));
+    h.cell_labels.push_back(std::move(labels));
   }
   return h;
 }

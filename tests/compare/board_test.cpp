@@ -247,6 +247,50 @@ TEST(ChartData, ServesTheChartsFromTheBoard) {
   EXPECT_FALSE(power[0].points.empty());
   EXPECT_TRUE(power[0].window_begin_s.has_value());
   EXPECT_EQ(power[0].points[0].power_w, 300.0);
+  const auto energy = energy_timelines(b);
+  ASSERT_EQ(energy.size(), 4u);  // the fake GPU's counter; the host source has none
+  EXPECT_EQ(energy[0].source, "nvml");
+  EXPECT_EQ(energy[0].run_id, power[0].run_id);
+  EXPECT_EQ(energy[0].points.front().energy_j, 0.0);
+  EXPECT_EQ(energy[0].window_begin_s, power[0].window_begin_s);
+  for (const auto& e : energy) {
+    for (std::size_t i = 1; i < e.points.size(); ++i) {
+      EXPECT_GE(e.points[i].energy_j, e.points[i - 1].energy_j) << e.run_id;
+    }
+  }
+}
+
+TEST(ChartData, EnergyTimelinesAddTheCountersIncrementsAndSkipAReset) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("dyno-chart-data-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "manifest.json") << R"({"schema_version": 1, "run_id": "x"})";
+  std::ofstream(dir / "telemetry.jsonl")
+      << R"({"t_ns":0,"source":"nvml","device":0,"energy_j":1000.0,"power_instant_w":200.0})" "\n"
+      << R"({"t_ns":100000000,"source":"rapl","device":0,"energy_j":50.0})" "\n"
+      << R"({"t_ns":500000000,"source":"nvml","device":0,"energy_j":1100.0})" "\n"
+      << R"({"t_ns":1000000000,"source":"nvml","device":0,"energy_j":20.0})" "\n"  // reset
+      << R"({"t_ns":1500000000,"source":"nvml","device":0,"energy_j":120.0})" "\n"
+      << R"({"t_ns":2000000000,"source":"host","device":0,"utilization_pct":5.0})" "\n";
+  auto a = testing::copy_run(testing::make_run("a", "a", testing::sequential_traces({10, 20, 30})));
+  a->dir = dir;
+  a->has_telemetry = true;
+  auto b = testing::make_run("b", "b", testing::sequential_traces({10, 20, 30}));
+  const Board bd = build_board(testing::pair_input(a, b), fixed_options());
+  const auto energy = energy_timelines(bd);
+  ASSERT_EQ(energy.size(), 2u);  // nvml 0 and rapl 0 of arm a; arm b has no telemetry
+  const auto& gpu = energy[0].source == "nvml" ? energy[0] : energy[1];
+  ASSERT_EQ(gpu.points.size(), 4u);
+  EXPECT_EQ(gpu.points[1].energy_j, 100.0);
+  EXPECT_EQ(gpu.points[2].energy_j, 100.0);  // the reset adds nothing
+  EXPECT_EQ(gpu.points[3].energy_j, 200.0);
+  EXPECT_DOUBLE_EQ(gpu.points[3].t_s, 1.5);
+  const auto power = power_timelines(bd);
+  ASSERT_EQ(power.size(), 1u);
+  EXPECT_EQ(power[0].points.size(), 1u);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "compare/select.h"
+#include "record/record_json.h"
 #include "test_records.h"
 
 namespace dyno::compare {
@@ -134,6 +136,70 @@ TEST(RunRecordLoad, ReportsTamperingAndBadFiles) {
   EXPECT_THROW(load_run(tmp), CompareError);
   fs::remove_all(tmp);
   EXPECT_THROW(scan_manifests(tmp), CompareError);
+}
+
+/// Replaces the first `"schema_version": 1` of a file with the next version.
+void bump_schema_version(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  const std::string from = "\"schema_version\": 1";
+  const auto pos = text.find(from);
+  ASSERT_NE(pos, std::string::npos) << file;
+  text.replace(pos, from.size(),
+               "\"schema_version\": " + std::to_string(record::kSchemaVersion + 1));
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
+}
+
+TEST(RunRecordLoad, RefusesARecordOfANewerSchemaVersionNamingTheFile) {
+  const fs::path tmp =
+      fs::temp_directory_path() / ("dyno-compare-version-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::copy(fixture_root(), tmp, fs::copy_options::recursive);
+  const std::string newer = ": schema_version " + std::to_string(record::kSchemaVersion + 1) +
+                            " is newer than this dyno reads (" +
+                            std::to_string(record::kSchemaVersion) + "); upgrade dyno";
+  const auto board_error = [&tmp]() -> std::string {
+    try {
+      build_board(load_board_input(tmp, {{"fast", {"label=fast"}}, {"slow", {"label=slow"}}}, {}),
+                  testing::fixed_options());
+    } catch (const CompareError& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  ASSERT_EQ(board_error(), "(no error)");  // the copy as it is makes a board
+
+  const fs::path run = tmp / "20261130T004322Z-4c1237-fast";
+  const fs::path saved = tmp / "saved";
+  fs::copy(run, saved, fs::copy_options::recursive);
+  bump_schema_version(run / "summary.json");
+  EXPECT_EQ(board_error(), (run / "summary.json").string() + newer);
+  fs::remove_all(run);
+  fs::copy(saved, run, fs::copy_options::recursive);
+  bump_schema_version(run / "manifest.json");
+  // Scanning the runs root for the query reads the manifest first.
+  EXPECT_EQ(board_error(), (run / "manifest.json").string() + newer);
+  try {
+    read_telemetry(run);
+    ADD_FAILURE() << "telemetry of a newer record was read";
+  } catch (const CompareError& e) {
+    EXPECT_EQ(std::string(e.what()), (run / "manifest.json").string() + newer);
+  }
+  try {
+    load_run(run);
+    ADD_FAILURE() << "a newer record was loaded";
+  } catch (const CompareError& e) {
+    EXPECT_EQ(std::string(e.what()), (run / "manifest.json").string() + newer);
+  }
+  fs::remove_all(run);
+  fs::copy(saved, run, fs::copy_options::recursive);
+  fs::remove_all(saved);
+  const fs::path campaign = tmp / "campaigns" / "20261130T004322Z-edfa07-sweep.json";
+  bump_schema_version(campaign);
+  EXPECT_EQ(board_error(), campaign.string() + newer);
+  fs::remove_all(tmp);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -104,7 +105,40 @@ TEST_F(Report, AFasterSimulatedEngineWinsEveryCellOfTheBoard) {
     EXPECT_EQ(c.out().substr(0, 64), line.substr(0, 64)) << line;
     ++listed;
   }
-  EXPECT_EQ(listed, 4);
+  // The charts: SVG and PNG of each, from the board; no telemetry, so no power or energy.
+  const std::vector<std::string> charts = {
+      "throughput-by-concurrency", "delta-heatmap", "serving-tradeoff", "prefill-by-concurrency",
+      "prefill-per-user-by-concurrency", "e2e-latency-cdf", "ttft-cdf"};
+  EXPECT_EQ(listed, 4 + 2 * static_cast<int>(charts.size()));
+  EXPECT_NE(r.out.find(std::to_string(charts.size()) + " charts"), std::string::npos) << r.out;
+  const std::string readme_text = Child::slurp((board / "README.md").string());
+  const std::string html = Child::slurp((board / "report.html").string());
+  for (const auto& stem : charts) {
+    SCOPED_TRACE(stem);
+    const std::string png = Child::slurp((board / (stem + ".png")).string());
+    ASSERT_GT(png.size(), 24u);
+    EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+    const std::string svg = Child::slurp((board / (stem + ".svg")).string());
+    EXPECT_NE(svg.find("<svg"), std::string::npos);
+    EXPECT_NE(readme_text.find("](" + stem + ".png)"), std::string::npos);
+    EXPECT_NE(html.find("<figure id=\"fig-" + stem + "\">"), std::string::npos);
+  }
+  EXPECT_FALSE(fs::exists(board / "power-timeline.png"));
+  // One panel, one model: the throughput chart at its default size, 960 × 600.
+  const std::string png = Child::slurp((board / "throughput-by-concurrency.png").string());
+  const auto be32 = [&png](std::size_t at) {
+    std::uint32_t v = 0;
+    for (std::size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(png[at + i]);
+    return v;
+  };
+  EXPECT_EQ(png.substr(12, 4), "IHDR");
+  EXPECT_EQ(be32(16), 960u);
+  EXPECT_EQ(be32(20), 600u);
+  std::size_t inlined = 0;
+  for (auto pos = html.find("<svg "); pos != std::string::npos; pos = html.find("<svg ", pos + 1)) {
+    ++inlined;
+  }
+  EXPECT_EQ(inlined, charts.size());
 
   const json::object ledger = json::parse(Child::slurp((board / "board.json").string())).as_object();
   EXPECT_EQ(ledger.at("status").as_string(), "unresolved_allowed");
@@ -186,6 +220,46 @@ TEST_F(Report, BadArgumentsAreUsageErrors) {
   r = dyno({"compare", "--runs-root", (dir_ / "missing").string(), "--arm", "a=x", "--arm", "b=y"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--runs-root"), std::string::npos) << r.err;
+}
+
+TEST_F(Report, ARecordOfANewerSchemaVersionIsRefusedNamingTheFile) {
+  sweep("only", R"({"base": "firehose"})");
+  // A copy of the runs root is changed: the records under runs() stay as dyno wrote them.
+  const fs::path root = dir_ / "newer-runs";
+  fs::copy(runs(), root, fs::copy_options::recursive);
+  fs::path run;
+  for (const auto& e : fs::directory_iterator(root)) {
+    if (fs::exists(e.path() / "summary.json")) run = e.path();
+  }
+  ASSERT_FALSE(run.empty());
+  const auto bump = [](const fs::path& file) {
+    std::string text = Child::slurp(file.string());
+    const std::string from = "\"schema_version\": 1";
+    const auto pos = text.find(from);
+    ASSERT_NE(pos, std::string::npos) << file;
+    text.replace(pos, from.size(), "\"schema_version\": 2");
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
+  };
+  const fs::path board = dir_ / "board";
+  const std::vector<std::string> args = {"report", "--runs-root", root.string(), "--out",
+                                         board.string(), "--arm", "a=label=only", "--arm",
+                                         "b=label=only", "--allow-unresolved"};
+  bump(run / "summary.json");
+  Result r = dyno(args);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("error: " + (run / "summary.json").string() +
+                       ": schema_version 2 is newer than this dyno reads (1); upgrade dyno"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(board));
+  bump(run / "manifest.json");
+  r = dyno({"compare", "--runs-root", root.string(), "--arm", "a=label=only", "--arm",
+            "b=label=only", "--allow-unresolved"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find((run / "manifest.json").string() +
+                       ": schema_version 2 is newer than this dyno reads (1); upgrade dyno"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace

@@ -1,0 +1,693 @@
+#include "report/board_charts.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "compare/chart_data.h"
+
+namespace dyno::report {
+
+namespace {
+
+using compare::Board;
+using compare::Section;
+
+/// Panels per image: beyond this a chart is split into parts (12 rows of 3 columns).
+constexpr std::size_t kMaxPanels = 36;
+/// Run ids listed in a caption; more are counted instead (board.json lists them all).
+constexpr std::size_t kMaxListedRuns = 6;
+
+// ---- Words -------------------------------------------------------------------------------
+
+/// A number in its shortest plain form: 4, 2.5, 8000.
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+/// The cell's x as a point label: c=4, 2.5/s, 8000 tok.
+std::string level_label(const std::string& kind, double level) {
+  if (kind == "concurrency") return "c=" + num(level);
+  if (kind == "rate") return num(level) + "/s";
+  if (kind.ends_with("_tokens")) return num(level) + " tok";
+  return num(level);
+}
+
+/// The level kind in a title and a stem: "concurrency", "rate", "context", "prompt".
+std::string level_word(const std::string& kind) {
+  if (kind == "concurrency" || kind == "rate") return kind;
+  if (kind == "decode_tokens") return "context";
+  if (kind == "prefill_tokens") return "prompt";
+  std::string w = kind;
+  std::replace(w.begin(), w.end(), '_', ' ');
+  return w;
+}
+
+chart::Axis level_axis(const std::string& kind) {
+  chart::Axis a;
+  a.ticks_at_data = true;
+  if (kind == "concurrency") {
+    a.title = "Concurrency";
+    a.unit = "requests in flight";
+    a.scale = chart::Scale::kLog2;
+  } else if (kind == "rate") {
+    a.title = "Request rate";
+    a.unit = "req/s";
+  } else if (kind == "decode_tokens") {
+    a.title = "Context";
+    a.unit = "tokens";
+    a.scale = chart::Scale::kLog2;
+  } else if (kind == "prefill_tokens") {
+    a.title = "Prompt";
+    a.unit = "tokens";
+    a.scale = chart::Scale::kLog2;
+  } else if (kind.ends_with("_tokens")) {
+    a.title = "Target length";
+    a.unit = "tokens";
+    a.scale = chart::Scale::kLog2;
+  } else {
+    a.title = level_word(kind);
+    if (!a.title.empty()) a.title[0] = static_cast<char>(std::toupper(a.title[0]));
+    a.unit = "level";
+  }
+  return a;
+}
+
+/// [a-z0-9-]+ from any text: lower case, every other run of characters one '-', at most 40.
+std::string slug(const std::string& text) {
+  std::string s;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) != 0 && c < 0x80) {
+      s += static_cast<char>(std::tolower(c));
+    } else if (!s.empty() && s.back() != '-') {
+      s += '-';
+    }
+  }
+  if (s.size() > 40) s.resize(40);
+  while (!s.empty() && s.back() == '-') s.pop_back();
+  return s.empty() ? "model" : s;
+}
+
+/// Text from records goes into the SVG's <title>/<desc> (XML-escaped there). report.html
+/// refuses an SVG holding "javascript:" anywhere, so that word's colon becomes U+2236 (∶):
+/// a model named so still gets its charts.
+std::string defuse(std::string text) {
+  std::string lower = text;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string word = "javascript:";
+  for (auto pos = lower.rfind(word); pos != std::string::npos;
+       pos = pos == 0 ? std::string::npos : lower.rfind(word, pos - 1)) {
+    text.replace(pos + word.size() - 1, 1, "\u2236");
+  }
+  return text;
+}
+
+std::string device_label(const std::string& source, std::int64_t device) {
+  const std::string d = std::to_string(device);
+  if (source == "nvml" || source == "amdgpu") return "GPU " + d;
+  if (source == "rapl") return "CPU package " + d;
+  return source + " " + d;
+}
+
+std::string percent(double fraction) {
+  return num(std::round(fraction * 1000.0) / 10.0) + " %";
+}
+
+// ---- The board ---------------------------------------------------------------------------
+
+std::size_t arm_style(const Board& b, const std::string& arm) {
+  const auto it = std::find(b.arms.begin(), b.arms.end(), arm);
+  return static_cast<std::size_t>(it - b.arms.begin());
+}
+
+std::string arm_name(const Board& b, const std::string& arm) {
+  return arm == b.baseline ? arm + " (baseline)" : arm;
+}
+
+/// Models in board cell order.
+std::vector<std::string> models_of(const Board& b) {
+  std::vector<std::string> out;
+  for (const auto& c : b.cells) {
+    if (std::find(out.begin(), out.end(), c.model) == out.end()) out.push_back(c.model);
+  }
+  return out;
+}
+
+std::size_t protocol_count(const Board& b) {
+  std::set<std::string> p;
+  for (const auto& c : b.cells) p.insert(c.protocol);
+  return p.size();
+}
+
+/// A cell as a panel title or a heatmap column: c=4 (or the cell's name), with its protocol
+/// when the board has several.
+std::string cell_label(const Board& b, const compare::Cell& c) {
+  std::string l = c.level ? level_label(c.level_kind, *c.level) : c.name;
+  if (protocol_count(b) > 1) l = c.protocol + " " + l;
+  return defuse(l);
+}
+
+/// The selected runs behind some cells: listed when few, else counted with the arms'
+/// selectors (board.json lists every cell's runs).
+std::string runs_phrase(const Board& b, const std::vector<const compare::Cell*>& cells) {
+  std::vector<std::string> ids;
+  std::vector<std::string> arms;
+  for (const compare::Cell* c : cells) {
+    for (const auto& a : c->arms) {
+      if (std::find(ids.begin(), ids.end(), a.run().run_id) == ids.end()) {
+        ids.push_back(a.run().run_id);
+      }
+      if (std::find(arms.begin(), arms.end(), a.arm) == arms.end()) arms.push_back(a.arm);
+    }
+  }
+  if (ids.empty()) return "";
+  if (ids.size() <= kMaxListedRuns) {
+    std::string s = "Runs: ";
+    for (std::size_t i = 0; i < ids.size(); ++i) s += (i == 0 ? "" : ", ") + ids[i];
+    return s + ".";
+  }
+  std::string sel;
+  for (const auto& arm : b.arms) {
+    if (std::find(arms.begin(), arms.end(), arm) == arms.end()) continue;
+    sel += (sel.empty() ? "" : "; ") + arm;
+    const auto it = b.selectors.find(arm);
+    if (it != b.selectors.end()) {
+      for (std::size_t i = 0; i < it->second.size(); ++i) {
+        sel += (i == 0 ? ": " : ", ") + defuse(it->second[i]);
+      }
+    }
+  }
+  return "From " + std::to_string(ids.size()) + " runs, each arm's selected run per cell (" + sel +
+         "); board.json lists them by cell.";
+}
+
+std::vector<const compare::Cell*> cells_where(const Board& b,
+                                              const std::function<bool(const compare::Cell&)>& f) {
+  std::vector<const compare::Cell*> out;
+  for (const auto& c : b.cells) {
+    if (f(c)) out.push_back(&c);
+  }
+  return out;
+}
+
+// ---- Splitting and naming ----------------------------------------------------------------
+
+/// Keeps stems unique: a repeat gets -2, -3, ….
+class Stems {
+ public:
+  std::string take(const std::string& wanted) {
+    std::string s = wanted;
+    for (int i = 2; used_.count(s) != 0; ++i) s = wanted + "-" + std::to_string(i);
+    used_.insert(s);
+    return s;
+  }
+
+ private:
+  std::set<std::string> used_;
+};
+
+/// Adds a chart with panels, split into parts of at most kMaxPanels panels (a multiple of
+/// the grid's columns) so that no image grows past what reads well.
+template <typename XyChart, typename PanelT>
+void add_split(std::vector<BoardChart>& out, Stems& stems, const std::string& stem,
+               const std::string& caption, Section section, XyChart c,
+               std::vector<PanelT> XyChart::*panels) {
+  const std::vector<PanelT> all = std::move(c.*panels);
+  std::size_t per = kMaxPanels;
+  if (c.grid.columns > 0) per = std::max<std::size_t>(c.grid.columns, per - per % c.grid.columns);
+  const std::size_t parts = std::max<std::size_t>(1, (all.size() + per - 1) / per);
+  const std::string title = c.title;
+  for (std::size_t p = 0; p < parts; ++p) {
+    XyChart part = c;
+    const auto first = all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), p * per));
+    const auto last =
+        all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), (p + 1) * per));
+    part.*panels = std::vector<PanelT>(first, last);
+    std::string s = stem;
+    if (parts > 1) {
+      part.title = title + " (part " + std::to_string(p + 1) + " of " + std::to_string(parts) + ")";
+      if (p > 0) s += "-part" + std::to_string(p + 1);
+    }
+    out.push_back({stems.take(s), part.title, caption, section, std::move(part)});
+  }
+}
+
+// ---- Line charts over the level ----------------------------------------------------------
+
+struct LineSpec {
+  std::string metric;      ///< catalogue key
+  std::string stem;        ///< "throughput-by" → throughput-by-concurrency
+  std::string title;       ///< "Output throughput vs" → "… vs concurrency"
+  std::string subtitle;
+  chart::Axis y;
+  std::string what;        ///< the caption's first sentence (what and from where)
+  Section section = Section::kThroughput;
+};
+
+void add_line_charts(std::vector<BoardChart>& out, Stems& stems, const Board& b,
+                     const LineSpec& spec) {
+  const auto series = compare::figure_series(b, spec.metric);
+  std::vector<std::string> kinds;
+  for (const auto& s : series) {
+    if (std::find(kinds.begin(), kinds.end(), s.level_kind) == kinds.end()) {
+      kinds.push_back(s.level_kind);
+    }
+  }
+  for (const auto& kind : kinds) {
+    bool any = false;
+    std::vector<std::pair<std::string, std::string>> keys;  // (model, protocol) in order
+    std::set<std::string> protocols;
+    for (const auto& s : series) {
+      if (s.level_kind != kind) continue;
+      any = any || !s.points.empty();
+      protocols.insert(s.protocol);
+      if (std::find(keys.begin(), keys.end(), std::pair{s.model, s.protocol}) == keys.end()) {
+        keys.emplace_back(s.model, s.protocol);
+      }
+    }
+    if (!any) continue;
+    chart::LineChart c;
+    const std::string word = level_word(kind);
+    c.title = spec.title + " " + word;
+    c.subtitle = spec.subtitle;
+    c.x = level_axis(kind);
+    c.y = spec.y;
+    c.grid.shared_y = keys.size() == 1;
+    if (keys.size() > 1) c.note = "One panel per model; each panel has its own y scale.";
+    for (const auto& [model, protocol] : keys) {
+      chart::Panel p;
+      p.title = defuse(protocols.size() > 1 ? model + " · " + protocol : model);
+      for (const auto& s : series) {
+        if (s.level_kind != kind || s.model != model || s.protocol != protocol) continue;
+        chart::Series cs;
+        cs.name = arm_name(b, s.arm);
+        cs.style = arm_style(b, s.arm);
+        for (const auto& pt : s.points) cs.points.push_back({pt.level, pt.value, {}});
+        p.series.push_back(std::move(cs));
+      }
+      c.panels.push_back(std::move(p));
+    }
+    const auto cells = cells_where(b, [&kind](const compare::Cell& cl) {
+      return cl.level && cl.level_kind == kind;
+    });
+    const std::string caption = spec.what + " of each arm's selected run in each " + word +
+                                " cell, one line per arm and one panel per model. " +
+                                runs_phrase(b, cells);
+    add_split(out, stems, slug(spec.stem + "-" + word), caption, spec.section, std::move(c),
+              &chart::LineChart::panels);
+  }
+}
+
+// ---- Delta heatmap -----------------------------------------------------------------------
+
+void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
+  const std::string metric = "output_tokens_per_s";
+  const auto grid = compare::delta_grid(b, metric);
+  if (grid.empty()) return;
+  std::vector<std::string> arms;  // non-baseline arms with a comparison, board order
+  for (const auto& a : b.arms) {
+    if (std::any_of(grid.begin(), grid.end(), [&a](const auto& p) { return p.arm == a; })) {
+      arms.push_back(a);
+    }
+  }
+  const bool several_arms = arms.size() > 1;
+  // Rows: (model, arm) in board order. Columns: (protocol, cell name), ordered by protocol (first
+  // appearance), then level, then name.
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (const auto& model : models_of(b)) {
+    for (const auto& a : arms) {
+      if (std::any_of(grid.begin(), grid.end(),
+                      [&](const auto& p) { return p.model == model && p.arm == a; })) {
+        rows.emplace_back(model, a);
+      }
+    }
+  }
+  std::vector<std::string> protocol_order;
+  struct Column {
+    std::string protocol, name, label;
+    std::optional<double> level;
+    bool concurrency = false;
+  };
+  std::vector<Column> columns;
+  for (const auto& c : b.cells) {
+    if (c.comparisons.empty()) continue;
+    if (std::find(protocol_order.begin(), protocol_order.end(), c.protocol) ==
+        protocol_order.end()) {
+      protocol_order.push_back(c.protocol);
+    }
+    if (std::none_of(columns.begin(), columns.end(), [&c](const Column& k) {
+          return k.protocol == c.protocol && k.name == c.name;
+        })) {
+      columns.push_back({c.protocol, c.name, cell_label(b, c), c.level,
+                         c.level_kind == "concurrency"});
+    }
+  }
+  const auto rank = [&protocol_order](const std::string& p) {
+    return std::find(protocol_order.begin(), protocol_order.end(), p) - protocol_order.begin();
+  };
+  std::stable_sort(columns.begin(), columns.end(), [&rank](const Column& x, const Column& y) {
+    if (rank(x.protocol) != rank(y.protocol)) return rank(x.protocol) < rank(y.protocol);
+    const double lx = x.level.value_or(INFINITY), ly = y.level.value_or(INFINITY);
+    if (lx != ly) return lx < ly;
+    return x.name < y.name;
+  });
+
+  chart::Heatmap h;
+  const std::string arm_word = several_arms ? "each arm" : arms.front();
+  const std::string conf = percent(b.bootstrap.confidence);
+  h.title = "Output throughput: " + arm_word + " vs " + b.baseline;
+  h.subtitle = "Δ output tok/s in % of " + b.baseline + ", per model and cell, with its verdict";
+  h.row_title = several_arms ? "Model · arm" : "Model";
+  h.column_title = std::all_of(columns.begin(), columns.end(),
+                               [](const Column& k) { return k.concurrency; })
+                       ? "Cell (concurrency)"
+                       : "Cell";
+  h.format = chart::ValueFormat{1, true, "%"};
+  h.min_limit = 5.0;
+  h.scale_title = "Δ output tok/s (%)";
+  h.positive_label = (several_arms ? std::string("arm") : arms.front()) + " better";
+  h.negative_label = b.baseline + " better";
+  h.note = "win / loss: the " + conf + " interval of Δ lies above / below 0; tie: it holds 0 "
+           "(intervals in board.json).";
+  for (const auto& k : columns) h.columns.push_back(k.label);
+  for (const auto& [model, arm] : rows) {
+    h.rows.push_back(defuse(several_arms ? model + " · " + arm : model));
+    std::vector<std::optional<double>> values;
+    std::vector<std::string> labels;
+    for (const auto& k : columns) {
+      const auto it = std::find_if(grid.begin(), grid.end(), [&](const compare::DeltaPoint& p) {
+        return p.model == model && p.arm == arm && p.protocol == k.protocol &&
+               p.cell_name == k.name;
+      });
+      if (it == grid.end()) {
+        values.emplace_back();
+        labels.emplace_back();
+        continue;
+      }
+      if (!it->compared) {
+        values.emplace_back();
+        labels.emplace_back("not compared");
+        continue;
+      }
+      values.push_back(it->delta.value);
+      switch (it->delta.verdict) {
+        case compare::Verdict::kWin: labels.emplace_back("win"); break;
+        case compare::Verdict::kTie: labels.emplace_back("tie"); break;
+        case compare::Verdict::kLoss: labels.emplace_back("loss"); break;
+        case compare::Verdict::kNoInterval: labels.emplace_back("no interval"); break;
+        case compare::Verdict::kNotApplicable: labels.emplace_back(); break;
+      }
+    }
+    h.values.push_back(std::move(values));
+    h.cell_labels.push_back(std::move(labels));
+  }
+  const std::string caption =
+      "Δ output tok/s = (arm / " + b.baseline +
+      " − 1) · 100 of the selected runs in every compared cell (positive: the arm is better), "
+      "each cell labelled win, tie or loss by its " + conf +
+      " bootstrap interval; hatched n/a: not compared (a required check failed) or no runs. " +
+      runs_phrase(b, cells_where(b, [](const compare::Cell& c) { return !c.comparisons.empty(); }));
+  out.push_back({stems.take("delta-heatmap"), h.title, caption, Section::kThroughput,
+                 std::move(h)});
+}
+
+// ---- Serving trade-off -------------------------------------------------------------------
+
+void add_tradeoff(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
+  const auto series = compare::serving_tradeoff(b);
+  std::vector<std::string> kinds;
+  for (const auto& s : series) {
+    if (!s.points.empty() &&
+        std::find(kinds.begin(), kinds.end(), s.level_kind) == kinds.end()) {
+      kinds.push_back(s.level_kind);
+    }
+  }
+  for (const auto& kind : kinds) {
+    const std::string word = level_word(kind);
+    std::vector<std::pair<std::string, std::string>> keys;
+    std::set<std::string> protocols;
+    for (const auto& s : series) {
+      if (s.level_kind != kind) continue;
+      protocols.insert(s.protocol);
+      if (std::find(keys.begin(), keys.end(), std::pair{s.model, s.protocol}) == keys.end()) {
+        keys.emplace_back(s.model, s.protocol);
+      }
+    }
+    chart::TradeOff c;
+    c.title = "Serving trade-off" + (kinds.size() > 1 ? " by " + word : std::string());
+    c.subtitle = "Aggregate output tok/s against per-user decode tok/s (p50), points labelled by " +
+                 word + "; up and to the right is better";
+    c.x = chart::Axis{.title = "Per-user decode, p50", .unit = "tok/s", .include_zero = true};
+    c.y = chart::Axis{.title = "Aggregate output", .unit = "tok/s", .include_zero = true};
+    c.grid.shared_x = keys.size() == 1;
+    c.grid.shared_y = keys.size() == 1;
+    if (keys.size() > 1) c.note = "One panel per model; each panel has its own scales.";
+    for (const auto& [model, protocol] : keys) {
+      chart::Panel p;
+      p.title = defuse(protocols.size() > 1 ? model + " · " + protocol : model);
+      for (const auto& s : series) {
+        if (s.level_kind != kind || s.model != model || s.protocol != protocol) continue;
+        chart::Series cs;
+        cs.name = arm_name(b, s.arm);
+        cs.style = arm_style(b, s.arm);
+        for (const auto& pt : s.points) {
+          cs.points.push_back(
+              {pt.per_user_decode_tok_s, pt.aggregate_output_tok_s, level_label(kind, pt.level)});
+        }
+        p.series.push_back(std::move(cs));
+      }
+      c.panels.push_back(std::move(p));
+    }
+    const auto cells = cells_where(b, [&kind](const compare::Cell& cl) {
+      return cl.level && cl.level_kind == kind;
+    });
+    const std::string caption =
+        "Aggregate output tok/s (throughput.output_tokens_per_s, y) against the median per-user "
+        "decode rate (rates_tok_s.decode_rate_per_user.p50, x) of each arm's selected run in each " +
+        word + " cell, joined in " + word + " order. " + runs_phrase(b, cells);
+    add_split(out, stems, slug(kinds.size() > 1 ? "serving-tradeoff-" + word : "serving-tradeoff"),
+              caption, Section::kThroughput, std::move(c), &chart::TradeOff::panels);
+  }
+}
+
+// ---- Latency CDFs ------------------------------------------------------------------------
+
+void add_cdfs(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
+  const auto samples = compare::all_latency_samples(b);
+  const auto models = models_of(b);
+  struct Kind {
+    std::string stem, title, axis, source;
+    std::vector<double> compare::LatencySamples::*values;
+  };
+  const std::vector<Kind> kinds = {
+      {"e2e-latency-cdf", "End-to-end latency", "End-to-end latency",
+       "end-to-end latency (sent to done)", &compare::LatencySamples::e2e_ms},
+      {"ttft-cdf", "Time to first token", "Time to first token",
+       "time to first token (sent to the first token)", &compare::LatencySamples::ttft_ms}};
+  for (const auto& k : kinds) {
+    for (const auto& model : models) {
+      chart::Cdf c;
+      c.title = k.title + " CDF, " + defuse(model);
+      c.subtitle = "Completed measured requests of each arm's selected run, one panel per cell; "
+                   "further left is faster";
+      c.x = chart::Axis{.title = k.axis, .unit = "ms"};
+      c.grid.shared_x = false;
+      bool any = false;
+      std::vector<const compare::Cell*> cells;
+      for (const auto& cell : b.cells) {
+        if (cell.model != model) continue;
+        cells.push_back(&cell);
+        chart::CdfPanel p;
+        p.title = cell_label(b, cell);
+        for (const auto& s : samples) {
+          if (s.cell != cell.id) continue;
+          const auto& v = s.*(k.values);
+          any = any || !v.empty();
+          p.samples.push_back({arm_name(b, s.arm), v, arm_style(b, s.arm)});
+        }
+        c.panels.push_back(std::move(p));
+      }
+      if (!any) continue;
+      if (c.panels.size() > 1) c.note = "Each panel has its own x scale.";
+      const std::string caption = "Empirical CDF of the " + k.source +
+                                  " of every completed measured request (requests.jsonl) of "
+                                  "each arm's selected run, one panel per cell of " +
+                                  defuse(model) + ". " + runs_phrase(b, cells);
+      const std::string stem = models.size() > 1 ? k.stem + "-" + slug(model) : k.stem;
+      add_split(out, stems, stem, caption, Section::kLatency, std::move(c), &chart::Cdf::panels);
+    }
+  }
+}
+
+// ---- Power and energy timelines ----------------------------------------------------------
+
+/// One device of one run over time: power or energy.
+struct Track {
+  std::string cell, arm, run_id, source;
+  std::int64_t device = 0;
+  std::vector<chart::Point> points;
+  std::optional<double> begin, end;
+};
+
+struct TimelineSpec {
+  std::string stem, title, what;
+  chart::Axis y;
+  Section section = Section::kGpu;
+};
+
+void add_timelines(std::vector<BoardChart>& out, Stems& stems, const Board& b,
+                   const std::vector<Track>& tracks, const TimelineSpec& spec) {
+  if (tracks.empty()) return;
+  const auto models = models_of(b);
+  for (const auto& model : models) {
+    chart::Timeline c;
+    c.title = spec.title + ", " + defuse(model);
+    c.subtitle = "One panel per cell, device and arm; shaded: the run's service window";
+    c.x = chart::Axis{.title = "Time since run start", .unit = "s"};
+    c.y = spec.y;
+    // Headroom above the highest reading, so the window's label at the top of its band never
+    // sits on a line (constant power would otherwise run along the top edge, under the label).
+    double top = 0.0;
+    for (const auto& t : tracks) {
+      for (const auto& p : t.points) {
+        if (std::isfinite(p.y)) top = std::max(top, p.y);
+      }
+    }
+    if (top > 0.0) c.y.max = top * 1.15;
+    std::vector<const compare::Cell*> cells;
+    std::size_t arms_in_row = 0;
+    bool any = false;
+    for (const auto& cell : b.cells) {
+      if (cell.model != model) continue;
+      std::vector<std::pair<std::string, std::int64_t>> devices;
+      for (const auto& t : tracks) {
+        if (t.cell == cell.id &&
+            std::find(devices.begin(), devices.end(), std::pair{t.source, t.device}) ==
+                devices.end()) {
+          devices.emplace_back(t.source, t.device);
+        }
+      }
+      if (devices.empty()) continue;
+      cells.push_back(&cell);
+      arms_in_row = std::max(arms_in_row, cell.arms.size());
+      for (const auto& [source, device] : devices) {
+        for (const auto& a : cell.arms) {
+          chart::Panel p;
+          p.title = cell_label(b, cell) + " · " + device_label(source, device) + " · " + a.arm;
+          chart::Series s;
+          s.name = arm_name(b, a.arm);
+          s.style = arm_style(b, a.arm);
+          for (const auto& t : tracks) {
+            if (t.cell != cell.id || t.arm != a.arm || t.source != source || t.device != device) {
+              continue;
+            }
+            s.points = t.points;
+            any = any || !t.points.empty();
+            if (t.begin && t.end) p.windows.push_back({*t.begin, *t.end, "service window"});
+          }
+          p.series.push_back(std::move(s));
+          c.panels.push_back(std::move(p));
+        }
+      }
+    }
+    if (!any) continue;
+    // One row per cell and device, its arms side by side (when they fit three across).
+    if (arms_in_row >= 1 && arms_in_row <= 3) c.grid.columns = arms_in_row;
+    const std::string caption = spec.what + " of each device (telemetry.jsonl) over each arm's "
+                                "selected run in the cells of " + defuse(model) +
+                                ", the run's service window shaded; a panel without a line: that "
+                                "run has no such reading. " + runs_phrase(b, cells);
+    const std::string stem = models.size() > 1 ? spec.stem + "-" + slug(model) : spec.stem;
+    add_split(out, stems, stem, caption, spec.section, std::move(c), &chart::Timeline::panels);
+  }
+}
+
+std::vector<Track> power_tracks(const Board& b) {
+  std::vector<Track> out;
+  for (const auto& t : compare::power_timelines(b)) {
+    Track k{t.cell, t.arm, t.run_id, t.source, t.device, {}, t.window_begin_s, t.window_end_s};
+    for (const auto& p : t.points) k.points.push_back({p.t_s, p.power_w, {}});
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+std::vector<Track> energy_tracks(const Board& b) {
+  std::vector<Track> out;
+  for (const auto& t : compare::energy_timelines(b)) {
+    Track k{t.cell, t.arm, t.run_id, t.source, t.device, {}, t.window_begin_s, t.window_end_s};
+    for (const auto& p : t.points) k.points.push_back({p.t_s, p.energy_j, {}});
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<BoardChart> board_charts(const Board& b) {
+  std::vector<BoardChart> out;
+  Stems stems;
+  add_line_charts(out, stems, b,
+                  {"output_tokens_per_s", "throughput-by", "Output throughput vs",
+                   "Aggregate output tok/s of each arm; higher is better",
+                   chart::Axis{.title = "Aggregate output", .unit = "tok/s", .include_zero = true},
+                   "Aggregate output tok/s (summary.json throughput.output_tokens_per_s)",
+                   Section::kThroughput});
+  add_heatmap(out, stems, b);
+  add_tradeoff(out, stems, b);
+  add_line_charts(out, stems, b,
+                  {"input_tokens_per_s", "prefill-by", "Prefill throughput vs",
+                   "Aggregate prefill (input) tok/s of each arm; higher is better",
+                   chart::Axis{.title = "Aggregate prefill", .unit = "tok/s", .include_zero = true},
+                   "Aggregate prefill tok/s (summary.json throughput.input_tokens_per_s)",
+                   Section::kPrefill});
+  add_line_charts(out, stems, b,
+                  {"prefill_rate_client_p50", "prefill-per-user-by", "Per-user prefill rate vs",
+                   "Median over requests of input tokens / TTFT (queueing and network included); "
+                   "higher is better",
+                   chart::Axis{.title = "Per-user prefill, p50", .unit = "tok/s",
+                               .include_zero = true},
+                   "The median per-request prefill rate (summary.json "
+                   "rates_tok_s.prefill_rate_client.p50)",
+                   Section::kPrefill});
+  add_cdfs(out, stems, b);
+  add_timelines(out, stems, b, power_tracks(b),
+                {"power-timeline", "Power over time",
+                 "Power (the instantaneous reading, else the averaged one)",
+                 chart::Axis{.title = "Power", .unit = "W", .include_zero = true}, Section::kGpu});
+  add_timelines(out, stems, b, energy_tracks(b),
+                {"energy-timeline", "Energy over time",
+                 "Energy used since the run's first reading (the sum of the energy counter's "
+                 "increments)",
+                 chart::Axis{.title = "Energy since first reading", .unit = "J",
+                             .include_zero = true},
+                 Section::kEnergy});
+  return out;
+}
+
+Figure render_figure(const BoardChart& c) {
+  Figure f;
+  f.title = c.title;
+  f.stem = c.stem;
+  f.section = c.section;
+  f.caption = c.caption;
+  f.svg = chart::render(c.chart, chart::Format::kSvg);
+  f.png = chart::render(c.chart, chart::Format::kPng);
+  return f;
+}
+
+std::vector<Figure> board_figures(const Board& b) {
+  std::vector<Figure> out;
+  for (const auto& c : board_charts(b)) out.push_back(render_figure(c));
+  return out;
+}
+
+}  // namespace dyno::report

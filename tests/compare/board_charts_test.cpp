@@ -1,0 +1,387 @@
+// The board's charts: which charts a board gets, from which figures, with stable arm styles;
+// every chart draws as SVG and PNG (the PNG at the size asked for) from 1 model × 1 cell up to
+// 10 models × 8 cells; the board directory lists, references and inlines them with unique ids.
+// Chart bytes are not compared with golden files (they depend on the cairo and font versions).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <variant>
+
+#include "chart/chart.h"
+#include "compare/chart_data.h"
+#include "record/run_writer.h"
+#include "report/board_charts.h"
+#include "report/board_files.h"
+#include "test_records.h"
+
+namespace dyno::report {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::size_t count(const std::string& hay, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto pos = hay.find(needle); pos != std::string::npos; pos = hay.find(needle, pos + 1)) ++n;
+  return n;
+}
+
+/// Width and height from a PNG's IHDR chunk (the first chunk, right after the signature).
+chart::Size png_size(const std::string& png) {
+  EXPECT_GE(png.size(), 24u);
+  EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_EQ(png.substr(12, 4), "IHDR");
+  const auto be32 = [&png](std::size_t at) {
+    std::uint32_t v = 0;
+    for (std::size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(png[at + i]);
+    return static_cast<int>(v);
+  };
+  return {be32(16), be32(20)};
+}
+
+std::vector<std::string> stems(const std::vector<BoardChart>& charts) {
+  std::vector<std::string> out;
+  for (const auto& c : charts) out.push_back(c.stem);
+  return out;
+}
+
+const BoardChart& by_stem(const std::vector<BoardChart>& charts, const std::string& stem) {
+  for (const auto& c : charts) {
+    if (c.stem == stem) return c;
+  }
+  throw std::runtime_error("no chart " + stem);
+}
+
+/// Every series' (name, style) of a chart; CDF samples included.
+std::vector<std::pair<std::string, std::size_t>> styles(const chart::Chart& c) {
+  std::vector<std::pair<std::string, std::size_t>> out;
+  std::visit(
+      [&out](const auto& spec) {
+        using T = std::decay_t<decltype(spec)>;
+        if constexpr (std::is_same_v<T, chart::Cdf>) {
+          for (const auto& p : spec.panels) {
+            for (const auto& s : p.samples) out.emplace_back(s.name, s.style.value_or(99));
+          }
+        } else if constexpr (!std::is_same_v<T, chart::Heatmap>) {
+          for (const auto& p : spec.panels) {
+            for (const auto& s : p.series) out.emplace_back(s.name, s.style.value_or(99));
+          }
+        }
+      },
+      c);
+  return out;
+}
+
+/// Every PNG has the size asked for: default_size, and another one.
+void expect_draws(const BoardChart& c) {
+  SCOPED_TRACE(c.stem);
+  const Figure f = render_figure(c);
+  EXPECT_EQ(f.stem, c.stem);
+  EXPECT_FALSE(f.title.empty());
+  EXPECT_FALSE(f.caption.empty());
+  EXPECT_EQ(f.svg.rfind("<?xml", 0), 0u);
+  EXPECT_NE(f.svg.find("<svg"), std::string::npos);
+  const chart::Size want = chart::default_size(c.chart);
+  const chart::Size got = png_size(f.png);
+  EXPECT_EQ(got.width, want.width);
+  EXPECT_EQ(got.height, want.height);
+  const chart::Size asked = png_size(chart::render(c.chart, chart::Format::kPng, 800, 500));
+  EXPECT_EQ(asked.width, 800);
+  EXPECT_EQ(asked.height, 500);
+}
+
+class BoardCharts : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("dyno-board-charts-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(BoardCharts, TheFixtureBoardGetsEveryChart) {
+  const compare::Board b =
+      compare::build_board(testing::fixture_input(), testing::fixed_options());
+  const auto charts = board_charts(b);
+  EXPECT_EQ(stems(charts),
+            (std::vector<std::string>{"throughput-by-concurrency", "delta-heatmap",
+                                      "serving-tradeoff", "prefill-by-concurrency",
+                                      "prefill-per-user-by-concurrency", "e2e-latency-cdf",
+                                      "ttft-cdf", "power-timeline", "energy-timeline"}));
+  EXPECT_EQ(by_stem(charts, "delta-heatmap").section, compare::Section::kThroughput);
+  EXPECT_EQ(by_stem(charts, "prefill-by-concurrency").section, compare::Section::kPrefill);
+  EXPECT_EQ(by_stem(charts, "ttft-cdf").section, compare::Section::kLatency);
+  EXPECT_EQ(by_stem(charts, "power-timeline").section, compare::Section::kGpu);
+  EXPECT_EQ(by_stem(charts, "energy-timeline").section, compare::Section::kEnergy);
+
+  // Each arm keeps its style (its index in the board) in every chart.
+  for (const auto& c : charts) {
+    for (const auto& [name, style] : styles(c.chart)) {
+      EXPECT_EQ(style, name.starts_with("fast") ? 0u : 1u) << c.stem << " " << name;
+      EXPECT_TRUE(name == "fast" || name == "slow (baseline)") << c.stem << " " << name;
+    }
+  }
+
+  // The throughput chart plots the board's figures.
+  const auto& line = std::get<chart::LineChart>(by_stem(charts, "throughput-by-concurrency").chart);
+  ASSERT_EQ(line.panels.size(), 1u);
+  EXPECT_EQ(line.panels[0].title, "stories260K");
+  EXPECT_EQ(line.x.unit, "requests in flight");
+  EXPECT_EQ(line.y.unit, "tok/s");
+  ASSERT_EQ(line.panels[0].series.size(), 2u);
+  ASSERT_EQ(line.panels[0].series[0].points.size(), 2u);
+  EXPECT_EQ(line.panels[0].series[0].points[1].x, 4.0);
+  EXPECT_EQ(line.panels[0].series[0].points[1].y,
+            *b.cells[1].arm("fast")->selected_figures().at("output_tokens_per_s"));
+
+  // The heatmap: Δ output tok/s per cell with its verdict, on a scale that says which way is
+  // better.
+  const auto& h = std::get<chart::Heatmap>(by_stem(charts, "delta-heatmap").chart);
+  EXPECT_EQ(h.rows, (std::vector<std::string>{"stories260K"}));
+  EXPECT_EQ(h.columns, (std::vector<std::string>{"c=1", "c=4"}));
+  const auto grid = compare::delta_grid(b, "output_tokens_per_s");
+  ASSERT_EQ(grid.size(), 2u);
+  EXPECT_EQ(h.values[0][0], grid[0].delta.value);
+  EXPECT_EQ(h.values[0][1], grid[1].delta.value);
+  EXPECT_EQ(h.cell_labels, (std::vector<std::vector<std::string>>{{"win", "win"}}));
+  EXPECT_EQ(h.positive_label, "fast better");
+  EXPECT_EQ(h.negative_label, "slow better");
+  EXPECT_EQ(h.format.suffix, "%");
+  EXPECT_FALSE(h.limit.has_value());  // symmetric around 0 from the data
+
+  // Trade-off points are labelled by level; the power timeline has the service window.
+  const auto& t = std::get<chart::TradeOff>(by_stem(charts, "serving-tradeoff").chart);
+  EXPECT_EQ(t.panels[0].series[0].points[0].label, "c=1");
+  EXPECT_EQ(t.y.title, "Aggregate output");
+  const auto& p = std::get<chart::Timeline>(by_stem(charts, "power-timeline").chart);
+  ASSERT_EQ(p.panels.size(), 4u);  // two cells × one GPU × two arms
+  EXPECT_EQ(p.panels[0].title, "c=1 · GPU 0 · fast");
+  ASSERT_EQ(p.panels[0].windows.size(), 1u);
+  EXPECT_EQ(p.y.unit, "W");
+  // Captions say what and from which runs.
+  EXPECT_NE(by_stem(charts, "throughput-by-concurrency").caption.find("20261130T004322Z"),
+            std::string::npos);
+
+  for (const auto& c : charts) expect_draws(c);
+}
+
+TEST_F(BoardCharts, TheBoardDirectoryListsReferencesAndInlinesThem) {
+  // The fixture's fast c4 run answered q00 with a planted <script>; the model's name too.
+  compare::BoardInput in = testing::fixture_input();
+  for (auto& arm : in.arms) {
+    for (auto& r : arm.runs) {
+      auto copy = testing::copy_run(r);
+      testing::set_path(copy->manifest, "model.id", "<script>alert(1)</script> javascript:x");
+      r = copy;
+    }
+  }
+  const compare::Board b = compare::build_board(in, testing::fixed_options());
+  const std::vector<Figure> figures = board_figures(b);
+  ASSERT_EQ(figures.size(), 9u);
+  const auto names = write_board(dir_, b, figures);
+  EXPECT_EQ(names.size(), 4u + 2u * figures.size() + 1u);
+  EXPECT_EQ(names.back(), "SHA256SUMS");
+
+  std::istringstream sums(slurp(dir_ / "SHA256SUMS"));
+  std::set<std::string> listed;
+  std::string line;
+  while (std::getline(sums, line)) {
+    const std::string name = line.substr(66);
+    EXPECT_EQ(line.substr(0, 64), record::sha256_hex(slurp(dir_ / name))) << name;
+    listed.insert(name);
+  }
+  const std::string readme = slurp(dir_ / "README.md");
+  const std::string html = slurp(dir_ / "report.html");
+  const std::string ledger = slurp(dir_ / "board.json");
+  for (const auto& f : figures) {
+    SCOPED_TRACE(f.stem);
+    EXPECT_EQ(listed.count(f.stem + ".svg"), 1u);
+    EXPECT_EQ(listed.count(f.stem + ".png"), 1u);
+    EXPECT_EQ(slurp(dir_ / (f.stem + ".svg")), f.svg);
+    EXPECT_EQ(slurp(dir_ / (f.stem + ".png")), f.png);
+    EXPECT_NE(readme.find("](" + f.stem + ".png)"), std::string::npos);
+    // Inlined as SVG, its ids prefixed with its stem.
+    EXPECT_NE(html.find(chart::inline_svg(f.svg, "svg-" + f.stem)), std::string::npos);
+    EXPECT_NE(ledger.find("\"svg_sha256\": \"" + record::sha256_hex(f.svg) + "\""),
+              std::string::npos);
+  }
+  // No two charts share an id, and every reference finds its element.
+  std::multiset<std::string> ids;
+  const std::regex id_re(R"re(\sid="([^"]*)")re");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), id_re);
+       it != std::sregex_iterator(); ++it) {
+    ids.insert((*it)[1].str());
+  }
+  for (const auto& id : ids) EXPECT_EQ(ids.count(id), 1u) << id;
+  const std::regex ref_re(R"re(href="#([^"]*)")re");
+  std::size_t refs = 0;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), ref_re);
+       it != std::sregex_iterator(); ++it, ++refs) {
+    EXPECT_EQ(ids.count((*it)[1].str()), 1u) << (*it)[1].str();
+  }
+  EXPECT_GT(refs, 100u);
+  EXPECT_EQ(count(html, "<svg "), figures.size());
+  // Still escaped: one script (the table sorter), nothing from a record.
+  EXPECT_EQ(count(html, "<script"), 1u);
+  EXPECT_NE(html.find("&lt;script&gt;alert(&quot;board&quot;)&lt;/script&gt;"), std::string::npos);
+  EXPECT_EQ(readme.find("<script"), std::string::npos);
+  // The model name's "javascript:" reached the charts defused (U+2236 for its colon).
+  const auto cdf = std::find_if(figures.begin(), figures.end(),
+                                [](const Figure& f) { return f.stem == "e2e-latency-cdf"; });
+  ASSERT_NE(cdf, figures.end());
+  EXPECT_NE(cdf->svg.find("javascript\u2236x"), std::string::npos);
+  EXPECT_NE(cdf->svg.find("&lt;script&gt;"), std::string::npos);
+}
+
+/// A board of `models` × `cells` (concurrency 1, 2, 4, …) of two arms; arm b is slower and, in
+/// one cell of a larger board, was sent another request stream (not compared).
+compare::Board synthetic_board(std::size_t models, std::size_t cells) {
+  compare::BoardInput in;
+  in.arms = {{"a", {"label=a"}, {}}, {"b", {"label=b"}, {}}};
+  for (std::size_t m = 0; m < models; ++m) {
+    for (std::size_t k = 0; k < cells; ++k) {
+      const int concurrency = 1 << k;
+      for (std::size_t arm = 0; arm < 2; ++arm) {
+        std::vector<double> e2e;
+        for (std::size_t i = 0; i < 12; ++i) {
+          e2e.push_back((40.0 + 10.0 * static_cast<double>(m) + static_cast<double>(i % 5) +
+                         3.0 * static_cast<double>(k)) *
+                        (arm == 0 ? 1.0 : 1.2 + 0.05 * static_cast<double>(k)));
+        }
+        const std::string id =
+            "r-" + std::to_string(m) + "-" + std::to_string(k) + "-" + (arm == 0 ? "a" : "b");
+        auto r = testing::copy_run(testing::make_run(id, arm == 0 ? "a" : "b",
+                                                     testing::sequential_traces(e2e),
+                                                     concurrency));
+        testing::set_path(r->manifest, "model.id", "model-" + std::to_string(m));
+        if (models > 2 && m == 2 && k == 1 && arm == 1) {
+          testing::set_path(r->manifest, "workload.request_stream.sha256", std::string(64, '6'));
+        }
+        in.arms[arm].runs.push_back(r);
+      }
+    }
+  }
+  compare::BoardOptions o = testing::fixed_options();
+  o.bootstrap.resamples = 200;
+  return compare::build_board(in, o);
+}
+
+TEST_F(BoardCharts, DrawFromOneModelAndCellToTenModelsAndEightCells) {
+  for (const auto& [models, cells] :
+       std::vector<std::pair<std::size_t, std::size_t>>{{1, 1}, {1, 8}, {3, 4}, {10, 8}}) {
+    SCOPED_TRACE(std::to_string(models) + " × " + std::to_string(cells));
+    const compare::Board b = synthetic_board(models, cells);
+    ASSERT_EQ(b.cells.size(), models * cells);
+    std::vector<BoardChart> charts;
+    ASSERT_NO_THROW(charts = board_charts(b));
+    // No telemetry: no power or energy charts. One CDF chart per model and latency.
+    std::vector<std::string> want = {"throughput-by-concurrency", "delta-heatmap",
+                                     "serving-tradeoff", "prefill-by-concurrency",
+                                     "prefill-per-user-by-concurrency"};
+    for (const char* kind : {"e2e-latency-cdf", "ttft-cdf"}) {
+      if (models == 1) {
+        want.emplace_back(kind);
+      } else {
+        for (std::size_t m = 0; m < models; ++m) {
+          want.push_back(std::string(kind) + "-model-" + std::to_string(m));
+        }
+      }
+    }
+    EXPECT_EQ(stems(charts), want);
+    const auto& line = std::get<chart::LineChart>(charts[0].chart);
+    EXPECT_EQ(line.panels.size(), models);
+    const auto& h = std::get<chart::Heatmap>(by_stem(charts, "delta-heatmap").chart);
+    EXPECT_EQ(h.rows.size(), models);
+    EXPECT_EQ(h.columns.size(), cells);
+    for (std::size_t m = 0; m < models; ++m) {
+      for (std::size_t k = 0; k < cells; ++k) {
+        if (models > 2 && m == 2 && k == 1) {
+          EXPECT_FALSE(h.values[m][k].has_value());
+          EXPECT_EQ(h.cell_labels[m][k], "not compared");
+        } else {
+          EXPECT_EQ(h.cell_labels[m][k], "win") << m << " " << k;  // arm a is faster
+          EXPECT_GT(h.values[m][k].value_or(-1.0), 0.0);
+        }
+      }
+    }
+    const auto& cdf = std::get<chart::Cdf>(charts[5].chart);
+    EXPECT_EQ(cdf.panels.size(), cells);
+    for (const auto& c : charts) {
+      for (const auto& [name, style] : styles(c.chart)) {
+        EXPECT_EQ(style, name == "a" ? 0u : 1u) << c.stem << " " << name;
+      }
+    }
+    for (const auto& c : charts) expect_draws(c);
+  }
+}
+
+TEST_F(BoardCharts, SeveralArmsGetARowEachAndABoardWithoutCellsNoCharts) {
+  // slow and slow-again (the same runs) against fast: identical arms keep their own styles.
+  const compare::BoardInput in = compare::load_board_input(
+      testing::fixture_root(),
+      {{"slow", {"label=slow"}}, {"slow-again", {"label=slow"}}, {"fast", {"label=fast"}}}, {});
+  const compare::Board b = compare::build_board(in, testing::fixed_options());
+  const auto charts = board_charts(b);
+  const auto& h = std::get<chart::Heatmap>(by_stem(charts, "delta-heatmap").chart);
+  EXPECT_EQ(h.rows, (std::vector<std::string>{"stories260K · slow", "stories260K · slow-again"}));
+  EXPECT_EQ(h.row_title, "Model · arm");
+  EXPECT_EQ(h.positive_label, "arm better");
+  EXPECT_EQ(h.negative_label, "fast better");
+  EXPECT_EQ(h.cell_labels[0], (std::vector<std::string>{"loss", "loss"}));
+  for (const auto& c : charts) {
+    for (const auto& [name, style] : styles(c.chart)) {
+      const std::size_t want = name == "slow" ? 0u : name == "slow-again" ? 1u : 2u;
+      EXPECT_EQ(style, want) << c.stem << " " << name;
+    }
+  }
+  const auto& p = std::get<chart::Timeline>(by_stem(charts, "power-timeline").chart);
+  EXPECT_EQ(p.grid.columns, 3u);  // the three arms side by side
+  EXPECT_EQ(p.panels.size(), 6u);
+
+  // Two arms that share no cell: every run is unpaired, nothing to draw.
+  auto x = testing::copy_run(testing::make_run("rx", "x", testing::sequential_traces({10, 20})));
+  testing::set_path(x->manifest, "model.id", "other-model");
+  const compare::Board none = compare::build_board(
+      testing::pair_input(x, testing::make_run("ry", "y", testing::sequential_traces({10, 20}))),
+      testing::fixed_options());
+  EXPECT_TRUE(none.cells.empty());
+  EXPECT_TRUE(board_charts(none).empty());
+}
+
+TEST_F(BoardCharts, ChartsWithTooManyPanelsAreSplitIntoParts) {
+  const compare::Board b = synthetic_board(40, 1);
+  const auto charts = board_charts(b);
+  const auto& first = std::get<chart::LineChart>(by_stem(charts, "throughput-by-concurrency").chart);
+  const auto& second =
+      std::get<chart::LineChart>(by_stem(charts, "throughput-by-concurrency-part2").chart);
+  EXPECT_EQ(first.panels.size(), 36u);
+  EXPECT_EQ(second.panels.size(), 4u);
+  EXPECT_NE(first.title.find("(part 1 of 2)"), std::string::npos) << first.title;
+  EXPECT_EQ(by_stem(charts, "serving-tradeoff-part2").section, compare::Section::kThroughput);
+  expect_draws(by_stem(charts, "throughput-by-concurrency"));
+  // Unique stems, valid for the board directory.
+  const auto all = stems(charts);
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), all.size());
+  std::vector<Figure> placeholders;
+  for (const auto& c : charts) {
+    placeholders.push_back({c.title, c.stem, c.section, c.caption, "<svg/>", "png"});
+  }
+  EXPECT_NO_THROW(validate_figures(placeholders));
+}
+
+}  // namespace
+}  // namespace dyno::report
