@@ -159,7 +159,8 @@ std::vector<std::string> known_identity_paths() {
 
 json::object query_engine_identity(const std::string& base_url,
                                    const std::vector<std::string>& paths,
-                                   const std::optional<std::string>& api_key) {
+                                   const std::optional<std::string>& api_key, bool tls_verify,
+                                   const std::optional<std::string>& ca_file) {
   json::object out;
   json::object sources;
   json::object unavailable;
@@ -168,6 +169,8 @@ json::object query_engine_identity(const std::string& base_url,
   try {
     transport::TokenizeClientOptions co;
     co.timeout = std::chrono::milliseconds(5000);
+    co.tls_verify = tls_verify;
+    co.ca_file = ca_file;
     client = std::make_unique<transport::TokenizeClient>(transport::BaseUrl::parse(base_url),
                                                          "", api_key, co);
   } catch (const std::exception& e) {

@@ -28,7 +28,9 @@ namespace dyno::app {
 /// listed with the reason.
 boost::json::object query_engine_identity(const std::string& base_url,
                                           const std::vector<std::string>& paths,
-                                          const std::optional<std::string>& api_key);
+                                          const std::optional<std::string>& api_key,
+                                          bool tls_verify = true,
+                                          const std::optional<std::string>& ca_file = {});
 
 /// The identity paths tried for an engine reached by --url (every known engine's).
 std::vector<std::string> known_identity_paths();

@@ -401,7 +401,8 @@ EngineSession::EngineSession(const RunOptions& options, workload::Api api) {
   if (o.timeout_s) config_.total_timeout = to_ms(*o.timeout_s);
   model_json_ = model_identity(o, model_);
   if (o.url) {  // what the server says it is (name, version, model), from its own endpoints
-    reported_ = query_engine_identity(url_text, known_identity_paths(), config_.api_key);
+    reported_ = query_engine_identity(url_text, known_identity_paths(), config_.api_key,
+                                      config_.tls_verify, config_.ca_file);
   }
   start_telemetry(o);
   if (config_.ca_file) {  // fail on a bad CA file now, before any record exists
