@@ -191,20 +191,15 @@ class AmdgpuSampler final : public Sampler {
   std::string name() const override { return "amdgpu"; }
 
   Probe probe() override {
-    Probe result;
-    result.source = "amdgpu";
     cards_.clear();
-    try {
-      probe_into(result);
-    } catch (const std::exception& e) {
-      cards_.clear();
-      result.devices.clear();
-      result.available = false;
-      result.reason = std::string("amdgpu probe failed: ") + e.what();
-      probed_ = true;
-      return result;
-    }
+    bool failed = false;
+    Probe result = guarded_probe("amdgpu", "amdgpu", [this](Probe& p) { probe_into(p); },
+                                 [this, &failed] {
+                                   cards_.clear();
+                                   failed = true;
+                                 });
     probed_ = true;
+    if (failed) return result;
     result.available = !cards_.empty();
     if (!result.available) {
       result.reason = "no amdgpu device found under " + (root_ / "class" / "drm").string();

@@ -138,15 +138,8 @@ class HostSampler final : public Sampler {
   std::string name() const override { return "host"; }
 
   Probe probe() override {
-    Probe result;
-    result.source = "host";
-    try {
-      probe_into(result);
-    } catch (const std::exception& e) {
-      result.devices.clear();
-      result.available = false;
-      result.reason = std::string("host probe failed: ") + e.what();
-    }
+    Probe result = guarded_probe("host", "host", [this](Probe& p) { probe_into(p); },
+                                 [this] { available_ = false; });
     probed_ = true;
     return result;
   }

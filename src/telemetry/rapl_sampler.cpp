@@ -81,17 +81,9 @@ class RaplSampler final : public Sampler {
   std::string name() const override { return "rapl"; }
 
   Probe probe() override {
-    Probe result;
-    result.source = "rapl";
     zones_.clear();
-    try {
-      probe_into(result);
-    } catch (const std::exception& e) {
-      zones_.clear();
-      result.devices.clear();
-      result.available = false;
-      result.reason = std::string("RAPL probe failed: ") + e.what();
-    }
+    Probe result = guarded_probe("rapl", "RAPL", [this](Probe& p) { probe_into(p); },
+                                 [this] { zones_.clear(); });
     probed_ = true;
     return result;
   }

@@ -2,6 +2,21 @@
 
 namespace dyno::telemetry {
 
+Probe guarded_probe(const std::string& source, const std::string& label,
+                    const std::function<void(Probe&)>& fill, const std::function<void()>& reset) {
+  Probe result;
+  result.source = source;
+  try {
+    fill(result);
+  } catch (const std::exception& e) {
+    if (reset) reset();
+    result.devices.clear();
+    result.available = false;
+    result.reason = label + " probe failed: " + e.what();
+  }
+  return result;
+}
+
 const char* to_string(Capability c) {
   switch (c) {
     case Capability::kEnergyCounter:

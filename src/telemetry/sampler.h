@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -95,6 +96,13 @@ class Sampler {
 
 /// NVIDIA through NVML loaded at run time. `library` overrides the default soname
 /// "libnvidia-ml.so.1" (tests load a fake library through it; env DYNO_NVML_LIBRARY too).
+/// A probe of `source`: `fill` adds what it finds; if it throws, the probe says unavailable
+/// with "<label> probe failed: <what>", no devices, and `reset` drops the sampler's partial
+/// state. The sampler probes of the file-based sources share it.
+Probe guarded_probe(const std::string& source, const std::string& label,
+                    const std::function<void(Probe&)>& fill,
+                    const std::function<void()>& reset = {});
+
 std::unique_ptr<Sampler> make_nvml_sampler(const std::string& library = "");
 /// AMD GPUs through amdgpu sysfs/hwmon under `sysfs_root` (default "/sys").
 std::unique_ptr<Sampler> make_amdgpu_sampler(const std::filesystem::path& sysfs_root = "/sys");
