@@ -26,18 +26,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::size_t count(const std::string& hay, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto pos = hay.find(needle); pos != std::string::npos; pos = hay.find(needle, pos + 1)) ++n;
-  return n;
-}
+using dyno::testing::count;
+using dyno::testing::slurp;
 
 /// Width and height from a PNG's IHDR chunk (the first chunk, right after the signature).
 chart::Size png_size(const std::string& png) {

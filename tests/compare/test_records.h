@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +19,21 @@
 #include "record/record_json.h"
 
 namespace dyno::testing {
+
+/// A file's bytes ("" when it cannot be read).
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Occurrences of `needle` in `hay` (overlapping ones included).
+inline std::size_t count(const std::string& hay, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto pos = hay.find(needle); pos != std::string::npos; pos = hay.find(needle, pos + 1)) ++n;
+  return n;
+}
 
 inline std::filesystem::path fixture_root() {
   return std::filesystem::path(DYNO_SOURCE_DIR) / "tests/compare/data/runs";
