@@ -17,8 +17,8 @@
 
 #include "app/run_command.h"
 #include "record/run_id.h"
-#include "record/scrub.h"
 #include "record/run_writer.h"
+#include "record/scrub.h"
 #include "transport/event_loop.h"
 #include "transport/tokenize_client.h"
 
@@ -29,7 +29,7 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::size_t kMaxCellLogBytes = 16u << 20;  // a cell's slice beyond this keeps its tail
-constexpr std::size_t kLongString = 2000;           // identity strings longer are summarised
+constexpr std::size_t kLongString = 2000;            // identity strings longer are summarised
 
 std::string self_exe() {
   std::error_code ec;
@@ -79,8 +79,7 @@ std::string api_suffix(const std::string& api_path) {
 
 json::value shorten_long_strings(json::value v) {
   if (v.is_string() && v.as_string().size() > kLongString) {
-    return json::value("<" + std::to_string(v.as_string().size()) +
-                       " characters, sha256 " +
+    return json::value("<" + std::to_string(v.as_string().size()) + " characters, sha256 " +
                        record::sha256_hex(std::string(v.as_string())) + ">");
   }
   if (v.is_object()) {
@@ -171,8 +170,8 @@ json::object query_engine_identity(const std::string& base_url,
     co.timeout = std::chrono::milliseconds(5000);
     co.tls_verify = tls_verify;
     co.ca_file = ca_file;
-    client = std::make_unique<transport::TokenizeClient>(transport::BaseUrl::parse(base_url),
-                                                         "", api_key, co);
+    client = std::make_unique<transport::TokenizeClient>(transport::BaseUrl::parse(base_url), "",
+                                                         api_key, co);
   } catch (const std::exception& e) {
     out["reason"] = std::string("cannot query the engine: ") + e.what();
     return out;
@@ -267,8 +266,8 @@ LaunchedEngine::LaunchedEngine(engine::EngineSpec spec, workload::Api api,
   po.workdir = spec_.workdir;
   po.log_path = log_path_.string();
   const auto t0 = std::chrono::steady_clock::now();
-  std::cerr << "dyno: starting engine " << spec_.name << " (" << spec_.file << ") on port "
-            << port_ << "\n";
+  std::cerr << "dyno: starting engine " << spec_.name << " (" << spec_.file << ") on port " << port_
+            << "\n";
   try {
     process_ = std::make_unique<engine::EngineProcess>(po);
   } catch (const engine::ProcessError& e) {
@@ -289,8 +288,7 @@ LaunchedEngine::LaunchedEngine(engine::EngineSpec spec, workload::Api api,
   transport::TokenizeClientOptions co;
   co.timeout = std::chrono::milliseconds(
       static_cast<std::int64_t>(std::max(1.0, std::min(10.0, spec_.ready.timeout_s)) * 1000));
-  transport::TokenizeClient client(transport::BaseUrl::parse(base_url()), spec_.model, api_key,
-                                   co);
+  transport::TokenizeClient client(transport::BaseUrl::parse(base_url()), spec_.model, api_key, co);
   const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                  std::chrono::duration<double>(spec_.ready.timeout_s));
   const auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -311,9 +309,8 @@ LaunchedEngine::LaunchedEngine(engine::EngineSpec spec, workload::Api api,
     bool ok = false;
     if (spec_.ready.log_line) {
       const std::uint64_t size = log_size();
-      const std::uint64_t from = scanned >= spec_.ready.log_line->size()
-                                     ? scanned - spec_.ready.log_line->size()
-                                     : 0;
+      const std::uint64_t from =
+          scanned >= spec_.ready.log_line->size() ? scanned - spec_.ready.log_line->size() : 0;
       ok = read_log(from, size).find(*spec_.ready.log_line) != std::string::npos;
       scanned = size;
     }
@@ -334,8 +331,8 @@ LaunchedEngine::LaunchedEngine(engine::EngineSpec spec, workload::Api api,
   // 2. One 1-token request (engines answer /health before the model serves).
   if (spec_.ready.first_request) {
     const bool chat = api == workload::Api::kChat;
-    json::object body{{"model", spec_.model}, {"max_tokens", 1}, {"stream", false},
-                      {"temperature", 0.0}};
+    json::object body{
+        {"model", spec_.model}, {"max_tokens", 1}, {"stream", false}, {"temperature", 0.0}};
     if (chat) {
       body["messages"] = json::array{json::object{{"role", "user"}, {"content", "Hello"}}};
     } else {

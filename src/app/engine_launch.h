@@ -54,8 +54,8 @@ class LaunchedEngine {
   /// 1-token request succeeds. Throws UsageError for a command that cannot start, and
   /// std::runtime_error (with the log's tail) when the engine exits or is not ready within
   /// the timeout, or when `stop` is set meanwhile — with the engine stopped and reaped.
-  LaunchedEngine(engine::EngineSpec spec, workload::Api api,
-                 std::optional<std::string> api_key, const std::atomic<bool>& stop);
+  LaunchedEngine(engine::EngineSpec spec, workload::Api api, std::optional<std::string> api_key,
+                 const std::atomic<bool>& stop);
   ~LaunchedEngine();
   LaunchedEngine(const LaunchedEngine&) = delete;
   LaunchedEngine& operator=(const LaunchedEngine&) = delete;

@@ -24,8 +24,9 @@ void add_flags(CLI::App& cmd, ReportOptions& o) {
   cmd.add_option("--spec", o.spec,
                  "board spec file (JSON): arms, explicit cells, model aliases, policy "
                  "(docs/compare.md)");
-  cmd.add_option("--baseline", o.baseline, "the arm every other arm is compared with "
-                                           "(default: the last arm)");
+  cmd.add_option("--baseline", o.baseline,
+                 "the arm every other arm is compared with "
+                 "(default: the last arm)");
   cmd.add_option("--runs-root", o.runs_root, "directory that holds the run records")
       ->capture_default_str();
   cmd.add_option("--title", o.title, "the board's title (default: '<arms> vs <baseline>')");
@@ -66,8 +67,7 @@ compare::Board build(const ReportOptions& o) {
           "a board needs at least two arms: --arm NAME=SELECTOR twice (e.g. --arm fast=label=fast "
           "--arm slow=label=slow), or a --spec file");
     }
-    compare::BoardInput input =
-        compare::load_board_input(o.runs_root, arms, spec.cells);
+    compare::BoardInput input = compare::load_board_input(o.runs_root, arms, spec.cells);
     input.title = o.title.empty() ? spec.title : o.title;
     input.baseline = o.baseline.empty() ? spec.baseline : o.baseline;
     input.model_aliases = spec.model_aliases;
@@ -90,8 +90,9 @@ compare::Board build(const ReportOptions& o) {
     if (o.accuracy_pp) bo.quality.accuracy_pp = *o.accuracy_pp;
     if (o.output_gap_pct) bo.quality.output_gap_pct = *o.output_gap_pct;
     if (!(bo.quality.accuracy_pp >= 0) || !(bo.quality.output_gap_pct >= 0)) {
-      throw UsageError("quality thresholds must be >= 0 (--quality-accuracy-pp, "
-                       "--quality-output-gap-pct)");
+      throw UsageError(
+          "quality thresholds must be >= 0 (--quality-accuracy-pp, "
+          "--quality-output-gap-pct)");
     }
     if (o.resamples < 100) throw UsageError("--resamples must be at least 100");
     if (!(o.confidence > 0.5 && o.confidence < 1.0)) {
@@ -140,13 +141,15 @@ int report_command(const ReportOptions& o) {
 
 ReportCommands::ReportCommands(CLI::App& app) {
   compare_ = app.add_subcommand(
-      "compare", "compare run records arm against arm: paired cells, fairness checks, deltas "
-                 "with intervals (console, or --json)");
+      "compare",
+      "compare run records arm against arm: paired cells, fairness checks, deltas "
+      "with intervals (console, or --json)");
   add_flags(*compare_, compare_options_);
   compare_->add_flag("--json", compare_options_.json, "print the board ledger (board.json)");
-  report_ = app.add_subcommand(
-      "report", "write a comparison board directory: README.md, report.html, board.json, "
-                "board.csv, charts (SVG and PNG), SHA256SUMS");
+  report_ =
+      app.add_subcommand("report",
+                         "write a comparison board directory: README.md, report.html, board.json, "
+                         "board.csv, charts (SVG and PNG), SHA256SUMS");
   add_flags(*report_, report_options_);
   report_->add_option("--out", report_options_.out, "the board directory to write")->required();
 }

@@ -15,12 +15,12 @@ class App;
 namespace dyno::app {
 
 struct ReportOptions {
-  std::vector<std::string> arms;     ///< NAME=SELECTOR, repeatable
-  std::optional<std::string> spec;   ///< board spec file (JSON)
-  std::string baseline;              ///< "" = the last arm
+  std::vector<std::string> arms;    ///< NAME=SELECTOR, repeatable
+  std::optional<std::string> spec;  ///< board spec file (JSON)
+  std::string baseline;             ///< "" = the last arm
   std::string runs_root = "runs";
   std::string title;
-  std::vector<std::string> model_aliases;  ///< ID=NAME
+  std::vector<std::string> model_aliases;    ///< ID=NAME
   std::string require, report_only, ignore;  ///< check lists
   bool allow_unresolved = false;
   std::uint32_t resamples = 2000;
@@ -28,8 +28,8 @@ struct ReportOptions {
   std::uint64_t seed = 0;
   std::optional<double> accuracy_pp;
   std::optional<double> output_gap_pct;
-  bool json = false;        ///< compare: print board.json instead of the text
-  std::string out;          ///< report: the board directory
+  bool json = false;  ///< compare: print board.json instead of the text
+  std::string out;    ///< report: the board directory
 };
 
 /// Prints the board on stdout (text, or board.json with --json); returns the exit code.

@@ -29,8 +29,8 @@ struct RunOptions {
   std::optional<std::string> engine_spec;  ///< --engine: launch the engine from this spec file
   std::optional<std::string> model;
   std::string api = "chat";
-  std::string profile = "small-gpu";  ///< embedded sim profile (no --url)
-  std::optional<std::string> plugin;  ///< an in-process engine plugin (.so) instead of --url
+  std::string profile = "small-gpu";         ///< embedded sim profile (no --url)
+  std::optional<std::string> plugin;         ///< an in-process engine plugin (.so) instead of --url
   std::optional<std::string> plugin_config;  ///< passed to the plugin's create() unchanged
   std::optional<std::uint32_t> concurrency;
   std::optional<double> rate;

@@ -54,7 +54,8 @@ void GaugeSampler::loop() {
   std::unique_ptr<transport::TokenizeClient> client;
   try {
     transport::TokenizeClientOptions co;
-    co.timeout = std::chrono::milliseconds(std::max<std::int64_t>(period_ns_ / 1'000'000 * 5, 2000));
+    co.timeout =
+        std::chrono::milliseconds(std::max<std::int64_t>(period_ns_ / 1'000'000 * 5, 2000));
     co.tls_verify = tls_verify_;
     co.ca_file = ca_file_;
     client = std::make_unique<transport::TokenizeClient>(url_, "", api_key_, co);
@@ -136,7 +137,8 @@ std::string GaugeSampler::evidence_jsonl(std::int64_t t0_ns) const {
     for (const auto& [k, v] : s.values) {
       values[k] = std::isfinite(v) ? json::value(v) : json::value(nullptr);
     }
-    out += json_text::compact(json::object{{"t_ns", s.t_ns - t0_ns}, {"values", std::move(values)}});
+    out +=
+        json_text::compact(json::object{{"t_ns", s.t_ns - t0_ns}, {"values", std::move(values)}});
     out += '\n';
   }
   return out;

@@ -23,8 +23,8 @@ class GaugeSampler {
  public:
   /// `period_ns`: the telemetry period, at least 100 ms (a scrape is an HTTP request and a
   /// parse of the whole exposition, on the engine's side too).
-  GaugeSampler(const transport::BaseUrl& url, std::optional<std::string> api_key,
-               bool tls_verify, std::optional<std::string> ca_file, std::int64_t period_ns);
+  GaugeSampler(const transport::BaseUrl& url, std::optional<std::string> api_key, bool tls_verify,
+               std::optional<std::string> ca_file, std::int64_t period_ns);
   ~GaugeSampler();
   GaugeSampler(const GaugeSampler&) = delete;
   GaugeSampler& operator=(const GaugeSampler&) = delete;

@@ -14,18 +14,18 @@
 #include <thread>
 
 #include "app/console.h"
+#include "app/energy_report.h"
 #include "app/engine_launch.h"
 #include "app/server_gauges.h"
-#include "app/signals.h"
-#include "app/energy_report.h"
 #include "app/server_metrics.h"
 #include "app/server_timings.h"
+#include "app/signals.h"
 #include "dyno/build_info.h"
 #include "engine/spec.h"
 #include "record/model_identity.h"
 #include "record/record_json.h"
-#include "record/run_index.h"
 #include "record/run_id.h"
+#include "record/run_index.h"
 #include "record/run_writer.h"
 #include "sim/server.h"
 #include "transport/event_loop.h"
@@ -289,8 +289,9 @@ void validate_common(const RunOptions& o) {
   }
   if (!(o.idle_baseline_s >= 0)) throw UsageError("--idle-baseline must be >= 0 seconds");
   if (o.url && o.engine_spec) {
-    throw UsageError("--url and --engine exclude each other: measure a running server (--url) or "
-                     "let dyno launch one (--engine)");
+    throw UsageError(
+        "--url and --engine exclude each other: measure a running server (--url) or "
+        "let dyno launch one (--engine)");
   }
   if (o.url && !o.model) {
     throw UsageError(
@@ -302,8 +303,9 @@ void validate_common(const RunOptions& o) {
         "measures a server; pick one");
   }
   if (o.plugin && o.engine_spec) {
-    throw UsageError("--plugin and --engine exclude each other: --plugin runs an engine inside "
-                     "dyno, --engine launches one as a process; pick one");
+    throw UsageError(
+        "--plugin and --engine exclude each other: --plugin runs an engine inside "
+        "dyno, --engine launches one as a process; pick one");
   }
   if (o.plugin_config && !o.plugin) {
     throw UsageError("--plugin-config is the configuration of a --plugin; give --plugin too");
@@ -445,8 +447,8 @@ EngineSession::~EngineSession() {
     const auto r = launched_->stop();
     if (r.was_running) {
       std::cerr << "dyno: engine " << launched_->spec().name << " stopped ("
-                << (r.graceful ? launched_->spec().stop_signal : std::string("SIGKILL after ") +
-                                                                     launched_->spec().stop_signal)
+                << (r.graceful ? launched_->spec().stop_signal
+                               : std::string("SIGKILL after ") + launched_->spec().stop_signal)
                 << ", " << fmt(r.stop_s, 1) << " s)\n";
     }
   }
@@ -479,10 +481,8 @@ json::object EngineSession::engine_json(std::uint64_t cell_index) const {
     };
     engine["name"] = id.engine_name;
     engine["version"] = text(id.engine_version);
-    engine["reached"] = json::object{{"kind", "plugin"},
-                                     {"file", plugin_file_},
-                                     {"sha256", plugin_sha256_},
-                                     {"abi_version", 1}};
+    engine["reached"] = json::object{
+        {"kind", "plugin"}, {"file", plugin_file_}, {"sha256", plugin_sha256_}, {"abi_version", 1}};
     engine["identity"] =
         json::object{{"engine_name", id.engine_name},
                      {"engine_version", text(id.engine_version)},
@@ -714,9 +714,8 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   // ...and its gauges (running, waiting, KV-cache use) sampled on the telemetry period.
   std::unique_ptr<GaugeSampler> gauges;
   if (metrics_before) {
-    gauges = std::make_unique<GaugeSampler>(
-        tc.url, tc.api_key, tc.tls_verify, tc.ca_file,
-        static_cast<std::int64_t>(o.telemetry_period_ms * 1e6));
+    gauges = std::make_unique<GaugeSampler>(tc.url, tc.api_key, tc.tls_verify, tc.ca_file,
+                                            static_cast<std::int64_t>(o.telemetry_period_ms * 1e6));
     gauges->start();
   }
 
@@ -796,8 +795,8 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   if (launched != nullptr) {
     // Requests that found the engine's port closed may have raced its exit: give a process
     // that is shutting down a moment to be reaped before calling the cell's status.
-    const bool lost_engine = std::any_of(
-        result.traces.begin(), result.traces.end(), [](const metrics::Trace& t) {
+    const bool lost_engine =
+        std::any_of(result.traces.begin(), result.traces.end(), [](const metrics::Trace& t) {
           return t.error_category == "connect" || t.error_category == "stream_truncated";
         });
     if (lost_engine) launched->wait_for_exit(std::chrono::milliseconds(3000));
@@ -844,16 +843,16 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   if (launched != nullptr) {
     const std::string log = launched->cell_log(log_begin, launched->log_size());
     writer.write_text("evidence/engine.log", log);
-    evidence.push_back(json::object{{"path", "evidence/engine.log"},
-                                    {"sha256", record::sha256_hex(log)}});
+    evidence.push_back(
+        json::object{{"path", "evidence/engine.log"}, {"sha256", record::sha256_hex(log)}});
   }
   if (crash) {
-    manifest["engine"].as_object()["exit"] = json::object{
-        {"description", crash->describe()},
-        {"code", crash->code ? json::value(*crash->code) : json::value(nullptr)},
-        {"signal", crash->signal ? json::value(*crash->signal) : json::value(nullptr)},
-        {"at_ns", crash->at_ns - result.t0_steady_ns},
-        {"log_tail", launched->log_tail(40)}};
+    manifest["engine"].as_object()["exit"] =
+        json::object{{"description", crash->describe()},
+                     {"code", crash->code ? json::value(*crash->code) : json::value(nullptr)},
+                     {"signal", crash->signal ? json::value(*crash->signal) : json::value(nullptr)},
+                     {"at_ns", crash->at_ns - result.t0_steady_ns},
+                     {"log_tail", launched->log_tail(40)}};
   }
   // The engine's per-response timings (llama.cpp), beside the /metrics figures above.
   const ServerTimingFigures server_timings = server_timing_figures(result.traces);
