@@ -88,10 +88,9 @@ void check_heatmap(const Heatmap& h) {
   }
   if (!h.cell_labels.empty()) {
     if (h.cell_labels.size() != h.rows.size()) {
-      throw std::invalid_argument("heatmap \"" + h.title + "\": " +
-                                  std::to_string(h.cell_labels.size()) +
-                                  " rows of cell labels for " + std::to_string(h.rows.size()) +
-                                  " rows");
+      throw std::invalid_argument(
+          "heatmap \"" + h.title + "\": " + std::to_string(h.cell_labels.size()) +
+          " rows of cell labels for " + std::to_string(h.rows.size()) + " rows");
     }
     for (std::size_t r = 0; r < h.cell_labels.size(); ++r) {
       if (h.cell_labels[r].size() != h.columns.size()) {

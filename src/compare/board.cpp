@@ -13,11 +13,16 @@ namespace json = boost::json;
 
 const char* to_string(Verdict v) {
   switch (v) {
-    case Verdict::kWin: return "win";
-    case Verdict::kTie: return "tie";
-    case Verdict::kLoss: return "loss";
-    case Verdict::kNoInterval: return "no_interval";
-    case Verdict::kNotApplicable: return "n/a";
+    case Verdict::kWin:
+      return "win";
+    case Verdict::kTie:
+      return "tie";
+    case Verdict::kLoss:
+      return "loss";
+    case Verdict::kNoInterval:
+      return "no_interval";
+    case Verdict::kNotApplicable:
+      return "n/a";
   }
   return "n/a";
 }
@@ -139,9 +144,9 @@ void level_of(const RunRecord& r, std::string& kind, std::optional<double>& leve
       level = *tokens;
       return;
     }
-    for (const auto& [k, kind_name] : {std::pair{"concurrency", "concurrency"},
-                                       std::pair{"rate_per_s", "rate"},
-                                       std::pair{"target_tokens", "target_tokens"}}) {
+    for (const auto& [k, kind_name] :
+         {std::pair{"concurrency", "concurrency"}, std::pair{"rate_per_s", "rate"},
+          std::pair{"target_tokens", "target_tokens"}}) {
       if (const auto v = number_at(p, k)) {
         kind = kind_name;
         level = *v;
@@ -160,7 +165,8 @@ void level_of(const RunRecord& r, std::string& kind, std::optional<double>& leve
 }
 
 std::int64_t repetition_of(const RunRecord& r) {
-  return static_cast<std::int64_t>(number_at(r.manifest, "workload.protocol.repetition").value_or(1));
+  return static_cast<std::int64_t>(
+      number_at(r.manifest, "workload.protocol.repetition").value_or(1));
 }
 
 std::uint64_t fnv1a(const std::string& text, std::uint64_t h = 1469598103934665603ull) {
@@ -267,8 +273,8 @@ Delta compare_metric(const MetricDef& m, const Cell& cell, const ArmCell& a, con
     const auto sb = Sample::of(m, b.run());
     if (!sa || !sb) {
       ir.reason = m.resample == Resample::kNone
-                      ? "no per-request form; intervals need " +
-                            std::to_string(o.min_repetitions) + " repetitions per arm"
+                      ? "no per-request form; intervals need " + std::to_string(o.min_repetitions) +
+                            " repetitions per arm"
                       : "no request contributes to this figure in an arm";
     } else {
       d.n_arm = sa->size();
@@ -406,8 +412,8 @@ class Builder {
     }
     b_.baseline = in_.baseline.empty() ? in_.arms.back().name : in_.baseline;
     if (names.count(b_.baseline) == 0) {
-      throw CompareError("the baseline '" + b_.baseline + "' is not an arm (arms: " +
-                         join(b_.arms, ", ") + ")");
+      throw CompareError("the baseline '" + b_.baseline +
+                         "' is not an arm (arms: " + join(b_.arms, ", ") + ")");
     }
   }
 
@@ -484,7 +490,8 @@ class Builder {
         ac.runs = repetitions(arm, c.id, std::move(runs));
         c.arms.push_back(std::move(ac));
       }
-      if (c.arms.empty()) throw CompareError("board spec: cell '" + ec.name + "' has no usable run");
+      if (c.arms.empty())
+        throw CompareError("board spec: cell '" + ec.name + "' has no usable run");
       const RunRecord& first = c.arms.front().run();
       c.model = ec.model.empty() ? model_of(first, in_.model_aliases) : ec.model;
       c.protocol = protocol_of(first);
@@ -500,8 +507,8 @@ class Builder {
       for (const auto& r : arm.runs) {
         if (explicit_ids_.count(r->run_id) != 0) continue;
         if (!usable(arm.name, r)) continue;
-        groups[{model_of(*r, in_.model_aliases), protocol_of(*r), cell_of(*r)}][arm.name]
-            .push_back(r);
+        groups[{model_of(*r, in_.model_aliases), protocol_of(*r), cell_of(*r)}][arm.name].push_back(
+            r);
       }
     }
     for (auto& [key, by_arm] : groups) {
@@ -531,8 +538,9 @@ class Builder {
       (is_explicit ? explicit_ : auto_).push_back(std::move(c));
       return;
     }
-    const std::string reason = !has_base ? "the baseline (" + b_.baseline + ") has no run in this cell"
-                                         : "no other arm has a run in this cell";
+    const std::string reason = !has_base
+                                   ? "the baseline (" + b_.baseline + ") has no run in this cell"
+                                   : "no other arm has a run in this cell";
     for (const auto& a : c.arms) {
       for (const auto& r : a.runs) b_.unpaired.push_back({a.arm, r->run_id, c.id, reason});
     }
@@ -571,8 +579,8 @@ class Builder {
     const RunRecord& first = *ac.runs.front();
     const std::string rule =
         string_at(first.manifest, "workload.protocol.selection.rule").value_or("median");
-    const std::string metric =
-        string_at(first.manifest, "workload.protocol.selection.metric").value_or("output_tokens_per_s");
+    const std::string metric = string_at(first.manifest, "workload.protocol.selection.metric")
+                                   .value_or("output_tokens_per_s");
     std::vector<std::optional<double>> values;
     for (const auto& r : ac.runs) values.push_back(selection_metric(*r, metric));
     const auto pick = median_repetition(values);
@@ -645,7 +653,9 @@ class Builder {
                 ? code
                 : "record_warning";
         add(cell.id, ac.arm, type, "run " + r.run_id + ": " + message,
-            json::object{{"run_id", r.run_id}, {"code", code}, {"message", message},
+            json::object{{"run_id", r.run_id},
+                         {"code", code},
+                         {"message", message},
                          {"hint", string_at(w.get_object(), "hint").value_or("")}});
       }
     }
@@ -661,8 +671,8 @@ class Builder {
         add(cell.id, ac.arm, "summary_mismatch",
             "run " + r.run_id + ": summary.json gives " + m.key + " = " + fmt(*have, 6) +
                 " but its requests.jsonl gives " + fmt(*point, 6),
-            json::object{{"run_id", r.run_id}, {"metric", m.key}, {"summary", *have},
-                         {"requests", *point}});
+            json::object{
+                {"run_id", r.run_id}, {"metric", m.key}, {"summary", *have}, {"requests", *point}});
       }
     }
   }
@@ -809,10 +819,18 @@ class Builder {
           if (it == cmp->deltas.end()) continue;
           ++t.compared;
           switch (it->second.verdict) {
-            case Verdict::kWin: ++t.wins; break;
-            case Verdict::kTie: ++t.ties; break;
-            case Verdict::kLoss: ++t.losses; break;
-            default: ++t.no_interval; break;
+            case Verdict::kWin:
+              ++t.wins;
+              break;
+            case Verdict::kTie:
+              ++t.ties;
+              break;
+            case Verdict::kLoss:
+              ++t.losses;
+              break;
+            default:
+              ++t.no_interval;
+              break;
           }
         }
         b_.tallies.push_back(t);

@@ -39,15 +39,15 @@ struct ArmInput {
 /// A cell mapped explicitly (board spec file): its runs per arm, repetitions of one cell.
 struct ExplicitCell {
   std::string name;
-  std::string model;  ///< display name; "" = the first run's model id
+  std::string model;                                ///< display name; "" = the first run's model id
   std::map<std::string, std::vector<RunPtr>> runs;  ///< by arm name
 };
 
 struct BoardInput {
-  std::string title;                         ///< "" = "<arms> vs <baseline>"
-  std::vector<ArmInput> arms;                ///< at least two
-  std::string baseline;                      ///< "" = the last arm
-  std::vector<ExplicitCell> cells;           ///< explicit cells (board spec)
+  std::string title;                                 ///< "" = "<arms> vs <baseline>"
+  std::vector<ArmInput> arms;                        ///< at least two
+  std::string baseline;                              ///< "" = the last arm
+  std::vector<ExplicitCell> cells;                   ///< explicit cells (board spec)
   std::map<std::string, std::string> model_aliases;  ///< model id -> name used for pairing
   /// Campaign files by id (<runs-root>/campaigns/<id>.json), to cross-check the repetition
   /// each selected.
@@ -91,10 +91,10 @@ struct Delta {
   std::optional<double> value;  ///< positive = the arm is better (percent or points)
   std::optional<double> low;    ///< the interval (confidence of the board)
   std::optional<double> high;
-  std::string method;      ///< "bootstrap_requests", "bootstrap_repetitions" or ""
-  std::string no_interval; ///< why there is no interval ("" when there is one)
+  std::string method;       ///< "bootstrap_requests", "bootstrap_repetitions" or ""
+  std::string no_interval;  ///< why there is no interval ("" when there is one)
   Verdict verdict = Verdict::kNotApplicable;
-  std::size_t n_arm = 0;       ///< requests (or repetitions) behind the interval
+  std::size_t n_arm = 0;  ///< requests (or repetitions) behind the interval
   std::size_t n_baseline = 0;
 };
 
@@ -103,9 +103,9 @@ using Figures = std::map<std::string, std::optional<double>>;  ///< metric key -
 /// One arm's runs in one cell.
 struct ArmCell {
   std::string arm;
-  std::vector<RunPtr> runs;  ///< repetitions, in repetition order
-  std::size_t selected = 0;  ///< index into runs: the repetition the declared rule picked
-  std::string selection;     ///< e.g. "median of 3 by output_tokens_per_s"; "" for one run
+  std::vector<RunPtr> runs;      ///< repetitions, in repetition order
+  std::size_t selected = 0;      ///< index into runs: the repetition the declared rule picked
+  std::string selection;         ///< e.g. "median of 3 by output_tokens_per_s"; "" for one run
   std::vector<Figures> figures;  ///< per repetition
   const RunRecord& run() const { return *runs[selected]; }
   const Figures& selected_figures() const { return figures[selected]; }
@@ -148,11 +148,11 @@ struct Comparison {
 
 /// What is compared: one model, one protocol cell (e.g. a concurrency level).
 struct Cell {
-  std::string id;        ///< "<model>/<protocol>/<cell>", unique in the board
-  std::string model;     ///< after aliases (the pairing key)
-  std::string protocol;  ///< e.g. "sweep", "run"
-  std::string name;      ///< the protocol's cell name, e.g. "c4"
-  std::string level_kind;  ///< "concurrency", "rate", "decode_tokens", "prefill_tokens" or ""
+  std::string id;               ///< "<model>/<protocol>/<cell>", unique in the board
+  std::string model;            ///< after aliases (the pairing key)
+  std::string protocol;         ///< e.g. "sweep", "run"
+  std::string name;             ///< the protocol's cell name, e.g. "c4"
+  std::string level_kind;       ///< "concurrency", "rate", "decode_tokens", "prefill_tokens" or ""
   std::optional<double> level;  ///< the x value of charts (concurrency, rate, tokens)
   std::vector<ArmCell> arms;    ///< in board arm order, only arms with runs here
   std::vector<Comparison> comparisons;  ///< every non-baseline arm present, vs the baseline
@@ -185,7 +185,7 @@ struct Tally {
 struct Board {
   int schema_version = kBoardSchemaVersion;
   std::string title;
-  std::string status;  ///< complete | incomplete | checks_failed | unresolved_allowed
+  std::string status;             ///< complete | incomplete | checks_failed | unresolved_allowed
   std::vector<std::string> arms;  ///< declared order
   std::string baseline;
   std::map<std::string, std::vector<std::string>> selectors;  ///< by arm

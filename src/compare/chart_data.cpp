@@ -106,8 +106,9 @@ std::vector<TradeoffSeries> serving_tradeoff(const Board& board) {
     }
   }
   for (auto& s : out) {
-    std::stable_sort(s.points.begin(), s.points.end(),
-                     [](const TradeoffPoint& a, const TradeoffPoint& b) { return a.level < b.level; });
+    std::stable_sort(
+        s.points.begin(), s.points.end(),
+        [](const TradeoffPoint& a, const TradeoffPoint& b) { return a.level < b.level; });
   }
   return out;
 }

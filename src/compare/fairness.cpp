@@ -10,18 +10,24 @@ namespace json = boost::json;
 
 const char* to_string(CheckLevel level) {
   switch (level) {
-    case CheckLevel::kRequired: return "required";
-    case CheckLevel::kReported: return "reported";
-    case CheckLevel::kIgnored: return "ignored";
+    case CheckLevel::kRequired:
+      return "required";
+    case CheckLevel::kReported:
+      return "reported";
+    case CheckLevel::kIgnored:
+      return "ignored";
   }
   return "required";
 }
 
 const char* to_string(CheckOutcome outcome) {
   switch (outcome) {
-    case CheckOutcome::kPass: return "pass";
-    case CheckOutcome::kFail: return "fail";
-    case CheckOutcome::kUnresolved: return "unresolved";
+    case CheckOutcome::kPass:
+      return "pass";
+    case CheckOutcome::kFail:
+      return "fail";
+    case CheckOutcome::kUnresolved:
+      return "unresolved";
   }
   return "pass";
 }
@@ -32,8 +38,8 @@ const std::vector<CheckDef>& check_catalog() {
       {"request_stream", "request stream",
        "the canonical SHA-256 of the request stream (manifest workload.request_stream.sha256)",
        L::kRequired},
-      {"request_count", "request count",
-       "measured requests that ended (summary requests.total)", L::kRequired},
+      {"request_count", "request count", "measured requests that ended (summary requests.total)",
+       L::kRequired},
       {"input_tokens", "input tokens",
        "Σ input tokens of the completed requests (summary tokens.input_total)", L::kRequired},
       {"sampling", "sampling", "the sampling parameters (manifest workload.sampling)",
@@ -41,8 +47,7 @@ const std::vector<CheckDef>& check_catalog() {
       {"api", "API", "chat or completions (manifest workload.api)", L::kRequired},
       {"load", "load", "schedule, concurrency or rate, seed and limits (manifest load)",
        L::kRequired},
-      {"warmup", "warm-up", "warm-up requests (manifest workload.warmup_requests)",
-       L::kRequired},
+      {"warmup", "warm-up", "warm-up requests (manifest workload.warmup_requests)", L::kRequired},
       {"model_revision", "model revision", "manifest model.revision", L::kRequired},
       {"model_fingerprint", "model fingerprint",
        "SHA-256 of the weights' header and metadata (manifest model.fingerprint)", L::kRequired},
@@ -107,7 +112,8 @@ std::string canonical_text(const json::value& v) {
     std::string out = "{";
     for (std::size_t i = 0; i < items.size(); ++i) {
       if (i > 0) out += ",";
-      out += json_text::compact(json::value(items[i].first)) + ":" + canonical_text(*items[i].second);
+      out +=
+          json_text::compact(json::value(items[i].first)) + ":" + canonical_text(*items[i].second);
     }
     return out + "}";
   }
@@ -143,9 +149,8 @@ json::value gpu_list(const RunRecord& r, const char* check) {
       const auto name = string_at(o, "name");
       if (!name) return nullptr;
       const json::value* mem = o.if_contains("memory_total_bytes");
-      out.push_back(json::object{{"name", *name},
-                                 {"memory_total_bytes", mem == nullptr ? json::value(nullptr)
-                                                                       : *mem}});
+      out.push_back(json::object{
+          {"name", *name}, {"memory_total_bytes", mem == nullptr ? json::value(nullptr) : *mem}});
     } else {
       const auto v = string_at(o, c == "driver" ? "driver" : "uuid");
       if (!v || v->empty()) return nullptr;
@@ -181,9 +186,9 @@ json::value value_of(const RunRecord& r, const std::string& check) {
 
 std::string note_of(const RunRecord& r, const std::string& check) {
   if (check == "model_revision" || check == "model_fingerprint") {
-    const auto why = string_at(
-        r.manifest, std::string("model.unknown.") + (check == "model_revision" ? "revision"
-                                                                                : "fingerprint"));
+    const auto why =
+        string_at(r.manifest, std::string("model.unknown.") +
+                                  (check == "model_revision" ? "revision" : "fingerprint"));
     return why ? *why : "not in the record";
   }
   if (check == "driver" || check == "gpu_model" || check == "gpu_uuid") return gpu_note(r);

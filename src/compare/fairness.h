@@ -21,9 +21,9 @@ const char* to_string(CheckLevel level);
 const char* to_string(CheckOutcome outcome);
 
 struct CheckDef {
-  std::string name;         ///< e.g. "request_stream"
-  std::string label;        ///< e.g. "request stream"
-  std::string what;         ///< what is compared (docs, methodology)
+  std::string name;   ///< e.g. "request_stream"
+  std::string label;  ///< e.g. "request stream"
+  std::string what;   ///< what is compared (docs, methodology)
   CheckLevel default_level = CheckLevel::kRequired;
 };
 
@@ -60,8 +60,7 @@ struct Check {
 /// or, when repetitions differ by design (a ladder sends new prompts each time), the list of
 /// their values in repetition order; a value missing from any repetition leaves it unresolved.
 std::vector<Check> run_checks(const std::vector<const RunRecord*>& arm,
-                              const std::vector<const RunRecord*>& baseline,
-                              const Policy& policy);
+                              const std::vector<const RunRecord*>& baseline, const Policy& policy);
 
 /// A JSON value in canonical compact form (object keys sorted, recursively), for comparing
 /// values whatever the key order of the file they came from.

@@ -102,12 +102,12 @@ const std::vector<MetricDef>& metric_catalog() {
           S::kThroughput, R::kPercentile, 1, "rates_tok_s.decode_rate_per_user.p50"),
       def("goodput_requests_per_s", "Goodput req/s", "req/s", D::kHigher, S::kThroughput,
           R::kServiceRate, 2, "throughput.goodput_requests_per_s"),
-      def("achieved_concurrency", "Achieved concurrency", "", D::kNone, S::kThroughput, R::kNone,
-          2, "throughput.achieved_concurrency"),
+      def("achieved_concurrency", "Achieved concurrency", "", D::kNone, S::kThroughput, R::kNone, 2,
+          "throughput.achieved_concurrency"),
       def("input_tokens_per_s", "Prefill tok/s (aggregate)", "tok/s", D::kHigher, S::kPrefill,
           R::kServiceRate, 1, "throughput.input_tokens_per_s", true),
-      def("prefill_rate_client_p50", "Prefill tok/s per user p50", "tok/s", D::kHigher,
-          S::kPrefill, R::kPercentile, 1, "rates_tok_s.prefill_rate_client.p50"),
+      def("prefill_rate_client_p50", "Prefill tok/s per user p50", "tok/s", D::kHigher, S::kPrefill,
+          R::kPercentile, 1, "rates_tok_s.prefill_rate_client.p50"),
       def("ttft_p50_ms", "TTFT p50", "ms", D::kLower, S::kLatency, R::kPercentile, 1,
           "latency_ms.ttft.p50"),
       def("ttft_p99_ms", "TTFT p99", "ms", D::kLower, S::kLatency, R::kPercentile, 1,
@@ -124,8 +124,8 @@ const std::vector<MetricDef>& metric_catalog() {
           "latency_ms.e2e.jitter_p95_minus_p50"),
       def("accuracy", "Accuracy", "", D::kHigher, S::kQuality, R::kMean, 3, "quality.accuracy",
           false, 50, DeltaKind::kPoints),
-      def("output_tokens_mean", "Mean output tokens", "tokens", D::kNone, S::kQuality, R::kNone,
-          1, "lengths_tokens.output.mean"),
+      def("output_tokens_mean", "Mean output tokens", "tokens", D::kNone, S::kQuality, R::kNone, 1,
+          "lengths_tokens.output.mean"),
       def("vram_peak_bytes", "Peak VRAM", "bytes", D::kNone, S::kGpu, R::kNone, 0,
           "energy.vram_peak_bytes"),
       def("power_mean_w", "Power mean", "W", D::kNone, S::kGpu, R::kNone, 1,
@@ -135,12 +135,13 @@ const std::vector<MetricDef>& metric_catalog() {
       def("temperature_p95_c", "Temperature p95", "°C", D::kNone, S::kGpu, R::kNone, 0,
           "max energy.devices[gpu].temperature_p95_c"),
       def("energy_j", "Energy", "J", D::kNone, S::kEnergy, R::kNone, 1, "energy.energy_j"),
-      def("joules_per_output_token", "Energy per output token, gross", "J/tok", D::kLower, S::kEnergy,
-          R::kNone, 4, "energy.joules_per_output_token"),
-      def("idle_subtracted_joules_per_output_token", "Energy per output token, net of idle", "J/tok",
-          D::kLower, S::kEnergy, R::kNone, 4, "energy.idle_subtracted_joules_per_output_token"),
-      def("output_tokens_per_j", "Output tokens per joule", "tok/J", D::kHigher, S::kEnergy, R::kNone, 3,
-          "energy.output_tokens_per_j"),
+      def("joules_per_output_token", "Energy per output token, gross", "J/tok", D::kLower,
+          S::kEnergy, R::kNone, 4, "energy.joules_per_output_token"),
+      def("idle_subtracted_joules_per_output_token", "Energy per output token, net of idle",
+          "J/tok", D::kLower, S::kEnergy, R::kNone, 4,
+          "energy.idle_subtracted_joules_per_output_token"),
+      def("output_tokens_per_j", "Output tokens per joule", "tok/J", D::kHigher, S::kEnergy,
+          R::kNone, 3, "energy.output_tokens_per_j"),
   };
   return catalog;
 }
@@ -154,21 +155,30 @@ const MetricDef* find_metric(const std::string& key) {
 
 const char* to_string(Direction d) {
   switch (d) {
-    case Direction::kHigher: return "higher_is_better";
-    case Direction::kLower: return "lower_is_better";
-    case Direction::kNone: return "none";
+    case Direction::kHigher:
+      return "higher_is_better";
+    case Direction::kLower:
+      return "lower_is_better";
+    case Direction::kNone:
+      return "none";
   }
   return "none";
 }
 
 const char* to_string(Section s) {
   switch (s) {
-    case Section::kThroughput: return "throughput";
-    case Section::kPrefill: return "prefill";
-    case Section::kLatency: return "latency";
-    case Section::kQuality: return "quality";
-    case Section::kGpu: return "gpu";
-    case Section::kEnergy: return "energy";
+    case Section::kThroughput:
+      return "throughput";
+    case Section::kPrefill:
+      return "prefill";
+    case Section::kLatency:
+      return "latency";
+    case Section::kQuality:
+      return "quality";
+    case Section::kGpu:
+      return "gpu";
+    case Section::kEnergy:
+      return "energy";
   }
   return "throughput";
 }
@@ -264,7 +274,8 @@ std::optional<double> Sample::point() const {
     return n / d * scale_;
   }
   switch (kind_) {
-    case Resample::kPercentile: return metrics::percentile_sorted(values_, percentile_);
+    case Resample::kPercentile:
+      return metrics::percentile_sorted(values_, percentile_);
     case Resample::kJitter:
       return *metrics::percentile_sorted(values_, 95) - *metrics::percentile_sorted(values_, 50);
     case Resample::kMean: {
@@ -272,7 +283,8 @@ std::optional<double> Sample::point() const {
       for (double v : values_) sum += v;
       return sum / static_cast<double>(values_.size());
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -334,7 +346,8 @@ std::optional<double> Sample::resampled(Rng& rng, std::vector<std::uint32_t>& co
 std::optional<Sample> Sample::of(const MetricDef& m, const RunRecord& run) {
   const auto& traces = run.traces;
   switch (m.resample) {
-    case Resample::kNone: return std::nullopt;
+    case Resample::kNone:
+      return std::nullopt;
     case Resample::kServiceRate: {
       const auto w = service_window_s(traces);
       if (!w) return std::nullopt;

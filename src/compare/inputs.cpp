@@ -19,8 +19,8 @@ namespace {
 bool valid_name(const std::string& s) {
   if (s.empty()) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
   });
 }
 
@@ -103,8 +103,9 @@ BoardSpec read_board_spec(const fs::path& path) {
   }
   const SpecReader r(path.string());
   const json::object& o = v.get_object();
-  r.only(o, "", {"title", "baseline", "arms", "cells", "model_aliases", "policy", "quality",
-                 "allow_unresolved"});
+  r.only(o, "",
+         {"title", "baseline", "arms", "cells", "model_aliases", "policy", "quality",
+          "allow_unresolved"});
   BoardSpec spec;
   spec.sha256 = record::sha256_hex(bytes);
   if (const auto* t = o.if_contains("title")) spec.title = r.str(*t, "title");
@@ -139,7 +140,8 @@ BoardSpec read_board_spec(const fs::path& path) {
       if (n == nullptr) r.fail(key + ".name", "missing");
       cell.name = r.str(*n, key + ".name");
       if (cell.name.empty()) r.fail(key + ".name", "empty");
-      if (const auto* m = cv.get_object().if_contains("model")) cell.model = r.str(*m, key + ".model");
+      if (const auto* m = cv.get_object().if_contains("model"))
+        cell.model = r.str(*m, key + ".model");
       const auto* runs = cv.get_object().if_contains("runs");
       if (runs == nullptr || !runs->is_object()) {
         r.fail(key + ".runs", "expected an object {arm: selector(s)}");
@@ -161,9 +163,12 @@ BoardSpec read_board_spec(const fs::path& path) {
   if (const auto* p = o.if_contains("policy")) {
     if (!p->is_object()) r.fail("policy", "expected an object {required, reported, ignored}");
     r.only(p->get_object(), "policy", {"required", "reported", "ignored"});
-    if (const auto* x = p->get_object().if_contains("required")) spec.required = r.names(*x, "policy.required");
-    if (const auto* x = p->get_object().if_contains("reported")) spec.reported = r.names(*x, "policy.reported");
-    if (const auto* x = p->get_object().if_contains("ignored")) spec.ignored = r.names(*x, "policy.ignored");
+    if (const auto* x = p->get_object().if_contains("required"))
+      spec.required = r.names(*x, "policy.required");
+    if (const auto* x = p->get_object().if_contains("reported"))
+      spec.reported = r.names(*x, "policy.reported");
+    if (const auto* x = p->get_object().if_contains("ignored"))
+      spec.ignored = r.names(*x, "policy.ignored");
   }
   if (const auto* q = o.if_contains("quality")) {
     if (!q->is_object()) r.fail("quality", "expected an object {accuracy_pp, output_gap_pct}");
@@ -211,7 +216,8 @@ ArmSpec parse_arm(const std::string& text) {
 std::vector<ArmSpec> merge_arms(const std::vector<ArmSpec>& arms) {
   std::vector<ArmSpec> out;
   for (const auto& a : arms) {
-    auto it = std::find_if(out.begin(), out.end(), [&a](const ArmSpec& x) { return x.name == a.name; });
+    auto it =
+        std::find_if(out.begin(), out.end(), [&a](const ArmSpec& x) { return x.name == a.name; });
     if (it == out.end()) {
       out.push_back(a);
     } else {

@@ -46,17 +46,28 @@ std::int64_t steady_ns() {
 
 const char* signal_name(int sig) {
   switch (sig) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGKILL: return "SIGKILL";
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGQUIT: return "SIGQUIT";
-    case SIGHUP: return "SIGHUP";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    default: return "signal";
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGQUIT:
+      return "SIGQUIT";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    default:
+      return "signal";
   }
 }
 
@@ -91,8 +102,8 @@ std::optional<std::string> find_program(const std::string& name, const std::stri
   std::size_t start = 0;
   while (start <= path_env.size()) {
     const auto end = path_env.find(':', start);
-    std::string dir = path_env.substr(start, end == std::string::npos ? std::string::npos
-                                                                      : end - start);
+    std::string dir =
+        path_env.substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (dir.empty()) dir = ".";
     const std::string candidate = dir + "/" + name;
     if (executable_file(candidate)) {
@@ -114,18 +125,18 @@ EngineProcess::EngineProcess(const ProcessOptions& o) {
     if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : o.env) env[k] = v;
-  const std::string path_env = env.count("PATH") != 0 ? env["PATH"] : "/usr/local/bin:/usr/bin:/bin";
+  const std::string path_env =
+      env.count("PATH") != 0 ? env["PATH"] : "/usr/local/bin:/usr/bin:/bin";
   std::string arg0 = o.argv[0];
   if (o.workdir && arg0.find('/') != std::string::npos && arg0[0] != '/') {
     arg0 = (std::filesystem::path(*o.workdir) / arg0).string();  // relative to its workdir
   }
   const std::optional<std::string> program = find_program(arg0, path_env);
   if (!program) {
-    throw ProcessError(
-        arg0.find('/') != std::string::npos
-            ? "engine command '" + arg0 + "' does not exist or is not executable"
-            : "engine command '" + arg0 + "' was not found on PATH (" + path_env +
-                  "); install it, or give its full path in the spec's command");
+    throw ProcessError(arg0.find('/') != std::string::npos
+                           ? "engine command '" + arg0 + "' does not exist or is not executable"
+                           : "engine command '" + arg0 + "' was not found on PATH (" + path_env +
+                                 "); install it, or give its full path in the spec's command");
   }
   program_ = *program;
   if (o.workdir) {
@@ -134,8 +145,7 @@ EngineProcess::EngineProcess(const ProcessOptions& o) {
       throw ProcessError("engine workdir '" + *o.workdir + "' is not a directory");
     }
   }
-  const int log_fd =
-      ::open(o.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int log_fd = ::open(o.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) {
     throw ProcessError("cannot open the engine log " + o.log_path + ": " + std::strerror(errno));
   }

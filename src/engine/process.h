@@ -38,10 +38,10 @@ struct ExitStatus {
 };
 
 struct ProcessOptions {
-  std::vector<std::string> argv;              ///< argv[0]: a path or a name looked up on PATH
-  std::map<std::string, std::string> env;     ///< added to (or replacing in) dyno's environment
+  std::vector<std::string> argv;           ///< argv[0]: a path or a name looked up on PATH
+  std::map<std::string, std::string> env;  ///< added to (or replacing in) dyno's environment
   std::optional<std::string> workdir;
-  std::string log_path;                       ///< stdout and stderr, appended
+  std::string log_path;  ///< stdout and stderr, appended
 };
 
 class EngineProcess {

@@ -24,9 +24,9 @@ namespace {
 
 /// How a preset turns a declared engine arg into a command-line flag (or an env variable).
 struct ArgRule {
-  const char* key;           ///< canonical engine_args / topology key
-  const char* flag;          ///< flag (or env variable name when the preset uses env), "" = none
-  const char* false_flag;    ///< for booleans: the flag that says false ("" = omit the flag)
+  const char* key;         ///< canonical engine_args / topology key
+  const char* flag;        ///< flag (or env variable name when the preset uses env), "" = none
+  const char* false_flag;  ///< for booleans: the flag that says false ("" = omit the flag)
 };
 
 struct Preset {
@@ -230,8 +230,9 @@ class Reader {
     const json::value* v = get(o, key);
     if (v == nullptr) return std::nullopt;
     if (v->is_string()) {
-      fail(path, "expected an array of strings, one per argument, e.g. [\"vllm\", \"serve\", "
-                 "\"{model}\"] (dyno runs no shell, so one string is not split)");
+      fail(path,
+           "expected an array of strings, one per argument, e.g. [\"vllm\", \"serve\", "
+           "\"{model}\"] (dyno runs no shell, so one string is not split)");
     }
     if (!v->is_array()) fail(path, "expected an array of strings");
     std::vector<std::string> out;
@@ -263,8 +264,7 @@ class Reader {
       if (allowed.count(key) == 0) {
         std::string list;
         for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-        fail(prefix.empty() ? key : prefix + "." + key,
-             "unknown key; the keys here are: " + list);
+        fail(prefix.empty() ? key : prefix + "." + key, "unknown key; the keys here are: " + list);
       }
     }
   }
@@ -305,8 +305,8 @@ std::vector<std::string> preset_names() {
 std::optional<int> signal_number(const std::string& name) {
   const std::string n = name.rfind("SIG", 0) == 0 ? name.substr(3) : name;
   static const std::map<std::string, int> table = {
-      {"INT", SIGINT},   {"TERM", SIGTERM}, {"KILL", SIGKILL}, {"QUIT", SIGQUIT},
-      {"HUP", SIGHUP},   {"USR1", SIGUSR1}, {"USR2", SIGUSR2}};
+      {"INT", SIGINT}, {"TERM", SIGTERM}, {"KILL", SIGKILL}, {"QUIT", SIGQUIT},
+      {"HUP", SIGHUP}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}};
   const auto it = table.find(n);
   return it == table.end() ? std::nullopt : std::optional<int>(it->second);
 }
@@ -320,10 +320,16 @@ EngineSpec parse_spec(const std::string& text, const std::string& source) {
   }
   const Reader r(doc, source);
   const json::object& root = doc.root;
-  r.only_keys(root,
-              {"name", "preset", "command", "args", "env", "workdir", "port", "host", "api_path",
-               "model", "model_file", "model_revision", "checkout", "container_image", "ready",
-               "stop", "engine_args", "engine_args_as_flags", "topology", "identity"},
+  r.only_keys(root, {"name",        "preset",
+                     "command",     "args",
+                     "env",         "workdir",
+                     "port",        "host",
+                     "api_path",    "model",
+                     "model_file",  "model_revision",
+                     "checkout",    "container_image",
+                     "ready",       "stop",
+                     "engine_args", "engine_args_as_flags",
+                     "topology",    "identity"},
               "");
   EngineSpec spec;
   spec.file = source;
@@ -351,8 +357,9 @@ EngineSpec parse_spec(const std::string& text, const std::string& source) {
   } else if (preset != nullptr) {
     spec.command = preset->command;
   } else {
-    r.fail("", "'command' is missing: give the launch command as an array, e.g. command = "
-               "[\"vllm\", \"serve\", \"{model}\", \"--port\", \"{port}\"], or use a preset");
+    r.fail("",
+           "'command' is missing: give the launch command as an array, e.g. command = "
+           "[\"vllm\", \"serve\", \"{model}\", \"--port\", \"{port}\"], or use a preset");
   }
   spec.args = r.strings(root, "args", "args").value_or(std::vector<std::string>{});
   if (const json::object* env = r.table(root, "env", "env")) {
@@ -390,8 +397,9 @@ EngineSpec parse_spec(const std::string& text, const std::string& source) {
   } else if (spec.preset == "sim") {
     spec.model = "dyno-sim";
   } else {
-    r.fail("", "'model' is missing: the model name requests carry, e.g. model = "
-               "\"meta-llama/Llama-3.1-8B-Instruct\"");
+    r.fail("",
+           "'model' is missing: the model name requests carry, e.g. model = "
+           "\"meta-llama/Llama-3.1-8B-Instruct\"");
   }
   if (preset != nullptr && preset->needs_model_file && !spec.model_file) {
     r.fail("", std::string("preset ") + preset->name +
@@ -404,10 +412,10 @@ EngineSpec parse_spec(const std::string& text, const std::string& source) {
     spec.ready.http_status = preset->ready_status;
   }
   if (const json::object* ready = r.table(root, "ready", "ready")) {
-    r.only_keys(*ready,
-                {"http_path", "http_status", "log_line", "timeout_s", "interval_s",
-                 "first_request"},
-                "ready");
+    r.only_keys(
+        *ready,
+        {"http_path", "http_status", "log_line", "timeout_s", "interval_s", "first_request"},
+        "ready");
     if (auto p = r.str(*ready, "http_path", "ready.http_path")) {
       if (p->empty() || (*p)[0] != '/') r.fail("ready.http_path", "must start with '/'");
       spec.ready.http_path = *p;
@@ -434,8 +442,9 @@ EngineSpec parse_spec(const std::string& text, const std::string& source) {
     }
   }
   if (!spec.ready.http_path && !spec.ready.log_line) {
-    r.fail("", "no readiness probe: add [ready] with http_path = \"/health\" (and http_status) "
-               "or log_line = \"<text the engine logs when it is up>\"");
+    r.fail("",
+           "no readiness probe: add [ready] with http_path = \"/health\" (and http_status) "
+           "or log_line = \"<text the engine logs when it is up>\"");
   }
 
   // Stopping.
@@ -488,8 +497,8 @@ EngineSpec parse_spec(const std::string& text, const std::string& source) {
   }
   if (const json::object* id = r.table(root, "identity", "identity")) {
     r.only_keys(*id, {"paths"}, "identity");
-    spec.identity_paths = r.strings(*id, "paths", "identity.paths").value_or(
-        std::vector<std::string>{});
+    spec.identity_paths =
+        r.strings(*id, "paths", "identity.paths").value_or(std::vector<std::string>{});
   } else if (preset != nullptr) {
     spec.identity_paths = preset->identity_paths;
   } else {

@@ -32,25 +32,25 @@ struct EngineSpec {
   std::string file;         ///< the spec's path (as given)
   std::string file_sha256;  ///< of the spec file's bytes
   std::string name;
-  std::string preset;                    ///< "" when none
-  std::vector<std::string> command;      ///< argv with placeholders ({port}, {host}, ...)
-  std::vector<std::string> args;         ///< appended after the command and engine_args
+  std::string preset;                ///< "" when none
+  std::vector<std::string> command;  ///< argv with placeholders ({port}, {host}, ...)
+  std::vector<std::string> args;     ///< appended after the command and engine_args
   std::map<std::string, std::string> env;
   std::optional<std::string> workdir;
-  std::optional<int> port;               ///< nullopt: pick a free loopback port
+  std::optional<int> port;  ///< nullopt: pick a free loopback port
   std::string host = "127.0.0.1";
-  std::string api_path = "/v1";          ///< the OpenAI base path
-  std::string model;                     ///< the model name requests carry
-  std::optional<std::string> model_file;      ///< local weights (fingerprinted; {model_file})
-  std::optional<std::string> model_revision;  ///< e.g. the HF commit
-  std::optional<std::string> checkout;        ///< the engine's source checkout (git commit)
-  std::optional<std::string> container_image; ///< declared, recorded
+  std::string api_path = "/v1";                ///< the OpenAI base path
+  std::string model;                           ///< the model name requests carry
+  std::optional<std::string> model_file;       ///< local weights (fingerprinted; {model_file})
+  std::optional<std::string> model_revision;   ///< e.g. the HF commit
+  std::optional<std::string> checkout;         ///< the engine's source checkout (git commit)
+  std::optional<std::string> container_image;  ///< declared, recorded
   ReadyProbe ready;
   std::string stop_signal = "SIGINT";
   double stop_grace_s = 30.0;
   boost::json::object engine_args;  ///< declared; become flags when engine_args_as_flags
   bool engine_args_as_flags = true;
-  boost::json::object topology;      ///< tp, pp, gpus, p2p (declared; tp/pp become flags)
+  boost::json::object topology;             ///< tp, pp, gpus, p2p (declared; tp/pp become flags)
   std::vector<std::string> identity_paths;  ///< GET these for the engine's own identity
 };
 

@@ -37,8 +37,9 @@ class Parser {
       if (at_end()) break;
       if (peek() == '[') {
         if (s_.substr(i_).rfind("[[", 0) == 0) {
-          fail("arrays of tables ([[...]]) are not supported in engine specs; use an inline "
-               "array of tables or separate keys");
+          fail(
+              "arrays of tables ([[...]]) are not supported in engine specs; use an inline "
+              "array of tables or separate keys");
         }
         ++i_;
         skip_ws();
@@ -75,9 +76,7 @@ class Parser {
     throw TomlError(source_ + ":" + std::to_string(line_) + ": " + message);
   }
   bool at_end() const { return i_ >= s_.size(); }
-  char peek(std::size_t ahead = 0) const {
-    return i_ + ahead < s_.size() ? s_[i_ + ahead] : '\0';
-  }
+  char peek(std::size_t ahead = 0) const { return i_ + ahead < s_.size() ? s_[i_ + ahead] : '\0'; }
   void expect(char c, const char* what) {
     if (peek() != c) fail(std::string("expected ") + what);
     ++i_;
@@ -120,8 +119,8 @@ class Parser {
   }
 
   static bool bare_key_char(char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
   }
 
   std::string one_key() {
@@ -218,13 +217,27 @@ class Parser {
     const char e = peek();
     ++i_;
     switch (e) {
-      case 'b': out += '\b'; return;
-      case 't': out += '\t'; return;
-      case 'n': out += '\n'; return;
-      case 'f': out += '\f'; return;
-      case 'r': out += '\r'; return;
-      case '"': out += '"'; return;
-      case '\\': out += '\\'; return;
+      case 'b':
+        out += '\b';
+        return;
+      case 't':
+        out += '\t';
+        return;
+      case 'n':
+        out += '\n';
+        return;
+      case 'f':
+        out += '\f';
+        return;
+      case 'r':
+        out += '\r';
+        return;
+      case '"':
+        out += '"';
+        return;
+      case '\\':
+        out += '\\';
+        return;
       case 'u':
       case 'U': {
         const std::size_t n = e == 'u' ? 4 : 8;
@@ -248,7 +261,8 @@ class Parser {
         return;
       }
       default:
-        fail(std::string("unknown escape \\") + e + " in a string (use \\\\ for a backslash, "
+        fail(std::string("unknown escape \\") + e +
+             " in a string (use \\\\ for a backslash, "
              "or a 'literal string')");
     }
   }
@@ -296,8 +310,8 @@ class Parser {
       if (c == '\\') {
         if (peek(1) == '\n' || (peek(1) == '\r' && peek(2) == '\n') || peek(1) == ' ') {
           ++i_;  // line-ending backslash: trim the newline and the following whitespace
-          while (!at_end() && (peek() == ' ' || peek() == '\t' || peek() == '\n' ||
-                               peek() == '\r')) {
+          while (!at_end() &&
+                 (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r')) {
             if (peek() == '\n') ++line_;
             ++i_;
           }
@@ -389,8 +403,8 @@ class Parser {
 
   json::value number() {
     const std::size_t start = i_;
-    while (!at_end() && (bare_key_char(peek()) || peek() == '.' || peek() == '+' ||
-                         peek() == ':')) {
+    while (!at_end() &&
+           (bare_key_char(peek()) || peek() == '.' || peek() == '+' || peek() == ':')) {
       ++i_;
     }
     std::string raw(s_.substr(start, i_ - start));
@@ -402,7 +416,8 @@ class Parser {
     std::string t;
     for (std::size_t k = 0; k < raw.size(); ++k) {
       if (raw[k] == '_') {
-        if (k == 0 || k + 1 == raw.size() || !std::isalnum(static_cast<unsigned char>(raw[k - 1])) ||
+        if (k == 0 || k + 1 == raw.size() ||
+            !std::isalnum(static_cast<unsigned char>(raw[k - 1])) ||
             !std::isalnum(static_cast<unsigned char>(raw[k + 1]))) {
           fail("'" + raw + "': '_' must sit between digits");
         }
@@ -418,7 +433,8 @@ class Parser {
     }
     if (body == "nan") return json::value(std::numeric_limits<double>::quiet_NaN());
     try {
-      if (body.size() > 2 && body[0] == '0' && (body[1] == 'x' || body[1] == 'o' || body[1] == 'b')) {
+      if (body.size() > 2 && body[0] == '0' &&
+          (body[1] == 'x' || body[1] == 'o' || body[1] == 'b')) {
         if (t[0] == '+' || t[0] == '-') fail("'" + raw + "': hex/octal/binary take no sign");
         const int base = body[1] == 'x' ? 16 : body[1] == 'o' ? 8 : 2;
         std::size_t used = 0;

@@ -55,7 +55,7 @@ struct LoadResult {
   std::int64_t t0_steady_ns = 0;       ///< the run's t0 (all trace times are relative to it)
   std::int64_t measured_start_ns = 0;  ///< relative to t0
   bool interrupted = false;
-  bool engine_exited = false;  ///< the run ended because the engine's process ended
+  bool engine_exited = false;      ///< the run ended because the engine's process ended
   std::vector<double> loop_lag_s;  ///< event-loop lag samples taken every 10 ms
 };
 

@@ -331,8 +331,8 @@ class Compiler {
       } else if (key == "$schema" || key == "$id" || key == "$defs") {
         if (!is_root) fail(at, key + " is only supported at the root of a schema");
         if (key == "$schema" && !(v.is_string() && v.get_string() == kDialect)) {
-          fail(at, std::string("expected \"") + kDialect + "\" (draft 2020-12), found " +
-                       describe(v));
+          fail(at,
+               std::string("expected \"") + kDialect + "\" (draft 2020-12), found " + describe(v));
         }
         if (key == "$id") {
           if (!v.is_string()) fail(at, "expected a string, found " + describe(v));
@@ -473,7 +473,7 @@ class Validator {
     const double d = as_double(v);
     const auto bound = [](double b) {
       return std::floor(b) == b && std::abs(b) < 1e15 ? std::to_string(static_cast<std::int64_t>(b))
-                                                       : short_text(json::value(b));
+                                                      : short_text(json::value(b));
     };
     if (n.minimum && !(d >= *n.minimum)) {
       problem("expected a number >= " + bound(*n.minimum) + ", found " + describe(v));

@@ -31,10 +31,9 @@ void check_schema_version(const json::value& doc, const std::string& where) {
   if (v == nullptr) {
     throw RecordReadError(where + ": no schema_version: not a dyno record, or a damaged one");
   }
-  const bool integral =
-      v->is_int64() || v->is_uint64() ||
-      (v->is_double() && std::isfinite(v->get_double()) &&
-       std::floor(v->get_double()) == v->get_double());
+  const bool integral = v->is_int64() || v->is_uint64() ||
+                        (v->is_double() && std::isfinite(v->get_double()) &&
+                         std::floor(v->get_double()) == v->get_double());
   if (!integral) {
     throw RecordReadError(where + ": schema_version must be an integer, found " +
                           json_text::compact(*v));

@@ -130,8 +130,8 @@ std::vector<SchemaProblem> validate_run_dir(const fs::path& run_dir) {
     }
     const json::value manifest =
         check_file(run_dir / "manifest.json", "manifest.json", "manifest", out);
-    if (const auto* s = manifest.is_object() ? manifest.get_object().if_contains("status")
-                                             : nullptr;
+    if (const auto* s =
+            manifest.is_object() ? manifest.get_object().if_contains("status") : nullptr;
         s != nullptr && s->is_string()) {
       status = std::string(s->get_string());
     }

@@ -1,19 +1,16 @@
 #include "record/run_verify.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
-
-#include "record/record_schema.h"
-
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
+#include <fstream>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <system_error>
 
 #include "record/record_json.h"
+#include "record/record_schema.h"
 #include "record/run_writer.h"
 
 namespace dyno::record {

@@ -117,9 +117,7 @@ std::string device_label(const std::string& source, std::int64_t device) {
   return source + " " + d;
 }
 
-std::string percent(double fraction) {
-  return num(std::round(fraction * 1000.0) / 10.0) + " %";
-}
+std::string percent(double fraction) { return num(std::round(fraction * 1000.0) / 10.0) + " %"; }
 
 // ---- The board ---------------------------------------------------------------------------
 
@@ -243,12 +241,12 @@ void add_split(std::vector<BoardChart>& out, Stems& stems, const std::string& st
 // ---- Line charts over the level ----------------------------------------------------------
 
 struct LineSpec {
-  std::string metric;      ///< catalogue key
-  std::string stem;        ///< "throughput-by" → throughput-by-concurrency
-  std::string title;       ///< "Output throughput vs" → "… vs concurrency"
+  std::string metric;  ///< catalogue key
+  std::string stem;    ///< "throughput-by" → throughput-by-concurrency
+  std::string title;   ///< "Output throughput vs" → "… vs concurrency"
   std::string subtitle;
   chart::Axis y;
-  std::string what;        ///< the caption's first sentence (what and from where)
+  std::string what;  ///< the caption's first sentence (what and from where)
   Section section = Section::kThroughput;
 };
 
@@ -295,9 +293,8 @@ void add_line_charts(std::vector<BoardChart>& out, Stems& stems, const Board& b,
       }
       c.panels.push_back(std::move(p));
     }
-    const auto cells = cells_where(b, [&kind](const compare::Cell& cl) {
-      return cl.level && cl.level_kind == kind;
-    });
+    const auto cells = cells_where(
+        b, [&kind](const compare::Cell& cl) { return cl.level && cl.level_kind == kind; });
     const std::string caption = spec.what + " of each arm's selected run in each " + word +
                                 " cell, one line per arm and one panel per model. " +
                                 runs_phrase(b, cells);
@@ -346,8 +343,8 @@ void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
     if (std::none_of(columns.begin(), columns.end(), [&c](const Column& k) {
           return k.protocol == c.protocol && k.name == c.name;
         })) {
-      columns.push_back({c.protocol, c.name, cell_label(b, c), c.level,
-                         c.level_kind == "concurrency"});
+      columns.push_back(
+          {c.protocol, c.name, cell_label(b, c), c.level, c.level_kind == "concurrency"});
     }
   }
   const auto rank = [&protocol_order](const std::string& p) {
@@ -366,16 +363,17 @@ void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
   h.title = "Output throughput: " + arm_word + " vs " + b.baseline;
   h.subtitle = "Δ output tok/s in % of " + b.baseline + ", per model and cell, with its verdict";
   h.row_title = several_arms ? "Model · arm" : "Model";
-  h.column_title = std::all_of(columns.begin(), columns.end(),
-                               [](const Column& k) { return k.concurrency; })
-                       ? "Cell (concurrency)"
-                       : "Cell";
+  h.column_title =
+      std::all_of(columns.begin(), columns.end(), [](const Column& k) { return k.concurrency; })
+          ? "Cell (concurrency)"
+          : "Cell";
   h.format = chart::ValueFormat{1, true, "%"};
   h.min_limit = 5.0;
   h.scale_title = "Δ output tok/s (%)";
   h.positive_label = (several_arms ? std::string("arm") : arms.front()) + " better";
   h.negative_label = b.baseline + " better";
-  h.note = "win / loss: the " + conf + " interval of Δ lies above / below 0; tie: it holds 0 "
+  h.note = "win / loss: the " + conf +
+           " interval of Δ lies above / below 0; tie: it holds 0 "
            "(intervals in board.json).";
   for (const auto& k : columns) h.columns.push_back(k.label);
   for (const auto& [model, arm] : rows) {
@@ -399,11 +397,21 @@ void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
       }
       values.push_back(it->delta.value);
       switch (it->delta.verdict) {
-        case compare::Verdict::kWin: labels.emplace_back("win"); break;
-        case compare::Verdict::kTie: labels.emplace_back("tie"); break;
-        case compare::Verdict::kLoss: labels.emplace_back("loss"); break;
-        case compare::Verdict::kNoInterval: labels.emplace_back("no interval"); break;
-        case compare::Verdict::kNotApplicable: labels.emplace_back(); break;
+        case compare::Verdict::kWin:
+          labels.emplace_back("win");
+          break;
+        case compare::Verdict::kTie:
+          labels.emplace_back("tie");
+          break;
+        case compare::Verdict::kLoss:
+          labels.emplace_back("loss");
+          break;
+        case compare::Verdict::kNoInterval:
+          labels.emplace_back("no interval");
+          break;
+        case compare::Verdict::kNotApplicable:
+          labels.emplace_back();
+          break;
       }
     }
     h.values.push_back(std::move(values));
@@ -412,11 +420,12 @@ void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
   const std::string caption =
       "Δ output tok/s = (arm / " + b.baseline +
       " − 1) · 100 of the selected runs in every compared cell (positive: the arm is better), "
-      "each cell labelled win, tie or loss by its " + conf +
+      "each cell labelled win, tie or loss by its " +
+      conf +
       " bootstrap interval; hatched n/a: not compared (a required check failed) or no runs. " +
       runs_phrase(b, cells_where(b, [](const compare::Cell& c) { return !c.comparisons.empty(); }));
-  out.push_back({stems.take("delta-heatmap"), h.title, caption, Section::kThroughput,
-                 std::move(h)});
+  out.push_back(
+      {stems.take("delta-heatmap"), h.title, caption, Section::kThroughput, std::move(h)});
 }
 
 // ---- Serving trade-off -------------------------------------------------------------------
@@ -425,8 +434,7 @@ void add_tradeoff(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
   const auto series = compare::serving_tradeoff(b);
   std::vector<std::string> kinds;
   for (const auto& s : series) {
-    if (!s.points.empty() &&
-        std::find(kinds.begin(), kinds.end(), s.level_kind) == kinds.end()) {
+    if (!s.points.empty() && std::find(kinds.begin(), kinds.end(), s.level_kind) == kinds.end()) {
       kinds.push_back(s.level_kind);
     }
   }
@@ -466,12 +474,12 @@ void add_tradeoff(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
       }
       c.panels.push_back(std::move(p));
     }
-    const auto cells = cells_where(b, [&kind](const compare::Cell& cl) {
-      return cl.level && cl.level_kind == kind;
-    });
+    const auto cells = cells_where(
+        b, [&kind](const compare::Cell& cl) { return cl.level && cl.level_kind == kind; });
     const std::string caption =
         "Aggregate output tok/s (throughput.output_tokens_per_s, y) against the median per-user "
-        "decode rate (rates_tok_s.decode_rate_per_user.p50, x) of each arm's selected run in each " +
+        "decode rate (rates_tok_s.decode_rate_per_user.p50, x) of each arm's selected run in "
+        "each " +
         word + " cell, joined in " + word + " order. " + runs_phrase(b, cells);
     add_split(out, stems, slug(kinds.size() > 1 ? "serving-tradeoff-" + word : "serving-tradeoff"),
               caption, Section::kThroughput, std::move(c), &chart::TradeOff::panels);
@@ -496,8 +504,9 @@ void add_cdfs(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
     for (const auto& model : models) {
       chart::Cdf c;
       c.title = k.title + " CDF, " + defuse(model);
-      c.subtitle = "Completed measured requests of each arm's selected run, one panel per cell; "
-                   "further left is faster";
+      c.subtitle =
+          "Completed measured requests of each arm's selected run, one panel per cell; "
+          "further left is faster";
       c.x = chart::Axis{.title = k.axis, .unit = "ms"};
       c.grid.shared_x = false;
       bool any = false;
@@ -569,9 +578,8 @@ void add_timelines(std::vector<BoardChart>& out, Stems& stems, const Board& b,
       if (cell.model != model) continue;
       std::vector<std::pair<std::string, std::int64_t>> devices;
       for (const auto& t : tracks) {
-        if (t.cell == cell.id &&
-            std::find(devices.begin(), devices.end(), std::pair{t.source, t.device}) ==
-                devices.end()) {
+        if (t.cell == cell.id && std::find(devices.begin(), devices.end(),
+                                           std::pair{t.source, t.device}) == devices.end()) {
           devices.emplace_back(t.source, t.device);
         }
       }
@@ -601,10 +609,13 @@ void add_timelines(std::vector<BoardChart>& out, Stems& stems, const Board& b,
     if (!any) continue;
     // One row per cell and device, its arms side by side (when they fit three across).
     if (arms_in_row >= 1 && arms_in_row <= 3) c.grid.columns = arms_in_row;
-    const std::string caption = spec.what + " of each device (telemetry.jsonl) over each arm's "
-                                "selected run in the cells of " + defuse(model) +
+    const std::string caption = spec.what +
+                                " of each device (telemetry.jsonl) over each arm's "
+                                "selected run in the cells of " +
+                                defuse(model) +
                                 ", the run's service window shaded; a panel without a line: that "
-                                "run has no such reading. " + runs_phrase(b, cells);
+                                "run has no such reading. " +
+                                runs_phrase(b, cells);
     const std::string stem = models.size() > 1 ? spec.stem + "-" + slug(model) : spec.stem;
     add_split(out, stems, stem, caption, spec.section, std::move(c), &chart::Timeline::panels);
   }
@@ -643,33 +654,33 @@ std::vector<BoardChart> board_charts(const Board& b) {
                    Section::kThroughput});
   add_heatmap(out, stems, b);
   add_tradeoff(out, stems, b);
-  add_line_charts(out, stems, b,
-                  {"input_tokens_per_s", "prefill-by", "Prefill throughput vs",
-                   "Aggregate prefill (input) tok/s of each arm; higher is better",
-                   chart::Axis{.title = "Aggregate prefill", .unit = "tok/s", .include_zero = true},
-                   "Aggregate prefill tok/s (summary.json throughput.input_tokens_per_s)",
-                   Section::kPrefill});
-  add_line_charts(out, stems, b,
-                  {"prefill_rate_client_p50", "prefill-per-user-by", "Per-user prefill rate vs",
-                   "Median over requests of input tokens / TTFT (queueing and network included); "
-                   "higher is better",
-                   chart::Axis{.title = "Per-user prefill, p50", .unit = "tok/s",
-                               .include_zero = true},
-                   "The median per-request prefill rate (summary.json "
-                   "rates_tok_s.prefill_rate_client.p50)",
-                   Section::kPrefill});
+  add_line_charts(
+      out, stems, b,
+      {"input_tokens_per_s", "prefill-by", "Prefill throughput vs",
+       "Aggregate prefill (input) tok/s of each arm; higher is better",
+       chart::Axis{.title = "Aggregate prefill", .unit = "tok/s", .include_zero = true},
+       "Aggregate prefill tok/s (summary.json throughput.input_tokens_per_s)", Section::kPrefill});
+  add_line_charts(
+      out, stems, b,
+      {"prefill_rate_client_p50", "prefill-per-user-by", "Per-user prefill rate vs",
+       "Median over requests of input tokens / TTFT (queueing and network included); "
+       "higher is better",
+       chart::Axis{.title = "Per-user prefill, p50", .unit = "tok/s", .include_zero = true},
+       "The median per-request prefill rate (summary.json "
+       "rates_tok_s.prefill_rate_client.p50)",
+       Section::kPrefill});
   add_cdfs(out, stems, b);
   add_timelines(out, stems, b, power_tracks(b),
                 {"power-timeline", "Power over time",
                  "Power (the instantaneous reading, else the averaged one)",
                  chart::Axis{.title = "Power", .unit = "W", .include_zero = true}, Section::kGpu});
-  add_timelines(out, stems, b, energy_tracks(b),
-                {"energy-timeline", "Energy over time",
-                 "Energy used since the run's first reading (the sum of the energy counter's "
-                 "increments)",
-                 chart::Axis{.title = "Energy since first reading", .unit = "J",
-                             .include_zero = true},
-                 Section::kEnergy});
+  add_timelines(
+      out, stems, b, energy_tracks(b),
+      {"energy-timeline", "Energy over time",
+       "Energy used since the run's first reading (the sum of the energy counter's "
+       "increments)",
+       chart::Axis{.title = "Energy since first reading", .unit = "J", .include_zero = true},
+       Section::kEnergy});
   return out;
 }
 

@@ -78,11 +78,20 @@ std::string delta_text(const MetricDef& m, const Delta& d) {
     s += " [" + signed_number(d.low, dec) + ", " + signed_number(d.high, dec) + "]";
   }
   switch (d.verdict) {
-    case Verdict::kWin: s += " win"; break;
-    case Verdict::kTie: s += " tie"; break;
-    case Verdict::kLoss: s += " loss"; break;
-    case Verdict::kNoInterval: s += " (no interval)"; break;
-    case Verdict::kNotApplicable: break;
+    case Verdict::kWin:
+      s += " win";
+      break;
+    case Verdict::kTie:
+      s += " tie";
+      break;
+    case Verdict::kLoss:
+      s += " loss";
+      break;
+    case Verdict::kNoInterval:
+      s += " (no interval)";
+      break;
+    case Verdict::kNotApplicable:
+      break;
   }
   return s;
 }
@@ -198,9 +207,9 @@ class Builder {
       for (const auto& h : header) tb.header.push_back(substitute(h, arm));
       tb.numeric = numeric;
       for (const auto& [cl, cmp] : of_arm(bd_, arm)) tb.rows.push_back(row(*cl, *cmp));
-      Block bl = tb.rows.empty() ? paragraph({t("No cell pairs " + arm + " with " +
-                                                bd_.baseline + ".")})
-                                 : table_block(std::move(tb));
+      Block bl = tb.rows.empty()
+                     ? paragraph({t("No cell pairs " + arm + " with " + bd_.baseline + ".")})
+                     : table_block(std::move(tb));
       if (arms.size() > 1) {
         section(arm + " vs " + bd_.baseline, 3).blocks.push_back(std::move(bl));
       } else {
@@ -229,9 +238,9 @@ class Builder {
     }
     Inline line{b("Status:"), t(" "), c(bd_.status), t(".")};
     line.push_back(t(" " + std::to_string(bd_.cells.size()) + " cell" +
-                     (bd_.cells.size() == 1 ? "" : "s") + " paired, " +
-                     std::to_string(compared) + " comparison" + (compared == 1 ? "" : "s") +
-                     " made, " + std::to_string(failed) + " not made (a required check failed), " +
+                     (bd_.cells.size() == 1 ? "" : "s") + " paired, " + std::to_string(compared) +
+                     " comparison" + (compared == 1 ? "" : "s") + " made, " +
+                     std::to_string(failed) + " not made (a required check failed), " +
                      std::to_string(bd_.unpaired.size()) + " unpaired run" +
                      (bd_.unpaired.size() == 1 ? "" : "s") + "."));
     if (!bd_.unresolved_checks.empty()) {
@@ -261,8 +270,8 @@ class Builder {
                std::to_string(models.size()) + " model" + (models.size() == 1 ? "" : "s") +
                " and the protocol" + (protocols.size() == 1 ? " " : "s ") +
                join(std::vector<std::string>(protocols.begin(), protocols.end()), ", ") +
-               ". A delta is signed so that positive means the arm is better than " +
-               bd_.baseline + "; it counts as a win or a loss only when its " +
+               ". A delta is signed so that positive means the arm is better than " + bd_.baseline +
+               "; it counts as a win or a loss only when its " +
                number(bd_.bootstrap.confidence * 100.0, 0) +
                " % interval excludes 0, otherwise it is a tie.")};
     doc_.intro.push_back(paragraph(std::move(d)));
@@ -357,9 +366,9 @@ class Builder {
       const auto it = cmp->deltas.find("goodput_requests_per_s");
       if (it != cmp->deltas.end() && it->second.value) goodput = true;
     }
-    std::vector<std::string> header{"Model", "Cell", "{A} output tok/s", "{B} output tok/s",
-                                    "Output tok/s Δ", "Req/s Δ", "Decode tok/s Δ",
-                                    "Decode tok/s per user p50 Δ"};
+    std::vector<std::string> header{
+        "Model",          "Cell",    "{A} output tok/s", "{B} output tok/s",
+        "Output tok/s Δ", "Req/s Δ", "Decode tok/s Δ",   "Decode tok/s per user p50 Δ"};
     std::vector<bool> numeric{false, false, true, true, true, true, true, true};
     if (goodput) {
       header.push_back("Goodput req/s Δ");
@@ -376,7 +385,8 @@ class Builder {
         header, numeric, [this, goodput](const Cell& cl, const Comparison& cmp) {
           const ArmCell* a = cl.arm(cmp.arm);
           const ArmCell* bs = cl.arm(bd_.baseline);
-          std::vector<TableCell> row{cell_text(cl.model), cell_text(cl.name, cl.level),
+          std::vector<TableCell> row{cell_text(cl.model),
+                                     cell_text(cl.name, cl.level),
                                      value_cell(a, "output_tokens_per_s"),
                                      value_cell(bs, "output_tokens_per_s"),
                                      delta_cell(cmp, "output_tokens_per_s"),
@@ -396,21 +406,20 @@ class Builder {
         {t("Aggregate prefill tok/s is Σ input tokens of the completed requests over the "
            "service window; per user, each request's input tokens over its time to first token "
            "(client side: it includes queueing and the network).")},
-        {"Model", "Cell", "{A} prefill tok/s", "{B} prefill tok/s", "Prefill Δ",
-         "{A} per user p50", "{B} per user p50", "Per user p50 Δ"},
+        {"Model", "Cell", "{A} prefill tok/s", "{B} prefill tok/s", "Prefill Δ", "{A} per user p50",
+         "{B} per user p50", "Per user p50 Δ"},
         {false, false, true, true, true, true, true, true},
         [this](const Cell& cl, const Comparison& cmp) {
           const ArmCell* a = cl.arm(cmp.arm);
           const ArmCell* bs = cl.arm(bd_.baseline);
-          return std::vector<TableCell>{
-              cell_text(cl.model),
-              cell_text(cl.name, cl.level),
-              value_cell(a, "input_tokens_per_s"),
-              value_cell(bs, "input_tokens_per_s"),
-              delta_cell(cmp, "input_tokens_per_s"),
-              value_cell(a, "prefill_rate_client_p50"),
-              value_cell(bs, "prefill_rate_client_p50"),
-              delta_cell(cmp, "prefill_rate_client_p50")};
+          return std::vector<TableCell>{cell_text(cl.model),
+                                        cell_text(cl.name, cl.level),
+                                        value_cell(a, "input_tokens_per_s"),
+                                        value_cell(bs, "input_tokens_per_s"),
+                                        delta_cell(cmp, "input_tokens_per_s"),
+                                        value_cell(a, "prefill_rate_client_p50"),
+                                        value_cell(bs, "prefill_rate_client_p50"),
+                                        delta_cell(cmp, "prefill_rate_client_p50")};
         });
   }
 
@@ -462,12 +471,13 @@ class Builder {
     per_arm_tables(
         Part::kQuality, "Quality audit",
         {t("Accuracy and output length are measured outcomes of each arm. A warning means an "
-           "accuracy gap of at least " + number(bd_.quality.accuracy_pp, 1) +
-           " points or a mean output length gap of at least " +
-           number(bd_.quality.output_gap_pct, 1) + " %; warning cells are reported, never "
+           "accuracy gap of at least " +
+           number(bd_.quality.accuracy_pp, 1) + " points or a mean output length gap of at least " +
+           number(bd_.quality.output_gap_pct, 1) +
+           " %; warning cells are reported, never "
            "normalized away.")},
-        {"Model", "Cell", "{A} correct", "{B} correct", "Accuracy Δ", "Mean output tokens {A} / {B}",
-         "Output length gap", "Assessment"},
+        {"Model", "Cell", "{A} correct", "{B} correct", "Accuracy Δ",
+         "Mean output tokens {A} / {B}", "Output length gap", "Assessment"},
         {false, false, true, true, true, true, true, false},
         [this](const Cell& cl, const Comparison& cmp) {
           const auto& q = cmp.quality;
@@ -503,8 +513,7 @@ class Builder {
         const auto answer = [](bool ok, const std::string& text) {
           return std::string(ok ? "correct: " : "wrong: ") + (text.empty() ? "(none)" : text);
         };
-        tb.rows.push_back({cell_text(cell_label(*cl)), cell_text(cmp->arm),
-                           cell_text(d.request_id),
+        tb.rows.push_back({cell_text(cell_label(*cl)), cell_text(cmp->arm), cell_text(d.request_id),
                            cell_text(answer(d.arm_correct, d.arm_extracted)),
                            cell_text(answer(d.baseline_correct, d.baseline_extracted))});
       }
@@ -526,7 +535,8 @@ class Builder {
     tb.numeric = {false, false, false};
     for (const auto& k : keys) {
       const MetricDef& m = metric(k);
-      tb.header.push_back(m.label + (m.unit.empty() || m.unit == "bytes" ? "" : " (" + m.unit + ")"));
+      tb.header.push_back(m.label +
+                          (m.unit.empty() || m.unit == "bytes" ? "" : " (" + m.unit + ")"));
       tb.numeric.push_back(true);
     }
     bool any = false;
@@ -555,7 +565,9 @@ class Builder {
         if (const auto r = compare::string_at(a.run().summary, "energy.reason")) reasons.insert(*r);
       }
     }
-    return reasons.empty() ? "" : " (" + join(std::vector<std::string>(reasons.begin(), reasons.end()), "; ") + ")";
+    return reasons.empty()
+               ? ""
+               : " (" + join(std::vector<std::string>(reasons.begin(), reasons.end()), "; ") + ")";
   }
 
   void gpu() {
@@ -577,8 +589,9 @@ class Builder {
            "Energy has no per-request form: its deltas get an interval only over repetitions.")}));
     place_figures(s, Part::kEnergy);
     const std::size_t before = s.blocks.size();
-    arm_rows(s, {"energy_j", "joules_per_output_token", "idle_subtracted_joules_per_output_token",
-                 "output_tokens_per_j"},
+    arm_rows(s,
+             {"energy_j", "joules_per_output_token", "idle_subtracted_joules_per_output_token",
+              "output_tokens_per_j"},
              "No run of this board measured energy" + no_energy_reason() + ".");
     if (s.blocks.size() == before + 1 && s.blocks.back().kind == Block::Kind::kTable) {
       for (const auto& arm : compared_arms(bd_)) {
@@ -594,7 +607,8 @@ class Builder {
         }
         if (tb.rows.empty()) continue;
         doc_.sections.back().blocks.push_back(
-            paragraph({b(arm), t(" vs " + bd_.baseline + " (positive: " + arm + " spends less "
+            paragraph({b(arm), t(" vs " + bd_.baseline + " (positive: " + arm +
+                                 " spends less "
                                  "energy per token):")}));
         doc_.sections.back().blocks.push_back(table_block(std::move(tb)));
       }
@@ -623,7 +637,8 @@ class Builder {
     s.blocks.push_back(paragraph(
         {t("Cells run more than once show the repetition the records' declared rule selects "
            "(the median by the named figure, not the best); every repetition's figures are in "
-           "board.json. With at least " + std::to_string(bd_.bootstrap.min_repetitions) +
+           "board.json. With at least " +
+           std::to_string(bd_.bootstrap.min_repetitions) +
            " repetitions per arm, intervals are over repetitions.")}));
     s.blocks.push_back(table_block(std::move(tb)));
   }
@@ -680,13 +695,14 @@ class Builder {
         if (it != bd_.selectors.end() && !it->second.empty()) p += " = " + join(it->second, " + ");
         parts.push_back(p);
       }
-      items.push_back({b("Arms: "), t(join(parts, "; ") + ". Runs are paired by model, "
-                                      "protocol and protocol cell" +
-                                      (bd_.spec_file_sha256.empty()
-                                           ? std::string(".")
-                                           : "; the board spec file (sha256 " +
-                                                 short_hash(bd_.spec_file_sha256) +
-                                                 ") maps cells explicitly."))});
+      items.push_back(
+          {b("Arms: "), t(join(parts, "; ") +
+                          ". Runs are paired by model, "
+                          "protocol and protocol cell" +
+                          (bd_.spec_file_sha256.empty() ? std::string(".")
+                                                        : "; the board spec file (sha256 " +
+                                                              short_hash(bd_.spec_file_sha256) +
+                                                              ") maps cells explicitly."))});
     }
     items.push_back(per_arm("Engine", [](const RunRecord& r) {
       const json::object& m = r.manifest;
@@ -740,8 +756,8 @@ class Builder {
     }));
     items.push_back(per_arm("Hardware", [](const RunRecord& r) {
       const json::object& m = r.manifest;
-      std::string d = text_at(m, "hardware.cpu_model") + " (" + text_at(m, "hardware.cpu_cores") +
-                      " cores)";
+      std::string d =
+          text_at(m, "hardware.cpu_model") + " (" + text_at(m, "hardware.cpu_cores") + " cores)";
       const json::value* gpus = compare::find_path(m, "hardware.gpus");
       if (gpus == nullptr || !gpus->is_array() || gpus->get_array().empty()) {
         return d + ", no GPU recorded";
@@ -763,8 +779,9 @@ class Builder {
       const json::value* dirty = compare::find_path(m, "harness.git_dirty");
       return text_at(m, "harness.name", "dyno") + " " + text_at(m, "harness.version") + " at " +
              short_hash(text_at(m, "harness.git_commit")) +
-             (dirty != nullptr && dirty->is_bool() ? (dirty->get_bool() ? " (modified tree)" : " (clean tree)")
-                                                   : "") +
+             (dirty != nullptr && dirty->is_bool()
+                  ? (dirty->get_bool() ? " (modified tree)" : " (clean tree)")
+                  : "") +
              ", executable sha256 " + short_hash(text_at(m, "harness.executable_sha256"));
     }));
     items.push_back(per_arm("Telemetry", [](const RunRecord& r) {
@@ -774,8 +791,8 @@ class Builder {
                   : "not measured");
     }));
     items.push_back(per_arm("Figures", [](const RunRecord& r) {
-      return text_at(r.summary, "definition_set") + "; percentiles: " +
-             text_at(r.summary, "percentile_method");
+      return text_at(r.summary, "definition_set") +
+             "; percentiles: " + text_at(r.summary, "percentile_method");
     }));
     const auto& bs = bd_.bootstrap;
     items.push_back(
@@ -785,8 +802,10 @@ class Builder {
            ". Over requests: each arm's measured requests are resampled with replacement and "
            "the figure recomputed (rates as ratios of per-request sums over per-request "
            "occupancy, latencies as percentiles); at least " +
-           std::to_string(bs.min_requests) + " requests per arm. Over repetitions when each arm "
-           "has at least " + std::to_string(bs.min_repetitions) +
+           std::to_string(bs.min_requests) +
+           " requests per arm. Over repetitions when each arm "
+           "has at least " +
+           std::to_string(bs.min_repetitions) +
            ": the repetitions' figures are resampled and their medians compared.")});
     items.push_back({b("Verdicts: "),
                      t("a delta is a win when its whole interval is above 0, a loss when below, "
@@ -795,7 +814,10 @@ class Builder {
       std::vector<std::string> req, rep, ign;
       for (const auto& d : compare::check_catalog()) {
         const auto l = bd_.policy.level(d.name);
-        (l == CheckLevel::kRequired ? req : l == CheckLevel::kReported ? rep : ign).push_back(d.label);
+        (l == CheckLevel::kRequired   ? req
+         : l == CheckLevel::kReported ? rep
+                                      : ign)
+            .push_back(d.label);
       }
       std::string p = "required (a failure means the cell is not compared): " + join(req, ", ");
       if (!rep.empty()) p += "; reported: " + join(rep, ", ");
@@ -870,8 +892,7 @@ class Builder {
 
 }  // namespace
 
-Document board_document(const Board& board, const std::vector<Figure>& figures,
-                        DocumentKind kind) {
+Document board_document(const Board& board, const std::vector<Figure>& figures, DocumentKind kind) {
   return Builder(board, figures, kind).build();
 }
 

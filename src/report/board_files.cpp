@@ -18,7 +18,9 @@ json::value num(std::optional<double> v) {
   return v && std::isfinite(*v) ? json::value(*v) : json::value(nullptr);
 }
 
-json::value count(std::optional<std::uint64_t> v) { return v ? json::value(*v) : json::value(nullptr); }
+json::value count(std::optional<std::uint64_t> v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
 
 json::object figures_json(const Figures& f) {
   json::object o;
@@ -30,15 +32,15 @@ json::object figures_json(const Figures& f) {
 }
 
 json::object delta_json(const Delta& d) {
-  return json::object{{"value", num(d.value)},
-                      {"low", num(d.low)},
-                      {"high", num(d.high)},
-                      {"verdict", to_string(d.verdict)},
-                      {"method", d.method.empty() ? json::value(nullptr) : json::value(d.method)},
-                      {"no_interval", d.no_interval.empty() ? json::value(nullptr)
-                                                            : json::value(d.no_interval)},
-                      {"n_arm", d.n_arm},
-                      {"n_baseline", d.n_baseline}};
+  return json::object{
+      {"value", num(d.value)},
+      {"low", num(d.low)},
+      {"high", num(d.high)},
+      {"verdict", to_string(d.verdict)},
+      {"method", d.method.empty() ? json::value(nullptr) : json::value(d.method)},
+      {"no_interval", d.no_interval.empty() ? json::value(nullptr) : json::value(d.no_interval)},
+      {"n_arm", d.n_arm},
+      {"n_baseline", d.n_baseline}};
 }
 
 json::object quality_json(const QualityAudit& q) {
@@ -73,11 +75,13 @@ json::object run_ref(const RunRecord& r) {
       {"status", r.manifest.contains("status") ? r.manifest.at("status") : json::value(nullptr)},
       {"campaign",
        r.manifest.contains("campaign") ? r.manifest.at("campaign") : json::value(nullptr)},
-      {"repetition", [&r] {
+      {"repetition",
+       [&r] {
          const json::value* v = find_path(r.manifest, "workload.protocol.repetition");
          return v == nullptr ? json::value(nullptr) : *v;
        }()},
-      {"sha256sums_sha256", r.sums_sha256.empty() ? json::value(nullptr) : json::value(r.sums_sha256)},
+      {"sha256sums_sha256",
+       r.sums_sha256.empty() ? json::value(nullptr) : json::value(r.sums_sha256)},
       {"intact", r.integrity_problems.empty()}};
 }
 
@@ -102,13 +106,13 @@ json::object cell_json(const Cell& c) {
   for (const auto& cmp : c.comparisons) {
     json::array checks;
     for (const auto& ch : cmp.checks) {
-      checks.push_back(json::object{{"name", ch.name},
-                                    {"level", to_string(ch.level)},
-                                    {"outcome", to_string(ch.outcome)},
-                                    {"arm_value", ch.arm_value},
-                                    {"baseline_value", ch.baseline_value},
-                                    {"note", ch.note.empty() ? json::value(nullptr)
-                                                             : json::value(ch.note)}});
+      checks.push_back(
+          json::object{{"name", ch.name},
+                       {"level", to_string(ch.level)},
+                       {"outcome", to_string(ch.outcome)},
+                       {"arm_value", ch.arm_value},
+                       {"baseline_value", ch.baseline_value},
+                       {"note", ch.note.empty() ? json::value(nullptr) : json::value(ch.note)}});
     }
     json::object deltas;
     for (const auto& m : metric_catalog()) {
@@ -123,15 +127,15 @@ json::object cell_json(const Cell& c) {
                                        {"deltas", std::move(deltas)},
                                        {"quality", quality_json(cmp.quality)}});
   }
-  return json::object{{"id", c.id},
-                      {"model", c.model},
-                      {"protocol", c.protocol},
-                      {"cell", c.name},
-                      {"level_kind", c.level_kind.empty() ? json::value(nullptr)
-                                                          : json::value(c.level_kind)},
-                      {"level", num(c.level)},
-                      {"arms", std::move(arms)},
-                      {"comparisons", std::move(comparisons)}};
+  return json::object{
+      {"id", c.id},
+      {"model", c.model},
+      {"protocol", c.protocol},
+      {"cell", c.name},
+      {"level_kind", c.level_kind.empty() ? json::value(nullptr) : json::value(c.level_kind)},
+      {"level", num(c.level)},
+      {"arms", std::move(arms)},
+      {"comparisons", std::move(comparisons)}};
 }
 
 json::object definitions_json(const Board& b) {
@@ -162,13 +166,12 @@ json::object definitions_json(const Board& b) {
        "signed, positive = the arm is better than the baseline: rates (arm / baseline - 1) * "
        "100, latencies and energy per token (baseline / arm - 1) * 100, accuracy (arm - "
        "baseline) * 100 points"},
-      {"interval",
-       json::object{{"method", "percentile bootstrap"},
-                    {"confidence", b.bootstrap.confidence},
-                    {"resamples", b.bootstrap.resamples},
-                    {"seed", b.bootstrap.seed},
-                    {"min_requests", b.bootstrap.min_requests},
-                    {"min_repetitions", b.bootstrap.min_repetitions}}},
+      {"interval", json::object{{"method", "percentile bootstrap"},
+                                {"confidence", b.bootstrap.confidence},
+                                {"resamples", b.bootstrap.resamples},
+                                {"seed", b.bootstrap.seed},
+                                {"min_requests", b.bootstrap.min_requests},
+                                {"min_repetitions", b.bootstrap.min_repetitions}}},
       {"verdict",
        "win when the interval's low end is above 0, loss when its high end is below 0, else "
        "tie; no_interval when there is none"},
@@ -179,7 +182,8 @@ json::object definitions_json(const Board& b) {
 }
 
 std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos && (s.empty() || (s.front() != ' ' && s.back() != ' '))) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos &&
+      (s.empty() || (s.front() != ' ' && s.back() != ' '))) {
     return s;
   }
   std::string out = "\"";
@@ -229,18 +233,20 @@ std::string board_json(const Board& b, const std::vector<Figure>& figures) {
   for (const auto& c : b.cells) cells.push_back(cell_json(c));
   json::array unpaired;
   for (const auto& u : b.unpaired) {
-    unpaired.push_back(json::object{{"arm", u.arm},
-                                    {"run_id", u.run_id},
-                                    {"cell", u.cell.empty() ? json::value(nullptr) : json::value(u.cell)},
-                                    {"reason", u.reason}});
+    unpaired.push_back(
+        json::object{{"arm", u.arm},
+                     {"run_id", u.run_id},
+                     {"cell", u.cell.empty() ? json::value(nullptr) : json::value(u.cell)},
+                     {"reason", u.reason}});
   }
   json::array findings;
   for (const auto& f : b.findings) {
-    findings.push_back(json::object{{"type", f.type},
-                                    {"cell", f.cell.empty() ? json::value(nullptr) : json::value(f.cell)},
-                                    {"arm", f.arm.empty() ? json::value(nullptr) : json::value(f.arm)},
-                                    {"message", f.message},
-                                    {"data", f.data}});
+    findings.push_back(
+        json::object{{"type", f.type},
+                     {"cell", f.cell.empty() ? json::value(nullptr) : json::value(f.cell)},
+                     {"arm", f.arm.empty() ? json::value(nullptr) : json::value(f.arm)},
+                     {"message", f.message},
+                     {"data", f.data}});
   }
   json::array figs;
   for (const auto& f : figures) {
@@ -256,22 +262,22 @@ std::string board_json(const Board& b, const std::vector<Figure>& figures) {
       {"title", b.title},
       {"status", b.status},
       {"status_detail", json::object{{"cells", b.cells.size()},
-                                      {"comparisons_made", compared},
-                                      {"comparisons_failed_checks", failed},
-                                      {"unpaired_runs", b.unpaired.size()},
-                                      {"unresolved_checks", std::move(unresolved)},
-                                      {"allow_unresolved", b.allow_unresolved}}},
+                                     {"comparisons_made", compared},
+                                     {"comparisons_failed_checks", failed},
+                                     {"unpaired_runs", b.unpaired.size()},
+                                     {"unresolved_checks", std::move(unresolved)},
+                                     {"allow_unresolved", b.allow_unresolved}}},
       {"baseline", b.baseline},
       {"arms", std::move(arms)},
       {"provenance",
-       json::object{{"generator", json::object{{"name", b.generator.name},
-                                               {"version", b.generator.version},
-                                               {"git_commit", b.generator.git_commit}}},
-                    {"spec_file_sha256", b.spec_file_sha256.empty()
-                                             ? json::value(nullptr)
-                                             : json::value(b.spec_file_sha256)},
-                    {"runs", std::move(runs)},
-                    {"figures", std::move(figs)}}},
+       json::object{
+           {"generator", json::object{{"name", b.generator.name},
+                                      {"version", b.generator.version},
+                                      {"git_commit", b.generator.git_commit}}},
+           {"spec_file_sha256",
+            b.spec_file_sha256.empty() ? json::value(nullptr) : json::value(b.spec_file_sha256)},
+           {"runs", std::move(runs)},
+           {"figures", std::move(figs)}}},
       {"definitions", definitions_json(b)},
       {"tallies", std::move(tallies)},
       {"cells", std::move(cells)},
@@ -293,31 +299,30 @@ std::string board_csv(const Board& b) {
       const auto vb = base->selected_figures().at(m.key);
       const auto it = cmp->deltas.find(m.key);
       const Delta* d = it == cmp->deltas.end() ? nullptr : &it->second;
-      std::vector<std::string> row{
-          cmp->arm,
-          cmp->baseline,
-          cell->id,
-          cell->model,
-          cell->protocol,
-          cell->name,
-          cell->level_kind,
-          csv_num(cell->level),
-          to_string(cmp->status),
-          m.key,
-          m.unit,
-          to_string(m.direction),
-          csv_num(va),
-          csv_num(vb),
-          d ? csv_num(d->value) : "",
-          m.direction == Direction::kNone ? ""
-          : m.delta_kind == DeltaKind::kPoints ? "pp"
-                                              : "%",
-          d ? csv_num(d->low) : "",
-          d ? csv_num(d->high) : "",
-          d ? to_string(d->verdict) : "",
-          d ? d->method : "",
-          d ? std::to_string(d->n_arm) : "",
-          d ? std::to_string(d->n_baseline) : ""};
+      std::vector<std::string> row{cmp->arm,
+                                   cmp->baseline,
+                                   cell->id,
+                                   cell->model,
+                                   cell->protocol,
+                                   cell->name,
+                                   cell->level_kind,
+                                   csv_num(cell->level),
+                                   to_string(cmp->status),
+                                   m.key,
+                                   m.unit,
+                                   to_string(m.direction),
+                                   csv_num(va),
+                                   csv_num(vb),
+                                   d ? csv_num(d->value) : "",
+                                   m.direction == Direction::kNone      ? ""
+                                   : m.delta_kind == DeltaKind::kPoints ? "pp"
+                                                                        : "%",
+                                   d ? csv_num(d->low) : "",
+                                   d ? csv_num(d->high) : "",
+                                   d ? to_string(d->verdict) : "",
+                                   d ? d->method : "",
+                                   d ? std::to_string(d->n_arm) : "",
+                                   d ? std::to_string(d->n_baseline) : ""};
       for (std::size_t i = 0; i < row.size(); ++i) {
         out += (i == 0 ? "" : ",") + csv_field(row[i]);
       }
@@ -332,13 +337,14 @@ std::vector<std::string> write_board(const std::filesystem::path& dir, const Boa
   validate_figures(figures);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw record::RecordError(dir.string() + ": cannot create the board directory: " + ec.message());
+  if (ec)
+    throw record::RecordError(dir.string() +
+                              ": cannot create the board directory: " + ec.message());
   const Document doc = board_document(board, figures, DocumentKind::kFull);
-  std::vector<std::pair<std::string, std::string>> files{
-      {"README.md", to_markdown(doc, figures)},
-      {"report.html", to_html(doc, figures)},
-      {"board.json", board_json(board, figures)},
-      {"board.csv", board_csv(board)}};
+  std::vector<std::pair<std::string, std::string>> files{{"README.md", to_markdown(doc, figures)},
+                                                         {"report.html", to_html(doc, figures)},
+                                                         {"board.json", board_json(board, figures)},
+                                                         {"board.csv", board_csv(board)}};
   for (const auto& f : figures) {
     files.emplace_back(f.stem + ".svg", f.svg);
     files.emplace_back(f.stem + ".png", f.png);

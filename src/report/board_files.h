@@ -23,8 +23,7 @@ std::string board_csv(const compare::Board& board);
 /// earlier board are replaced, other files are left alone and not listed). Every file is
 /// written atomically. Returns the names written, SHA256SUMS last. Throws
 /// record::RecordError on I/O failure, std::invalid_argument for bad figures.
-std::vector<std::string> write_board(const std::filesystem::path& dir,
-                                     const compare::Board& board,
+std::vector<std::string> write_board(const std::filesystem::path& dir, const compare::Board& board,
                                      const std::vector<Figure>& figures);
 
 }  // namespace dyno::report

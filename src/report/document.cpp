@@ -31,14 +31,13 @@ std::string strip_prolog(const std::string& svg) {
 }  // namespace
 
 void validate_figures(const std::vector<Figure>& figures) {
-  static const std::set<std::string> reserved = {"README", "readme", "board", "report",
-                                                 "SHA256SUMS", "sha256sums"};
+  static const std::set<std::string> reserved = {"README", "readme",     "board",
+                                                 "report", "SHA256SUMS", "sha256sums"};
   std::set<std::string> stems;
   for (const auto& f : figures) {
-    const bool ok_chars =
-        !f.stem.empty() && std::all_of(f.stem.begin(), f.stem.end(), [](char c) {
-          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-        });
+    const bool ok_chars = !f.stem.empty() && std::all_of(f.stem.begin(), f.stem.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    });
     if (!ok_chars) throw std::invalid_argument("figure stem '" + f.stem + "' is not [a-z0-9-]+");
     if (reserved.count(f.stem) != 0) {
       throw std::invalid_argument("figure stem '" + f.stem + "' is reserved");
@@ -58,8 +57,8 @@ void validate_figures(const std::vector<Figure>& figures) {
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     for (const char* bad : {"<script", "javascript:", "<foreignobject", "<iframe"}) {
       if (lower.find(bad) != std::string::npos) {
-        throw std::invalid_argument("figure '" + f.stem + "': its SVG holds '" +
-                                    std::string(bad) + "', which report.html does not inline");
+        throw std::invalid_argument("figure '" + f.stem + "': its SVG holds '" + std::string(bad) +
+                                    "', which report.html does not inline");
       }
     }
   }
@@ -94,7 +93,8 @@ std::string md_inline(const Inline& in) {
       continue;
     }
     const auto last = t.find_last_not_of(' ');
-    out += t.substr(0, first) + "**" + t.substr(first, last - first + 1) + "**" + t.substr(last + 1);
+    out +=
+        t.substr(0, first) + "**" + t.substr(first, last - first + 1) + "**" + t.substr(last + 1);
   }
   return out;
 }
@@ -116,8 +116,12 @@ void md_table(std::string& out, const Table& t) {
 
 void md_block(std::string& out, const Block& b, const std::vector<Figure>& figures) {
   switch (b.kind) {
-    case Block::Kind::kParagraph: out += md_inline(b.text) + "\n"; break;
-    case Block::Kind::kStatus: out += "> " + md_inline(b.text) + "\n"; break;
+    case Block::Kind::kParagraph:
+      out += md_inline(b.text) + "\n";
+      break;
+    case Block::Kind::kStatus:
+      out += "> " + md_inline(b.text) + "\n";
+      break;
     case Block::Kind::kBullets:
       for (const auto& item : b.items) out += "- " + md_inline(item) + "\n";
       break;
@@ -126,7 +130,9 @@ void md_block(std::string& out, const Block& b, const std::vector<Figure>& figur
         out += std::to_string(i + 1) + ". " + md_inline(b.items[i]) + "\n";
       }
       break;
-    case Block::Kind::kTable: md_table(out, b.table); break;
+    case Block::Kind::kTable:
+      md_table(out, b.table);
+      break;
     case Block::Kind::kFigure: {
       const Figure& f = figures.at(b.figure);
       out += "![" + markdown_escape(f.title) + "](" + f.stem + ".png)\n";
@@ -177,7 +183,9 @@ std::string anchor(const std::string& title) {
 
 void html_block(std::string& out, const Block& b, const std::vector<Figure>& figures) {
   switch (b.kind) {
-    case Block::Kind::kParagraph: out += "<p>" + html_inline(b.text) + "</p>\n"; break;
+    case Block::Kind::kParagraph:
+      out += "<p>" + html_inline(b.text) + "</p>\n";
+      break;
     case Block::Kind::kStatus:
       out += "<p class=\"status\">" + html_inline(b.text) + "</p>\n";
       break;
@@ -227,7 +235,8 @@ void html_block(std::string& out, const Block& b, const std::vector<Figure>& fig
   }
 }
 
-constexpr const char* kCss = R"(body{font:15px/1.45 -apple-system,"Segoe UI","DejaVu Sans",sans-serif;color:#1f2933;margin:0;background:#fff}
+constexpr const char* kCss =
+    R"(body{font:15px/1.45 -apple-system,"Segoe UI","DejaVu Sans",sans-serif;color:#1f2933;margin:0;background:#fff}
 main{max-width:1280px;margin:0 auto;padding:24px 32px 64px}
 h1{font-size:26px;margin:8px 0 16px}h2{font-size:20px;margin:32px 0 8px;border-bottom:1px solid #d7dde2;padding-bottom:4px}h3{font-size:16px;margin:20px 0 6px}
 nav{font-size:13px;margin:0 0 16px}nav a{margin-right:12px;color:#007c83;text-decoration:none}
@@ -290,7 +299,9 @@ std::string one_line(const std::string& s) {
 void text_block(std::string& out, const Block& b) {
   switch (b.kind) {
     case Block::Kind::kParagraph:
-    case Block::Kind::kStatus: out += one_line(plain(b.text)) + "\n"; break;
+    case Block::Kind::kStatus:
+      out += one_line(plain(b.text)) + "\n";
+      break;
     case Block::Kind::kBullets:
       for (const auto& item : b.items) out += "  - " + one_line(plain(item)) + "\n";
       break;
@@ -325,7 +336,8 @@ void text_block(std::string& out, const Block& b) {
       }
       break;
     }
-    case Block::Kind::kFigure: break;
+    case Block::Kind::kFigure:
+      break;
   }
 }
 
@@ -354,7 +366,8 @@ std::string to_html(const Document& doc, const std::vector<Figure>& figures) {
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
       "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
-      html_escape(doc.title) + "</title>\n<style>\n" + kCss + "\n</style>\n</head>\n<body>\n<main>\n";
+      html_escape(doc.title) + "</title>\n<style>\n" + kCss +
+      "\n</style>\n</head>\n<body>\n<main>\n";
   // Unique ids: a subsection title (e.g. "fast vs slow") repeats under several sections.
   std::vector<std::string> ids;
   std::set<std::string> used;

@@ -11,8 +11,8 @@
 namespace dyno::report {
 
 struct Figure {
-  std::string title;    ///< e.g. "Output tok/s by concurrency" (alt text, HTML caption)
-  std::string stem;     ///< file name without extension: [a-z0-9-]+, unique in a board
+  std::string title;  ///< e.g. "Output tok/s by concurrency" (alt text, HTML caption)
+  std::string stem;   ///< file name without extension: [a-z0-9-]+, unique in a board
   compare::Section section = compare::Section::kThroughput;  ///< where it is shown
   std::string caption;  ///< optional sentence under it ("" for none)
   std::string svg;      ///< SVG document bytes

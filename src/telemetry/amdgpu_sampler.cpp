@@ -193,11 +193,12 @@ class AmdgpuSampler final : public Sampler {
   Probe probe() override {
     cards_.clear();
     bool failed = false;
-    Probe result = guarded_probe("amdgpu", "amdgpu", [this](Probe& p) { probe_into(p); },
-                                 [this, &failed] {
-                                   cards_.clear();
-                                   failed = true;
-                                 });
+    Probe result = guarded_probe(
+        "amdgpu", "amdgpu", [this](Probe& p) { probe_into(p); },
+        [this, &failed] {
+          cards_.clear();
+          failed = true;
+        });
     probed_ = true;
     if (failed) return result;
     result.available = !cards_.empty();

@@ -138,8 +138,8 @@ class HostSampler final : public Sampler {
   std::string name() const override { return "host"; }
 
   Probe probe() override {
-    Probe result = guarded_probe("host", "host", [this](Probe& p) { probe_into(p); },
-                                 [this] { available_ = false; });
+    Probe result = guarded_probe(
+        "host", "host", [this](Probe& p) { probe_into(p); }, [this] { available_ = false; });
     probed_ = true;
     return result;
   }

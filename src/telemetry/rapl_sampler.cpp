@@ -82,8 +82,8 @@ class RaplSampler final : public Sampler {
 
   Probe probe() override {
     zones_.clear();
-    Probe result = guarded_probe("rapl", "RAPL", [this](Probe& p) { probe_into(p); },
-                                 [this] { zones_.clear(); });
+    Probe result = guarded_probe(
+        "rapl", "RAPL", [this](Probe& p) { probe_into(p); }, [this] { zones_.clear(); });
     probed_ = true;
     return result;
   }
