@@ -361,7 +361,7 @@ LaunchedEngine::LaunchedEngine(engine::EngineSpec spec, workload::Api api,
     }
     first_request_s_ = seconds_since(t0) - probe_ready_s_;
   }
-  ready_s_ = seconds_since(t0);
+  ready_s_ = probe_ready_s_ + first_request_s_.value_or(0.0);  // its two parts, exactly
   ready_log_offset_ = log_size();
   std::cerr << "dyno: engine " << spec_.name << " ready in " << ready_s_ << " s\n";
   reported_ = query_engine_identity(base_url(), spec_.identity_paths, api_key);

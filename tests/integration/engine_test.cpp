@@ -116,6 +116,10 @@ TEST_F(Engines, SpecLaunchesTheSimMeasuresReadinessKeepsTheLogAndStopsIt) {
   ASSERT_EQ(runs.size(), 1u);
   const json::object m = read_json(runs[0] / "manifest.json");
   EXPECT_EQ(m.at("status").as_string(), "ok");
+  // No GPU identity without telemetry, and the record says why.
+  EXPECT_TRUE(m.at("hardware").at("gpus").as_array().empty());
+  EXPECT_NE(std::string(m.at("hardware").at("unknown").at("gpus").as_string()).find("telemetry off"),
+            std::string::npos);
   const auto& engine = m.at("engine").as_object();
   EXPECT_EQ(engine.at("name").as_string(), "sim-under-test");
   EXPECT_EQ(engine.at("reached").at("kind").as_string(), "launched");
@@ -334,4 +338,19 @@ TEST_F(Engines, AServerReachedByUrlIsIdentifiedFromItsOwnEndpoints) {
   EXPECT_EQ(engine.at("name").as_string(), "dyno-sim");
   EXPECT_EQ(engine.at("reported").at("sources").at("/version").at("profile").as_string(), "cpu");
   EXPECT_TRUE(engine.at("reported").at("unavailable").as_object().contains("/props"));
+}
+
+TEST_F(Engines, ALogLineCanBeTheReadinessProbe) {
+  const fs::path p = dir_ / "logline.toml";
+  std::ofstream(p) << "name = \"sim-log\"\npreset = \"sim\"\n[ready]\n"
+                      "log_line = \"dyno sim listening on\"\nfirst_request = false\n";
+  Child c(dyno("run", {"--engine", p.string(), "--requests", "4", "--concurrency", "2"}),
+          (dir_ / "out").string(), (dir_ / "err").string());
+  ASSERT_EQ(c.wait(), 0) << c.err();
+  const auto launch =
+      read_json(run_dirs().at(0) / "manifest.json").at("engine").at("launch").as_object();
+  EXPECT_EQ(launch.at("ready").at("log_line").as_string(), "dyno sim listening on");
+  EXPECT_TRUE(launch.at("ready").at("http_path").is_null());  // the log line replaces the probe
+  EXPECT_TRUE(launch.at("first_request_s").is_null());
+  EXPECT_DOUBLE_EQ(launch.at("ready_s").as_double(), launch.at("probe_ready_s").as_double());
 }
