@@ -2,34 +2,19 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 
+#include "transport/base_url.h"
 #include "transport/event_loop.h"
+#include "transport/request_body.h"
 #include "transport/target.h"
 
 namespace dyno::transport {
-
-/// A URL dyno cannot use; the message says why.
-class UrlError : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
-
-/// http(s)://host[:port]/base-path, e.g. "http://127.0.0.1:8000/v1".
-struct BaseUrl {
-  bool tls = false;
-  std::string host;
-  std::uint16_t port = 0;
-  std::string base_path;  ///< without trailing slash, e.g. "/v1"
-  /// Parses and validates; throws UrlError.
-  static BaseUrl parse(const std::string& url);
-  /// scheme://host:port + path, for display (no credentials are ever part of it).
-  std::string to_string() const;
-};
 
 struct HttpTargetConfig {
   BaseUrl url;
@@ -39,8 +24,19 @@ struct HttpTargetConfig {
   std::optional<std::string> api_key;       ///< sent as Authorization: Bearer; never logged
   std::string request_id_prefix = "dyno-";  ///< X-Request-Id: <prefix><submission>
   std::chrono::milliseconds connect_timeout{10'000};
-  std::optional<std::chrono::milliseconds> first_token_timeout;  ///< from sent
-  std::optional<std::chrono::milliseconds> total_timeout;        ///< from sent
+  /// From sent; 0 ms: no limit. Unset: derive_timeouts() when derive_timeouts, else none.
+  std::optional<std::chrono::milliseconds> first_token_timeout;
+  std::optional<std::chrono::milliseconds> total_timeout;  ///< the same rules as above
+  /// Requests without an explicit limit get those of transport/timeouts.h.
+  bool derive_timeouts = false;
+  /// Between token events, from the first one on (a stalled stream); unset or 0: none.
+  std::optional<std::chrono::milliseconds> idle_timeout;
+  /// Idle keep-alive connections kept for reuse (0: no limit): a connection released while
+  /// this many wait is closed (never hold more than the load can use).
+  std::size_t max_idle_connections = 0;
+  /// An idle connection unused this long is closed (0: kept until the target goes), so it
+  /// never occupies one of a server's few HTTP threads for long (llama-server has n_parallel+2).
+  std::chrono::milliseconds idle_connection_close{2'000};
   bool keep_output_text = false;
   bool tls_verify = true;
   /// https: a PEM file of CA certificates trusted in addition to the system's (private CAs).
@@ -50,18 +46,32 @@ struct HttpTargetConfig {
 /// Opens one connection per concurrently in-flight request and reuses idle ones
 /// (keep-alive). A connection the server closed is reopened transparently before sending.
 ///
-/// Behaviour (the StreamObserver contract, made precise for HTTP):
+/// Behaviour (the StreamObserver contract, made precise for HTTP; categories: docs/metrics.md):
 /// - on_sent is called when the request bytes are handed to the socket, after any connect or
 ///   TLS handshake (connect time is not part of TTFT); submit() itself never calls the observer.
 /// - A reused keep-alive connection that fails on write, or ends before any response byte, is
-///   retried once on a fresh connection without a second on_sent (the server processed nothing).
-/// - Non-2xx: kHttpStatus with "<status> <first 200 body bytes>", after reading the body.
+///   retried once on a fresh connection without a second on_sent (the server processed nothing);
+///   a fresh connection that fails on write is kSend.
+/// - Every received segment is acknowledged at once (TCP_QUICKACK after the request is written
+///   and after each read): a server with Nagle's algorithm on (llama-server) otherwise holds each
+///   small SSE write until the client's delayed ACK, up to 40 ms, on a reused connection.
+/// - Non-2xx: kHttpStatus with "<status> <first 200 body bytes>", after reading the body; a
+///   redirect names its Location (dyno does not follow redirects).
+/// - 2xx whose Content-Encoding (or a transfer coding) is not identity, or whose Content-Type is
+///   neither an event stream, JSON, plain text nor absent (an HTML login page): kBadResponse.
 /// - An `error` object inside a 2xx stream (engine failure mid-stream): kHttpStatus carrying the
 ///   response's status (usually 200) and "engine error: <message>".
 /// - A `data:` payload that is not JSON of the expected shape: kParse; the connection is closed.
 /// - [DONE] ends the request (at the time of the read that carried it); a body that ends cleanly
 ///   (terminating chunk, Content-Length reached, or close for a close-delimited body) without
-///   [DONE] is also done; EOF or reset mid-body is kStreamTruncated.
+///   [DONE] is also done; EOF or reset mid-body is kStreamTruncated. A 2xx that ends without
+///   any token event is kNoTokens, unless the request asked for max_tokens 0 or the answer
+///   finished with tool calls.
+/// - Bounds per response (kTooLarge past them): header 64 KiB, one SSE event 1 MiB, 1,048,576
+///   token events, 16 MiB of generated text (or of a non-streamed body).
+/// - Deadlines (kTimeout): connect; first token and total from sent; idle between token
+///   events. Reads are bounded per wake-up, so deadlines and other streams are served on time
+///   even against a server that never stops sending.
 /// - The connection goes back to the pool before on_done/on_error, so the observer may submit()
 ///   again from inside them. Destroying the target does not call observers of requests still in
 ///   flight; call cancel_all() first to end them.
@@ -84,17 +94,5 @@ class HttpTarget final : public Target {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-/// Builds the JSON body for a request (the same bytes HttpTarget sends): text-only messages
-/// as strings, messages with parts as the OpenAI array (text and image_url parts). Throws
-/// std::invalid_argument for image parts on the completions API.
-std::string build_request_body(const workload::Request& request, const std::string& model,
-                               workload::Api api, bool stream);
-/// The `messages` array build_request_body sends for the chat API, as JSON text (a request that
-/// has a prompt instead becomes one user message).
-std::string build_messages_json(const workload::Request& request);
-/// The prompt of a request for the completions API; throws std::invalid_argument (naming the
-/// request) when it has chat messages instead.
-const std::string& completions_prompt(const workload::Request& request);
 
 }  // namespace dyno::transport

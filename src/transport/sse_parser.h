@@ -1,6 +1,7 @@
 // Incremental Server-Sent Events parser (WHATWG HTML "event stream interpretation").
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -32,6 +33,8 @@ class SseParser {
   void reset();
 
   std::uint64_t events_dispatched() const { return events_; }
+  /// Bytes held for a line or an event not yet complete (what a caller bounds).
+  std::size_t buffered_bytes() const { return line_.size() + data_.size(); }
 
  private:
   void process_line(std::string_view line);

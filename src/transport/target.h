@@ -14,6 +14,7 @@ namespace dyno::transport {
 /// Error taxonomy of a failed request (METRICS.md error_rate categories).
 enum class ErrorCategory {
   kConnect,          ///< DNS, refused, reset before the response started
+  kSend,             ///< writing the request failed on a fresh connection
   kTls,              ///< handshake or certificate failure
   kHttpStatus,       ///< non-2xx status (the status goes with it)
   kTimeout,          ///< connect, first-token or total timeout
@@ -22,6 +23,9 @@ enum class ErrorCategory {
   kCancelled,        ///< cancelled by dyno (interrupt); not an engine failure
   kEngineRejected,   ///< an in-process engine refused the request (bad parameters, too long)
   kEngineFailed,     ///< an in-process engine failed while serving the request
+  kNoTokens,         ///< a 2xx response that ended without any token event
+  kTooLarge,         ///< the response passed a bound (header, event, events, text)
+  kBadResponse,      ///< a 2xx that is not an answer: HTML page, unrequested encoding
 };
 const char* to_string(ErrorCategory category);
 

@@ -408,6 +408,8 @@ TokenizeClient::TokenizeClient(const BaseUrl& url, std::string model,
 
 TokenizeClient::~TokenizeClient() { impl_->close(); }
 
+void TokenizeClient::disconnect() { impl_->close(); }
+
 TokenizeClient::Flavor TokenizeClient::flavor() {
   if (!impl_->flavor) impl_->detect("Hello");
   return *impl_->flavor;

@@ -72,6 +72,10 @@ class TokenizeClient {
   HttpReply call(const std::string& method, const std::string& path, const std::string& body = "");
   /// HTTP calls made so far (probes included).
   std::uint64_t calls() const;
+  /// Closes the connection now (the next call opens a new one). Call it when the client will
+  /// be idle a while: an idle keep-alive connection occupies one of a server's HTTP threads,
+  /// and llama-server has only n_parallel + 2 of them.
+  void disconnect();
 
  private:
   struct Impl;

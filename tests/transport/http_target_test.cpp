@@ -509,7 +509,9 @@ TEST(HttpTarget, FirstTokenTimeout) {
   target.submit(*prepared, 1, rec);
   LoopRunner(loop).run();
   EXPECT_EQ(rec.error, ErrorCategory::kTimeout);
-  EXPECT_EQ(rec.error_message, "first token timeout after 200 ms");
+  EXPECT_EQ(
+      rec.error_message,
+      "first-token timeout: no token 0.200 s after the request was sent (--first-token-timeout)");
   EXPECT_GE(std::chrono::steady_clock::now() - start, 200ms);
   ASSERT_GE(rec.times.size(), 2u);
   EXPECT_GE(rec.times.back() - rec.times.front(), 200'000'000);
@@ -533,7 +535,8 @@ TEST(HttpTarget, TotalTimeout) {
   target.submit(*prepared, 1, rec);
   LoopRunner(loop).run();
   EXPECT_EQ(rec.error, ErrorCategory::kTimeout);
-  EXPECT_EQ(rec.error_message, "total timeout after 150 ms");
+  EXPECT_EQ(rec.error_message,
+            "total timeout: not done 0.150 s after the request was sent (--timeout)");
 }
 
 TEST(HttpTarget, NonStreamedContentLength) {

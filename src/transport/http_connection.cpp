@@ -1,0 +1,718 @@
+#include "transport/http_connection.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <algorithm>
+#include <array>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/write.hpp>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <limits>
+
+namespace dyno::transport::http {
+
+namespace {
+
+constexpr std::size_t kReadBufferSize = 16 * 1024;
+/// Reads per wake-up before the loop serves other sockets and timers: a server that never
+/// stops sending must not keep the loop (deadlines, signals, other streams) waiting.
+constexpr int kMaxReadsPerTurn = 8;
+constexpr std::size_t kErrorBodyExcerpt = 200;
+// A non-2xx body larger than this is not read to its end: the connection is closed instead.
+constexpr std::size_t kMaxErrorBody = 64 * 1024;
+// Bounds of one response (kTooLarge past them).
+constexpr std::size_t kMaxEventBytes = 1024 * 1024;
+constexpr std::uint64_t kMaxTokenEvents = 1u << 20;
+constexpr std::uint64_t kMaxTextBytes = 16u * 1024 * 1024;
+// After [DONE], how long to wait for the end of the body (to keep the connection) before
+// reporting done and closing it.
+constexpr std::int64_t kDrainGraceNs = 1'000'000'000;
+
+/// The kernel's receive time of the data a recvmsg() returned (SO_TIMESTAMPNS: the last
+/// segment's arrival, on CLOCK_REALTIME), moved onto the steady clock. This is when the bytes
+/// reached this host, whatever the event loop was doing then; without it, an event's time is
+/// when dyno got round to reading it, which lags by the loop's backlog when thousands of
+/// streams deliver at once. nullopt when the message carried no timestamp.
+std::optional<std::int64_t> kernel_receive_ns(const msghdr& msg) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr;
+       c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
+    timespec rx{};
+    std::memcpy(&rx, CMSG_DATA(c), sizeof rx);
+    if (rx.tv_sec == 0 && rx.tv_nsec == 0) return std::nullopt;
+    timespec real{};
+    timespec mono{};
+    clock_gettime(CLOCK_REALTIME, &real);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    const std::int64_t offset =
+        (real.tv_sec - mono.tv_sec) * 1'000'000'000LL + (real.tv_nsec - mono.tv_nsec);
+    return rx.tv_sec * 1'000'000'000LL + rx.tv_nsec - offset;
+  }
+  return std::nullopt;
+}
+
+std::string seconds_text(std::int64_t ns) {
+  std::array<char, 32> buf{};
+  const auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(),
+                                       static_cast<double>(ns) * 1e-9, std::chars_format::fixed, 3);
+  return std::string(buf.data(), end) + " s";
+}
+
+bool is_redirect(int status) { return status >= 300 && status < 400 && status != 304; }
+
+}  // namespace
+
+Connection::Connection(Pool* pool, asio::io_context& context, ssl::context* tls_context)
+    : pool_(pool),
+      context_(context),
+      tls_context_(tls_context),
+      timer_(context),
+      read_buffer_(new char[kReadBufferSize]),
+      sse_([this](const SseEvent& event) { on_sse_event(event); }) {}
+
+void Connection::begin(const Prepared& request, std::uint64_t submission, StreamObserver& observer,
+                       bool reused, const std::string& id_prefix) {
+  request_ = &request;
+  observer_ = &observer;
+  request_id_header_.assign("X-Request-Id: ");
+  request_id_header_ += id_prefix;
+  std::array<char, 24> digits{};
+  const auto [end, ec] = std::to_chars(digits.data(), digits.data() + digits.size(), submission);
+  request_id_header_.append(digits.data(), end);
+  request_id_header_ += "\r\n\r\n";
+  reused_ = reused;
+  retried_ = false;
+  connecting_ = false;
+  sent_ = false;
+  response_started_ = false;
+  first_token_ = false;
+  last_event_ns_ = 0;
+  token_events_ = 0;
+  text_bytes_ = 0;
+  body_bytes_ = 0;
+  done_marker_ = false;
+  stream_mode_ = false;
+  pending_error_.reset();
+  usage_.reset();
+  done_info_ = DoneInfo{};
+  reader_.reset();
+  status_ = 0;
+  keep_alive_ = true;
+  content_type_.clear();
+  location_.clear();
+  body_.clear();
+  error_body_.clear();
+  error_body_size_ = 0;
+  sse_.reset();
+}
+
+void Connection::start(std::uint64_t generation) {
+  if (pool_ == nullptr || generation != generation_) return;
+  if (open_) {
+    start_write();
+  } else {
+    connecting_ = true;
+    connect_started_ns_ = steady_now_ns();
+    rearm();
+    pool_->connect(shared_from_this());
+  }
+}
+
+void Connection::connect(const tcp::resolver::results_type& endpoints) {
+  if (tls_context_ != nullptr) {
+    plain_.reset();
+    tls_ = std::make_unique<ssl::stream<tcp::socket>>(context_, *tls_context_);
+  } else {
+    tls_.reset();
+    plain_.emplace(context_);
+  }
+  asio::async_connect(socket(), endpoints,
+                      [self = shared_from_this(), generation = generation_](const error_code& ec,
+                                                                            const tcp::endpoint&) {
+                        if (self->pool_ == nullptr || generation != self->generation_) return;
+                        if (ec) {
+                          self->fail(steady_now_ns(), ErrorCategory::kConnect,
+                                     "connect to " + self->pool_->config().url.authority() +
+                                         " failed: " + ec.message() +
+                                         " (is the server running and listening there?)",
+                                     std::nullopt, false);
+                          return;
+                        }
+                        self->on_connected();
+                      });
+}
+
+void Connection::on_connected() {
+  error_code ignored;
+  socket().set_option(tcp::no_delay(true), ignored);
+  if (!tls_) {
+    const int on = 1;  // kernel receive timestamps, see kernel_receive_ns()
+    ::setsockopt(socket().native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+  }
+  open_ = true;
+  pool_->count_open();
+  if (!tls_) {
+    connecting_ = false;
+    rearm();
+    start_write();
+    return;
+  }
+  const std::string& host = pool_->config().url.host;
+  error_code parse_ec;
+  asio::ip::make_address(host, parse_ec);
+  if (parse_ec) {  // SNI only for names, never for IP literals
+    SSL_ctrl(tls_->native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+             const_cast<char*>(host.c_str()));
+  }
+  if (pool_->config().tls_verify) {
+    tls_->set_verify_mode(ssl::verify_peer);
+    tls_->set_verify_callback(ssl::host_name_verification(host));
+  } else {
+    tls_->set_verify_mode(ssl::verify_none);
+  }
+  tls_->async_handshake(ssl::stream_base::client, [self = shared_from_this(),
+                                                   generation = generation_](const error_code& ec) {
+    if (self->pool_ == nullptr || generation != self->generation_) return;
+    if (ec) {
+      self->fail(steady_now_ns(), ErrorCategory::kTls,
+                 "TLS handshake with " + self->pool_->config().url.authority() +
+                     " failed: " + ec.message() +
+                     " (--ca-file for a private CA, --insecure to skip verification)",
+                 std::nullopt, false);
+      return;
+    }
+    self->connecting_ = false;
+    self->rearm();
+    self->start_write();
+  });
+}
+
+void Connection::start_write() {
+  if (!sent_) {
+    // on_sent marks the moment the request is handed to the socket (after any connect).
+    sent_ = true;
+    sent_ns_ = steady_now_ns();
+    rearm();
+    observer_->on_sent(sent_ns_);
+  }
+  const std::array<asio::const_buffer, 3> buffers{
+      asio::buffer(request_->head), asio::buffer(request_id_header_), asio::buffer(request_->body)};
+  auto handler = [self = shared_from_this(), generation = generation_](
+                     const error_code& ec, std::size_t) { self->on_write(generation, ec); };
+  if (tls_) {
+    asio::async_write(*tls_, buffers, std::move(handler));
+  } else {
+    asio::async_write(*plain_, buffers, std::move(handler));
+  }
+}
+
+void Connection::on_write(std::uint64_t generation, const error_code& ec) {
+  if (pool_ == nullptr || generation != generation_) return;
+  if (ec) {
+    if (reused_ && !retried_) {
+      retry_on_fresh_connection();  // stale keep-alive connection: nothing was processed
+      return;
+    }
+    fail(steady_now_ns(), ErrorCategory::kSend,
+         "sending the request failed: " + ec.message() +
+             " (the server closed or reset the connection while dyno was writing)",
+         std::nullopt, false);
+    return;
+  }
+  acknowledge_now();
+  start_read();
+}
+
+void Connection::acknowledge_now() {
+  // Sending the request put the socket into delayed-ACK ("interactive") mode. Leave it, so
+  // every segment of the answer is acknowledged when read: a server with Nagle's algorithm on
+  // sends its next small write only once the previous one is acknowledged.
+  const int on = 1;
+  ::setsockopt(socket().native_handle(), IPPROTO_TCP, TCP_QUICKACK, &on, sizeof on);
+}
+
+void Connection::retry_on_fresh_connection() {
+  retried_ = true;
+  reused_ = false;
+  close();
+  connecting_ = true;
+  connect_started_ns_ = steady_now_ns();
+  rearm();
+  pool_->connect(shared_from_this());
+}
+
+void Connection::start_read() {
+  if (tls_) {
+    auto handler = [self = shared_from_this(), generation = generation_](
+                       const error_code& ec, std::size_t n) { self->on_read(generation, ec, n); };
+    tls_->async_read_some(asio::buffer(read_buffer_.get(), kReadBufferSize), std::move(handler));
+    return;
+  }
+  // Plain TCP: wait for readability, then recvmsg() ourselves to get the kernel's receive
+  // timestamps (Asio's reads do not return ancillary data).
+  plain_->async_wait(tcp::socket::wait_read,
+                     [self = shared_from_this(), generation = generation_](const error_code& ec) {
+                       self->on_readable(generation, ec);
+                     });
+}
+
+void Connection::on_readable(std::uint64_t generation, const error_code& ec) {
+  if (pool_ == nullptr || generation != generation_) return;
+  if (ec) {
+    on_read_error(steady_now_ns(), ec);
+    return;
+  }
+  // Drain the socket (the reactor is edge-triggered: a new wait fires only on new data), but
+  // at most kMaxReadsPerTurn reads per turn: then the rest is read from a posted continuation,
+  // behind every other ready handler and due timer.
+  for (int reads = 0;; ++reads) {
+    if (reads == kMaxReadsPerTurn) {
+      asio::post(context_, [self = shared_from_this(), generation] {
+        self->on_readable(generation, error_code());
+      });
+      return;
+    }
+    iovec iov{read_buffer_.get(), kReadBufferSize};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(plain_->native_handle(), &msg, MSG_DONTWAIT);
+    const std::int64_t now = steady_now_ns();
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      on_read_error(now, error_code(errno, boost::system::system_category()));
+      return;
+    }
+    if (n == 0) {
+      on_read_error(now, asio::error::eof);
+      return;
+    }
+    acknowledge_now();
+    // Never before the request was sent or after now (the clocks' offset is read per call).
+    std::int64_t t_ns = kernel_receive_ns(msg).value_or(now);
+    t_ns = std::clamp(t_ns, std::max(sent_ns_, read_ns_), std::max(now, sent_ns_));
+    response_started_ = true;
+    if (!process(t_ns, read_buffer_.get(), static_cast<std::size_t>(n))) return;
+    if (pool_ == nullptr || generation != generation_) return;
+    if (static_cast<std::size_t>(n) < kReadBufferSize) break;
+  }
+  start_read();
+}
+
+void Connection::on_read(std::uint64_t generation, const error_code& ec, std::size_t n) {
+  if (pool_ == nullptr || generation != generation_) return;
+  // One clock read per socket read: every event parsed from these bytes gets this time.
+  const std::int64_t t_ns = steady_now_ns();
+  if (n > 0) {
+    response_started_ = true;
+    acknowledge_now();
+    if (!process(t_ns, read_buffer_.get(), n)) return;
+  }
+  if (ec) {
+    on_read_error(t_ns, ec);
+    return;
+  }
+  start_read();
+}
+
+void Connection::on_read_error(std::int64_t t_ns, const error_code& ec) {
+  if (ec == asio::error::operation_aborted) return;
+  if (reader_.eof_completes() && (ec == asio::error::eof || ec == ssl::error::stream_truncated)) {
+    // The end of a close-delimited body (a TLS peer may close without close_notify).
+    keep_alive_ = false;
+    on_body_complete(t_ns);
+    return;
+  }
+  if (!response_started_) {
+    if (reused_ && !retried_) {
+      retry_on_fresh_connection();
+      return;
+    }
+    fail(t_ns, ErrorCategory::kConnect,
+         "the connection closed before the response started: " + ec.message(), std::nullopt, false);
+    return;
+  }
+  if (done_marker_) {
+    complete(done_ns_, false);
+    return;
+  }
+  fail(t_ns, ErrorCategory::kStreamTruncated,
+       "the connection closed before the response was complete: " + ec.message() + " (" +
+           describe_response() + ")",
+       status_ != 0 ? std::optional<int>(status_) : std::nullopt, false);
+}
+
+bool Connection::process(std::int64_t t_ns, const char* data, std::size_t n) {
+  read_ns_ = t_ns;
+  const std::uint64_t generation = generation_;
+  std::size_t used = 0;
+  const HttpResponseReader::State state = reader_.feed(data, n, *this, &used);
+  if (generation != generation_ || observer_ == nullptr) return false;  // ended in a handler
+  switch (state) {
+    case HttpResponseReader::State::kNeedMore:
+      return true;
+    case HttpResponseReader::State::kError:
+      fail(t_ns,
+           reader_.error_kind() == HttpResponseReader::ErrorKind::kTooLarge
+               ? ErrorCategory::kTooLarge
+               : ErrorCategory::kParse,
+           reader_.error(), status_ != 0 ? std::optional<int>(status_) : std::nullopt, false);
+      return false;
+    case HttpResponseReader::State::kComplete:
+      if (used != n) keep_alive_ = false;  // bytes beyond the response: do not trust the socket
+      on_body_complete(t_ns);
+      return false;
+    case HttpResponseReader::State::kStopped:
+      keep_alive_ = false;  // enough of the body was read; the rest is not waited for
+      on_body_complete(t_ns);
+      return false;
+  }
+  return false;
+}
+
+bool Connection::on_head(const ResponseHead& head) {
+  status_ = head.status;
+  keep_alive_ = head.keep_alive;
+  content_type_ = head.content_type;
+  location_ = head.location;
+  observer_->on_first_byte(read_ns_, status_);
+  if (status_ < 200 || status_ >= 300) return true;  // the error body is read for its excerpt
+  if (!head.content_encoding.empty() && head.content_encoding != "identity") {
+    fail(read_ns_, ErrorCategory::kBadResponse,
+         "the response is " + head.content_encoding +
+             "-encoded, which dyno did not ask for (it "
+             "sends no Accept-Encoding): a proxy or the server compresses responses; turn that off "
+             "for this endpoint",
+         status_, false);
+    return false;
+  }
+  const std::string& type = content_type_;
+  const bool json_type = type == "application/json" ||
+                         (type.size() > 5 && type.compare(type.size() - 5, 5, "+json") == 0);
+  if (type == "text/event-stream") {
+    stream_mode_ = true;
+  } else if (json_type) {
+    stream_mode_ = false;  // a server that ignores "stream": true answers with one document
+  } else if (type.empty() || type == "text/plain") {
+    stream_mode_ = pool_->config().stream;
+  } else {
+    fail(read_ns_, ErrorCategory::kBadResponse,
+         "HTTP " + std::to_string(status_) + " with Content-Type " + type +
+             ": not an event stream or JSON (a login page or a proxy in the way? check --url)",
+         status_, false);
+    return false;
+  }
+  return true;
+}
+
+bool Connection::on_body(std::string_view bytes) {
+  if (bytes.empty()) return true;
+  body_bytes_ += bytes.size();
+  if (status_ < 200 || status_ >= 300) {
+    if (error_body_.size() < kErrorBodyExcerpt) {
+      error_body_.append(bytes.substr(0, kErrorBodyExcerpt - error_body_.size()));
+    }
+    error_body_size_ += bytes.size();
+    return error_body_size_ <= kMaxErrorBody;  // enough of it; the connection is closed after
+  }
+  if (stream_mode_) {
+    sse_.feed(bytes);
+    if (observer_ == nullptr) return false;
+    if (pending_error_) {
+      fail(read_ns_, *pending_error_, std::move(pending_message_), status_, false);
+      return false;
+    }
+    if (sse_.buffered_bytes() > kMaxEventBytes) {
+      fail(read_ns_, ErrorCategory::kTooLarge,
+           "an SSE line or event longer than " + std::to_string(kMaxEventBytes / 1024) + " KiB",
+           status_, false);
+      return false;
+    }
+    return true;
+  }
+  if (body_.size() + bytes.size() > kMaxTextBytes) {
+    fail(read_ns_, ErrorCategory::kTooLarge,
+         "a response body larger than " + std::to_string(kMaxTextBytes / (1024 * 1024)) + " MiB",
+         status_, false);
+    return false;
+  }
+  body_.append(bytes);
+  return true;
+}
+
+void Connection::on_sse_event(const SseEvent& event) {
+  if (done_marker_ || pending_error_ || observer_ == nullptr) return;
+  if (!decode_chunk(event.data, chunk_, scratch_error_)) {
+    pending_error_ = ErrorCategory::kParse;
+    pending_message_ = "invalid SSE data payload: " + scratch_error_;
+    return;
+  }
+  if (chunk_.is_done_marker) {
+    done_marker_ = true;
+    done_ns_ = read_ns_;
+    rearm();  // the drain grace period for the end of the body
+    return;
+  }
+  if (!chunk_.error_message.empty()) {
+    // An engine-reported error mid-stream counts as an HTTP-status failure carrying the status
+    // of the response (usually 200) and the engine's message.
+    pending_error_ = ErrorCategory::kHttpStatus;
+    pending_message_ = "engine error: " + chunk_.error_message;
+    return;
+  }
+  if (!chunk_.content.empty() || !chunk_.reasoning.empty()) {
+    ++token_events_;
+    text_bytes_ += chunk_.content.size() + chunk_.reasoning.size();
+    if (token_events_ > kMaxTokenEvents || text_bytes_ > kMaxTextBytes) {
+      pending_error_ = ErrorCategory::kTooLarge;
+      pending_message_ = token_events_ > kMaxTokenEvents
+                             ? "more than " + std::to_string(kMaxTokenEvents) + " token events"
+                             : "more than " + std::to_string(kMaxTextBytes / (1024 * 1024)) +
+                                   " MiB of generated text";
+      return;
+    }
+    last_event_ns_ = read_ns_;
+    if (!first_token_) {
+      first_token_ = true;
+      rearm();  // from the first-token deadline to the idle one
+    }
+    observer_->on_token_event(read_ns_, chunk_.content, chunk_.reasoning);
+  }
+  if (chunk_.usage) usage_ = chunk_.usage;
+  if (!chunk_.finish_reason.empty()) done_info_.finish_reason = chunk_.finish_reason;
+  if (!chunk_.timings_json.empty()) done_info_.server_timings_json = chunk_.timings_json;
+}
+
+void Connection::on_body_complete(std::int64_t t_ns) {
+  const bool keep = keep_alive_;
+  if (status_ < 200 || status_ >= 300) {
+    std::string message = std::to_string(status_);
+    if (is_redirect(status_)) {
+      message += location_.empty() ? " redirect (no Location)" : " redirect to " + location_;
+      message += ": dyno does not follow redirects; give the final address to --url";
+    } else if (!error_body_.empty()) {
+      message.push_back(' ');
+      message += error_body_;
+    }
+    fail(t_ns, ErrorCategory::kHttpStatus, std::move(message), status_, keep);
+    return;
+  }
+  if (stream_mode_) {
+    // A body that ended cleanly without [DONE] is a complete response (some servers omit it);
+    // an unterminated last event is discarded.
+    sse_.finish();
+    if (observer_ == nullptr) return;
+    if (pending_error_) {
+      fail(t_ns, *pending_error_, std::move(pending_message_), status_, false);
+      return;
+    }
+    complete(done_marker_ ? done_ns_ : t_ns, keep);
+    return;
+  }
+  if (!decode_full_response(body_, chunk_, scratch_error_)) {
+    fail(t_ns, ErrorCategory::kParse,
+         "invalid response body: " + scratch_error_ + " (" + describe_response() + ")", status_,
+         keep);
+    return;
+  }
+  if (!chunk_.error_message.empty()) {
+    fail(t_ns, ErrorCategory::kHttpStatus, "engine error: " + chunk_.error_message, status_, keep);
+    return;
+  }
+  if (!chunk_.content.empty() || !chunk_.reasoning.empty()) {
+    first_token_ = true;
+    ++token_events_;
+    observer_->on_token_event(t_ns, chunk_.content, chunk_.reasoning);
+  }
+  usage_ = chunk_.usage;
+  done_info_.finish_reason = chunk_.finish_reason;
+  done_info_.server_timings_json = chunk_.timings_json;
+  complete(t_ns, keep);
+}
+
+std::string Connection::describe_response() const {
+  std::string out = "HTTP " + std::to_string(status_);
+  out += content_type_.empty() ? ", no Content-Type" : ", Content-Type " + content_type_;
+  out += ", " + std::to_string(body_bytes_) + " body bytes";
+  if (stream_mode_) out += ", " + std::to_string(sse_.events_dispatched()) + " SSE events";
+  if (!done_info_.finish_reason.empty()) out += ", finish_reason " + done_info_.finish_reason;
+  return out;
+}
+
+void Connection::complete(std::int64_t t_ns, bool keep_connection) {
+  if (!first_token_ && request_->expects_tokens && done_info_.finish_reason != "tool_calls") {
+    fail(t_ns, ErrorCategory::kNoTokens,
+         "the response ended without any token (" + describe_response() + ")", status_,
+         keep_connection);
+    return;
+  }
+  finish_done(t_ns, keep_connection);
+}
+
+void Connection::finish_done(std::int64_t t_ns, bool keep_connection) {
+  StreamObserver* observer = observer_;
+  if (observer == nullptr) return;
+  observer_ = nullptr;
+  ++generation_;
+  ++timer_generation_;
+  timer_.cancel();
+  // Move what the callbacks need out first: the observer may submit again from on_done, which
+  // can reuse this very connection.
+  const std::optional<Usage> usage = std::move(usage_);
+  const DoneInfo info = std::move(done_info_);
+  auto self = shared_from_this();
+  if (keep_connection && keep_alive_ && open_ && pool_ != nullptr) {
+    pool_->release(self);
+  } else {
+    close();
+    if (pool_ != nullptr) pool_->drop(this);
+  }
+  if (usage) observer->on_usage(*usage);
+  observer->on_done(t_ns, info);
+}
+
+void Connection::fail(std::int64_t t_ns, ErrorCategory category, std::string message,
+                      std::optional<int> http_status, bool keep_connection) {
+  StreamObserver* observer = observer_;
+  if (observer == nullptr) return;
+  if (category == ErrorCategory::kCancelled && done_marker_) {
+    complete(done_ns_, false);  // it had completed; only the end of the body was pending
+    return;
+  }
+  observer_ = nullptr;
+  ++generation_;
+  ++timer_generation_;
+  timer_.cancel();
+  auto self = shared_from_this();
+  if (keep_connection && keep_alive_ && open_ && pool_ != nullptr) {
+    pool_->release(self);
+  } else {
+    close();
+    if (pool_ != nullptr) pool_->drop(this);
+  }
+  observer->on_error(t_ns, category, message, http_status);
+}
+
+void Connection::close() {
+  error_code ignored;
+  if (tls_) {
+    tls_->next_layer().close(ignored);
+  } else if (plain_) {
+    plain_->close(ignored);
+  }
+  open_ = false;
+}
+
+void Connection::arm_idle_close(std::int64_t after_ns) {
+  const std::uint64_t timer_generation = ++timer_generation_;
+  deadline_kind_ = Deadline::kIdleClose;
+  timer_.expires_after(std::chrono::nanoseconds(after_ns));
+  timer_.async_wait([self = shared_from_this(), timer_generation](const error_code& ec) {
+    if (ec || timer_generation != self->timer_generation_ || self->in_flight()) return;
+    self->close();
+    if (self->pool_ != nullptr) self->pool_->drop(self.get());
+  });
+}
+
+void Connection::rearm() {
+  std::int64_t deadline = std::numeric_limits<std::int64_t>::max();
+  Deadline kind = Deadline::kNone;
+  const auto consider = [&](std::int64_t at, Deadline what) {
+    if (at < deadline) {
+      deadline = at;
+      kind = what;
+    }
+  };
+  const HttpTargetConfig& config = pool_->config();
+  if (connecting_) {
+    consider(connect_started_ns_ + std::chrono::nanoseconds(config.connect_timeout).count(),
+             Deadline::kConnect);
+  }
+  if (sent_) {
+    if (request_->first_token_ns > 0 && !first_token_ && !done_marker_) {
+      consider(sent_ns_ + request_->first_token_ns, Deadline::kFirstToken);
+    }
+    if (request_->total_ns > 0) consider(sent_ns_ + request_->total_ns, Deadline::kTotal);
+    if (config.idle_timeout && config.idle_timeout->count() > 0 && first_token_ && !done_marker_) {
+      consider(last_event_ns_ + std::chrono::nanoseconds(*config.idle_timeout).count(),
+               Deadline::kIdle);
+    }
+  }
+  if (done_marker_) consider(done_ns_ + kDrainGraceNs, Deadline::kDrain);
+  const std::uint64_t timer_generation = ++timer_generation_;
+  if (kind == Deadline::kNone) {
+    timer_.cancel();
+    return;
+  }
+  deadline_kind_ = kind;
+  timer_.expires_at(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(deadline)));
+  timer_.async_wait([self = shared_from_this(), timer_generation](const error_code& ec) {
+    self->on_timer(timer_generation, ec);
+  });
+}
+
+void Connection::on_timer(std::uint64_t timer_generation, const error_code& ec) {
+  if (ec || pool_ == nullptr || timer_generation != timer_generation_ || observer_ == nullptr) {
+    return;
+  }
+  const HttpTargetConfig& config = pool_->config();
+  const std::int64_t t_ns = steady_now_ns();
+  const std::optional<int> status = status_ != 0 ? std::optional<int>(status_) : std::nullopt;
+  switch (deadline_kind_) {
+    case Deadline::kConnect:
+      fail(t_ns, ErrorCategory::kTimeout,
+           "connect timeout after " + std::to_string(config.connect_timeout.count()) +
+               " ms (--connect-timeout)",
+           std::nullopt, false);
+      break;
+    case Deadline::kFirstToken:
+      fail(t_ns, ErrorCategory::kTimeout,
+           "first-token timeout: no token " + seconds_text(request_->first_token_ns) +
+               " after the request was sent (" + request_->first_token_source + ")",
+           status, false);
+      break;
+    case Deadline::kTotal:
+      if (done_marker_) {
+        complete(done_ns_, false);
+      } else {
+        fail(t_ns, ErrorCategory::kTimeout,
+             "total timeout: not done " + seconds_text(request_->total_ns) +
+                 " after the request was sent (" + request_->total_source + ")",
+             status, false);
+      }
+      break;
+    case Deadline::kIdle: {
+      const std::int64_t idle_ns = std::chrono::nanoseconds(*config.idle_timeout).count();
+      if (t_ns < last_event_ns_ + idle_ns) {
+        rearm();  // a token came since the timer was set: wait from that one
+      } else {
+        fail(t_ns, ErrorCategory::kTimeout,
+             "idle timeout: no token for " + seconds_text(idle_ns) +
+                 " after the last one (--idle-timeout)",
+             status, false);
+      }
+      break;
+    }
+    case Deadline::kDrain:
+      complete(done_ns_, false);
+      break;
+    case Deadline::kIdleClose:
+    case Deadline::kNone:
+      break;
+  }
+}
+
+}  // namespace dyno::transport::http

@@ -1,0 +1,159 @@
+#include "transport/request_body.h"
+
+#include <array>
+#include <charconv>
+#include <stdexcept>
+
+namespace dyno::transport {
+
+namespace {
+
+void append_json_string(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out.push_back('"');
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out.push_back(kHex[c >> 4]);
+          out.push_back(kHex[c & 0xF]);
+        } else {
+          out.push_back(ch);
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+void append_double(std::string& out, double value) {
+  // Shortest round-trip form ("0.7", "1"), unlike Boost.JSON's "7E-1".
+  std::array<char, 32> buf{};
+  const auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), value);
+  out.append(buf.data(), end);
+}
+
+}  // namespace
+
+const std::string& completions_prompt(const workload::Request& request) {
+  if (!request.prompt) {
+    for (const auto& message : request.messages) {
+      for (const auto& part : message.parts) {
+        if (part.kind == workload::ContentPart::Kind::kImage) {
+          throw std::invalid_argument("request '" + request.id +
+                                      "' has image parts; the completions API takes text "
+                                      "only (use --api chat)");
+        }
+      }
+    }
+    throw std::invalid_argument("request '" + request.id +
+                                "' has chat messages but no prompt for the completions API");
+  }
+  return *request.prompt;
+}
+
+std::string build_messages_json(const workload::Request& request) {
+  std::string out = "[";
+  if (request.is_chat()) {
+    bool first = true;
+    for (const auto& message : request.messages) {
+      if (!first) out.push_back(',');
+      first = false;
+      out += "{\"role\":";
+      append_json_string(out, message.role);
+      out += ",\"content\":";
+      if (message.parts.empty()) {
+        append_json_string(out, message.content);
+      } else {
+        // OpenAI content-part array: text parts and image_url parts (data or http(s) URL).
+        out.push_back('[');
+        for (std::size_t i = 0; i < message.parts.size(); ++i) {
+          const auto& part = message.parts[i];
+          if (i != 0) out.push_back(',');
+          if (part.kind == workload::ContentPart::Kind::kText) {
+            out += "{\"type\":\"text\",\"text\":";
+            append_json_string(out, part.text);
+            out.push_back('}');
+          } else {
+            out += "{\"type\":\"image_url\",\"image_url\":{\"url\":";
+            append_json_string(out, part.image_url);
+            out += "}}";
+          }
+        }
+        out.push_back(']');
+      }
+      out.push_back('}');
+    }
+  } else {
+    // A prompt sent to the chat endpoint becomes a single user message.
+    out += "{\"role\":\"user\",\"content\":";
+    append_json_string(out, *request.prompt);
+    out.push_back('}');
+  }
+  out.push_back(']');
+  return out;
+}
+
+std::string build_request_body(const workload::Request& request, const std::string& model,
+                               workload::Api api, bool stream) {
+  std::string out = "{\"model\":";
+  append_json_string(out, model);
+  if (api == workload::Api::kChat) {
+    out += ",\"messages\":";
+    out += build_messages_json(request);
+  } else {
+    out += ",\"prompt\":";
+    append_json_string(out, completions_prompt(request));
+  }
+  const auto& s = request.sampling;
+  if (s.max_tokens) out += ",\"max_tokens\":" + std::to_string(*s.max_tokens);
+  if (s.temperature) {
+    out += ",\"temperature\":";
+    append_double(out, *s.temperature);
+  }
+  if (s.top_p) {
+    out += ",\"top_p\":";
+    append_double(out, *s.top_p);
+  }
+  if (s.seed) out += ",\"seed\":" + std::to_string(*s.seed);
+  if (!s.stop.empty()) {
+    out += ",\"stop\":[";
+    for (std::size_t i = 0; i < s.stop.size(); ++i) {
+      if (i != 0) out.push_back(',');
+      append_json_string(out, s.stop[i]);
+    }
+    out.push_back(']');
+  }
+  if (s.ignore_eos) out += *s.ignore_eos ? ",\"ignore_eos\":true" : ",\"ignore_eos\":false";
+  if (s.min_tokens) out += ",\"min_tokens\":" + std::to_string(*s.min_tokens);
+  if (stream) {
+    out += ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
+  } else {
+    out += ",\"stream\":false}";
+  }
+  return out;
+}
+
+}  // namespace dyno::transport
