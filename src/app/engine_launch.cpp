@@ -279,7 +279,7 @@ LaunchedEngine::LaunchedEngine(engine::EngineSpec spec, workload::Api api,
   // From here on a failure stops the engine before it propagates.
   const auto fail = [&](const std::string& why) {
     process_->stop(SIGKILL, 0);
-    const std::string tail = log_tail(20);
+    const std::string tail = log_tail(20).text;
     std::filesystem::remove(log_path_);
     throw std::runtime_error("engine " + spec_.name + " (" + spec_.file + ") " + why +
                              (tail.empty() ? std::string("; its log is empty")
@@ -427,18 +427,62 @@ std::string LaunchedEngine::cell_log(std::uint64_t begin, std::uint64_t end) con
   return redact_values(std::move(out), secrets_);
 }
 
-std::string LaunchedEngine::log_tail(int lines) const {
+LaunchedEngine::LogTail LaunchedEngine::log_tail(int lines) const {
   const std::uint64_t size = log_size();
-  const std::uint64_t from = size > 64 * 1024 ? size - 64 * 1024 : 0;
-  std::string text = read_log(from, size);
-  std::size_t pos = text.size();
-  if (pos > 0 && text[pos - 1] == '\n') --pos;
-  for (int n = 0; n < lines && pos != std::string::npos && pos > 0; ++n) {
-    pos = text.rfind('\n', pos - 1);
+  const std::uint64_t from = size > 256 * 1024 ? size - 256 * 1024 : 0;
+  const std::string text = read_log(from, size);
+  // Walk back line by line, keeping `lines` that are not dyno's own probes.
+  std::vector<std::string_view> kept;
+  LogTail tail;
+  std::size_t end = text.size();
+  if (end > 0 && text[end - 1] == '\n') --end;
+  while (static_cast<int>(kept.size()) < lines && end > 0) {
+    const std::size_t nl = text.rfind('\n', end - 1);
+    const std::size_t begin = nl == std::string::npos ? 0 : nl + 1;
+    const std::string_view line(text.data() + begin, end - begin);
+    if (is_probe_access_line(line, spec_.ready.http_path)) {
+      ++tail.probe_lines_skipped;
+    } else {
+      kept.push_back(line);
+    }
+    if (nl == std::string::npos) break;
+    end = nl;
   }
-  if (pos != std::string::npos && pos < text.size() && text[pos] == '\n') ++pos;
-  if (pos == std::string::npos) pos = 0;
-  return redact_values(text.substr(pos), secrets_);
+  for (auto it = kept.rbegin(); it != kept.rend(); ++it) {
+    tail.text.append(*it);
+    tail.text.push_back('\n');
+  }
+  tail.text = redact_values(std::move(tail.text), secrets_);
+  return tail;
+}
+
+bool is_probe_access_line(std::string_view line, const std::optional<std::string>& ready_path) {
+  static const std::vector<std::string> kGet = [] {
+    std::vector<std::string> paths = known_identity_paths();
+    paths.insert(paths.end(), {"/metrics", "/health", "/v1/health"});
+    return paths;
+  }();
+  static const std::vector<std::string> kPost = {"/tokenize", "/apply-template", "/detokenize"};
+  const auto has = [&line](std::string_view method, std::string_view path) {
+    std::string needle(method);
+    needle += ' ';
+    needle += path;
+    for (std::size_t at = line.find(needle); at != std::string_view::npos;
+         at = line.find(needle, at + 1)) {
+      const std::size_t after = at + needle.size();
+      if (after == line.size() || line[after] == ' ' || line[after] == '"' || line[after] == '?') {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (const auto& p : kGet) {
+    if (has("GET", p)) return true;
+  }
+  for (const auto& p : kPost) {
+    if (has("POST", p)) return true;
+  }
+  return ready_path && !ready_path->empty() && has("GET", *ready_path);
 }
 
 json::object LaunchedEngine::launch_json(std::uint64_t cell_index) const {

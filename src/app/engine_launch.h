@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/process.h"
@@ -44,6 +45,12 @@ struct ScrubbedLaunch {
   std::vector<std::string> secrets;  ///< longest first; none shorter than 4 characters
 };
 ScrubbedLaunch scrub_launch_line(const engine::LaunchLine& line);
+
+/// Whether a log line is an access-log line of a request dyno itself makes besides the load
+/// (GET /metrics, /health, the readiness path, identity endpoints, POST /tokenize and
+/// /apply-template), in the shapes engines log them: `request: GET /metrics 127.0.0.1 200`
+/// (llama.cpp), `"GET /metrics HTTP/1.1" 200 OK` (uvicorn: vLLM, SGLang).
+bool is_probe_access_line(std::string_view line, const std::optional<std::string>& ready_path);
 
 /// `text` with every occurrence of each of `secrets` replaced by the secret marker.
 std::string redact_values(std::string text, const std::vector<std::string>& secrets);
@@ -83,8 +90,13 @@ class LaunchedEngine {
   /// A cell's evidence/engine.log: the launch part (up to readiness), then the cell's slice,
   /// with secrets of the launch line redacted.
   std::string cell_log(std::uint64_t begin, std::uint64_t end) const;
-  /// The last `lines` lines of the log (secrets redacted).
-  std::string log_tail(int lines) const;
+  /// The last `lines` lines of the log (secrets redacted), leaving out the engine's access-log
+  /// lines of dyno's own probes (is_probe_access_line), which would otherwise fill it.
+  struct LogTail {
+    std::string text;
+    std::size_t probe_lines_skipped = 0;
+  };
+  LogTail log_tail(int lines) const;
 
   /// Stops it (signal, grace, SIGKILL to the group). Idempotent.
   engine::EngineProcess::StopResult stop();

@@ -91,8 +91,14 @@ void add_common_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
   cmd.add_option("--connect-timeout", o.connect_timeout_s, "connect timeout in seconds")
       ->capture_default_str();
   cmd.add_option("--first-token-timeout", o.first_token_timeout_s,
-                 "fail a request with no token this many seconds after it was sent");
-  cmd.add_option("--timeout", o.timeout_s, "fail a request not done this many seconds after sent");
+                 "fail a request with no token this many seconds after it was sent (0: never; "
+                 "default: 60 s + 1 s per 4000 prompt bytes)");
+  cmd.add_option("--timeout", o.timeout_s,
+                 "fail a request not done this many seconds after sent (0: never; default: the "
+                 "first-token limit + 60 s + 0.25 s per max_tokens)");
+  cmd.add_option("--idle-timeout", o.idle_timeout_s,
+                 "fail a request whose stream sends no token for this many seconds (0: never)")
+      ->capture_default_str();
   cmd.add_option("--error-budget", o.error_budget,
                  "exit 3 when the error rate exceeds this fraction")
       ->capture_default_str();

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "app/console.h"
+#include "app/server_timings.h"
 #include "app/session.h"
 #include "app/signals.h"
 #include "record/record_json.h"
@@ -474,6 +475,7 @@ int ladder_command(const RunOptions& o, const LadderOptions& l) {
       probe.prompt = "hello";
     }
     (*counter)(probe);
+    counter->disconnect();
   } catch (const std::exception& e) {
     std::cerr << "dyno ladder: prompt lengths are approximate (about one token per word): "
               << e.what() << "\n";
@@ -490,19 +492,18 @@ int ladder_command(const RunOptions& o, const LadderOptions& l) {
   if (counter) params["tokenizer"] = counter->flavor();
   Campaign campaign(o, "ladder", 1, params, l.rep, "decode_rate_p50", [](const CellOutcome& c) {
     const auto& m = c.summary;
-    // Computed prompt tokens: what the engine had to prefill, when it reports cache reuse.
+    // Computed prompt tokens: what the engine had to prefill (llama.cpp's timings.prompt_n, or
+    // usage prompt − cached tokens), when every completed request says.
     std::optional<double> computed;
-    bool any_cached = false;
-    double input = 0, cached = 0;
     for (const auto& t : c.traces) {
       if (!t.measured() || !t.ok()) continue;
-      input += static_cast<double>(t.input_tokens.value_or(0));
-      if (t.cached_input_tokens) {
-        any_cached = true;
-        cached += static_cast<double>(*t.cached_input_tokens);
+      const std::optional<std::int64_t> n = computed_prompt_tokens(t);
+      if (!n) {
+        computed.reset();
+        break;
       }
+      computed = computed.value_or(0.0) + static_cast<double>(*n);
     }
-    if (any_cached) computed = input - cached;
     return json::object{{"input_tokens", num(m.input_tokens.p50)},
                         {"computed_prompt_tokens", num(computed)},
                         {"ttft_ms", num(m.ttft_ms.p50)},
@@ -526,6 +527,7 @@ int ladder_command(const RunOptions& o, const LadderOptions& l) {
         eo.seed = o.seed * 1'000'003ull + salt;
         stream = workload::make_exact_stream(
             eo, [&counter](const workload::Request& r) { return (*counter)(r); });
+        counter->disconnect();  // the cell runs next: hold no idle connection meanwhile
       } else {
         stream = synthetic(o, api, 1, tokens, max_tokens, salt);
       }

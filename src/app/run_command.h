@@ -53,8 +53,9 @@ struct RunOptions {
   bool keep_outputs = false;
   bool no_chunk_times = false;
   double connect_timeout_s = 10.0;
-  std::optional<double> first_token_timeout_s;
-  std::optional<double> timeout_s;
+  std::optional<double> first_token_timeout_s;  ///< 0: none; unset: derived from each request
+  std::optional<double> timeout_s;              ///< total; 0: none; unset: derived
+  double idle_timeout_s = 60.0;                 ///< between token events; 0: none
   double error_budget = 0.05;
   bool insecure = false;
   std::optional<std::string> ca_file;

@@ -1,6 +1,8 @@
 #include "app/server_timings.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <sstream>
 #include <vector>
 
 #include "engine/llamacpp_timings.h"
@@ -12,7 +14,7 @@ namespace json = boost::json;
 
 ServerTimingFigures server_timing_figures(std::span<const metrics::Trace> traces) {
   ServerTimingFigures f;
-  std::vector<double> prompt_ms, prefill, decode;
+  std::vector<double> prompt_ms, prefill, decode, gap;
   std::int64_t cached = 0, drafted = 0, accepted = 0;
   bool any_cached = false, any_drafts = false;
   for (const metrics::Trace& t : traces) {
@@ -30,10 +32,16 @@ ServerTimingFigures server_timing_figures(std::span<const metrics::Trace> traces
     if (x.cache_n) {
       cached += *x.cache_n;
       any_cached = true;
+    } else if (x.prompt_n && t.input_tokens && *t.input_tokens >= *x.prompt_n) {
+      cached += *t.input_tokens - *x.prompt_n;  // what the engine had and did not compute
+      any_cached = true;
     }
     if (x.predicted_n) f.predicted_tokens += *x.predicted_n;
     if (x.prompt_n && *x.prompt_n >= 1 && x.prompt_ms) {
       prompt_ms.push_back(*x.prompt_ms);
+      if (t.first_token_ns && t.sent_ns) {
+        gap.push_back(static_cast<double>(*t.first_token_ns - *t.sent_ns) * 1e-6 - *x.prompt_ms);
+      }
       if (*x.prompt_ms > 0.0) {
         prefill.push_back(static_cast<double>(*x.prompt_n) / (*x.prompt_ms * 1e-3));
       }
@@ -48,6 +56,7 @@ ServerTimingFigures server_timing_figures(std::span<const metrics::Trace> traces
     }
   }
   f.prompt_ms = metrics::summarize(std::move(prompt_ms));
+  f.ttft_minus_prompt_ms = metrics::summarize(std::move(gap));
   f.prefill_rate = metrics::summarize(std::move(prefill));
   f.decode_rate_per_user = metrics::summarize(std::move(decode));
   if (any_cached) {
@@ -71,6 +80,34 @@ ServerTimingFigures server_timing_figures(std::span<const metrics::Trace> traces
   return f;
 }
 
+std::optional<metrics::Warning> prefill_gap_warning(const ServerTimingFigures& f) {
+  const std::optional<double> gap = f.ttft_minus_prompt_ms.p50;
+  const std::optional<double> prompt = f.prompt_ms.p50;
+  if (!gap || !prompt || *gap <= std::max(250.0, 2.0 * *prompt)) return std::nullopt;
+  std::ostringstream m;
+  m.setf(std::ios::fixed);
+  m.precision(1);
+  m << "median TTFT exceeds the engine's own prompt time (timings.prompt_ms, median " << *prompt
+    << " ms) by " << *gap << " ms: requests waited " << *gap / 1000.0
+    << " s before or after the engine's prefill";
+  return metrics::Warning{
+      "ttft_far_above_server_prefill", m.str(),
+      "the server queued requests: fewer slots than --concurrency, or its HTTP threads were "
+      "busy (idle keep-alive connections of other clients, dyno's own /metrics polling: try "
+      "--telemetry off); compare server.timings.ttft_minus_prompt_ms per cell"};
+}
+
+std::optional<std::int64_t> computed_prompt_tokens(const metrics::Trace& t) {
+  if (!t.server_timings_json.empty()) {
+    if (const auto timings = engine::parse_llamacpp_timings(t.server_timings_json);
+        timings && timings->prompt_n) {
+      return timings->prompt_n;
+    }
+  }
+  if (t.input_tokens && t.cached_input_tokens) return *t.input_tokens - *t.cached_input_tokens;
+  return std::nullopt;
+}
+
 json::object server_timings_json(const ServerTimingFigures& f) {
   json::object o{{"source", "response timings"},
                  {"requests_with_timings", f.with_timings},
@@ -87,6 +124,7 @@ json::object server_timings_json(const ServerTimingFigures& f) {
   o["prompt_cached_fraction"] = record::number_or_null(f.prompt_cached_fraction);
   o["predicted_tokens"] = f.predicted_tokens;
   o["prompt_ms"] = record::distribution_to_json(f.prompt_ms);
+  o["ttft_minus_prompt_ms"] = record::distribution_to_json(f.ttft_minus_prompt_ms);
   o["prefill_rate"] = record::distribution_to_json(f.prefill_rate);
   o["decode_rate_per_user"] = record::distribution_to_json(f.decode_rate_per_user);
   o["draft_tokens"] = opt_int(f.draft_tokens);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "metrics/stats.h"
+#include "metrics/summary.h"
 #include "metrics/trace.h"
 
 namespace dyno::app {
@@ -20,11 +21,16 @@ namespace dyno::app {
 struct ServerTimingFigures {
   std::uint64_t with_timings = 0;     ///< completed measured requests whose response had timings
   std::uint64_t without_timings = 0;  ///< completed measured requests whose response had none
-  std::int64_t prompt_tokens_computed = 0;           ///< Σ prompt_n
-  std::optional<std::int64_t> prompt_tokens_cached;  ///< Σ cache_n; absent when none reported it
-  std::optional<double> prompt_cached_fraction;      ///< cached / (cached + computed)
-  std::int64_t predicted_tokens = 0;                 ///< Σ predicted_n
-  metrics::Distribution prompt_ms;                   ///< prompt_ms (prompt_n >= 1)
+  std::int64_t prompt_tokens_computed = 0;  ///< Σ prompt_n
+  /// Σ cache_n, or, for a response without cache_n, its usage prompt tokens − prompt_n (what
+  /// the engine did not compute); absent when no response allowed either.
+  std::optional<std::int64_t> prompt_tokens_cached;
+  std::optional<double> prompt_cached_fraction;  ///< cached / (cached + computed)
+  std::int64_t predicted_tokens = 0;             ///< Σ predicted_n
+  metrics::Distribution prompt_ms;               ///< prompt_ms (prompt_n >= 1)
+  /// The client's TTFT minus the engine's prompt_ms, per request (ms): the time outside the
+  /// engine's prefill (HTTP, tokenization, queueing, the first token's way back).
+  metrics::Distribution ttft_minus_prompt_ms;
   metrics::Distribution prefill_rate;          ///< prompt_n / prompt_ms (prompt_n >= 1, ms > 0)
   metrics::Distribution decode_rate_per_user;  ///< (predicted_n − 1) / predicted_ms (n >= 2)
   std::optional<std::int64_t> draft_tokens;    ///< Σ draft_n; absent when none reported it
@@ -37,6 +43,17 @@ struct ServerTimingFigures {
 /// empty or not a JSON object counts in without_timings. Each figure takes the responses that
 /// report its inputs (a response without cache_n adds nothing to prompt_tokens_cached).
 ServerTimingFigures server_timing_figures(std::span<const metrics::Trace> traces);
+
+/// The client's TTFT at the median exceeds the engine's prompt time by far — more than
+/// max(250 ms, 2 × prompt_ms p50): requests waited before the engine began them (connections
+/// queued behind idle ones on a server with few HTTP threads, fewer slots than the load).
+/// Warning `ttft_far_above_server_prefill` with both numbers.
+std::optional<metrics::Warning> prefill_gap_warning(const ServerTimingFigures& figures);
+
+/// Prompt tokens the engine computed for one response: llama.cpp's timings.prompt_n when the
+/// response has timings, else usage prompt tokens − cached tokens when the engine reported
+/// cached tokens; nullopt otherwise.
+std::optional<std::int64_t> computed_prompt_tokens(const metrics::Trace& trace);
 
 /// summary.json's `server.timings`: {"source": "response timings", requests_with_timings,
 /// requests_without_timings, then the figures} or, when no response had timings, the counts and

@@ -29,6 +29,7 @@
 #include "record/run_writer.h"
 #include "sim/server.h"
 #include "transport/event_loop.h"
+#include "transport/timeouts.h"
 #include "workload/request_stream.h"
 #include "workload/scoring.h"
 #include "workload/synthetic.h"
@@ -133,7 +134,8 @@ json::value opt_u(std::optional<std::uint64_t> v) {
 }
 
 std::chrono::milliseconds to_ms(double seconds) {
-  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1e3));
+  // Capped at a year, so that any limit still fits the clock's nanoseconds.
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::min(seconds, 3.2e7) * 1e3));
 }
 
 /// Scores every ended request whose stream request has an expected answer (after the run, off
@@ -154,6 +156,36 @@ void score_traces(const std::vector<workload::Request>& requests,
       t.scorer = r.expected->scorer;
     }
   }
+}
+
+/// manifest load.timeouts_s: what the user set; a limit left unset is derived per request.
+json::object timeouts_json(const RunOptions& o) {
+  json::object t{{"connect", o.connect_timeout_s},
+                 {"first_token", opt(o.first_token_timeout_s)},
+                 {"total", opt(o.timeout_s)},
+                 {"idle", o.idle_timeout_s}};
+  if (!o.first_token_timeout_s || !o.timeout_s) t["derived_rule"] = transport::kDerivedTimeoutRule;
+  return t;
+}
+
+/// Requests refused at connect (never sent) from shortly before the engine's exit was seen on:
+/// the port closes as the process begins to exit, a moment before it is reaped. Returns how
+/// many became cancelled.
+std::size_t mark_unsent_after_exit(std::vector<metrics::Trace>& traces, std::int64_t exit_ns) {
+  constexpr std::int64_t kExitingNs = 100'000'000;  // the process was exiting by then
+  std::size_t n = 0;
+  for (auto& t : traces) {
+    if (t.status != metrics::RequestStatus::kError || t.sent_ns ||
+        t.error_category != transport::to_string(transport::ErrorCategory::kConnect) ||
+        t.done_ns.value_or(exit_ns) < exit_ns - kExitingNs) {
+      continue;
+    }
+    t.status = metrics::RequestStatus::kCancelled;
+    t.error_category = "cancelled";
+    t.error_message = "not sent: the engine had exited (" + t.error_message + ")";
+    ++n;
+  }
+  return n;
 }
 
 const char* final_status(const metrics::Summary& s, bool interrupted) {
@@ -277,10 +309,14 @@ void validate_common(const RunOptions& o) {
     throw UsageError("--error-budget is a fraction between 0 and 1 (e.g. 0.05)");
   }
   if (o.connect_timeout_s <= 0) throw UsageError("--connect-timeout must be > 0 seconds");
-  if (o.first_token_timeout_s && *o.first_token_timeout_s <= 0) {
-    throw UsageError("--first-token-timeout must be > 0 seconds");
+  if (o.first_token_timeout_s && !(*o.first_token_timeout_s >= 0)) {
+    throw UsageError("--first-token-timeout must be >= 0 seconds (0: no limit)");
   }
-  if (o.timeout_s && *o.timeout_s <= 0) throw UsageError("--timeout must be > 0 seconds");
+  if (o.timeout_s && !(*o.timeout_s >= 0)) {
+    throw UsageError("--timeout must be >= 0 seconds (0: no limit)");
+  }
+  if (!(o.idle_timeout_s >= 0))
+    throw UsageError("--idle-timeout must be >= 0 seconds (0: no limit)");
   if (o.telemetry != "auto" && o.telemetry != "off") {
     throw UsageError("--telemetry: '" + o.telemetry + "'; use auto or off");
   }
@@ -401,6 +437,8 @@ EngineSession::EngineSession(const RunOptions& options, workload::Api api) {
   config_.connect_timeout = to_ms(o.connect_timeout_s);
   if (o.first_token_timeout_s) config_.first_token_timeout = to_ms(*o.first_token_timeout_s);
   if (o.timeout_s) config_.total_timeout = to_ms(*o.timeout_s);
+  config_.derive_timeouts = true;  // a request without a limit gets one from its size
+  if (o.idle_timeout_s > 0) config_.idle_timeout = to_ms(o.idle_timeout_s);
   model_json_ = model_identity(o, model_);
   if (o.url) {  // what the server says it is (name, version, model), from its own endpoints
     reported_ = query_engine_identity(url_text, known_identity_paths(), config_.api_key,
@@ -559,6 +597,8 @@ std::optional<std::string> EngineSession::scrape_metrics() {
           config_.url, model_, config_.api_key, tokenize_options(*this, 10.0));
     }
     auto text = metrics_client_->get_text("/metrics");
+    // Two scrapes per cell, far apart: no idle connection is held on the server meanwhile.
+    metrics_client_->disconnect();
     if (!text) metrics_missing_ = true;
     return text;
   } catch (const std::exception&) {
@@ -631,6 +671,8 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   transport::HttpTargetConfig tc = engine.target_config();
   tc.request_id_prefix = out.run_id + "-";
   tc.keep_output_text = load_config.keep_output_text;
+  // Never hold more idle connections than the load can use (a closed loop needs C at most).
+  if (!load_config.open_loop) tc.max_idle_connections = load_config.concurrency;
   transport::EventLoop loop;
   // The engine's target: HTTP (a server or the embedded sim), or the in-process plugin.
   std::unique_ptr<transport::HttpTarget> http_target;
@@ -687,9 +729,7 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
       {"seed", o.seed},
       {"requests", opt_u(cell.load.requests)},
       {"duration_s", opt(cell.load.duration_s)},
-      {"timeouts_s", json::object{{"connect", o.connect_timeout_s},
-                                  {"first_token", opt(o.first_token_timeout_s)},
-                                  {"total", opt(o.timeout_s)}}}};
+      {"timeouts_s", timeouts_json(o)}};
   manifest["slo"] = json::object{{"ttft_s", opt(cell.slo.ttft_s)},
                                  {"tpot_s", opt(cell.slo.tpot_s)},
                                  {"e2e_s", opt(cell.slo.e2e_s)}};
@@ -713,7 +753,7 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   const std::optional<std::string> metrics_before = engine.scrape_metrics();
   // ...and its gauges (running, waiting, KV-cache use) sampled on the telemetry period.
   std::unique_ptr<GaugeSampler> gauges;
-  if (metrics_before) {
+  if (metrics_before && o.telemetry != "off") {
     gauges = std::make_unique<GaugeSampler>(tc.url, tc.api_key, tc.tls_verify, tc.ca_file,
                                             static_cast<std::int64_t>(o.telemetry_period_ms * 1e6));
     gauges->start();
@@ -747,6 +787,21 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
       engine.embedded() ? engine.embedded()->cpu_seconds() - sim_cpu_before : 0.0;
   bar.finish();
 
+  std::optional<engine::ExitStatus> crash;
+  if (launched != nullptr) {
+    // Requests that found the engine's port closed may have raced its exit: give a process
+    // that is shutting down a moment to be reaped before calling the cell's status.
+    const bool lost_engine =
+        std::any_of(result.traces.begin(), result.traces.end(), [](const metrics::Trace& t) {
+          return t.error_category == "connect" || t.error_category == "stream_truncated";
+        });
+    if (lost_engine) launched->wait_for_exit(std::chrono::milliseconds(3000));
+    crash = launched->unexpected_exit();
+    // Requests that could not even connect because the engine had exited were never sent:
+    // they are not failures of the engine's serving, so they leave the figures (cancelled).
+    if (crash) mark_unsent_after_exit(result.traces, crash->at_ns - result.t0_steady_ns);
+  }
+
   if (scored) score_traces(cell.requests, result.traces);
 
   metrics::SummaryOptions so;
@@ -761,6 +816,8 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   so.client.peak_rss_bytes = peak_rss_bytes();
   so.client.loop_lag_s = result.loop_lag_s;
   out.summary = metrics::summarize_run(result.traces, so);
+  const ServerTimingFigures server_timings = server_timing_figures(result.traces);
+  if (auto w = prefill_gap_warning(server_timings)) out.summary.warnings.push_back(std::move(*w));
 
   // Energy over the service window W (earliest sent to latest done of the measured requests).
   std::optional<std::int64_t> w_begin, w_end;
@@ -791,22 +848,10 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
       telemetry_manifest(monitor, o.telemetry, o.telemetry_period_ms, engine.idle(), t0, cell_end);
   out.interrupted = result.interrupted;
   out.status = final_status(out.summary, result.interrupted);
-  std::optional<engine::ExitStatus> crash;
-  if (launched != nullptr) {
-    // Requests that found the engine's port closed may have raced its exit: give a process
-    // that is shutting down a moment to be reaped before calling the cell's status.
-    const bool lost_engine =
-        std::any_of(result.traces.begin(), result.traces.end(), [](const metrics::Trace& t) {
-          return t.error_category == "connect" || t.error_category == "stream_truncated";
-        });
-    if (lost_engine) launched->wait_for_exit(std::chrono::milliseconds(3000));
-    crash = launched->unexpected_exit();
-  }
   if (crash) {
     out.engine_crashed = true;
     out.status = "engine_crashed";
   }
-
   json::object summary_json{
       {"schema_version", record::kSchemaVersion}, {"run_id", out.run_id}, {"status", out.status}};
   for (auto& kv : record::summary_to_json(out.summary)) summary_json[kv.key()] = kv.value();
@@ -847,15 +892,16 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
         json::object{{"path", "evidence/engine.log"}, {"sha256", record::sha256_hex(log)}});
   }
   if (crash) {
+    const LaunchedEngine::LogTail tail = launched->log_tail(40);
     manifest["engine"].as_object()["exit"] =
         json::object{{"description", crash->describe()},
                      {"code", crash->code ? json::value(*crash->code) : json::value(nullptr)},
                      {"signal", crash->signal ? json::value(*crash->signal) : json::value(nullptr)},
                      {"at_ns", crash->at_ns - result.t0_steady_ns},
-                     {"log_tail", launched->log_tail(40)}};
+                     {"log_tail", tail.text},
+                     {"log_tail_probe_lines_skipped", tail.probe_lines_skipped}};
   }
   // The engine's per-response timings (llama.cpp), beside the /metrics figures above.
-  const ServerTimingFigures server_timings = server_timing_figures(result.traces);
   summary_json["server"].as_object()["timings"] = server_timings_json(server_timings);
   manifest["evidence"] = std::move(evidence);
   if (plugin_target) {

@@ -121,6 +121,8 @@ class PromptCounter {
   /// it cannot count chat prompts (use --api completions then).
   std::int64_t operator()(const workload::Request& request);
   const char* flavor();
+  /// Closes the tokenizer connection until the next count (before a cell runs).
+  void disconnect() { client_.disconnect(); }
 
  private:
   transport::TokenizeClient client_;

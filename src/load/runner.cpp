@@ -15,6 +15,7 @@ constexpr std::int64_t kLagPeriodNs = 10 * kMs;
 constexpr std::int64_t kProgressPeriodNs = 100 * kMs;
 constexpr std::int64_t kStopPollNs = 50 * kMs;
 constexpr std::int64_t kEngineExitGraceNs = 2000 * kMs;
+constexpr std::int64_t kConnectRetryPauseNs = 20 * kMs;
 
 class Run;
 
@@ -92,7 +93,7 @@ class Run {
     }
     if (hooks_.on_finished) hooks_.on_finished(t);
     if (warmup_phase_) {
-      if (stopping_) {
+      if (stopping_ || engine_has_exited()) {
         maybe_end();
       } else if (warmup_sent_ < config_.warmup) {
         submit_next("warmup", std::nullopt);
@@ -102,6 +103,19 @@ class Run {
       return;
     }
     if (!config_.open_loop && can_send_closed()) {
+      if (never_sent_connect_failure(t) && hooks_.engine_exited != nullptr) {
+        // The engine's port refused a connection: it may be exiting, and its reaper may not
+        // have said so yet. Wait a moment before this slot sends again, so the run stops at
+        // the crash instead of sending into a closed port.
+        ++parked_;
+        loop_.call_at(transport::steady_now_ns() + kConnectRetryPauseNs, [this] {
+          --parked_;
+          if (engine_has_exited()) return maybe_end();
+          if (can_send_closed()) submit_next("measured", std::nullopt);
+          maybe_end();
+        });
+        return;
+      }
       submit_next("measured", std::nullopt);
     }
     maybe_end();
@@ -136,8 +150,32 @@ class Run {
     maybe_end();
   }
 
-  bool can_send_closed() const {
-    if (stopping_) return false;
+  static bool never_sent_connect_failure(const metrics::Trace& t) {
+    return t.status == metrics::RequestStatus::kError && !t.sent_ns &&
+           t.error_category == transport::to_string(transport::ErrorCategory::kConnect);
+  }
+
+  /// Whether the launched engine has exited; the first time it says so, sending stops (the
+  /// requests in flight end by themselves, and any still in flight 2 s later are cancelled).
+  bool engine_has_exited() {
+    if (hooks_.engine_exited == nullptr || !hooks_.engine_exited->load()) return false;
+    if (!stopping_) {
+      stopping_ = true;
+      result_.engine_exited = true;
+      if (arrival_timer_ != 0) {
+        loop_.cancel_timer(arrival_timer_);
+        arrival_timer_ = 0;
+      }
+      exit_grace_timer_ = loop_.call_at(transport::steady_now_ns() + kEngineExitGraceNs, [this] {
+        exit_grace_timer_ = 0;
+        target_.cancel_all();
+      });
+    }
+    return true;
+  }
+
+  bool can_send_closed() {
+    if (stopping_ || engine_has_exited()) return false;
     if (config_.requests && measured_sent_ >= *config_.requests) return false;
     if (config_.duration_s) {
       const auto limit = measured_start_abs_ + static_cast<std::int64_t>(*config_.duration_s * 1e9);
@@ -153,7 +191,7 @@ class Run {
       arrival_timer_ = 0;
       // Catch up on every arrival that is due: a late timer must not thin the load.
       const std::int64_t now = transport::steady_now_ns();
-      while (!stopping_ && next_arrival_ < schedule_.size() &&
+      while (!stopping_ && !engine_has_exited() && next_arrival_ < schedule_.size() &&
              measured_start_abs_ + schedule_[next_arrival_] <= now) {
         const std::int64_t scheduled = measured_start_abs_ + schedule_[next_arrival_];
         ++next_arrival_;
@@ -184,7 +222,7 @@ class Run {
   }
 
   void maybe_end() {
-    if (ended_ || in_flight_ != 0) return;
+    if (ended_ || in_flight_ != 0 || parked_ != 0) return;
     const bool more_to_send =
         !stopping_ && (warmup_phase_ ||
                        (config_.open_loop ? next_arrival_ < schedule_.size() : can_send_closed()));
@@ -235,17 +273,7 @@ class Run {
         maybe_end();
         if (ended_) return;
       }
-      if (hooks_.engine_exited != nullptr && hooks_.engine_exited->load() && !stopping_) {
-        stopping_ = true;
-        result_.engine_exited = true;
-        if (arrival_timer_ != 0) {
-          loop_.cancel_timer(arrival_timer_);
-          arrival_timer_ = 0;
-        }
-        exit_grace_timer_ = loop_.call_at(transport::steady_now_ns() + kEngineExitGraceNs, [this] {
-          exit_grace_timer_ = 0;
-          target_.cancel_all();
-        });
+      if (!stopping_ && engine_has_exited()) {
         maybe_end();
         if (ended_) return;
       }
@@ -270,6 +298,7 @@ class Run {
   std::uint64_t warmup_sent_ = 0;
   std::uint64_t measured_sent_ = 0;
   std::uint64_t in_flight_ = 0;
+  std::uint64_t parked_ = 0;  // closed-loop slots waiting after a refused connection
   std::size_t next_arrival_ = 0;
   bool warmup_phase_ = false;
   bool measuring_ = false;

@@ -1,6 +1,8 @@
 #include "sim/server.h"
 
 #include <pthread.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #include <algorithm>
 #include <array>
@@ -24,6 +26,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <list>
@@ -118,7 +121,36 @@ std::string error_body(const HttpError& e) {
 struct Conn {
   explicit Conn(tcp::socket s) : socket(std::move(s)) {}
   tcp::socket socket;
+  std::int64_t arrived_ns = 0;  // the request being read: when its first bytes reached the host
 };
+
+// The kernel's receive time (SO_TIMESTAMPNS, on the steady clock) of the bytes waiting on a
+// socket, read without consuming them; steady now when the kernel gave none.
+std::int64_t peek_arrival_ns(tcp::socket& socket) {
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  const std::int64_t now = steady_ns();
+  if (::recvmsg(socket.native_handle(), &msg, MSG_PEEK | MSG_DONTWAIT) < 1) return now;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
+    timespec rx{};
+    std::memcpy(&rx, CMSG_DATA(c), sizeof rx);
+    timespec real{};
+    timespec mono{};
+    clock_gettime(CLOCK_REALTIME, &real);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    const std::int64_t offset =
+        (real.tv_sec - mono.tv_sec) * 1'000'000'000LL + (real.tv_nsec - mono.tv_nsec);
+    return std::min<std::int64_t>(now, rx.tv_sec * 1'000'000'000LL + rx.tv_nsec - offset);
+  }
+  return now;
+}
 
 // One completion request in flight: what the engine renders for its connection's writer.
 struct Stream {
@@ -150,6 +182,7 @@ struct Stream {
 
   std::string xid;  // X-Request-Id
   std::int64_t received_ns = 0;
+  std::int64_t arrived_ns = 0;
   bool logged = false;  // the truth line is written
   std::vector<std::int64_t> event_times_ns;
   std::vector<std::int32_t> event_tokens;
@@ -241,8 +274,8 @@ struct Server::Impl {
   void trigger_fault(Stream& st);
   void log_stream(Stream& st, std::int64_t done_ns);
   void count_end();
-  void log_truth(const std::string& request_id, std::int64_t received_ns, int status, Fault fault,
-                 bool stream, const Stream* st, std::int64_t done_ns);
+  void log_truth(const std::string& request_id, std::int64_t arrived_ns, std::int64_t received_ns,
+                 int status, Fault fault, bool stream, const Stream* st, std::int64_t done_ns);
 
   std::string handle_tokenize(const std::string& body, http::status& status) const;
   std::string handle_apply_template(const std::string& body, http::status& status) const;
@@ -533,6 +566,8 @@ asio::awaitable<void> Server::Impl::accept_loop() {
       continue;
     }
     socket.set_option(tcp::no_delay(true), ec);
+    const int on = 1;  // kernel receive timestamps: the truth log's arrived_ns
+    ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
     auto conn = std::make_shared<Conn>(std::move(socket));
     // Forget connections that ended, so the list stays as long as the live set.
     conns.remove_if([](const std::weak_ptr<Conn>& w) { return w.expired(); });
@@ -548,6 +583,14 @@ asio::awaitable<void> Server::Impl::session(std::shared_ptr<Conn> conn) {
       error_code ec;
       http::request_parser<http::string_body> parser;
       parser.body_limit(kBodyLimit);
+      if (buffer.size() == 0) {
+        co_await conn->socket.async_wait(tcp::socket::wait_read,
+                                         asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) break;
+        conn->arrived_ns = peek_arrival_ns(conn->socket);
+      } else {
+        conn->arrived_ns = steady_ns();  // already read with the previous request
+      }
       co_await http::async_read_header(conn->socket, buffer, parser,
                                        asio::redirect_error(asio::use_awaitable, ec));
       if (ec) break;
@@ -870,8 +913,8 @@ asio::awaitable<bool> Server::Impl::handle_completion(Conn& conn,
     auto res = make_response(error->status, req.version(), keep_alive, error_body(*error),
                              "application/json");
     if (fault == Fault::kHttp429) res.set(http::field::retry_after, "1");
-    log_truth(xid, received_ns, static_cast<int>(error->status), fault, parsed.stream, nullptr,
-              steady_ns());
+    log_truth(xid, conn.arrived_ns, received_ns, static_cast<int>(error->status), fault,
+              parsed.stream, nullptr, steady_ns());
     error_code ec;
     co_await http::async_write(conn.socket, res, asio::redirect_error(asio::use_awaitable, ec));
     if (!stopping) count_end();
@@ -883,6 +926,7 @@ asio::awaitable<bool> Server::Impl::handle_completion(Conn& conn,
   st->req = parsed;
   st->xid = std::move(xid);
   st->received_ns = received_ns;
+  st->arrived_ns = conn.arrived_ns;
   st->text_seed = parsed.seed ? *parsed.seed : default_text_seed(options.seed, n);
   if (every(faults.malformed_every, n)) {
     st->fault = Fault::kMalformed;
@@ -1076,8 +1120,8 @@ asio::awaitable<void> Server::Impl::wait_for_close(Conn& conn) {
 void Server::Impl::log_stream(Stream& st, std::int64_t done_ns) {
   if (st.logged) return;
   st.logged = true;
-  log_truth(st.xid, st.received_ns, 200, st.fault_done ? st.fault : Fault::kNone, st.req.stream,
-            &st, done_ns);
+  log_truth(st.xid, st.arrived_ns, st.received_ns, 200, st.fault_done ? st.fault : Fault::kNone,
+            st.req.stream, &st, done_ns);
 }
 
 void Server::Impl::count_end() {
@@ -1085,12 +1129,15 @@ void Server::Impl::count_end() {
   if (options.exit_after_requests && ended >= *options.exit_after_requests) initiate_stop();
 }
 
-void Server::Impl::log_truth(const std::string& request_id, std::int64_t received_ns, int status,
-                             Fault fault, bool stream, const Stream* st, std::int64_t done_ns) {
+void Server::Impl::log_truth(const std::string& request_id, std::int64_t arrived_ns,
+                             std::int64_t received_ns, int status, Fault fault, bool stream,
+                             const Stream* st, std::int64_t done_ns) {
   if (truth_file.is_open()) {
     std::string& out = truth_buf;
     out += R"({"request_id":)";
     out += json_string(request_id);
+    out += R"(,"arrived_ns":)";
+    out += std::to_string(arrived_ns);
     out += R"(,"received_ns":)";
     out += std::to_string(received_ns);
     out += R"(,"status":)";

@@ -47,7 +47,9 @@
 // written when its last bytes are handed to the socket (or when it fails, is cut or stalls),
 // buffered and flushed by stop()/wait(); requests still in flight at stop get no line:
 //   {"request_id":"<X-Request-Id header, empty if absent>",
-//    "received_ns":<steady ns when the request was fully read>,
+//    "arrived_ns":<steady ns when the request's first bytes reached this host: the kernel's
+//                  receive time of them (SO_TIMESTAMPNS), peeked before they are read>,
+//    "received_ns":<steady ns when the request was fully read and parsed>,
 //    "status":200|400|404|429|500, "fault":"none|http_500|http_429|malformed|cut|stall",
 //    "stream":true|false, "prompt_tokens":N (0 for error responses),
 //    "completion_tokens":<tokens in the events below>,
