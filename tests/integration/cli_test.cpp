@@ -274,6 +274,13 @@ TEST_F(Cli, ASecondSigintWhileFinishingHangsExitsAtOnceAndClosesTheRecord) {
   EXPECT_EQ(manifest.at("warnings").as_array().back().at("code"), "exited_at_once");
   std::string report;
   EXPECT_EQ(verify(run, &report), 0) << report;
+  // The store reads it like any other record.
+  Result r = dyno({"runs", "list", "--runs-root", runs().string()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(run.filename().string()), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("interrupted"), std::string::npos) << r.out;
+  r = dyno({"runs", "show", "--runs-root", runs().string(), run.string()});
+  EXPECT_EQ(r.code, 0) << r.err;
   // The summary is the requests on disk.
   const auto lines = read_jsonl(run / "requests.jsonl");
   std::int64_t ok = 0;
