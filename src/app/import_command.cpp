@@ -107,10 +107,10 @@ int import_command(const ImportOptions& o) {
     std::cout << json_text::pretty(boost::json::object{{"output", o.output},
                                                        {"source", stream.source},
                                                        {"requests", stream.requests.size()},
-                                                       {"sha256", stream.sha256}});
+                                                       {"canonical_sha256", stream.sha256}});
   } else {
     std::cout << "wrote " << stream.requests.size() << " requests to " << o.output << " (from "
-              << stream.source << ")\nsha256 " << stream.sha256 << "\n";
+              << stream.source << ")\ncanonical sha256 " << stream.sha256 << "\n";
   }
   return kExitOk;
 }

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "app/energy_report.h"
+#include "app/flag_values.h"
 #include "app/import_command.h"
 #include "app/protocols.h"
 #include "app/report_command.h"
@@ -19,6 +20,8 @@
 
 namespace {
 
+namespace flags = dyno::app::flags;
+
 constexpr const char* kExitCodes =
     "Exit codes: 0 ok; 1 dyno could not work (I/O, internal error); 2 usage error (bad flag or "
     "input file); 3 the run failed or exceeded its error budget; 130 interrupted.";
@@ -28,9 +31,11 @@ void add_telemetry_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
   cmd.add_option("--telemetry", o.telemetry, "auto (every available source) or off")
       ->capture_default_str();
   cmd.add_option("--telemetry-period-ms", o.telemetry_period_ms, "sampler period (20-1000 ms)")
+      ->transform(flags::number(20, 1000))
       ->capture_default_str();
   cmd.add_option("--idle-baseline", o.idle_baseline_s,
                  "seconds of idle power measured before the first request (0: none)")
+      ->transform(flags::seconds(true))
       ->capture_default_str();
   cmd.add_option("--nvml-library", o.nvml_library,
                  "path of libnvidia-ml.so.1 (default: the system's; env DYNO_NVML_LIBRARY)");
@@ -61,24 +66,31 @@ void add_common_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
                  "embedded simulated engine profile: a built-in name or a JSON file")
       ->capture_default_str();
   cmd.add_option("--warmup", o.warmup, "requests sent first and discarded (recorded as warmup)")
+      ->transform(flags::integer(0, flags::kMaxRequests))
       ->capture_default_str();
-  cmd.add_option("--max-tokens", o.max_tokens, "max_tokens for stream requests that set none");
+  cmd.add_option("--max-tokens", o.max_tokens, "max_tokens for stream requests that set none")
+      ->transform(flags::integer(1, flags::kMaxTokens));
   cmd.add_option("--temperature", o.temperature, "temperature for requests that set none")
+      ->transform(flags::number(0, 100))
       ->capture_default_str();
   cmd.add_option("--seed", o.seed, "seed of the synthetic stream and the arrival schedule")
+      ->transform(flags::integer(0, flags::kMaxU64))
       ->capture_default_str();
   cmd.add_option("--stream", o.stream_file, "request stream file (JSONL, see docs/record.md)");
   cmd.add_option("--input-tokens", o.input_tokens,
                  "synthetic stream: approximate prompt length in tokens")
+      ->transform(flags::integer(1, flags::kMaxTokens))
       ->capture_default_str();
   cmd.add_option("--output-tokens", o.output_tokens,
                  "synthetic stream: output tokens per request (max_tokens with ignore_eos)")
+      ->transform(flags::integer(1, flags::kMaxTokens))
       ->capture_default_str();
   cmd.add_option("--slo", o.slo, "goodput objectives, e.g. ttft=500ms,tpot=50ms,e2e=10s");
   cmd.add_option("--arrival", o.arrival, "open-loop arrivals: poisson, constant or gamma")
       ->capture_default_str();
   cmd.add_option("--burstiness", o.burstiness,
                  "gamma shape k: 1 = Poisson, < 1 burstier, > 1 smoother")
+      ->transform(flags::number(0, 1000, true))
       ->capture_default_str();
   cmd.add_option("--runs-root", o.runs_root, "directory that receives run records")
       ->capture_default_str();
@@ -89,18 +101,23 @@ void add_common_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
   cmd.add_flag("--no-chunk-times", o.no_chunk_times,
                "do not write per-event times (chunk_times_ns) to requests.jsonl");
   cmd.add_option("--connect-timeout", o.connect_timeout_s, "connect timeout in seconds")
+      ->transform(flags::seconds())
       ->capture_default_str();
   cmd.add_option("--first-token-timeout", o.first_token_timeout_s,
                  "fail a request with no token this many seconds after it was sent (0: never; "
-                 "default: 60 s + 1 s per 4000 prompt bytes)");
+                 "default: 60 s + 1 s per 4000 prompt bytes)")
+      ->transform(flags::seconds(true));
   cmd.add_option("--timeout", o.timeout_s,
                  "fail a request not done this many seconds after sent (0: never; default: the "
-                 "first-token limit + 60 s + 0.25 s per max_tokens)");
+                 "first-token limit + 60 s + 0.25 s per max_tokens)")
+      ->transform(flags::seconds(true));
   cmd.add_option("--idle-timeout", o.idle_timeout_s,
                  "fail a request whose stream sends no token for this many seconds (0: never)")
+      ->transform(flags::seconds(true))
       ->capture_default_str();
   cmd.add_option("--error-budget", o.error_budget,
                  "exit 3 when the error rate exceeds this fraction")
+      ->transform(flags::number(0, 1))
       ->capture_default_str();
   cmd.add_flag("--insecure", o.insecure, "https: do not verify the server's certificate");
   cmd.add_option("--ca-file", o.ca_file,
@@ -120,15 +137,24 @@ void add_common_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
 /// `dyno run`'s load: closed loop (--concurrency) or open loop (--rate), and its limits.
 void add_load_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
   cmd.add_option("-c,--concurrency", o.concurrency,
-                 "closed loop: keep C requests in flight (default 8)");
-  cmd.add_option("--rate", o.rate, "open loop: mean arrival rate in requests/s");
+                 "closed loop: keep C requests in flight (default 8)")
+      ->transform(flags::integer(1, flags::kMaxConcurrency));
+  cmd.add_option("--rate", o.rate, "open loop: mean arrival rate in requests/s")
+      ->transform(flags::number(0, flags::kMaxRate, true));
   cmd.add_option("-n,--requests", o.requests,
-                 "measured requests to send (default 100 when --duration is not given)");
-  cmd.add_option("-d,--duration", o.duration_s, "stop sending after S seconds");
+                 "measured requests to send (default: 100; with --stream, the stream's length; "
+                 "none with --duration)")
+      ->transform(flags::integer(1, flags::kMaxRequests));
+  cmd.add_option("-d,--duration", o.duration_s, "stop sending after S seconds")
+      ->transform(flags::seconds());
+  cmd.add_flag("--cycle", o.cycle,
+               "send the --stream again from its start when -n (plus --warmup) asks for more "
+               "requests than it holds (named in the record)");
 }
 
 void add_repeat_flags(CLI::App& cmd, dyno::app::RepeatOptions& r) {
   cmd.add_option("--repeat", r.repeat, "run every cell K times (all kept; one selected)")
+      ->transform(flags::integer(1, flags::kMaxRepeat))
       ->capture_default_str();
   cmd.add_option("--select", r.select,
                  "the metric whose median repetition is selected (default: the protocol's)");
@@ -137,22 +163,31 @@ void add_repeat_flags(CLI::App& cmd, dyno::app::RepeatOptions& r) {
 void add_sim_flags(CLI::App& cmd, dyno::app::SimOptions& o) {
   cmd.add_option("--host", o.host, "address to listen on")->capture_default_str();
   cmd.add_option("-p,--port", o.port, "port to listen on (0: pick a free one and print it)")
+      ->transform(flags::integer(0, 65535))
       ->capture_default_str();
   cmd.add_option("--profile", o.profile, "a built-in profile name or a JSON profile file")
       ->capture_default_str();
   cmd.add_option("--model", o.model, "served model name (default: the profile's)");
   cmd.add_option("--seed", o.seed, "seed of generated text and speculative acceptance")
+      ->transform(flags::integer(0, flags::kMaxU64))
       ->capture_default_str();
   cmd.add_option("--truth", o.truth, "write per-request emission times (JSONL) to FILE");
-  cmd.add_option("--exit-after", o.exit_after, "stop after N completion requests (crash test)");
-  cmd.add_option("--fault-500", o.fault_500, "answer every Nth request with HTTP 500");
-  cmd.add_option("--fault-429", o.fault_429, "answer every Nth request with HTTP 429");
+  cmd.add_option("--exit-after", o.exit_after, "stop after N completion requests (crash test)")
+      ->transform(flags::integer(1, flags::kMaxU64));
+  const auto every = flags::integer(0, UINT32_MAX);  // 0: never
+  cmd.add_option("--fault-500", o.fault_500, "answer every Nth request with HTTP 500")
+      ->transform(every);
+  cmd.add_option("--fault-429", o.fault_429, "answer every Nth request with HTTP 429")
+      ->transform(every);
   cmd.add_option("--fault-malformed", o.fault_malformed,
-                 "send a malformed SSE line in every Nth stream");
-  cmd.add_option("--fault-cut", o.fault_cut, "cut every Nth stream mid-way");
-  cmd.add_option("--fault-stall", o.fault_stall, "stall every Nth stream mid-way");
+                 "send a malformed SSE line in every Nth stream")
+      ->transform(every);
+  cmd.add_option("--fault-cut", o.fault_cut, "cut every Nth stream mid-way")->transform(every);
+  cmd.add_option("--fault-stall", o.fault_stall, "stall every Nth stream mid-way")
+      ->transform(every);
   cmd.add_option("--fault-after-tokens", o.fault_after_tokens,
                  "token events sent before a malformed/cut/stall fault")
+      ->transform(flags::integer(0, flags::kMaxTokens))
       ->capture_default_str();
   cmd.add_flag("--show-profile", o.show_profile, "print the resolved profile as JSON and exit");
 }
@@ -164,12 +199,16 @@ void add_import_flags(CLI::App& cmd, dyno::app::ImportOptions& o) {
   cmd.add_option("input", o.input, "the data file (image-qa: or its directory)")->required();
   cmd.add_option("-o,--output", o.output, "stream file to write (JSONL)")->required();
   cmd.add_option("--api", o.api, "chat or completions")->capture_default_str();
-  cmd.add_option("--max-tokens", o.max_tokens, "max_tokens of every request");
-  cmd.add_option("--limit", o.limit, "keep at most this many requests");
-  cmd.add_option("--shuffle-seed", o.shuffle_seed, "sharegpt: shuffle (seeded) before --limit");
+  cmd.add_option("--max-tokens", o.max_tokens, "max_tokens of every request")
+      ->transform(flags::integer(1, flags::kMaxTokens));
+  cmd.add_option("--limit", o.limit, "keep at most this many requests")
+      ->transform(flags::integer(1, flags::kMaxU64));
+  cmd.add_option("--shuffle-seed", o.shuffle_seed, "sharegpt: shuffle (seeded) before --limit")
+      ->transform(flags::integer(0, flags::kMaxU64));
   cmd.add_flag("--output-from-reference", o.output_from_reference,
                "sharegpt: max_tokens approximated from the reference reply");
-  cmd.add_option("--min-prompt-chars", o.min_prompt_chars, "sharegpt: skip shorter prompts");
+  cmd.add_option("--min-prompt-chars", o.min_prompt_chars, "sharegpt: skip shorter prompts")
+      ->transform(flags::integer(0, flags::kMaxU64));
   cmd.add_option("--columns", o.columns,
                  "table: FIELD=COLUMN list, e.g. prompt=question,id=qid,expected=answer,"
                  "tags=lang;topic (fields: prompt id system expected max_tokens image tags)");
@@ -193,20 +232,29 @@ void add_stream_make_flags(CLI::App& cmd, dyno::app::StreamMakeOptions& o) {
       ->capture_default_str();
   cmd.add_option("--profile", o.profile, "embedded simulated engine profile (no --url)")
       ->capture_default_str();
-  cmd.add_option("--count", o.count, "requests to generate")->required();
+  cmd.add_option("--count", o.count, "requests to generate")
+      ->transform(flags::integer(1, flags::kMaxRequests))
+      ->required();
   cmd.add_option("--input-tokens", o.input_tokens,
                  "exact prompt tokens per request (chat: with the chat template)")
+      ->transform(flags::integer(1, flags::kMaxTokens))
       ->required();
   cmd.add_option("--output-tokens", o.output_tokens,
                  "output tokens per request (max_tokens = min_tokens, ignore_eos)")
+      ->transform(flags::integer(1, flags::kMaxTokens))
       ->required();
-  cmd.add_option("--seed", o.seed, "seed of the generated text")->capture_default_str();
+  cmd.add_option("--seed", o.seed, "seed of the generated text")
+      ->transform(flags::integer(0, flags::kMaxU64))
+      ->capture_default_str();
   cmd.add_option("--shared-prefix", o.shared_prefix,
-                 "every prompt starts with the same text of exactly P tokens");
+                 "every prompt starts with the same text of exactly P tokens")
+      ->transform(flags::integer(0, flags::kMaxTokens));
   cmd.add_option("--system", o.system, "chat: a system message; completions: leading text");
   cmd.add_option("-o,--output", o.output, "stream file to write (JSONL)")->required();
   cmd.add_flag("--json", o.json, "print the length report as JSON on stdout");
-  cmd.add_option("--timeout", o.timeout_s, "seconds per tokenize call")->capture_default_str();
+  cmd.add_option("--timeout", o.timeout_s, "seconds per tokenize call")
+      ->transform(flags::seconds())
+      ->capture_default_str();
   cmd.add_flag("--insecure", o.insecure, "https: do not verify the server's certificate");
   cmd.add_option("--ca-file", o.ca_file, "https: PEM file of extra CA certificates");
 }
@@ -252,12 +300,15 @@ int main(int argc, char** argv) {
   sweep
       ->add_option("--min-requests", sweep_options.min_requests,
                    "each cell sends max(min-requests, per-slot x C) requests")
+      ->transform(flags::integer(0, flags::kMaxRequests))
       ->capture_default_str();
   sweep->add_option("--per-slot", sweep_options.per_slot, "requests per concurrency slot (k)")
+      ->transform(flags::integer(1, flags::kMaxRequests))
       ->capture_default_str();
   sweep
       ->add_option("--rate-duration", sweep_options.rate_duration_s,
                    "open-loop cells: seconds each cell sends")
+      ->transform(flags::seconds())
       ->capture_default_str();
   add_repeat_flags(*sweep, sweep_options.rep);
 
@@ -275,6 +326,7 @@ int main(int argc, char** argv) {
   ladder
       ->add_option("--decode-tokens", ladder_options.decode_tokens,
                    "output tokens of a decode cell")
+      ->transform(flags::integer(2, flags::kMaxTokens))
       ->capture_default_str();
   add_repeat_flags(*ladder, ladder_options.rep);
 
@@ -288,6 +340,7 @@ int main(int argc, char** argv) {
                    "named passes, e.g. fr,en,fr2 (prompts tagged pass=<name> in --stream)")
       ->capture_default_str();
   speed->add_option("--burst", speed_options.concurrency, "requests of the aggregate burst")
+      ->transform(flags::integer(1, flags::kMaxConcurrency))
       ->capture_default_str();
   add_repeat_flags(*speed, speed_options.rep);
 

@@ -9,7 +9,10 @@
 #include <map>
 #include <sstream>
 
+#include "app/campaign.h"
 #include "app/console.h"
+#include "app/flag_values.h"
+#include "app/run_limits.h"
 #include "app/server_timings.h"
 #include "app/session.h"
 #include "app/signals.h"
@@ -26,29 +29,29 @@ namespace json = boost::json;
 
 namespace {
 
-using Figures = std::function<json::object(const CellOutcome&)>;
-
-std::vector<double> parse_list(const std::string& text, const std::string& flag) {
+/// A comma-separated list, each value checked as a flag's value is (app/flag_values.h).
+template <class Parse>
+std::vector<double> parse_list(const std::string& text, const std::string& flag, Parse parse) {
   std::vector<double> out;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
-    std::size_t pos = 0;
-    double v = 0;
     try {
-      v = std::stod(item, &pos);
-    } catch (const std::exception&) {
-      pos = 0;
+      out.push_back(static_cast<double>(parse(item)));
+    } catch (const flags::FlagValueError& e) {
+      throw UsageError(flag + ": " + e.what() + "; write e.g. " + flag + " 1,2,4,8");
     }
-    if (pos != item.size() || !std::isfinite(v) || v < 0) {
-      throw UsageError(flag + ": '" + item + "' is not a non-negative number; write e.g. " + flag +
-                       " 1,2,4,8");
-    }
-    out.push_back(v);
   }
   if (out.empty()) throw UsageError(flag + ": give at least one value, e.g. " + flag + " 1,2,4");
   return out;
+}
+
+/// Whole numbers in [lo, hi], e.g. --concurrencies.
+std::vector<double> parse_counts(const std::string& text, const std::string& flag, std::uint64_t lo,
+                                 std::uint64_t hi) {
+  return parse_list(text, flag,
+                    [lo, hi](const std::string& v) { return flags::parse_integer(v, lo, hi); });
 }
 
 std::vector<std::string> parse_names(const std::string& text, const std::string& flag) {
@@ -72,277 +75,7 @@ std::string number_text(double v) {
   return s.str();
 }
 
-/// The metrics a selection rule may name (all figures of docs/metrics.md).
-const std::vector<std::string> kMetrics = {
-    "output_tokens_per_s",    "requests_per_s",  "input_tokens_per_s", "decode_tokens_per_s",
-    "goodput_requests_per_s", "ttft_p50_ms",     "tpot_p50_ms",        "e2e_p50_ms",
-    "decode_rate_p50",        "prefill_rate_p50"};
-
-std::optional<double> metric_of(const metrics::Summary& s, const std::string& name) {
-  if (name == "output_tokens_per_s") return s.output_tokens_per_s;
-  if (name == "requests_per_s") return s.requests_per_s;
-  if (name == "input_tokens_per_s") return s.input_tokens_per_s;
-  if (name == "decode_tokens_per_s") return s.decode_tokens_per_s;
-  if (name == "goodput_requests_per_s") return s.goodput_requests_per_s;
-  if (name == "ttft_p50_ms") return s.ttft_ms.p50;
-  if (name == "tpot_p50_ms") return s.tpot_ms.p50;
-  if (name == "e2e_p50_ms") return s.e2e_ms.p50;
-  if (name == "decode_rate_p50") return s.decode_rate_per_user.p50;
-  if (name == "prefill_rate_p50") return s.prefill_rate_client.p50;
-  return std::nullopt;
-}
-
-std::string metric_list() {
-  std::string out;
-  for (const auto& m : kMetrics) out += (out.empty() ? "" : ", ") + m;
-  return out;
-}
-
 json::value num(std::optional<double> v) { return record::number_or_null(v); }
-
-/// min / median / max of the finite values (median of an even count: the mean of the two
-/// middle values).
-json::object spread(std::vector<double> v) {
-  std::erase_if(v, [](double x) { return !std::isfinite(x); });
-  if (v.empty()) return json::object{{"min", nullptr}, {"median", nullptr}, {"max", nullptr}};
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  const double median = n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-  return json::object{{"min", v.front()}, {"median", median}, {"max", v.back()}};
-}
-
-/// Energy figures of a cell from its summary (absent without a power source): energy_j, mean
-/// power over the window, peak power summed over the devices in scope, output tokens per J.
-void add_energy_figures(const CellOutcome& c, json::object& figures) {
-  const auto* e = c.summary_json.if_contains("energy");
-  if (e == nullptr || !e->is_object() || e->at("energy_j").is_null()) return;
-  const auto& en = e->as_object();
-  const double energy = en.at("energy_j").to_number<double>();
-  const double window = en.at("window_s").to_number<double>();
-  std::optional<double> peak;
-  const std::string scope(en.at("scope").as_string());
-  for (const auto& d : en.at("devices").as_array()) {
-    const auto& dev = d.as_object();
-    const bool in_scope = (scope == "gpu") == (dev.at("kind").as_string() == "gpu");
-    if (in_scope && dev.at("power_peak_w").is_number()) {
-      peak = peak.value_or(0) + dev.at("power_peak_w").to_number<double>();
-    }
-  }
-  figures["energy_j"] = energy;
-  figures["power_mean_w"] = window > 0 ? json::value(energy / window) : json::value(nullptr);
-  figures["power_peak_w"] = num(peak);
-  figures["tok_per_j"] = en.at("output_tokens_per_j");
-}
-
-/// Runs cells, keeps every repetition, writes the campaign file and the console table.
-class Campaign {
- public:
-  Campaign(const RunOptions& o, std::string protocol, int version, json::object params,
-           const RepeatOptions& rep, std::string primary, Figures figures)
-      : o_(o),
-        protocol_(std::move(protocol)),
-        version_(version),
-        params_(std::move(params)),
-        repeat_(rep.repeat),
-        metric_(rep.select.empty() ? std::move(primary) : rep.select),
-        user_selected_(!rep.select.empty()),
-        figures_(std::move(figures)),
-        started_(std::chrono::system_clock::now()),
-        id_(record::make_run_id(started_, protocol_)) {
-    if (repeat_ == 0) throw UsageError("--repeat must be at least 1");
-    if (std::find(kMetrics.begin(), kMetrics.end(), metric_) == kMetrics.end()) {
-      throw UsageError("--select: unknown metric '" + metric_ + "'; use one of " + metric_list());
-    }
-  }
-
-  const std::string& id() const { return id_; }
-  bool stopped() const { return stopped_; }
-
-  /// Runs `base` repeat_ times as cell `cell`. `cell_metric` replaces the protocol's primary
-  /// metric for this cell (e.g. prefill cells have no decode rate) unless --select was given.
-  void run(EngineSession& engine, const CellSpec& base, const std::string& cell,
-           json::object cell_params, const std::atomic<bool>& stop,
-           const std::string& cell_metric = "") {
-    run(
-        engine, [&base](std::uint32_t) { return base; }, cell, std::move(cell_params), stop,
-        cell_metric);
-  }
-
-  /// As above, with the spec of each repetition (0-based) from `spec_for`.
-  void run(EngineSession& engine, const std::function<CellSpec(std::uint32_t)>& spec_for,
-           const std::string& cell, json::object cell_params, const std::atomic<bool>& stop,
-           const std::string& cell_metric = "") {
-    if (stopped_) return;
-    CellResult result;
-    result.name = cell;
-    result.params = cell_params;
-    result.metric = !cell_metric.empty() && !user_selected_ ? cell_metric : metric_;
-    for (std::uint32_t r = 0; r < repeat_ && !stopped_; ++r) {
-      CellSpec spec = spec_for(r);
-      spec.campaign = id_;
-      spec.label = o_.label.empty() ? protocol_ : o_.label;
-      spec.print_summary = false;
-      spec.protocol =
-          json::object{{"name", protocol_},          {"version", version_},
-                       {"params", params_},          {"cell", cell},
-                       {"cell_params", cell_params}, {"repetition", r + 1},
-                       {"repetitions", repeat_},     {"selection", selection_json(result.metric)}};
-      std::cerr << "dyno " << protocol_ << ": cell " << cell;
-      if (repeat_ > 1) std::cerr << " (repetition " << r + 1 << " of " << repeat_ << ")";
-      std::cerr << "\n";
-      CellOutcome out = run_cell(engine, spec, o_, stop);
-      if (out.interrupted) stopped_ = true;
-      if (out.engine_crashed) {
-        stopped_ = true;  // the engine is gone: no later cell can be measured
-        crashed_ = true;
-      }
-      if (out.exit_code != kExitOk && out.exit_code != kExitInterrupted) failed_ = true;
-      result.reps.push_back(std::move(out));
-    }
-    cells_.push_back(std::move(result));
-  }
-
-  /// Writes <runs-root>/campaigns/<id>.json, prints the table; returns the exit code.
-  int finish(const EngineSession& engine) {
-    json::array cells;
-    for (const CellResult& c : cells_) {
-      std::vector<std::pair<double, std::size_t>> ranked;
-      json::array runs;
-      // Every figure, in the protocol's order, with the values it took over the repetitions.
-      std::vector<std::pair<std::string, std::vector<double>>> values;
-      for (std::size_t i = 0; i < c.reps.size(); ++i) {
-        const CellOutcome& rep = c.reps[i];
-        json::object figs = figures_(rep);
-        add_energy_figures(rep, figs);  // every protocol's cells, when energy was measured
-        for (const auto& kv : figs) {
-          auto it = std::find_if(values.begin(), values.end(),
-                                 [&](const auto& v) { return v.first == kv.key(); });
-          if (it == values.end()) it = values.insert(values.end(), {std::string(kv.key()), {}});
-          if (kv.value().is_number()) it->second.push_back(kv.value().to_number<double>());
-        }
-        const auto m = metric_of(rep.summary, c.metric);
-        if (m && std::isfinite(*m)) ranked.emplace_back(*m, i);
-        runs.push_back(json::object{
-            {"run_id", rep.run_id}, {"status", rep.status}, {c.metric, num(m)}, {"figures", figs}});
-      }
-      json::value selected = nullptr;
-      if (!ranked.empty()) {
-        // The median repetition by the declared metric (the lower middle one for an even count).
-        std::sort(ranked.begin(), ranked.end());
-        selected = c.reps[ranked[(ranked.size() - 1) / 2].second].run_id;
-      }
-      json::object spreads;
-      for (auto& [k, v] : values) spreads[k] = spread(v);
-      cells.push_back(json::object{{"cell", c.name},
-                                   {"params", c.params},
-                                   {"selection", selection_json(c.metric)},
-                                   {"runs", std::move(runs)},
-                                   {"selected_run", selected},
-                                   {"figures", std::move(spreads)}});
-    }
-    const std::string status = crashed_   ? "engine_crashed"
-                               : stopped_ ? "interrupted"
-                               : failed_  ? "partial"
-                                          : "ok";
-    json::object doc{
-        {"schema_version", record::kSchemaVersion},
-        {"campaign_id", id_},
-        {"status", status},
-        {"started_at", record::iso8601_utc(started_)},
-        {"ended_at", record::iso8601_utc(std::chrono::system_clock::now())},
-        {"protocol", json::object{{"name", protocol_}, {"version", version_}, {"params", params_}}},
-        {"selection", selection_json(metric_)},
-        {"engine", engine.engine_json()},
-        {"model", engine.model()},
-        {"cells", cells}};
-    const std::filesystem::path dir = std::filesystem::path(o_.runs_root) / "campaigns";
-    std::filesystem::create_directories(dir);
-    const std::filesystem::path file = dir / (id_ + ".json");
-    record::write_file_atomic(file, record::pretty_json(doc));
-    if (o_.json) {
-      doc["campaign_file"] = file.string();
-      std::cout << record::pretty_json(doc);
-    } else {
-      print_table(doc, file);
-    }
-    if (crashed_) return kExitRunFailed;
-    if (stopped_) return kExitInterrupted;
-    return failed_ ? kExitRunFailed : kExitOk;
-  }
-
- private:
-  struct CellResult {
-    std::string name;
-    json::object params;
-    std::string metric;  // the selection metric of this cell
-    std::vector<CellOutcome> reps;
-  };
-
-  json::object selection_json(const std::string& metric) const {
-    return json::object{{"rule", "median"}, {"metric", metric}, {"repetitions", repeat_}};
-  }
-
-  /// One row per cell, one column per figure (the median over repetitions; [min–max] of the
-  /// selection metric's figure when repeated).
-  void print_table(const json::object& doc, const std::filesystem::path& file) const {
-    std::cout << "dyno " << protocol_ << " · campaign " << id_ << " · "
-              << std::string(doc.at("status").as_string()) << " · selection: median of " << repeat_
-              << " by " << metric_ << "\n";
-    std::vector<std::string> columns;  // the protocol's figure order
-    for (const CellResult& c : cells_) {
-      if (c.reps.empty()) continue;
-      json::object first = figures_(c.reps.front());
-      add_energy_figures(c.reps.front(), first);
-      for (const auto& kv : first) {
-        const std::string key(kv.key());
-        if (std::find(columns.begin(), columns.end(), key) == columns.end()) columns.push_back(key);
-      }
-    }
-    std::size_t name_width = 4;
-    for (const CellResult& c : cells_) name_width = std::max(name_width, c.name.size());
-    std::ostringstream line;
-    line << "  " << std::string(name_width, ' ');
-    for (const auto& col : columns)
-      line << "  " << std::string(std::max<std::size_t>(col.size(), 9) - col.size(), ' ') << col;
-    std::cout << line.str() << "\n";
-    for (const auto& cv : doc.at("cells").as_array()) {
-      const auto& c = cv.as_object();
-      const std::string name(c.at("cell").as_string());
-      std::ostringstream row;
-      row << "  " << name << std::string(name_width - name.size(), ' ');
-      const auto& figs = c.at("figures").as_object();
-      for (const auto& col : columns) {
-        std::string text = "n/a";
-        if (const auto* sp = figs.if_contains(col); sp != nullptr) {
-          const auto& med = sp->as_object().at("median");
-          if (!med.is_null()) text = fmt(med.to_number<double>(), 2);
-        }
-        row << "  "
-            << std::string(std::max<std::size_t>(col.size(), 9) -
-                               std::min(text.size(), std::max<std::size_t>(col.size(), 9)),
-                           ' ')
-            << text;
-      }
-      std::cout << row.str() << "\n";
-    }
-    std::cout << "campaign file " << file.string() << "\n";
-  }
-
-  const RunOptions& o_;
-  std::string protocol_;
-  int version_;
-  json::object params_;
-  std::uint32_t repeat_;
-  std::string metric_;
-  bool user_selected_;
-  Figures figures_;
-  std::chrono::system_clock::time_point started_;
-  std::string id_;
-  std::vector<CellResult> cells_;
-  bool stopped_ = false;
-  bool crashed_ = false;
-  bool failed_ = false;
-};
 
 /// A closed-loop cell spec over `requests`.
 CellSpec closed_cell(std::vector<workload::Request> requests, std::string source,
@@ -364,6 +97,17 @@ CellSpec closed_cell(std::vector<workload::Request> requests, std::string source
   return spec;
 }
 
+/// closed_cell over `requests` as a stream gave them: the cell's hash is theirs, taken before
+/// the flags fill sampling defaults (as `dyno run`'s is).
+CellSpec given_cell(std::vector<workload::Request> requests, std::string source,
+                    std::uint32_t concurrency, std::uint64_t count, const RunOptions& o) {
+  const std::string sha = workload::stream_sha256(requests);
+  fill_sampling_defaults(requests, o);
+  CellSpec spec = closed_cell(std::move(requests), std::move(source), concurrency, count, o);
+  spec.stream_sha256 = sha;
+  return spec;
+}
+
 /// `count` synthetic requests of about `tokens` prompt tokens each, distinct per `salt`.
 workload::RequestStream synthetic(const RunOptions& o, workload::Api api, std::uint64_t count,
                                   std::int64_t tokens, std::int64_t output_tokens,
@@ -374,9 +118,7 @@ workload::RequestStream synthetic(const RunOptions& o, workload::Api api, std::u
   syn.input_tokens = std::max<std::int64_t>(1, tokens);
   syn.output_tokens = output_tokens;
   syn.seed = o.seed * 1'000'003ull + salt;
-  workload::RequestStream s = workload::make_synthetic_stream(syn);
-  for (auto& r : s.requests) r.sampling.temperature = o.temperature;
-  return s;
+  return workload::make_synthetic_stream(syn);  // sampling defaults: fill_sampling_defaults
 }
 
 std::uint64_t salt_of(const std::string& text) {
@@ -389,12 +131,41 @@ std::uint64_t salt_of(const std::string& text) {
 
 int sweep_command(const RunOptions& o, const SweepOptions& s) {
   validate_common(o);
+  set_close_context({o.telemetry, o.telemetry_period_ms});
   const workload::Api api = parse_api(o.api);
-  if (s.per_slot == 0) throw UsageError("--per-slot must be at least 1");
   const bool open = s.rates.has_value();
   const std::vector<double> levels =
-      open ? parse_list(*s.rates, "--rates") : parse_list(s.concurrencies, "--concurrencies");
+      open ? parse_list(*s.rates, "--rates",
+                        [](const std::string& v) {
+                          return flags::parse_number(v, 0, flags::kMaxRate, true);
+                        })
+           : parse_counts(s.concurrencies, "--concurrencies", 1, flags::kMaxConcurrency);
+  load::Arrival arrival = load::Arrival::kPoisson;
+  try {
+    arrival = load::parse_arrival(o.arrival);
+  } catch (const std::invalid_argument&) {
+    throw UsageError("--arrival: '" + o.arrival + "'; use poisson, constant or gamma");
+  }
   std::uint64_t most = s.min_requests;
+  const double top = *std::max_element(levels.begin(), levels.end());
+  if (open) {
+    if (top * s.rate_duration_s > flags::kMaxRequests) {
+      throw UsageError("--rates " + number_text(top) + " for --rate-duration " +
+                       number_text(s.rate_duration_s) + " s would schedule about " +
+                       number_text(std::round(top * s.rate_duration_s)) +
+                       " requests a cell, more than the limit of " +
+                       std::to_string(flags::kMaxRequests) + "; lower the rate or the duration");
+    }
+    warn_open_loop_descriptors(top, o);
+  } else {
+    if (top * static_cast<double>(s.per_slot) > flags::kMaxRequests) {
+      throw UsageError("--per-slot " + std::to_string(s.per_slot) + " x concurrency " +
+                       number_text(top) + " asks for more than the limit of " +
+                       std::to_string(flags::kMaxRequests) +
+                       " requests a cell; lower --per-slot or --concurrencies");
+    }
+    check_descriptors(static_cast<std::uint64_t>(top), "--concurrencies " + number_text(top), o);
+  }
   for (double c : levels) most = std::max(most, static_cast<std::uint64_t>(c) * s.per_slot);
   const workload::RequestStream stream = build_stream(o, api, o.warmup + most);
   EngineSession engine(o, api);
@@ -422,10 +193,11 @@ int sweep_command(const RunOptions& o, const SweepOptions& s) {
   const auto& stop = install_stop_signals();
   for (double level : levels) {
     if (open) {
-      if (!(level > 0)) throw UsageError("--rates: every rate must be > 0");
       CellSpec spec = closed_cell(stream.requests, stream.source, 1, 1, o);
+      spec.stream_sha256 = stream.sha256;
+      spec.stream_cycles = true;  // as many requests as arrive in the duration, cyclically
       load::ScheduleSpec sched;
-      sched.arrival = load::parse_arrival(o.arrival);
+      sched.arrival = arrival;
       sched.rate_per_s = level;
       sched.burstiness = o.burstiness;
       sched.seed = o.seed;
@@ -440,13 +212,11 @@ int sweep_command(const RunOptions& o, const SweepOptions& s) {
                    stop);
     } else {
       const auto c = static_cast<std::uint32_t>(level);
-      if (c < 1 || static_cast<double>(c) != level) {
-        throw UsageError("--concurrencies: '" + number_text(level) +
-                         "' is not a whole number >= 1");
-      }
       // The declared concurrency is held only if every slot sends several requests.
       const std::uint64_t count = std::max<std::uint64_t>(s.min_requests, s.per_slot * c);
       CellSpec spec = closed_cell(stream.requests, stream.source, c, count, o);
+      spec.stream_sha256 = stream.sha256;
+      spec.stream_cycles = o.warmup + count > stream.requests.size();  // a short --stream
       spec.load.warmup = o.warmup;
       campaign.run(engine, spec, "c" + std::to_string(c),
                    json::object{{"concurrency", c}, {"requests", count}}, stop);
@@ -457,12 +227,13 @@ int sweep_command(const RunOptions& o, const SweepOptions& s) {
 
 int ladder_command(const RunOptions& o, const LadderOptions& l) {
   validate_common(o);
+  set_close_context({o.telemetry, o.telemetry_period_ms});
   const workload::Api api = parse_api(o.api);
-  if (l.decode_tokens < 2) throw UsageError("--decode-tokens must be at least 2");
-  const std::vector<double> depths = parse_list(l.depths, "--depths");
-  const std::vector<double> sizes = l.prefill_sizes.empty()
-                                        ? std::vector<double>{}
-                                        : parse_list(l.prefill_sizes, "--prefill-sizes");
+  const std::vector<double> depths = parse_counts(l.depths, "--depths", 0, flags::kMaxTokens);
+  const std::vector<double> sizes =
+      l.prefill_sizes.empty()
+          ? std::vector<double>{}
+          : parse_counts(l.prefill_sizes, "--prefill-sizes", 1, flags::kMaxTokens);
   EngineSession engine(o, api);
   std::optional<PromptCounter> counter;
   try {
@@ -531,8 +302,10 @@ int ladder_command(const RunOptions& o, const LadderOptions& l) {
       } else {
         stream = synthetic(o, api, 1, tokens, max_tokens, salt);
       }
-      for (auto& r : stream.requests) r.sampling.temperature = o.temperature;
+      const std::string given = stream.sha256;
+      fill_sampling_defaults(stream.requests, o);
       CellSpec spec = closed_cell(stream.requests, stream.source, 1, 1, o);
+      spec.stream_sha256 = given;
       spec.sampling["max_tokens"] = max_tokens;
       if (max_tokens > 1) spec.sampling["ignore_eos"] = true;
       return spec;
@@ -554,14 +327,15 @@ int ladder_command(const RunOptions& o, const LadderOptions& l) {
 
 int speed_command(const RunOptions& o, const SpeedOptions& sp) {
   validate_common(o);
+  set_close_context({o.telemetry, o.telemetry_period_ms});
   const workload::Api api = parse_api(o.api);
-  if (sp.concurrency < 1) throw UsageError("--burst must be at least 1");
   const std::vector<std::string> passes = parse_names(sp.passes, "--passes");
+  check_descriptors(sp.concurrency, "--burst " + std::to_string(sp.concurrency), o);
   // Prompts of each pass: stream requests tagged pass=<name>; a pass "fr2" with no requests of
   // its own repeats pass "fr" (the session's drift). Without --stream: synthetic prompts
   // seeded by the pass's base name.
   std::optional<workload::RequestStream> file;
-  if (o.stream_file) file = build_stream(o, api, 0);
+  if (o.stream_file) file = stream_as_given(o, api, 0);
   const auto base_name = [](const std::string& pass) {
     std::string b = pass;
     while (!b.empty() && std::isdigit(static_cast<unsigned char>(b.back()))) b.pop_back();
@@ -634,14 +408,15 @@ int speed_command(const RunOptions& o, const SpeedOptions& sp) {
       warmup = 1;
     }
     solo_reqs.push_back(reqs.front());
-    CellSpec solo = closed_cell(solo_reqs, "pass:" + pass, 1, 1, o);
+    CellSpec solo = given_cell(solo_reqs, "pass:" + pass, 1, 1, o);
     solo.load.warmup = warmup;
     campaign.run(engine, solo, pass + "/solo", json::object{{"pass", pass}, {"part", "solo"}},
                  stop);
     first = false;
     std::vector<workload::Request> burst;
     for (std::uint32_t i = 0; i < sp.concurrency; ++i) burst.push_back(reqs[i % reqs.size()]);
-    CellSpec agg = closed_cell(burst, "pass:" + pass, sp.concurrency, sp.concurrency, o);
+    CellSpec agg = given_cell(burst, "pass:" + pass, sp.concurrency, sp.concurrency, o);
+    agg.stream_cycles = sp.concurrency > reqs.size();  // the burst repeats the pass's prompts
     campaign.run(
         engine, agg, pass + "/agg",
         json::object{{"pass", pass}, {"part", "aggregate"}, {"concurrency", sp.concurrency}}, stop);
@@ -651,12 +426,13 @@ int speed_command(const RunOptions& o, const SpeedOptions& sp) {
 
 int real_command(const RunOptions& o, const RealOptions& re) {
   validate_common(o);
+  set_close_context({o.telemetry, o.telemetry_period_ms});
   const workload::Api api = parse_api(o.api);
   if (!o.stream_file) {
     throw UsageError(
         "real needs --stream FILE: a prompt set whose requests are tagged case=<name>");
   }
-  const workload::RequestStream stream = build_stream(o, api, 0);
+  const workload::RequestStream stream = stream_as_given(o, api, 0);
   std::vector<std::string> order;
   std::map<std::string, std::vector<workload::Request>> cases;
   for (const auto& r : stream.requests) {
@@ -679,7 +455,7 @@ int real_command(const RunOptions& o, const RealOptions& re) {
   const auto& stop = install_stop_signals();
   for (const auto& name : order) {
     const auto& reqs = cases[name];
-    CellSpec spec = closed_cell(reqs, stream.source, 1, reqs.size(), o);
+    CellSpec spec = given_cell(reqs, stream.source, 1, reqs.size(), o);
     campaign.run(engine, spec, name, json::object{{"case", name}, {"requests", reqs.size()}}, stop);
   }
   return campaign.finish(engine);

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "app/flag_values.h"
 #include "app/run_command.h"
 #include "compare/board.h"
 #include "compare/inputs.h"
@@ -41,14 +42,20 @@ void add_flags(CLI::App& cmd, ReportOptions& o) {
                "render although a required identity is missing from some record (the board "
                "says so at the top)");
   cmd.add_option("--resamples", o.resamples, "bootstrap resamples per interval")
+      ->transform(flags::integer(100, 1'000'000))
       ->capture_default_str();
   cmd.add_option("--confidence", o.confidence, "interval confidence, e.g. 0.95")
+      ->transform(flags::number(0.5, 1, true, true))
       ->capture_default_str();
-  cmd.add_option("--seed", o.seed, "bootstrap seed")->capture_default_str();
+  cmd.add_option("--seed", o.seed, "bootstrap seed")
+      ->transform(flags::integer(0, flags::kMaxU64))
+      ->capture_default_str();
   cmd.add_option("--quality-accuracy-pp", o.accuracy_pp,
-                 "quality warning at this accuracy gap in points (default 2)");
+                 "quality warning at this accuracy gap in points (default 2)")
+      ->transform(flags::number(0, 100));
   cmd.add_option("--quality-output-gap-pct", o.output_gap_pct,
-                 "quality warning at this mean output length gap in % (default 10)");
+                 "quality warning at this mean output length gap in % (default 10)")
+      ->transform(flags::number(0, 10000));
 }
 
 compare::Board build(const ReportOptions& o) {
@@ -93,10 +100,6 @@ compare::Board build(const ReportOptions& o) {
       throw UsageError(
           "quality thresholds must be >= 0 (--quality-accuracy-pp, "
           "--quality-output-gap-pct)");
-    }
-    if (o.resamples < 100) throw UsageError("--resamples must be at least 100");
-    if (!(o.confidence > 0.5 && o.confidence < 1.0)) {
-      throw UsageError("--confidence must be between 0.5 and 1 (e.g. 0.95)");
     }
     bo.bootstrap.resamples = o.resamples;
     bo.bootstrap.confidence = o.confidence;

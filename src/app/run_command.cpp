@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "app/console.h"
+#include "app/flag_values.h"
+#include "app/run_limits.h"
 #include "app/session.h"
 #include "app/signals.h"
 #include "load/runner.h"
@@ -37,8 +39,9 @@ double parse_duration_ms(const std::string& value, const std::string& key) {
   } else {
     throw UsageError("--slo: unit '" + unit + "' in " + key + "=" + value + "; use ms or s");
   }
-  if (!(ms > 0) || !std::isfinite(ms)) {
-    throw UsageError("--slo: " + key + " must be a positive duration");
+  if (!(ms > 0) || !std::isfinite(ms) || ms > flags::kMaxSeconds * 1000.0) {
+    throw UsageError("--slo: " + key + "=" + value + " is not a duration greater than 0 and at " +
+                     "most " + flags::number_text(flags::kMaxSeconds) + " s (30 days)");
   }
   return ms;
 }
@@ -48,7 +51,50 @@ struct Plan {
   load::LoadConfig load;
   metrics::Slo slo;
   std::string load_text;
+  bool cycles = false;  ///< the load may send a request of the stream again
 };
+
+/// A --duration run of the synthetic stream without -n walks this many requests cyclically.
+constexpr std::uint64_t kSyntheticCycle = 1000;
+
+/// How many measured requests a run sends, and whether it may send a request again.
+/// `stream_length`: the --stream's request count (nullopt: the synthetic stream, made as long
+/// as the run needs; a --duration run without -n cycles its kSyntheticCycle requests).
+/// Without --cycle a --stream's lines are each sent at most once, warm-ups first: -n defaults
+/// to the lines the warm-ups leave, and a --duration run also stops when they are sent.
+void plan_requests(const RunOptions& o, std::optional<std::uint64_t> stream_length, Plan& p) {
+  p.load.requests = o.requests;
+  p.load.duration_s = o.duration_s;
+  if (!stream_length) {
+    if (!o.requests && !o.duration_s) p.load.requests = 100;
+    p.cycles = !p.load.requests;
+    return;
+  }
+  const std::uint64_t lines = *stream_length;
+  const std::string stream = "--stream " + *o.stream_file + " holds " + std::to_string(lines) +
+                             " request" + (lines == 1 ? "" : "s");
+  if (o.cycle) {
+    if (!o.requests && !o.duration_s) p.load.requests = lines;
+    p.cycles = true;
+    return;
+  }
+  if (o.requests) {
+    if (o.warmup + *o.requests > lines) {
+      throw UsageError("-n " + std::to_string(*o.requests) +
+                       (o.warmup > 0 ? " and --warmup " + std::to_string(o.warmup) + " ask for " +
+                                           std::to_string(o.warmup + *o.requests) + " requests"
+                                     : std::string(" asks for more requests")) +
+                       " but " + stream +
+                       "; lower -n, or give --cycle to send the stream again from its start");
+    }
+    return;
+  }
+  if (o.warmup >= lines) {
+    throw UsageError("--warmup " + std::to_string(o.warmup) + " leaves no measured request: " +
+                     stream + "; lower --warmup, or give -n and --cycle");
+  }
+  p.load.requests = lines - o.warmup;  // with --duration: whichever ends first
+}
 
 Plan validate(const RunOptions& o) {
   Plan p;
@@ -58,24 +104,21 @@ Plan validate(const RunOptions& o) {
         "--rate and --concurrency exclude each other: --rate sends on an open-loop schedule, "
         "--concurrency keeps C requests in flight; pick one");
   }
-  if (o.requests && *o.requests == 0) throw UsageError("--requests must be at least 1");
-  if (o.duration_s && !(*o.duration_s > 0)) throw UsageError("--duration must be > 0 seconds");
-
-  p.load.requests = o.requests;
-  p.load.duration_s = o.duration_s;
-  if (!o.requests && !o.duration_s) p.load.requests = 100;
+  if (o.cycle && !o.stream_file) {
+    throw UsageError(
+        "--cycle sends a --stream again from its start; without --stream the synthetic stream "
+        "is as long as the run needs");
+  }
   p.load.warmup = o.warmup;
   p.load.keep_event_times = !o.no_chunk_times;
   p.load.keep_output_text = o.keep_outputs;
   if (o.rate) {
-    if (!(*o.rate > 0) || !std::isfinite(*o.rate)) throw UsageError("--rate must be > 0 req/s");
     load::ScheduleSpec spec;
     try {
       spec.arrival = load::parse_arrival(o.arrival);
     } catch (const std::invalid_argument&) {
       throw UsageError("--arrival: '" + o.arrival + "'; use poisson, constant or gamma");
     }
-    if (!(o.burstiness > 0)) throw UsageError("--burstiness must be > 0 (1 = Poisson)");
     spec.rate_per_s = *o.rate;
     spec.burstiness = o.burstiness;
     spec.seed = o.seed;
@@ -88,14 +131,26 @@ Plan validate(const RunOptions& o) {
     p.load_text = t.str();
   } else {
     p.load.concurrency = o.concurrency.value_or(8);
-    if (p.load.concurrency == 0) throw UsageError("--concurrency must be at least 1");
     p.load_text = "closed loop, concurrency " + std::to_string(p.load.concurrency);
+  }
+  if (o.slo) p.slo = parse_slo(*o.slo);
+  return p;
+}
+
+/// Checks what the request count decides, and completes the console's load line.
+void finish_plan(const RunOptions& o, Plan& p) {
+  // An open-loop schedule is made before the first request: bound its size.
+  if (o.rate && !p.load.requests && *o.rate * *o.duration_s > flags::kMaxRequests) {
+    throw UsageError("--rate " + flags::number_text(*o.rate) + " for --duration " +
+                     flags::number_text(*o.duration_s) + " s would schedule about " +
+                     flags::number_text(std::round(*o.rate * *o.duration_s)) +
+                     " requests, more than the limit of " + std::to_string(flags::kMaxRequests) +
+                     "; lower --rate or --duration, or give -n");
   }
   if (p.load.requests) p.load_text += ", " + std::to_string(*p.load.requests) + " requests";
   if (p.load.duration_s) p.load_text += ", " + fmt(*p.load.duration_s, 1) + " s";
   if (o.warmup > 0) p.load_text += ", warm-up " + std::to_string(o.warmup);
-  if (o.slo) p.slo = parse_slo(*o.slo);
-  return p;
+  if (o.stream_file && p.cycles) p.load_text += ", cycling the stream";
 }
 
 }  // namespace
@@ -128,15 +183,30 @@ metrics::Slo parse_slo(const std::string& text) {
 
 int run_command(const RunOptions& o) {
   validate_common(o);
-  const Plan plan = validate(o);
-  // Enough distinct synthetic prompts that a count-limited run never repeats one.
-  const workload::RequestStream stream =
-      build_stream(o, plan.api, o.warmup + plan.load.requests.value_or(1000));
+  set_close_context({o.telemetry, o.telemetry_period_ms});
+  Plan plan = validate(o);
+  workload::RequestStream stream;
+  if (o.stream_file) {
+    stream = build_stream(o, plan.api, 0);
+    plan_requests(o, stream.requests.size(), plan);
+  } else {
+    plan_requests(o, std::nullopt, plan);
+    // Enough distinct synthetic prompts that a count-limited run never repeats one.
+    stream = build_stream(o, plan.api, o.warmup + plan.load.requests.value_or(kSyntheticCycle));
+  }
+  finish_plan(o, plan);
+  if (o.rate) {
+    warn_open_loop_descriptors(*o.rate, o);
+  } else {
+    check_descriptors(plan.load.concurrency, "-c " + std::to_string(plan.load.concurrency), o);
+  }
   EngineSession engine(o, plan.api);
 
   CellSpec cell;
   cell.requests = stream.requests;
   cell.stream_source = stream.source;
+  cell.stream_sha256 = stream.sha256;
+  cell.stream_cycles = plan.cycles;
   cell.load = plan.load;
   cell.slo = plan.slo;
   cell.slo_text = o.slo.value_or("");

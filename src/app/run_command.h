@@ -38,6 +38,7 @@ struct RunOptions {
   double burstiness = 1.0;
   std::optional<std::uint64_t> requests;
   std::optional<double> duration_s;
+  bool cycle = false;  ///< --cycle: -n may exceed the --stream's length (sent again from its start)
   std::uint64_t warmup = 0;
   std::optional<std::int64_t> max_tokens;
   double temperature = 0.0;

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "app/console.h"
+#include "app/flag_values.h"
 #include "app/run_command.h"
 #include "json/json_text.h"
 #include "record/record_json.h"
@@ -582,7 +583,8 @@ RunsCli::RunsCli(CLI::App& app) {
                    "started, id, status, tok_s, req_s, ttft, tpot, e2e, error_rate, accuracy")
       ->capture_default_str();
   list_->add_flag("--desc", o_.filter.descending, "sort in descending order");
-  list_->add_option("--limit", o_.limit, "at most N runs");
+  list_->add_option("--limit", o_.limit, "at most N runs")
+      ->transform(flags::integer(1, flags::kMaxU64));
   list_->add_flag("--json", o_.json, "print the index rows as JSON");
 
   show_ = runs_->add_subcommand("show", "a run's identity, configuration and headline figures");

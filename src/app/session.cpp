@@ -16,6 +16,7 @@
 #include "app/console.h"
 #include "app/energy_report.h"
 #include "app/engine_launch.h"
+#include "app/flag_values.h"
 #include "app/server_gauges.h"
 #include "app/server_metrics.h"
 #include "app/server_timings.h"
@@ -300,30 +301,12 @@ workload::Api parse_api(const std::string& api) {
 }
 
 void validate_common(const RunOptions& o) {
+  // Each numeric flag's range is checked as it is parsed (app/flag_values.h); these are the
+  // checks of words and of flags together.
   parse_api(o.api);
-  if (o.max_tokens && *o.max_tokens < 1) throw UsageError("--max-tokens must be at least 1");
-  if (o.temperature < 0) throw UsageError("--temperature must be >= 0");
-  if (o.input_tokens < 1) throw UsageError("--input-tokens must be at least 1");
-  if (o.output_tokens < 1) throw UsageError("--output-tokens must be at least 1");
-  if (o.error_budget < 0 || o.error_budget > 1) {
-    throw UsageError("--error-budget is a fraction between 0 and 1 (e.g. 0.05)");
-  }
-  if (o.connect_timeout_s <= 0) throw UsageError("--connect-timeout must be > 0 seconds");
-  if (o.first_token_timeout_s && !(*o.first_token_timeout_s >= 0)) {
-    throw UsageError("--first-token-timeout must be >= 0 seconds (0: no limit)");
-  }
-  if (o.timeout_s && !(*o.timeout_s >= 0)) {
-    throw UsageError("--timeout must be >= 0 seconds (0: no limit)");
-  }
-  if (!(o.idle_timeout_s >= 0))
-    throw UsageError("--idle-timeout must be >= 0 seconds (0: no limit)");
   if (o.telemetry != "auto" && o.telemetry != "off") {
     throw UsageError("--telemetry: '" + o.telemetry + "'; use auto or off");
   }
-  if (!(o.telemetry_period_ms >= 20 && o.telemetry_period_ms <= 1000)) {
-    throw UsageError("--telemetry-period-ms must be between 20 and 1000");
-  }
-  if (!(o.idle_baseline_s >= 0)) throw UsageError("--idle-baseline must be >= 0 seconds");
   if (o.url && o.engine_spec) {
     throw UsageError(
         "--url and --engine exclude each other: measure a running server (--url) or "
@@ -618,8 +601,15 @@ std::string EngineSession::display() const {
                    : config_.url.to_string();
 }
 
-workload::RequestStream build_stream(const RunOptions& o, workload::Api api,
-                                     std::uint64_t synthetic_count) {
+void fill_sampling_defaults(std::vector<workload::Request>& requests, const RunOptions& o) {
+  for (auto& r : requests) {
+    if (!r.sampling.max_tokens && o.max_tokens) r.sampling.max_tokens = o.max_tokens;
+    if (!r.sampling.temperature) r.sampling.temperature = o.temperature;
+  }
+}
+
+workload::RequestStream stream_as_given(const RunOptions& o, workload::Api api,
+                                        std::uint64_t synthetic_count) {
   workload::RequestStream stream;
   if (o.stream_file) {
     try {
@@ -644,14 +634,28 @@ workload::RequestStream build_stream(const RunOptions& o, workload::Api api,
     syn.output_tokens = o.output_tokens;
     syn.seed = o.seed;
     syn.count = std::max<std::uint64_t>(1, synthetic_count);
+    // Both factors are bounded by their flags; their product is the memory the prompts take.
+    const std::uint64_t tokens = syn.count * static_cast<std::uint64_t>(o.input_tokens);
+    if (tokens > flags::kMaxSyntheticTokens) {
+      throw UsageError("the synthetic stream would hold " + std::to_string(syn.count) +
+                       " requests x --input-tokens " + std::to_string(o.input_tokens) + " = " +
+                       std::to_string(tokens) + " prompt tokens, more than the limit of " +
+                       std::to_string(flags::kMaxSyntheticTokens) +
+                       "; lower -n (or --warmup, --min-requests) or --input-tokens, or give a "
+                       "--stream");
+    }
     stream = workload::make_synthetic_stream(syn);
   }
-  // Flags fill what the stream leaves unset; the stream's own values win.
-  for (auto& r : stream.requests) {
-    if (!r.sampling.max_tokens && o.max_tokens) r.sampling.max_tokens = o.max_tokens;
-    if (!r.sampling.temperature) r.sampling.temperature = o.temperature;
-  }
-  stream.sha256 = workload::stream_sha256(stream.requests);
+  return stream;  // sha256: the canonical hash of the requests as given
+}
+
+workload::RequestStream build_stream(const RunOptions& o, workload::Api api,
+                                     std::uint64_t synthetic_count) {
+  workload::RequestStream stream = stream_as_given(o, api, synthetic_count);
+  // Flags fill what the stream leaves unset (the stream's own values win); `sha256` stays the
+  // hash of the requests as given, the one `stream make` and `stream import` print. What the
+  // flags set is the manifest's workload.sampling.
+  fill_sampling_defaults(stream.requests, o);
   return stream;
 }
 
@@ -694,7 +698,8 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   record::RunWriter writer(o.runs_root, out.run_id, load_config.keep_event_times);
   out.dir = writer.dir();
 
-  const std::string stream_sha = workload::stream_sha256(cell.requests);
+  const std::string stream_sha =
+      cell.stream_sha256.empty() ? workload::stream_sha256(cell.requests) : cell.stream_sha256;
   json::object manifest;
   manifest["schema_version"] = record::kSchemaVersion;
   manifest["run_id"] = out.run_id;
@@ -715,7 +720,8 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
                    {"api", engine.api() == workload::Api::kChat ? "chat" : "completions"},
                    {"request_stream", json::object{{"source", cell.stream_source},
                                                    {"sha256", stream_sha},
-                                                   {"count", cell.requests.size()}}},
+                                                   {"count", cell.requests.size()},
+                                                   {"cycle", cell.stream_cycles}}},
                    {"sampling", std::move(sampling)},
                    {"warmup_requests", cell.load.warmup}};
   const auto& sched = cell.load.schedule;

@@ -42,9 +42,18 @@ workload::Api parse_api(const std::string& api);
 /// UsageError naming the flag.
 void validate_common(const RunOptions& options);
 
-/// The request stream of a command: --stream FILE (checked against --api), else the synthetic
-/// stream of `synthetic_count` requests. Flags fill what requests leave unset
-/// (--max-tokens, --temperature). Throws UsageError naming --stream.
+/// The request stream of a command as given: --stream FILE (checked against --api), else the
+/// synthetic stream of `synthetic_count` requests (at most flags::kMaxSyntheticTokens prompt
+/// tokens). `sha256` is the canonical hash of these requests. Throws UsageError naming the flag.
+workload::RequestStream stream_as_given(const RunOptions& options, workload::Api api,
+                                        std::uint64_t synthetic_count);
+
+/// Flags fill what requests leave unset (--max-tokens, --temperature); a request's own values
+/// win.
+void fill_sampling_defaults(std::vector<workload::Request>& requests, const RunOptions& options);
+
+/// stream_as_given, then fill_sampling_defaults. `sha256` stays the hash of the requests as
+/// given (what `stream make` / `stream import` print; the manifest's request_stream.sha256).
 workload::RequestStream build_stream(const RunOptions& options, workload::Api api,
                                      std::uint64_t synthetic_count);
 
@@ -132,6 +141,11 @@ class PromptCounter {
 struct CellSpec {
   std::vector<workload::Request> requests;  ///< walked cyclically by the load
   std::string stream_source;
+  /// The canonical hash of `requests` as the stream gave them, before flags filled defaults
+  /// (manifest workload.request_stream.sha256); empty: the hash of `requests`.
+  std::string stream_sha256;
+  /// The load may send `requests` again from the start (manifest request_stream.cycle).
+  bool stream_cycles = false;
   load::LoadConfig load;
   metrics::Slo slo;
   std::string slo_text;

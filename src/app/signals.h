@@ -1,12 +1,27 @@
-// SIGINT/SIGTERM handling: the first signal asks the run to stop (finished requests are kept),
-// a second one exits at once. The only global state of dyno (a lock-free atomic).
+// SIGINT/SIGTERM handling: the first interrupt asks the run to stop (finished requests are
+// kept, the record is finished as usual); a second one exits at once, and the record it leaves
+// open is still closed as `interrupted` (app/interrupt_close.h). Signals closer together than
+// kSameInterruptNs are one interrupt: GNU `timeout` signals dyno and its process group, so
+// dyno gets its SIGTERM twice. The only global state of dyno (lock-free atomics, and the
+// context the closer reads).
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+
+#include "app/interrupt_close.h"
+#include "app/run_command.h"
 
 namespace dyno::app {
 
-/// Installs the handlers; returns the flag the first signal sets.
+/// Signals within this window of the last one that counted are the same interrupt.
+inline constexpr std::int64_t kSameInterruptNs = 500'000'000;
+
+/// Installs the handlers (once; later calls return the same flag) and starts the thread that
+/// closes the record on an at-once exit. Returns the flag the first interrupt sets.
 const std::atomic<bool>& install_stop_signals();
+
+/// What a record closed by an at-once exit says of telemetry (each command sets its flags).
+void set_close_context(const CloseContext& context);
 
 }  // namespace dyno::app

@@ -31,10 +31,11 @@ struct StreamMakeOptions {
 /// Generates the stream (workload/exact_prompt.h) through the target's /tokenize
 /// (transport/tokenize_client.h; API key from DYNO_API_KEY or OPENAI_API_KEY), re-counts every
 /// written request once, writes FILE (canonical JSONL) and prints requested vs achieved per
-/// request, totals and the stream's sha256 to `out` (a table, or JSON with `json`). Returns
-/// kExitOk when every request hit its target, kExitRunFailed otherwise. Throws UsageError naming
-/// the flag for bad options; TokenizeError / ExactLengthError / StreamError when the tokenizer
-/// cannot be used, a length cannot be hit, or the file cannot be written.
+/// request, totals and the stream's canonical sha256 (docs/record.md; what a run's manifest says)
+/// to `out` (a table, or JSON with `json`). Returns kExitOk when every request hit its target,
+/// kExitRunFailed otherwise. Throws UsageError naming the flag for bad options; TokenizeError /
+/// ExactLengthError / StreamError when the tokenizer cannot be used, a length cannot be hit, or the
+/// file cannot be written.
 int stream_make_command(const StreamMakeOptions& options, std::ostream& out);
 
 }  // namespace dyno::app

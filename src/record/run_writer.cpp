@@ -51,9 +51,26 @@ struct MdCtxDeleter {
   void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
 };
 
+std::mutex g_open_dirs_mu;
+std::vector<fs::path>& open_dirs() {
+  static std::vector<fs::path> dirs;
+  return dirs;
+}
+
 }  // namespace
 
+std::recursive_timed_mutex& record_write_lock() {
+  static std::recursive_timed_mutex lock;
+  return lock;
+}
+
+std::vector<fs::path> open_run_dirs() {
+  std::lock_guard lock(g_open_dirs_mu);
+  return open_dirs();
+}
+
 void write_file_atomic(const fs::path& path, std::string_view bytes) {
+  std::lock_guard gate(record_write_lock());
   const fs::path tmp = path.string() + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw RecordError("cannot create " + tmp.string() + ": " + errno_text());
@@ -118,9 +135,15 @@ RunWriter::RunWriter(const fs::path& runs_root, const std::string& run_id, bool 
   if (requests_fd_ < 0)
     throw RecordError("cannot create " + requests.string() + ": " + errno_text());
   appender_ = std::thread([this] { appender_main(); });
+  std::lock_guard lock(g_open_dirs_mu);
+  open_dirs().push_back(dir_);
 }
 
 RunWriter::~RunWriter() {
+  {
+    std::lock_guard lock(g_open_dirs_mu);
+    std::erase(open_dirs(), dir_);
+  }
   {
     std::lock_guard lock(mu_);
     stopping_ = true;

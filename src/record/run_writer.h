@@ -24,8 +24,18 @@ class RecordError : public std::runtime_error {
 };
 
 /// Writes `bytes` to `path` through a temporary file in the same directory, fsync, rename:
-/// a reader sees the old file or the new one, never a torn one. Throws RecordError.
+/// a reader sees the old file or the new one, never a torn one. Holds record_write_lock().
+/// Throws RecordError.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
+
+/// Held by every write_file_atomic() of this process. A second interrupt that exits at once
+/// (app/interrupt_close.h) takes it and keeps it until the process exits: no other thread then
+/// changes a record while that thread closes it with its own (recursive) writes.
+std::recursive_timed_mutex& record_write_lock();
+
+/// The run directories of the RunWriters alive in this process: the records it may still have
+/// open (app/interrupt_close.h closes them when a second interrupt exits at once).
+std::vector<std::filesystem::path> open_run_dirs();
 
 /// The whole contents of a file; throws RecordError naming the path when unreadable.
 std::string read_file(const std::filesystem::path& path);

@@ -152,7 +152,7 @@ TEST_F(StreamMake, ExactLengthsEndToEnd) {
     args2.back() = again;
     ASSERT_EQ(dyno(args2), 0);
     EXPECT_EQ(Child::slurp(file), Child::slurp(again));
-    EXPECT_EQ(json::parse(out).at("sha256"), report.at("sha256"));
+    EXPECT_EQ(json::parse(out).at("canonical_sha256"), report.at("canonical_sha256"));
 
     // The run record agrees: every request's input_tokens is the target.
     std::string run_out;

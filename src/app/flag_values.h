@@ -1,0 +1,57 @@
+// Numeric flag values: one checked parser for every numeric flag of every subcommand, and the
+// limits dyno accepts (README "Flag limits"). CLI11's own conversion wraps a negative value
+// into an unsigned option ("-1" becomes 2^64 - 1), reads "010" as octal and takes "nan"; these
+// transforms check the text first and hand CLI11 only a plain decimal it cannot misread.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace CLI {
+class Validator;
+}
+
+namespace dyno::app::flags {
+
+/// Limits: past them a value is a usage error before anything is sent or written.
+inline constexpr std::uint64_t kMaxRequests = 10'000'000;  ///< -n, --warmup, --min-requests …
+inline constexpr std::int64_t kMaxTokens = 10'000'000;     ///< prompt / output tokens, depths
+inline constexpr std::uint32_t kMaxConcurrency = 100'000;  ///< -c, --burst, sweep levels
+inline constexpr double kMaxRate = 1'000'000.0;            ///< req/s
+/// 30 days: every duration and timeout. Its nanoseconds fit a steady-clock int64 and a double
+/// holds them exactly (schedule offsets).
+inline constexpr double kMaxSeconds = 30.0 * 24 * 3600;
+/// Σ prompt tokens of a synthetic stream (about 6 bytes each, held in memory twice).
+inline constexpr std::uint64_t kMaxSyntheticTokens = 100'000'000;
+inline constexpr std::uint32_t kMaxRepeat = 1000;
+inline constexpr std::uint64_t kMaxU64 = UINT64_MAX;
+
+/// A value outside its flag's range; the message says what was given and what is expected,
+/// without the flag's name (the caller prefixes it).
+class FlagValueError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// A whole number in [lo, hi], written in decimal ("+7", "7" — not "0x7", "7.0", "1e3", "-0").
+/// Throws FlagValueError, e.g. "-1 is not an integer between 0 and 1000000".
+std::uint64_t parse_integer(const std::string& text, std::uint64_t lo, std::uint64_t hi);
+
+/// A finite number in [lo, hi] (lo excluded when `lo_open`: "greater than 0"; hi excluded when
+/// `hi_open`). Accepts what strtod reads except nan, inf and hexadecimal forms. Throws
+/// FlagValueError.
+double parse_number(const std::string& text, double lo, double hi, bool lo_open = false,
+                    bool hi_open = false);
+
+/// The same checks as CLI11 transforms: the option's text is checked and rewritten in plain
+/// decimal before CLI11 converts it; a bad value fails the parse as "<--flag>: <message>".
+CLI::Validator integer(std::uint64_t lo, std::uint64_t hi);
+CLI::Validator number(double lo, double hi, bool lo_open = false, bool hi_open = false);
+/// A duration in seconds: greater than 0 (or at least 0 with `zero_ok`), at most kMaxSeconds.
+CLI::Validator seconds(bool zero_ok = false);
+
+/// A number as the messages print it: integers without exponent, others in shortest form.
+std::string number_text(double v);
+
+}  // namespace dyno::app::flags

@@ -1,0 +1,150 @@
+#include "app/interrupt_close.h"
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <chrono>
+#include <mutex>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "metrics/summary.h"
+#include "record/record_json.h"
+#include "record/record_reader.h"
+#include "record/run_id.h"
+#include "record/run_writer.h"
+
+namespace dyno::app {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+namespace {
+
+constexpr const char* kWhy = "a second interrupt ended dyno at once";
+
+/// requests.jsonl as the appender left it: its complete lines, in index order. A line the
+/// appender was still writing is dropped. Replacing the file (rename) also detaches it from
+/// the appender's descriptor, so a late append cannot change what SHA256SUMS will say.
+void settle_requests(const fs::path& dir) {
+  const fs::path path = dir / "requests.jsonl";
+  std::string text = fs::exists(path) ? record::read_file(path) : std::string();
+  text.erase(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+  std::vector<std::pair<std::int64_t, std::string>> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    std::error_code ec;
+    const json::value v = json::parse(line, ec);
+    const json::value* index = !ec && v.is_object() ? v.as_object().if_contains("index") : nullptr;
+    if (index == nullptr || !index->is_int64()) continue;  // not a line dyno finished writing
+    lines.emplace_back(index->as_int64(), std::move(line));
+  }
+  std::stable_sort(lines.begin(), lines.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string body;
+  for (const auto& [index, l] : lines) body += l + "\n";
+  record::write_file_atomic(path, body);
+}
+
+json::value optional_number(const json::object& o, const char* key) {
+  const json::value* v = o.if_contains(key);
+  return v != nullptr && v->is_number() ? *v : json::value(nullptr);
+}
+
+/// The summary of the requests on disk, with the load's declared shape from the manifest.
+metrics::Summary summarize(const fs::path& dir, const json::object& manifest) {
+  std::vector<metrics::Trace> traces = record::read_requests(dir);
+  std::sort(traces.begin(), traces.end(),
+            [](const metrics::Trace& a, const metrics::Trace& b) { return a.index < b.index; });
+  metrics::SummaryOptions so;
+  const json::object& load = manifest.at("load").as_object();
+  so.open_loop = load.at("mode") == "open";
+  if (!so.open_loop && load.at("concurrency").is_number()) {
+    so.declared_concurrency = load.at("concurrency").to_number<double>();
+  }
+  const json::object& slo = manifest.at("slo").as_object();
+  const auto seconds = [&slo](const char* key) -> std::optional<double> {
+    const json::value v = optional_number(slo, key);
+    return v.is_null() ? std::nullopt : std::optional<double>(v.to_number<double>());
+  };
+  so.slo.ttft_s = seconds("ttft_s");
+  so.slo.tpot_s = seconds("tpot_s");
+  so.slo.e2e_s = seconds("e2e_s");
+  metrics::Summary summary = metrics::summarize_run(traces, so);
+  summary.warnings.push_back(
+      {"exited_at_once",
+       std::string(kWhy) +
+           ": this record was closed from the requests it had written (requests in flight and "
+           "the client's cost, energy and /metrics figures are not in it)",
+       "send one interrupt and let dyno finish the record; a second one is for when it hangs"});
+  return summary;
+}
+
+}  // namespace
+
+void close_record_at_once(const fs::path& dir, const CloseContext& context) {
+  if (fs::exists(dir / "SHA256SUMS")) return;  // finished
+  json::object manifest = record::read_record_json(dir / "manifest.json");
+  settle_requests(dir);
+  if (manifest.at("status") != "running") {
+    // The run had written its final manifest and summary: only the checksums were missing.
+    record::write_sha256sums(dir);
+    return;
+  }
+  const metrics::Summary summary = summarize(dir, manifest);
+  json::object summary_json{{"schema_version", record::kSchemaVersion},
+                            {"run_id", manifest.at("run_id")},
+                            {"status", "interrupted"}};
+  for (auto& kv : record::summary_to_json(summary)) summary_json[kv.key()] = kv.value();
+  json::object& client = summary_json["client"].as_object();
+  client["connections_opened"] = nullptr;
+  client["note"] = std::string(kWhy) + ": the client's cost was not measured";
+  summary_json["energy"] =
+      json::object{{"energy_j", nullptr}, {"reason", std::string("not measured: ") + kWhy}};
+  summary_json["server"] = json::object{
+      {"source", nullptr}, {"reason", std::string("no /metrics snapshot after the run: ") + kWhy}};
+  record::write_file_atomic(dir / "summary.json", record::pretty_json(summary_json));
+
+  json::array warnings;
+  for (const auto& w : summary.warnings) {
+    warnings.push_back(json::object{{"code", w.code}, {"message", w.message}, {"hint", w.hint}});
+  }
+  manifest["warnings"] = std::move(warnings);
+  manifest["status"] = "interrupted";
+  manifest["ended_at"] = record::iso8601_utc(std::chrono::system_clock::now());
+  manifest["clock"] = json::object{{"source", "steady_clock (CLOCK_MONOTONIC)"},
+                                   {"t0_steady_ns", nullptr},
+                                   {"measured_start_ns", nullptr}};
+  manifest["telemetry"] =
+      json::object{{"mode", context.telemetry_mode},
+                   {"period_ms", json::object{{"requested", context.telemetry_period_ms}}},
+                   {"backends", json::array()},
+                   {"idle_baseline", nullptr}};
+  record::write_file_atomic(dir / "manifest.json", record::pretty_json(manifest));
+  record::write_sha256sums(dir);
+}
+
+void close_open_records_at_once(const CloseContext& context, std::ostream& err) {
+  try {
+    // Held until the process exits: no record file changes under the closer's feet.
+    if (!record::record_write_lock().try_lock_for(std::chrono::seconds(1))) {
+      err << "dyno: a record write did not finish within 1 s; the run's record stays open "
+             "(status running)\n";
+      return;
+    }
+    for (const fs::path& dir : record::open_run_dirs()) {
+      try {
+        close_record_at_once(dir, context);
+        err << "dyno: closed " << dir.string() << " as interrupted\n";
+      } catch (const std::exception& e) {
+        err << "dyno: could not close " << dir.string() << ": " << e.what() << "\n";
+      }
+    }
+  } catch (...) {
+    err << "dyno: could not close the run's record\n";
+  }
+}
+
+}  // namespace dyno::app
