@@ -13,6 +13,7 @@
 #include "app/report_command.h"
 #include "app/run_command.h"
 #include "app/runs_command.h"
+#include "app/signals.h"
 #include "app/sim_command.h"
 #include "app/stream_command.h"
 #include "dyno/build_info.h"
@@ -386,6 +387,12 @@ int main(int argc, char** argv) {
   }
 
   try {
+    // Measuring commands answer SIGINT/SIGTERM from the start: a signal during preparation
+    // (building a large stream, launching an engine) stops the run before its first request.
+    if (run->parsed() || sweep->parsed() || ladder->parsed() || speed->parsed() ||
+        real->parsed()) {
+      dyno::app::install_stop_signals();
+    }
     if (run->parsed()) return dyno::app::run_command(run_options);
     if (sweep->parsed()) return dyno::app::sweep_command(sweep_common, sweep_options);
     if (ladder->parsed()) return dyno::app::ladder_command(ladder_common, ladder_options);

@@ -123,6 +123,12 @@ class Run {
 
  private:
   void begin() {
+    if (hooks_.stop_requested != nullptr && hooks_.stop_requested->load()) {
+      stopping_ = true;  // interrupted while preparing: not one request is sent
+      result_.interrupted = true;
+      maybe_end();
+      return;
+    }
     if (config_.warmup > 0) {
       warmup_phase_ = true;
       progress_.warmup = true;
