@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <thread>
 
 #include "app/console.h"
@@ -169,16 +170,21 @@ json::object timeouts_json(const RunOptions& o) {
   return t;
 }
 
-/// Requests refused at connect (never sent) from shortly before the engine's exit was seen on:
-/// the port closes as the process begins to exit, a moment before it is reaped. Returns how
-/// many became cancelled.
-std::size_t mark_unsent_after_exit(std::vector<metrics::Trace>& traces, std::int64_t exit_ns) {
-  constexpr std::int64_t kExitingNs = 100'000'000;  // the process was exiting by then
+/// Requests refused at connect (never served) after the engine last answered anything, in a cell
+/// whose engine exited: the port closed as the process began to exit, before it was reaped.
+/// They become cancelled ("not sent"); returns how many.
+std::size_t mark_unsent_after_exit(std::vector<metrics::Trace>& traces) {
+  std::int64_t last_answer = std::numeric_limits<std::int64_t>::min();
+  for (const auto& t : traces) {
+    if (t.first_byte_ns) last_answer = std::max(last_answer, *t.first_byte_ns);
+  }
   std::size_t n = 0;
   for (auto& t : traces) {
-    if (t.status != metrics::RequestStatus::kError || t.sent_ns ||
+    // (A connect failure may carry a sent_ns: a stale keep-alive connection took the bytes,
+    // and the fresh connection the request was retried on was refused; nothing was served.)
+    if (t.status != metrics::RequestStatus::kError ||
         t.error_category != transport::to_string(transport::ErrorCategory::kConnect) ||
-        t.done_ns.value_or(exit_ns) < exit_ns - kExitingNs) {
+        t.done_ns.value_or(last_answer) < last_answer) {
       continue;
     }
     t.status = metrics::RequestStatus::kCancelled;
@@ -805,7 +811,7 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
     crash = launched->unexpected_exit();
     // Requests that could not even connect because the engine had exited were never sent:
     // they are not failures of the engine's serving, so they leave the figures (cancelled).
-    if (crash) mark_unsent_after_exit(result.traces, crash->at_ns - result.t0_steady_ns);
+    if (crash) mark_unsent_after_exit(result.traces);
   }
 
   if (scored) score_traces(cell.requests, result.traces);

@@ -16,6 +16,7 @@ constexpr std::int64_t kProgressPeriodNs = 100 * kMs;
 constexpr std::int64_t kStopPollNs = 50 * kMs;
 constexpr std::int64_t kEngineExitGraceNs = 2000 * kMs;
 constexpr std::int64_t kConnectRetryPauseNs = 20 * kMs;
+constexpr std::int64_t kMaxConnectRetryPauseNs = 1000 * kMs;
 
 class Run;
 
@@ -103,12 +104,17 @@ class Run {
       return;
     }
     if (!config_.open_loop && can_send_closed()) {
-      if (never_sent_connect_failure(t) && hooks_.engine_exited != nullptr) {
+      if (refused_before_serving(t) && hooks_.engine_exited != nullptr) {
         // The engine's port refused a connection: it may be exiting, and its reaper may not
         // have said so yet. Wait a moment before this slot sends again, so the run stops at
         // the crash instead of sending into a closed port.
         ++parked_;
-        loop_.call_at(transport::steady_now_ns() + kConnectRetryPauseNs, [this] {
+        // 20 ms, doubling with each refusal in a row (to 1 s): an engine that is gone is not
+        // hammered while its exit is being noticed.
+        const std::int64_t pause =
+            std::min(kConnectRetryPauseNs << std::min<std::uint64_t>(refused_in_a_row_++, 6),
+                     kMaxConnectRetryPauseNs);
+        loop_.call_at(transport::steady_now_ns() + pause, [this] {
           --parked_;
           if (engine_has_exited()) return maybe_end();
           if (can_send_closed()) submit_next("measured", std::nullopt);
@@ -116,6 +122,7 @@ class Run {
         });
         return;
       }
+      refused_in_a_row_ = 0;
       submit_next("measured", std::nullopt);
     }
     maybe_end();
@@ -156,8 +163,10 @@ class Run {
     maybe_end();
   }
 
-  static bool never_sent_connect_failure(const metrics::Trace& t) {
-    return t.status == metrics::RequestStatus::kError && !t.sent_ns &&
+  static bool refused_before_serving(const metrics::Trace& t) {
+    // kConnect: refused or reset before a response started (after a stale keep-alive
+    // connection, the retry's connect was refused): the engine served nothing.
+    return t.status == metrics::RequestStatus::kError &&
            t.error_category == transport::to_string(transport::ErrorCategory::kConnect);
   }
 
@@ -305,6 +314,7 @@ class Run {
   std::uint64_t measured_sent_ = 0;
   std::uint64_t in_flight_ = 0;
   std::uint64_t parked_ = 0;  // closed-loop slots waiting after a refused connection
+  std::uint64_t refused_in_a_row_ = 0;
   std::size_t next_arrival_ = 0;
   bool warmup_phase_ = false;
   bool measuring_ = false;

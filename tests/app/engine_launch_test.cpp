@@ -46,3 +46,21 @@ TEST(ScrubLaunchLine, SecretFlagsVariablesAndUrlCredentialsAreHiddenEverywhere) 
   EXPECT_EQ(log.find("pa55word"), std::string::npos) << log;
   EXPECT_NE(log.find("args: --api-key " + marker), std::string::npos) << log;
 }
+
+TEST(CrashLogTail, DynosOwnProbesAreNotEngineLines) {
+  using dyno::app::is_probe_access_line;
+  const std::optional<std::string> ready = std::string("/ready");
+  // llama.cpp's and uvicorn's (vLLM, SGLang) access-log shapes of dyno's probes.
+  EXPECT_TRUE(is_probe_access_line("srv  log_server_r: request: GET /metrics 127.0.0.1 200", {}));
+  EXPECT_TRUE(is_probe_access_line(
+      R"(INFO:     127.0.0.1:53872 - "GET /metrics HTTP/1.1" 200 OK)", {}));
+  EXPECT_TRUE(is_probe_access_line(R"("GET /health?x=1 HTTP/1.1" 200)", {}));
+  EXPECT_TRUE(is_probe_access_line("request: POST /tokenize 127.0.0.1 200", {}));
+  EXPECT_TRUE(is_probe_access_line("request: GET /v1/models 127.0.0.1 200", {}));
+  EXPECT_TRUE(is_probe_access_line("request: GET /ready 127.0.0.1 200", ready));
+  // The engine's own lines, and the load's requests, stay.
+  EXPECT_FALSE(is_probe_access_line("request: POST /v1/chat/completions 127.0.0.1 200", {}));
+  EXPECT_FALSE(is_probe_access_line("CUDA error: out of memory", {}));
+  EXPECT_FALSE(is_probe_access_line("GET /metricsfoo 200", {}));
+  EXPECT_FALSE(is_probe_access_line("request: GET /ready 127.0.0.1 200", {}));
+}

@@ -116,3 +116,58 @@ TEST(ServerTimings, FieldsAnEngineDoesNotReportStayNull) {
 
 }  // namespace
 }  // namespace dyno::app
+
+namespace dyno::app {
+namespace {
+
+TEST(ServerTimings, ComputedAndCachedPromptTokensFromPromptN) {
+  // llama.cpp reports prompt_n (computed) and no cache_n: cached = usage prompt − prompt_n.
+  metrics::Trace t = ok_trace(R"({"prompt_n":40,"prompt_ms":10.0,"predicted_n":4})");
+  t.input_tokens = 100;
+  EXPECT_EQ(computed_prompt_tokens(t), 40);
+  const std::vector<metrics::Trace> traces{t};
+  const ServerTimingFigures f = server_timing_figures(traces);
+  EXPECT_EQ(f.prompt_tokens_computed, 40);
+  ASSERT_TRUE(f.prompt_tokens_cached);
+  EXPECT_EQ(*f.prompt_tokens_cached, 60);
+  ASSERT_TRUE(f.prompt_cached_fraction);
+  EXPECT_DOUBLE_EQ(*f.prompt_cached_fraction, 0.6);
+
+  // Without timings: usage prompt − usage cached; neither: unknown.
+  metrics::Trace u = ok_trace("");
+  u.input_tokens = 100;
+  u.cached_input_tokens = 30;
+  EXPECT_EQ(computed_prompt_tokens(u), 70);
+  u.cached_input_tokens.reset();
+  EXPECT_EQ(computed_prompt_tokens(u), std::nullopt);
+}
+
+TEST(ServerTimings, WarnsWhenTtftIsFarAboveTheEnginesPromptTime) {
+  const auto trace = [](double ttft_ms, double prompt_ms) {
+    metrics::Trace t = ok_trace(R"({"prompt_n":10,"prompt_ms":)" + std::to_string(prompt_ms) +
+                                R"(,"predicted_n":2})");
+    t.sent_ns = 0;
+    t.first_token_ns = static_cast<std::int64_t>(ttft_ms * 1e6);
+    return t;
+  };
+  // A few ms outside the engine's prefill: no warning.
+  std::vector<metrics::Trace> fine{trace(12, 8), trace(13, 9), trace(11, 8)};
+  ServerTimingFigures f = server_timing_figures(fine);
+  ASSERT_TRUE(f.ttft_minus_prompt_ms.p50);
+  EXPECT_NEAR(*f.ttft_minus_prompt_ms.p50, 4.0, 1e-6);
+  EXPECT_FALSE(prefill_gap_warning(f));
+  // Requests that queued 5 s behind idle connections: warned, with both numbers.
+  std::vector<metrics::Trace> queued{trace(5010, 8), trace(5012, 9), trace(5011, 8)};
+  f = server_timing_figures(queued);
+  const auto w = prefill_gap_warning(f);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->code, "ttft_far_above_server_prefill");
+  EXPECT_NE(w->message.find("8.0 ms"), std::string::npos) << w->message;
+  EXPECT_NE(w->message.find("5003.0 ms"), std::string::npos) << w->message;
+  // A long prefill that TTFT follows closely: no warning either.
+  std::vector<metrics::Trace> long_prefill{trace(2100, 1900)};
+  EXPECT_FALSE(prefill_gap_warning(server_timing_figures(long_prefill)));
+}
+
+}  // namespace
+}  // namespace dyno::app

@@ -181,6 +181,11 @@ TEST_F(Integration, TimingAgreesWithTheSimulatorsTruth) {
     // (docs/performance.md), not here.
     const double tol_ttft = std::max(5e6, 0.05 * ttft_truth);
     EXPECT_NEAR(ttft_client, ttft_truth, tol_ttft) << xid;
+    // The request side: the sim's kernel saw the request's bytes after dyno stamped it sent,
+    // and soon (dyno's sent_ns is the moment the bytes go to the socket).
+    const std::int64_t sent = t0 + i64(r.at("sent_ns"));
+    EXPECT_GE(i64(t.at("arrived_ns")), sent) << xid;
+    EXPECT_LT(i64(t.at("arrived_ns")) - sent, 5'000'000) << xid;
     // Absolute check: the client saw the first token after the sim wrote it, and soon.
     const std::int64_t seen = t0 + i64(r.at("first_token_ns"));
     EXPECT_GE(seen, i64(t.at("first_token_ns")));
@@ -904,6 +909,26 @@ TEST_F(Integration, ARunKilledBySecondSignalLeavesARecordThatConforms) {
   // It conforms; TearDown checks it again with every other record.
   const auto problems = dyno::record::validate_run_dir(run_dir);
   for (const auto& p : problems) ADD_FAILURE() << p.to_string();
+}
+
+}  // namespace
+
+namespace {
+
+/// --telemetry off: no sampler and no /metrics polling beside the load (only the snapshots
+/// before and after the cell, which the server figures need); auto polls the gauges.
+TEST_F(Integration, TelemetryOffPollsNoMetrics) {
+  const std::string url = start_sim({"--profile", "small-gpu"});
+  const Outcome off = run_dyno({"--url", url, "--model", "dyno-sim", "-n", "12", "-c", "2",
+                                "--output-tokens", "48", "--telemetry", "off"});
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_FALSE(fs::exists(off.run_dir / "evidence" / "metrics_gauges.jsonl"));
+  EXPECT_FALSE(off.summary.at("server").as_object().contains("gauges"));
+  EXPECT_TRUE(fs::exists(off.run_dir / "evidence" / "metrics_before.txt"));
+  const Outcome on = run_dyno({"--url", url, "--model", "dyno-sim", "-n", "12", "-c", "2",
+                               "--output-tokens", "48", "--idle-baseline", "0"});
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  EXPECT_TRUE(fs::exists(on.run_dir / "evidence" / "metrics_gauges.jsonl"));
 }
 
 }  // namespace
