@@ -28,6 +28,7 @@
 //   close_each    ok with Connection: close on every response
 //   huge_headers  100 KB of response headers
 //   endless       token events as fast as the socket takes them, never ending
+//   endless_padded  the same, each event padded with 2 KB of an unknown field (bytes, not text)
 //   echo_key      401 whose body repeats the Authorization header
 //   echo_key_stream  the API key streamed back as token text, split across two events
 //   two_threads   ok, but like llama-server's HTTP thread pool: 2 threads, each serving one
@@ -219,10 +220,13 @@ bool serve_completion(int fd, const std::string& authorization) {
     send_all(fd, head + "Transfer-Encoding: chunked\r\n\r\n" + answer_body(true));
     return false;
   }
-  if (m == "endless") {
+  if (m == "endless" || m == "endless_padded") {
     if (!send_all(fd, std::string(kSseHead) + "\r\n")) return false;
+    const std::string pad = m == "endless" ? "" : std::string(2048, 'p');
+    std::string one = "data: {\"pad\":\"" + pad +
+                      "\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"z\"}}]}\n\n";
     std::string batch;
-    for (int i = 0; i < 256; ++i) batch += event("z");
+    for (int i = 0; i < (m == "endless" ? 256 : 16); ++i) batch += one;
     const std::string c = chunk(batch);
     while (send_all(fd, c)) {
     }

@@ -198,6 +198,31 @@ TEST_F(Hostile, FewServerThreadsAreNotHeldByIdleConnections) {
   dyno::testing::expect_records_conform(dir_ / "runs");
 }
 
+/// A total timeout fires on time while a server floods the loop with bytes (the event loop
+/// reads a bounded amount per turn, so its timers are not starved).
+TEST_F(Hostile, TimeoutFiresOnTimeWhileAServerFloods) {
+  const std::string url = start_server("endless_padded");
+  Child run({DYNO_BINARY, "run", "--url", url, "--model", "m", "-c", "2", "-n", "4", "--json", "-q",
+             "--telemetry", "off", "--timeout", "0.5", "--runs-root", (dir_ / "runs").string()},
+            (dir_ / "run.out").string(), (dir_ / "run.err").string());
+  ASSERT_EQ(run.wait(std::chrono::seconds(60)), 3) << run.err();
+  const json::object summary = json::parse(run.out()).as_object();
+  const fs::path record(std::string(summary.at("record_dir").as_string()));
+  std::ifstream lines(record / "requests.jsonl");
+  std::string line;
+  while (std::getline(lines, line)) {
+    const json::object r = json::parse(line).as_object();
+    ASSERT_EQ(r.at("error").at("category").as_string(), "timeout") << line;
+    const double took =
+        static_cast<double>(r.at("done_ns").as_int64() - r.at("sent_ns").as_int64()) / 1e9;
+    // Before reads were bounded per turn, these fired 0.15-0.26 s late here (4-8 s late
+    // against a faster flood); now within ~10 ms.
+    EXPECT_GE(took, 0.3);
+    EXPECT_LT(took, 0.42) << "the timeout fired late";
+  }
+  dyno::testing::expect_records_conform(dir_ / "runs");
+}
+
 /// SIGTERM is answered within a fraction of a second even while a server floods the loop.
 TEST_F(Hostile, SignalIsAnsweredWhileAServerFloods) {
   const std::string url = start_server("endless");
