@@ -202,9 +202,10 @@ TEST_F(Hostile, FewServerThreadsAreNotHeldByIdleConnections) {
 /// reads a bounded amount per turn, so its timers are not starved).
 TEST_F(Hostile, TimeoutFiresOnTimeWhileAServerFloods) {
   const std::string url = start_server("endless_padded");
-  Child run({DYNO_BINARY, "run", "--url", url, "--model", "m", "-c", "2", "-n", "4", "--json", "-q",
-             "--telemetry", "off", "--timeout", "0.5", "--runs-root", (dir_ / "runs").string()},
-            (dir_ / "run.out").string(), (dir_ / "run.err").string());
+  Child run(
+      {DYNO_BINARY, "run", "--url", url, "--model", "m", "-c", "8", "-n", "16", "--json", "-q",
+       "--telemetry", "off", "--timeout", "0.3", "--runs-root", (dir_ / "runs").string()},
+      (dir_ / "run.out").string(), (dir_ / "run.err").string());
   ASSERT_EQ(run.wait(std::chrono::seconds(60)), 3) << run.err();
   const json::object summary = json::parse(run.out()).as_object();
   const fs::path record(std::string(summary.at("record_dir").as_string()));
