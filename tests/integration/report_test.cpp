@@ -13,6 +13,7 @@
 
 #include "integration/process.h"
 #include "integration/record_check.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -28,11 +29,7 @@ struct Result {
 
 class Report : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::random_device rd;
-    dir_ = fs::temp_directory_path() / ("dyno-report-it-" + std::to_string(rd()));
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = dyno::testing::make_temp_dir("dyno-report-it"); }
   void TearDown() override {
     dyno::testing::expect_records_conform(dir_ / "runs");  // docs/schema/
     if (!HasFailure()) fs::remove_all(dir_);
