@@ -250,10 +250,13 @@ TEST_F(Report, ARecordOfANewerSchemaVersionIsRefusedNamingTheFile) {
       << r.err;
   EXPECT_FALSE(fs::exists(board));
   bump(run / "manifest.json");
+  // Scanning for a query, a manifest this dyno cannot read leaves its record out with a
+  // warning naming it (docs/compare.md); the other runs of the query still make a board.
   r = dyno({"compare", "--runs-root", root.string(), "--arm", "a=label=only", "--arm",
             "b=label=only", "--allow-unresolved"});
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find((run / "manifest.json").string() +
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("dyno: warning: left out of the query, its manifest cannot be read: " +
+                       (run / "manifest.json").string() +
                        ": schema_version 2 is newer than this dyno reads (1); upgrade dyno"),
             std::string::npos)
       << r.err;
