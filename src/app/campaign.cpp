@@ -9,6 +9,7 @@
 
 #include "app/console.h"
 #include "record/record_json.h"
+#include "record/redact.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
 
@@ -212,6 +213,8 @@ int Campaign::finish(const EngineSession& engine) {
   const std::filesystem::path dir = std::filesystem::path(o_.runs_root) / "campaigns";
   std::filesystem::create_directories(dir);
   const std::filesystem::path file = dir / (id_ + ".json");
+  // engine.reported holds what the server answered: never the key, even if it echoed it.
+  if (const auto& key = engine.target_config().api_key) record::redact_literals(doc, {*key});
   record::write_file_atomic(file, record::pretty_json(doc));
   if (o_.json) {
     doc["campaign_file"] = file.string();

@@ -15,7 +15,9 @@
 #include <sstream>
 #include <thread>
 
+#include "app/console.h"
 #include "app/run_command.h"
+#include "record/redact.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
 #include "record/scrub.h"
@@ -141,14 +143,7 @@ ScrubbedLaunch scrub_launch_line(const engine::LaunchLine& line) {
 }
 
 std::string redact_values(std::string text, const std::vector<std::string>& secrets) {
-  const std::string marker = record::scrub_marker("secret");
-  for (const auto& s : secrets) {
-    if (s.empty()) continue;
-    for (std::size_t pos = 0; (pos = text.find(s, pos)) != std::string::npos;
-         pos += marker.size()) {
-      text.replace(pos, s.size(), marker);
-    }
-  }
+  record::redact_literals(text, record::normalize_secrets(secrets));
   return text;
 }
 
@@ -249,7 +244,8 @@ LaunchedEngine::LaunchedEngine(engine::EngineSpec spec, workload::Api api,
   line_ = engine::launch_line(spec_, engine::LaunchValues{port_, self_exe()});
   scrubbed_ = scrub_launch_line(line_);
   secrets_ = scrubbed_.secrets;
-  if (api_key && api_key->size() >= 4) secrets_.push_back(*api_key);
+  // The key dyno sends, of any length (docs/store.md): an engine may log what it receives.
+  if (api_key && !api_key->empty()) secrets_.push_back(*api_key);
   const auto now = std::chrono::system_clock::now();
   launch_id_ = record::make_run_id(now, spec_.name);
   launched_at_ = record::iso8601_utc(now);
@@ -266,8 +262,8 @@ LaunchedEngine::LaunchedEngine(engine::EngineSpec spec, workload::Api api,
   po.workdir = spec_.workdir;
   po.log_path = log_path_.string();
   const auto t0 = std::chrono::steady_clock::now();
-  std::cerr << "dyno: starting engine " << spec_.name << " (" << spec_.file << ") on port " << port_
-            << "\n";
+  std::cerr << "dyno: starting engine " << terminal_text(spec_.name, true) << " ("
+            << terminal_text(spec_.file, true) << ") on port " << port_ << "\n";
   try {
     process_ = std::make_unique<engine::EngineProcess>(po);
   } catch (const engine::ProcessError& e) {
@@ -363,7 +359,8 @@ LaunchedEngine::LaunchedEngine(engine::EngineSpec spec, workload::Api api,
   }
   ready_s_ = probe_ready_s_ + first_request_s_.value_or(0.0);  // its two parts, exactly
   ready_log_offset_ = log_size();
-  std::cerr << "dyno: engine " << spec_.name << " ready in " << ready_s_ << " s\n";
+  std::cerr << "dyno: engine " << terminal_text(spec_.name, true) << " ready in " << ready_s_
+            << " s\n";
   reported_ = query_engine_identity(base_url(), spec_.identity_paths, api_key);
 }
 

@@ -6,6 +6,7 @@
 #include <exception>
 #include <iostream>
 
+#include "app/console.h"
 #include "app/energy_report.h"
 #include "app/flag_values.h"
 #include "app/import_command.h"
@@ -382,7 +383,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "error: " << e.what() << "\n(see dyno --help)\n";
+    std::cerr << "error: " << dyno::app::terminal_text(e.what()) << "\n(see dyno --help)\n";
     return dyno::app::kExitUsage;
   }
 
@@ -406,14 +407,14 @@ int main(int argc, char** argv) {
     if (stream_make->parsed()) {
       return dyno::app::stream_make_command(stream_make_options, std::cout);
     }
-  } catch (const dyno::app::UsageError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+  } catch (const dyno::app::UsageError& e) {  // messages may quote a server or a file
+    std::cerr << "error: " << dyno::app::terminal_text(e.what()) << "\n";
     return dyno::app::kExitUsage;
   } catch (const dyno::record::RecordError& e) {
-    std::cerr << "error: run record: " << e.what() << "\n";
+    std::cerr << "error: run record: " << dyno::app::terminal_text(e.what()) << "\n";
     return dyno::app::kExitFailure;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << dyno::app::terminal_text(e.what()) << "\n";
     return dyno::app::kExitFailure;
   }
   return dyno::app::kExitUsage;

@@ -17,6 +17,7 @@
 #include "app/session.h"
 #include "app/signals.h"
 #include "record/record_json.h"
+#include "record/redact.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
 #include "workload/exact_prompt.h"

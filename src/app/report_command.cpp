@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "app/flag_values.h"
+#include "app/console.h"
 #include "app/run_command.h"
 #include "compare/board.h"
 #include "compare/inputs.h"
@@ -75,6 +76,10 @@ compare::Board build(const ReportOptions& o) {
           "--arm slow=label=slow), or a --spec file");
     }
     compare::BoardInput input = compare::load_board_input(o.runs_root, arms, spec.cells);
+    for (const auto& skipped : input.skipped) {
+      std::cerr << "dyno: warning: left out of the query, its manifest cannot be read: "
+                << terminal_text(skipped, true) << " (dyno runs verify names every problem)\n";
+    }
     input.title = o.title.empty() ? spec.title : o.title;
     input.baseline = o.baseline.empty() ? spec.baseline : o.baseline;
     input.model_aliases = spec.model_aliases;
@@ -120,7 +125,9 @@ int compare_command(const ReportOptions& o) {
   if (o.json) {
     std::cout << report::board_json(board, {});
   } else {
-    std::cout << report::to_text(report::board_document(board, {}, report::DocumentKind::kConsole));
+    // Names, versions and labels come from records: no control character reaches the terminal.
+    std::cout << terminal_text(
+        report::to_text(report::board_document(board, {}, report::DocumentKind::kConsole)));
   }
   return kExitOk;
 }

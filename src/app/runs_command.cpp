@@ -35,6 +35,14 @@ json::object read_object(const fs::path& path) {
   return std::move(v.as_object());
 }
 
+/// True when a RUN argument is a path (it holds a '/') to a symbolic link.
+bool is_link_arg(const std::string& arg) {
+  if (arg.find('/') == std::string::npos) return false;
+  const fs::path p(arg);
+  std::error_code ec;
+  return fs::is_symlink(p.has_filename() ? p : p.parent_path(), ec);
+}
+
 bool is_run_dir(const fs::path& p) {
   std::error_code ec;
   return fs::is_regular_file(p / "manifest.json", ec);
@@ -55,8 +63,11 @@ std::string pad(const std::string& s, std::size_t width) {
 }
 
 /// Rows of text as aligned columns (two spaces between), each line indented by `indent`.
-std::string render_table(const std::vector<std::vector<std::string>>& rows,
-                         const std::string& indent) {
+/// Cells come from records: control characters are escaped (terminal_text).
+std::string render_table(std::vector<std::vector<std::string>> rows, const std::string& indent) {
+  for (auto& r : rows) {
+    for (auto& cell : r) cell = terminal_text(cell, true);
+  }
   std::vector<std::size_t> widths;
   for (const auto& r : rows) {
     if (widths.size() < r.size()) widths.resize(r.size(), 0);
@@ -173,6 +184,14 @@ int cmd_list(const RunsOptions& o, std::ostream& out, std::ostream& err) {
   }
   out << render_table(table, "");
   out << rows.size() << (rows.size() == 1 ? " run" : " runs") << "\n";
+  // A record that cannot be read fully is listed without the figures it lacks, and named.
+  for (const auto& r : rows) {
+    if (!r.problem) continue;
+    err << "dyno: warning: run " << terminal_text(r.run_id, true) << ": "
+        << terminal_text(*r.problem, true) << " (in "
+        << terminal_text((fs::path(o.runs_root) / r.run_id).string(), true) << "; dyno runs verify "
+        << terminal_text(r.run_id, true) << " says more)\n";
+  }
   return kExitOk;
 }
 
@@ -195,7 +214,9 @@ int cmd_show(const RunsOptions& o, std::ostream& out, std::ostream& err) {
   const auto& r = *row;
   std::vector<std::vector<std::string>> t;
   t.push_back({"run", r.run_id});
-  t.push_back({"directory", dir.string()});
+  t.push_back(
+      {"directory", dir.string() + (is_link_arg(o.ids.at(0)) ? " (" + o.ids.at(0) + " links to it)"
+                                                             : std::string())});
   t.push_back({"status", r.status + (r.problem ? " (" + *r.problem + ")" : "")});
   t.push_back({"started", r.started_at + "  ended " + r.ended_at.value_or("-")});
   t.push_back({"label", opt_text(r.label) + "  campaign " + opt_text(r.campaign)});
@@ -308,13 +329,13 @@ int cmd_verify(const RunsOptions& o, std::ostream& out, std::ostream& err) {
       continue;
     }
     if (rep.ok()) {
-      out << "ok      " << dir.filename().string() << " (" << rep.files_checked
+      out << "ok      " << terminal_text(dir.filename().string(), true) << " (" << rep.files_checked
           << " files match SHA256SUMS)\n";
     } else {
-      out << "FAILED  " << dir.filename().string() << "\n";
+      out << "FAILED  " << terminal_text(dir.filename().string(), true) << "\n";
       for (const auto& p : rep.problems) {
-        out << "        " << p.check << ": " << (p.path.empty() ? "" : p.path + ": ") << p.message
-            << "\n";
+        out << "        " << p.check << ": "
+            << terminal_text((p.path.empty() ? "" : p.path + ": ") + p.message, true) << "\n";
       }
     }
   }
@@ -337,8 +358,19 @@ int cmd_rm(const RunsOptions& o, std::ostream& out, std::ostream& err) {
   for (const auto& id : o.ids) {
     const fs::path dir = resolve_run(root, id);
     std::error_code ec;
+    if (is_link_arg(id)) {
+      throw UsageError("runs rm: " + id + " is a symbolic link to " + dir.string() +
+                       "; name the run itself (its id) to remove it, or remove the link");
+    }
     if (!fs::equivalent(dir.parent_path(), root, ec)) {
       throw UsageError("runs rm: " + id + " is not a run under --runs-root " + root.string());
+    }
+    // A run whose writer is alive is refused; a `running` record whose dyno was killed (no
+    // writer holds it) has ended and is removed like any other (docs/store.md).
+    if (record::run_in_progress(dir)) {
+      throw UsageError("runs rm: " + dir.filename().string() +
+                       " is in progress (a dyno process is writing it); let it finish or stop "
+                       "that dyno (Ctrl-C), then remove it");
     }
     dirs.push_back(dir);
   }
@@ -416,7 +448,7 @@ int cmd_publish(const RunsOptions& o, std::ostream& out, std::ostream& err) {
         res = record::publish_run(dir, *o.out, policy);
       }
     } catch (const record::ScrubError& e) {
-      err << "error: " << e.what() << "\n";
+      err << "error: " << terminal_text(e.what()) << "\n";
       code = kExitRunFailed;
       continue;
     }
@@ -441,8 +473,10 @@ int cmd_publish(const RunsOptions& o, std::ostream& out, std::ostream& err) {
     if (!o.in_place && !o.dry_run) out << " -> " << dest.string();
     out << ": " << res.changed.size() << (res.changed.size() == 1 ? " place" : " places")
         << " changed\n";
-    for (const auto& c : res.changed) out << "  " << c << "\n";
-    for (const auto& s : res.files_skipped) out << "  (binary file left as is: " << s << ")\n";
+    for (const auto& c : res.changed) out << "  " << terminal_text(c, true) << "\n";
+    for (const auto& s : res.files_skipped) {
+      out << "  (binary file left as is: " << terminal_text(s, true) << ")\n";
+    }
   }
   if (o.json) out << record::pretty_json(results);
   return code;
@@ -461,8 +495,18 @@ fs::path resolve_run(const fs::path& runs_root, const std::string& arg) {
   if (arg.empty()) throw UsageError("an empty run id");
   const fs::path as_path(arg);
   if (arg.find('/') != std::string::npos || arg == "." || arg == "..") {
-    if (is_run_dir(as_path)) return fs::absolute(as_path).lexically_normal();
-    throw UsageError(arg + " is not a run directory (no manifest.json in it)");
+    if (!is_run_dir(as_path)) {
+      throw UsageError(arg + " is not a run directory (no manifest.json in it)");
+    }
+    // A symbolic link to a run is followed: the record is its directory, whose name is the
+    // run id (a link's own name would not match the manifest's run_id).
+    const fs::path link = as_path.has_filename() ? as_path : as_path.parent_path();
+    std::error_code ec;
+    if (fs::is_symlink(link, ec)) {
+      const fs::path target = fs::canonical(link, ec);
+      if (!ec) return target;
+    }
+    return fs::absolute(as_path).lexically_normal();
   }
   if (is_run_dir(runs_root / arg)) return runs_root / arg;
   std::vector<std::string> matches;

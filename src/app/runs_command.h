@@ -64,7 +64,8 @@ class RunsCli {
 };
 
 /// A run named on the command line: an exact run id, a unique prefix of one, or the path of a
-/// run directory. Throws UsageError naming the argument when none or several runs match.
+/// run directory (a symbolic link to one is followed to the directory it names). Throws
+/// UsageError naming the argument when none or several runs match.
 std::filesystem::path resolve_run(const std::filesystem::path& runs_root, const std::string& arg);
 
 /// The fairness view of two runs: every identity and configuration field of their manifests

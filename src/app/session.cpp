@@ -702,6 +702,7 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   transport::Target& target =
       plugin_target ? static_cast<transport::Target&>(*plugin_target) : *http_target;
   record::RunWriter writer(o.runs_root, out.run_id, load_config.keep_event_times);
+  if (tc.api_key) writer.set_secrets({*tc.api_key});  // never on disk, even when echoed
   out.dir = writer.dir();
 
   const std::string stream_sha =
@@ -945,6 +946,7 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   }
   writer.write_json("manifest.json", manifest);
   writer.finalize(result.traces);
+  if (auto w = writer.invalid_utf8_warning()) out.summary.warnings.push_back(std::move(*w));
   record::index_finished_run(o.runs_root, writer.dir(), std::cerr);  // a warning if it fails
   out.traces = std::move(result.traces);
 

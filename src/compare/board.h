@@ -52,6 +52,9 @@ struct BoardInput {
   /// Campaign files by id (<runs-root>/campaigns/<id>.json), to cross-check the repetition
   /// each selected.
   std::map<std::string, boost::json::object> campaigns;
+  /// Records under the runs root left out because their manifest could not be read:
+  /// "<path>: <why>", for a warning (one broken record does not stop a query).
+  std::vector<std::string> skipped;
 };
 
 struct QualityThresholds {

@@ -243,8 +243,9 @@ BoardInput load_board_input(const fs::path& runs_root, const std::vector<ArmSpec
       for (const auto& s : sels) need_root = need_root || !is_run_dir(s);
     }
   }
+  BoardInput in;
   std::vector<ManifestEntry> manifests;
-  if (need_root) manifests = scan_manifests(runs_root);
+  if (need_root) manifests = scan_manifests(runs_root, &in.skipped);
   std::map<fs::path, RunPtr> loaded;
   const auto resolve = [&](const std::string& selector) {
     std::vector<RunPtr> runs;
@@ -259,7 +260,6 @@ BoardInput load_board_input(const fs::path& runs_root, const std::vector<ArmSpec
     }
     return runs;
   };
-  BoardInput in;
   for (const auto& a : arms) {
     ArmInput arm;
     arm.name = a.name;

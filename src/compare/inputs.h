@@ -48,7 +48,8 @@ ArmSpec parse_arm(const std::string& text);
 std::vector<ArmSpec> merge_arms(const std::vector<ArmSpec>& arms);
 
 /// Resolves every selector under `runs_root`, loads each run once (a run selected by two arms
-/// is shared), reads the campaign files the runs name. Throws CompareError.
+/// is shared), reads the campaign files the runs name. A record whose manifest cannot be read
+/// is left out of the query and named in `skipped`. Throws CompareError.
 BoardInput load_board_input(const std::filesystem::path& runs_root,
                             const std::vector<ArmSpec>& arms, const std::vector<CellSpec>& cells);
 

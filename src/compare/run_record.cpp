@@ -114,7 +114,8 @@ RunRecord load_run(const fs::path& dir) {
   return r;
 }
 
-std::vector<ManifestEntry> scan_manifests(const fs::path& runs_root) {
+std::vector<ManifestEntry> scan_manifests(const fs::path& runs_root,
+                                          std::vector<std::string>* skipped) {
   if (!fs::is_directory(runs_root)) {
     throw CompareError("--runs-root: " + runs_root.string() +
                        " is not a directory (give the directory that holds the run records)");
@@ -127,7 +128,14 @@ std::vector<ManifestEntry> scan_manifests(const fs::path& runs_root) {
   std::sort(dirs.begin(), dirs.end());
   std::vector<ManifestEntry> out;
   out.reserve(dirs.size());
-  for (const auto& d : dirs) out.push_back({d, read_object(d / "manifest.json")});
+  for (const auto& d : dirs) {
+    try {
+      out.push_back({d, read_object(d / "manifest.json")});
+    } catch (const CompareError& e) {
+      if (skipped == nullptr) throw;
+      skipped->push_back(e.what());  // the message names the file
+    }
+  }
   return out;
 }
 

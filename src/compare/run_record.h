@@ -53,8 +53,11 @@ struct ManifestEntry {
 
 /// Every <runs_root>/<dir>/manifest.json (the `campaigns` directory excluded), sorted by
 /// directory name (run ids sort by time). Throws CompareError when runs_root is not a
-/// directory or a manifest is not a JSON object.
-std::vector<ManifestEntry> scan_manifests(const std::filesystem::path& runs_root);
+/// directory. A manifest that cannot be read (not JSON, not an object, a newer schema_version)
+/// throws CompareError too, unless `skipped` is given: then it is left out and
+/// "<path>: <why>" added to `*skipped`, so one broken record does not stop every query.
+std::vector<ManifestEntry> scan_manifests(const std::filesystem::path& runs_root,
+                                          std::vector<std::string>* skipped = nullptr);
 
 /// A JSON path `a.b.c` into an object; nullptr when a step is missing or not an object.
 const boost::json::value* find_path(const boost::json::object& root, const std::string& path);

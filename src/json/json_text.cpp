@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "json/utf8.h"
+
 namespace dyno::json_text {
 
 namespace json = boost::json;
@@ -24,11 +26,18 @@ void append_double(std::string& out, double d) {
   if (text.find_first_of(".eE") == std::string_view::npos) out += ".0";
 }
 
-void append_string(std::string& out, std::string_view s) {
-  out += json::serialize(json::string_view(s.data(), s.size()));
+void append_string(std::string& out, std::string_view s, WriteStats* stats) {
+  if (utf8::is_valid(s)) {
+    out += json::serialize(json::string_view(s.data(), s.size()));
+    return;
+  }
+  std::size_t replaced = 0;
+  const std::string valid = utf8::make_valid(s, &replaced);
+  if (stats != nullptr) stats->invalid_utf8_bytes += replaced;
+  out += json::serialize(json::string_view(valid.data(), valid.size()));
 }
 
-void write(std::string& out, const json::value& v, int indent, bool is_pretty) {
+void write(std::string& out, const json::value& v, int indent, bool is_pretty, WriteStats* stats) {
   const auto newline = [&](int level) {
     out += '\n';
     out.append(static_cast<std::size_t>(level) * 2, ' ');
@@ -50,7 +59,7 @@ void write(std::string& out, const json::value& v, int indent, bool is_pretty) {
       append_double(out, v.get_double());
       return;
     case json::kind::string:
-      append_string(out, v.get_string());
+      append_string(out, v.get_string(), stats);
       return;
     case json::kind::array: {
       const auto& a = v.get_array();
@@ -63,7 +72,7 @@ void write(std::string& out, const json::value& v, int indent, bool is_pretty) {
         if (!first) out += is_pretty && !multiline ? ", " : ",";
         first = false;
         if (multiline) newline(indent + 1);
-        write(out, e, indent + 1, is_pretty);
+        write(out, e, indent + 1, is_pretty, stats);
       }
       if (multiline) newline(indent);
       out += ']';
@@ -77,9 +86,9 @@ void write(std::string& out, const json::value& v, int indent, bool is_pretty) {
         if (!first) out += ',';
         first = false;
         if (is_pretty) newline(indent + 1);
-        append_string(out, kv.key());
+        append_string(out, kv.key(), stats);
         out += is_pretty ? ": " : ":";
-        write(out, kv.value(), indent + 1, is_pretty);
+        write(out, kv.value(), indent + 1, is_pretty, stats);
       }
       if (is_pretty && !o.empty()) newline(indent);
       out += '}';
@@ -90,15 +99,15 @@ void write(std::string& out, const json::value& v, int indent, bool is_pretty) {
 
 }  // namespace
 
-std::string compact(const json::value& value) {
+std::string compact(const json::value& value, WriteStats* stats) {
   std::string out;
-  write(out, value, 0, false);
+  write(out, value, 0, false, stats);
   return out;
 }
 
-std::string pretty(const json::value& value) {
+std::string pretty(const json::value& value, WriteStats* stats) {
   std::string out;
-  write(out, value, 0, true);
+  write(out, value, 0, true, stats);
   out += '\n';
   return out;
 }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -131,6 +132,7 @@ void for_each_field(Row& r, F&& f) {
   f("identity_key", r.identity_key);
   f("duplicate_of", r.duplicate_of);
   f("problem", r.problem);
+  f("files_stamp", r.files_stamp);
 }
 
 const char* sql_type(const std::string&) { return "TEXT NOT NULL"; }
@@ -381,8 +383,26 @@ void remove_quietly(const fs::path& p) {
 
 json::object row_to_json(const RunRow& row) {
   json::object o;
-  for_each_field(row, [&o](const char* name, const auto& v) { o[name] = to_json(v); });
+  for_each_field(row, [&o](const char* name, const auto& v) {
+    if (std::string_view(name) != "files_stamp") o[name] = to_json(v);
+  });
   return o;
+}
+
+std::string files_stamp(const fs::path& run_dir) {
+  std::string out;
+  for (const char* name : {"manifest.json", "summary.json"}) {
+    struct stat st {};
+    out += out.empty() ? "" : ";";
+    if (::stat((run_dir / name).c_str(), &st) != 0) {
+      out += "-";
+      continue;
+    }
+    out += std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+           std::to_string(st.st_mtim.tv_nsec) + ":" + std::to_string(st.st_ctim.tv_sec) + "." +
+           std::to_string(st.st_ctim.tv_nsec) + ":" + std::to_string(st.st_ino);
+  }
+  return out;
 }
 
 std::string duplicate_key(const json::object& m) {
@@ -405,6 +425,7 @@ RunRow read_run_row(const fs::path& run_dir) {
   r.run_id = run_dir.filename().string();
   r.status = "unreadable";
   r.engine_args = "{}";
+  r.files_stamp = files_stamp(run_dir);  // before reading: a change meanwhile shows next time
   json::object m;
   try {
     m = parse_object(run_dir / "manifest.json");
@@ -643,18 +664,21 @@ void RunIndex::write_rows(const std::vector<RunRow>& rows, const std::vector<std
 }
 
 SyncStats RunIndex::sync() {
-  std::map<std::string, bool> known;  // id -> read it again (unfinished or a problem)
+  std::map<std::string, bool> known;  // id -> read it again (unfinished, a problem, changed)
   {
     Statement q(db_,
-                "SELECT run_id, status IN ('running', 'unreadable') OR problem IS NOT NULL "
-                "FROM runs",
+                "SELECT run_id, status IN ('running', 'unreadable') OR problem IS NOT NULL, "
+                "files_stamp FROM runs",
                 file_);
     while (q.step()) {
       std::string id;
       std::optional<std::int64_t> again;
+      std::string stamp;
       q.read(0, id);
       q.read(1, again);
-      known.emplace(std::move(id), again.value_or(0) != 0);
+      q.read(2, stamp);
+      const bool changed = stamp != files_stamp(root_ / id);
+      known.emplace(std::move(id), again.value_or(0) != 0 || changed);
     }
   }
   const std::vector<std::string> names = run_directory_names(root_);

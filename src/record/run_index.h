@@ -20,7 +20,7 @@ namespace dyno::record {
 
 /// Version of the index's own table layout (PRAGMA user_version). An index of another version
 /// is dropped and rebuilt: it is only a cache.
-inline constexpr int kIndexSchemaVersion = 1;
+inline constexpr int kIndexSchemaVersion = 2;
 inline constexpr const char* kIndexFileName = "index.sqlite";
 /// Serialises opening, recovering and rebuilding the index between processes (flock).
 inline constexpr const char* kIndexLockName = "index.lock";
@@ -72,7 +72,15 @@ struct RunRow {
   std::optional<std::string> duplicate_of;
   /// Why the record could not be read fully (null when it could).
   std::optional<std::string> problem;
+  /// What the row was read from: size, mtime, ctime and inode of manifest.json and
+  /// summary.json (files_stamp()). sync() reads a run again when they changed; not in
+  /// row_to_json (bookkeeping of the cache, not a fact about the run).
+  std::string files_stamp;
 };
+
+/// The stamp of a run directory's manifest.json and summary.json as they are now (a file
+/// rewritten, replaced, truncated or removed changes it).
+std::string files_stamp(const std::filesystem::path& run_dir);
 
 /// The JSON form of a row (keys as the struct's members; used by `runs list --json`).
 boost::json::object row_to_json(const RunRow& row);
@@ -114,7 +122,7 @@ const std::vector<std::string>& sort_keys();
 /// What sync() changed.
 struct SyncStats {
   std::size_t added = 0;      ///< directories the index did not know
-  std::size_t refreshed = 0;  ///< rows of unfinished or unreadable runs read again
+  std::size_t refreshed = 0;  ///< rows of unfinished, unreadable or changed runs read again
   std::size_t dropped = 0;    ///< rows whose directory is gone
 };
 
@@ -142,7 +150,8 @@ class RunIndex {
 
   /// Brings the index in line with the directories, comparing names: adds directories it does
   /// not know, drops rows whose directory is gone, and reads again the runs it holds as
-  /// running or unreadable or with a problem.
+  /// running or unreadable or with a problem, and those whose manifest.json or summary.json
+  /// changed since they were read (files_stamp), so no figure is shown from a stale cache.
   SyncStats sync();
   /// Drops every row and indexes every directory again; returns the number of runs.
   std::size_t rebuild();

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 
 #include "json/json_text.h"
 #include "record/record_json.h"
+#include "record/redact.h"
 #include "record/scrub.h"
 
 namespace dyno::record {
@@ -23,7 +25,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string errno_text() { return std::strerror(errno); }
+/// strerror, and for a full disk or file-size limit what to do about it.
+std::string errno_text() {
+  const int e = errno;
+  std::string text = std::strerror(e);
+  if (e == ENOSPC || e == EDQUOT || e == EFBIG) {
+    text += " (free space there, or write the records elsewhere with --runs-root)";
+  }
+  return text;
+}
 
 void write_all(int fd, std::string_view bytes, const fs::path& path) {
   while (!bytes.empty()) {
@@ -74,18 +84,29 @@ void write_file_atomic(const fs::path& path, std::string_view bytes) {
   const fs::path tmp = path.string() + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw RecordError("cannot create " + tmp.string() + ": " + errno_text());
+  // A failure leaves neither a partial file nor the temporary one behind.
   try {
     write_all(fd, bytes, tmp);
   } catch (...) {
     ::close(fd);
+    ::unlink(tmp.c_str());
     throw;
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    throw RecordError("cannot write " + tmp.string() + ": " + errno_text());
+  if (::fsync(fd) != 0) {
+    const std::string cause = errno_text();
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw RecordError("cannot write " + tmp.string() + ": " + cause);
+  }
+  if (::close(fd) != 0) {
+    const std::string cause = errno_text();
+    ::unlink(tmp.c_str());
+    throw RecordError("cannot write " + tmp.string() + ": " + cause);
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw RecordError("cannot rename " + tmp.string() + " to " + path.string() + ": " +
-                      errno_text());
+    const std::string cause = errno_text();
+    ::unlink(tmp.c_str());
+    throw RecordError("cannot rename " + tmp.string() + " to " + path.string() + ": " + cause);
   }
 }
 
@@ -121,19 +142,45 @@ std::string sha256_hex_file(const fs::path& path) {
   return to_hex(digest.data(), len);
 }
 
+bool run_in_progress(const fs::path& run_dir) {
+  const int fd = ::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases the lock if this took it
+  return held;
+}
+
 RunWriter::RunWriter(const fs::path& runs_root, const std::string& run_id, bool keep_event_times)
     : dir_(runs_root / run_id), keep_event_times_(keep_event_times) {
   std::error_code ec;
-  fs::create_directories(runs_root, ec);
-  if (ec) throw RecordError("cannot create runs root " + runs_root.string() + ": " + ec.message());
-  if (!fs::create_directory(dir_, ec)) {
-    throw RecordError("cannot create run directory " + dir_.string() + ": " +
-                      (ec ? ec.message() : std::string("it already exists")));
+  // The topmost directory this writer creates, so a failure removes what it made and no more.
+  for (fs::path p = fs::absolute(runs_root, ec).lexically_normal();
+       !p.empty() && !fs::exists(p, ec) && p != p.parent_path(); p = p.parent_path()) {
+    created_root_ = p;
   }
+  fs::create_directories(runs_root, ec);
+  if (ec) {
+    const std::string cause = ec.message();
+    remove_created();
+    throw RecordError("cannot create runs root " + runs_root.string() + ": " + cause);
+  }
+  if (!fs::create_directory(dir_, ec)) {
+    const std::string cause = ec ? ec.message() : std::string("it already exists");
+    remove_created();  // not the directory: it is not this writer's
+    throw RecordError("cannot create run directory " + dir_.string() + ": " + cause);
+  }
+  dir_created_ = true;
+  // `dyno runs rm` refuses a run whose writer is alive (run_in_progress).
+  lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock_fd_ >= 0) ::flock(lock_fd_, LOCK_EX | LOCK_NB);
   const fs::path requests = dir_ / "requests.jsonl";
   requests_fd_ = ::open(requests.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (requests_fd_ < 0)
-    throw RecordError("cannot create " + requests.string() + ": " + errno_text());
+  if (requests_fd_ < 0) {
+    const std::string cause = errno_text();
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+    remove_created();
+    throw RecordError("cannot create " + requests.string() + ": " + cause);
+  }
   appender_ = std::thread([this] { appender_main(); });
   std::lock_guard lock(g_open_dirs_mu);
   open_dirs().push_back(dir_);
@@ -151,12 +198,71 @@ RunWriter::~RunWriter() {
   cv_.notify_all();
   if (appender_.joinable()) appender_.join();
   if (requests_fd_ >= 0) ::close(requests_fd_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+void RunWriter::remove_created() noexcept {
+  std::error_code ec;
+  if (dir_created_) fs::remove_all(dir_, ec);
+  if (created_root_.empty()) return;
+  // Upwards from the runs root, each directory this writer created, while empty.
+  const fs::path top = created_root_;
+  for (fs::path p = fs::absolute(dir_.parent_path(), ec).lexically_normal(); !p.empty();
+       p = p.parent_path()) {
+    if (!fs::remove(p, ec) || p == top || p == p.parent_path()) break;
+  }
+}
+
+void RunWriter::write_or_abandon(const fs::path& path, std::string_view bytes) {
+  try {
+    write_file_atomic(path, bytes);
+  } catch (const RecordError& e) {
+    std::error_code ec;
+    if (fs::exists(dir_ / "manifest.json", ec)) throw;
+    // Nothing of the run is on disk yet: leave no orphan directory behind.
+    remove_created();
+    throw RecordError(std::string(e.what()) + "; nothing of the run was recorded, so " +
+                      dir_.string() + " was removed");
+  }
+}
+
+void RunWriter::set_secrets(std::vector<std::string> secrets) {
+  std::lock_guard lock(mu_);
+  secrets_ = normalize_secrets(std::move(secrets));
 }
 
 void RunWriter::write_json(const std::string& name, const boost::json::value& value) {
   boost::json::value safe = value;
   redact_secrets(safe);  // a safety net: no writer should hand a secret to the record
-  write_text(name, pretty_json(safe));
+  std::vector<std::string> secrets;
+  {
+    std::lock_guard lock(mu_);
+    secrets = secrets_;
+  }
+  redact_literals(safe, secrets);
+  json_text::WriteStats stats;
+  std::string text = json_text::pretty(safe, &stats);
+  file_invalid_utf8_[name] = stats.invalid_utf8_bytes;
+  boost::json::array* warnings = nullptr;
+  if ((name == "manifest.json" || name == "summary.json") && safe.is_object()) {
+    if (auto* w = safe.as_object().if_contains("warnings")) warnings = w->if_array();
+  }
+  if (warnings != nullptr) {
+    const auto ours = [](const boost::json::value& w) {
+      const auto* o = w.if_object();
+      const auto* code = o != nullptr ? o->if_contains("code") : nullptr;
+      return code != nullptr && code->is_string() && code->get_string() == kInvalidUtf8Warning;
+    };
+    const bool had = std::any_of(warnings->begin(), warnings->end(), ours);
+    warnings->erase(std::remove_if(warnings->begin(), warnings->end(), ours), warnings->end());
+    const std::optional<metrics::Warning> w = invalid_utf8_warning();
+    if (w) {
+      warnings->push_back(
+          boost::json::object{{"code", w->code}, {"message", w->message}, {"hint", w->hint}});
+    }
+    if (w || had) text = json_text::pretty(safe);
+  }
+  write_or_abandon(dir_ / name, text);
 }
 
 void RunWriter::write_text(const std::string& name, std::string_view text) {
@@ -164,7 +270,18 @@ void RunWriter::write_text(const std::string& name, std::string_view text) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
   if (ec) throw RecordError("cannot create " + path.parent_path().string() + ": " + ec.message());
-  write_file_atomic(path, text);
+  std::vector<std::string> secrets;
+  {
+    std::lock_guard lock(mu_);
+    secrets = secrets_;
+  }
+  if (secrets.empty()) {
+    write_or_abandon(path, text);
+    return;
+  }
+  std::string redacted(text);
+  redact_literals(redacted, secrets);
+  write_or_abandon(path, redacted);
 }
 
 void RunWriter::append_request(metrics::Trace trace) {
@@ -181,32 +298,55 @@ void RunWriter::flush_requests() {
   if (!write_error_.empty()) throw RecordError(write_error_);
 }
 
+std::string RunWriter::request_line(const metrics::Trace& trace, std::size_t& replaced,
+                                    const std::vector<std::string>& secrets) const {
+  boost::json::value v = trace_to_json(trace, keep_event_times_);
+  redact_literals(v, secrets);  // the joined text: a key split across two events is found
+  json_text::WriteStats stats;
+  std::string line = json_text::compact(v, &stats);
+  replaced = stats.invalid_utf8_bytes;
+  if (replaced > 0) {
+    v.as_object()["invalid_utf8_bytes"] = replaced;
+    line = json_text::compact(v);
+  }
+  line += '\n';
+  return line;
+}
+
 void RunWriter::appender_main() {
-  std::string line;
+  std::string lines;
   for (;;) {
     std::deque<metrics::Trace> batch;
+    std::vector<std::string> secrets;
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty() && stopping_) return;
       batch.swap(queue_);
+      secrets = secrets_;
       busy_ = true;
     }
     // One write() per batch: lines reach the kernel (and survive a kill of dyno) at once.
-    line.clear();
+    lines.clear();
+    std::size_t replaced = 0;
+    std::size_t lines_replaced = 0;
     for (const auto& t : batch) {
-      line += json_text::compact(trace_to_json(t, keep_event_times_));
-      line += '\n';
+      std::size_t n = 0;
+      lines += request_line(t, n, secrets);
+      replaced += n;
+      lines_replaced += n > 0 ? 1 : 0;
     }
     std::string error;
     try {
-      write_all(requests_fd_, line, dir_ / "requests.jsonl");
+      write_all(requests_fd_, lines, dir_ / "requests.jsonl");
     } catch (const RecordError& e) {
       error = e.what();
     }
     {
       std::lock_guard lock(mu_);
       busy_ = false;
+      requests_invalid_utf8_ += replaced;
+      requests_with_invalid_utf8_ += lines_replaced;
       if (!error.empty() && write_error_.empty()) write_error_ = error;
     }
     drained_cv_.notify_all();
@@ -220,13 +360,62 @@ void RunWriter::finalize(const std::vector<metrics::Trace>& traces) {
   for (const auto& t : traces) ordered.push_back(&t);
   std::sort(ordered.begin(), ordered.end(),
             [](const metrics::Trace* a, const metrics::Trace* b) { return a->index < b->index; });
+  std::vector<std::string> secrets;
+  {
+    std::lock_guard lock(mu_);
+    secrets = secrets_;
+  }
   std::string body;
+  std::size_t replaced = 0;
+  std::size_t lines_replaced = 0;
   for (const auto* t : ordered) {
-    body += json_text::compact(trace_to_json(*t, keep_event_times_));
-    body += '\n';
+    std::size_t n = 0;
+    body += request_line(*t, n, secrets);
+    replaced += n;
+    lines_replaced += n > 0 ? 1 : 0;
+  }
+  {
+    std::lock_guard lock(mu_);
+    requests_invalid_utf8_ = replaced;
+    requests_with_invalid_utf8_ = lines_replaced;
   }
   write_file_atomic(dir_ / "requests.jsonl", body);
   write_sha256sums(dir_);
+}
+
+std::size_t RunWriter::invalid_utf8_bytes() {
+  flush_requests();
+  std::size_t total = 0;
+  {
+    std::lock_guard lock(mu_);
+    total = requests_invalid_utf8_;
+  }
+  for (const auto& [name, n] : file_invalid_utf8_) total += n;
+  return total;
+}
+
+std::optional<metrics::Warning> RunWriter::invalid_utf8_warning() {
+  const std::size_t total = invalid_utf8_bytes();
+  if (total == 0) return std::nullopt;
+  std::string where;
+  {
+    std::lock_guard lock(mu_);
+    if (requests_invalid_utf8_ > 0) {
+      where = "requests.jsonl " + std::to_string(requests_invalid_utf8_) + " in " +
+              std::to_string(requests_with_invalid_utf8_) +
+              (requests_with_invalid_utf8_ == 1 ? " request" : " requests");
+    }
+  }
+  for (const auto& [name, n] : file_invalid_utf8_) {
+    if (n > 0) where += (where.empty() ? "" : ", ") + name + " " + std::to_string(n);
+  }
+  return metrics::Warning{
+      kInvalidUtf8Warning,
+      std::to_string(total) + (total == 1 ? " byte" : " bytes") +
+          " of text that was not valid UTF-8 became U+FFFD in the record (" + where + ")",
+      "the engine sent (or a flag or file held) bytes that are not UTF-8: a detokenizer that "
+      "splits multi-byte characters, an error page in another encoding, a bad --model; each "
+      "request line counts its own in invalid_utf8_bytes"};
 }
 
 void write_sha256sums(const fs::path& dir) {

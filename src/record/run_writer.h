@@ -6,13 +6,16 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "metrics/summary.h"
 #include "metrics/trace.h"
 
 namespace dyno::record {
@@ -48,12 +51,25 @@ std::string sha256_hex_file(const std::filesystem::path& path);
 /// the directory tree except SHA256SUMS itself and temporary "*.tmp" files.
 void write_sha256sums(const std::filesystem::path& dir);
 
+/// The warning code of a record that holds U+FFFD in place of ill-formed UTF-8 (docs/metrics.md).
+inline constexpr const char* kInvalidUtf8Warning = "invalid_utf8_replaced";
+
+/// True when a dyno process is writing the run directory now: its RunWriter holds an flock on
+/// the directory for as long as it lives (released by the kernel when that process dies, so
+/// a record left `running` by a killed dyno is not in progress).
+bool run_in_progress(const std::filesystem::path& run_dir);
+
 /// Owns <runs_root>/<run_id>/. Thread-safety: append_request() may be called from any thread
 /// (it only enqueues; a background thread serializes and appends, so the event loop never
 /// waits on the disk); the other members from one thread.
+///
+/// Whatever it is handed, what it writes is valid UTF-8 and free of the secrets it was told:
+/// every JSON file and requests.jsonl line goes through json_text (ill-formed UTF-8 becomes
+/// U+FFFD, counted), and every file and line through redact_literals (set_secrets()).
 class RunWriter {
  public:
-  /// Creates the directory (and runs_root). Throws RecordError if it exists or can't be made.
+  /// Creates the directory (and runs_root) and takes the directory's in-progress lock. Throws
+  /// RecordError if it exists or can't be made; what it created is removed again.
   RunWriter(const std::filesystem::path& runs_root, const std::string& run_id,
             bool keep_event_times);
   ~RunWriter();  ///< stops the appender (lines already queued are written)
@@ -62,9 +78,16 @@ class RunWriter {
 
   const std::filesystem::path& dir() const { return dir_; }
 
-  /// Atomically writes <dir>/<name> as pretty JSON, secrets redacted (redact_secrets()).
+  /// Strings that never reach the disk (the API key dyno sends): every occurrence in every
+  /// file and line written after this call becomes "<scrubbed:secret>". Call it first.
+  void set_secrets(std::vector<std::string> secrets);
+
+  /// Atomically writes <dir>/<name> as pretty JSON, secrets redacted (redact_secrets() and
+  /// set_secrets()). For manifest.json and summary.json, a `warnings` array gains the
+  /// invalid_utf8_replaced warning when anything of the record had ill-formed UTF-8.
   void write_json(const std::string& name, const boost::json::value& value);
-  /// Atomically writes <dir>/<name> (e.g. "evidence/x.txt"; parent dirs are created).
+  /// Atomically writes <dir>/<name> (e.g. "evidence/x.txt"; parent dirs are created), with
+  /// the secrets of set_secrets() redacted. Its bytes are otherwise kept as they are.
   void write_text(const std::string& name, std::string_view text);
 
   /// Queues one request for requests.jsonl; it is appended (and flushed to the kernel) soon,
@@ -77,12 +100,30 @@ class RunWriter {
   /// SHA256SUMS over every file of the directory. Call once, last.
   void finalize(const std::vector<metrics::Trace>& traces);
 
+  /// Ill-formed UTF-8 bytes replaced so far: in requests.jsonl lines and the JSON files as
+  /// last written.
+  std::size_t invalid_utf8_bytes();
+  /// The invalid_utf8_replaced warning (with the totals per file and a hint), or nullopt when
+  /// nothing had to be replaced. Waits for the queued requests first.
+  std::optional<metrics::Warning> invalid_utf8_warning();
+
  private:
   void appender_main();
+  /// One requests.jsonl line (with its newline): secrets redacted, valid UTF-8, and
+  /// `invalid_utf8_bytes` when bytes were replaced (added to *replaced).
+  std::string request_line(const metrics::Trace& trace, std::size_t& replaced,
+                           const std::vector<std::string>& secrets) const;
+  /// Writes a file; when that fails before the manifest exists, removes the run directory
+  /// (no orphan directory of a run that recorded nothing) and says so in the error.
+  void write_or_abandon(const std::filesystem::path& path, std::string_view bytes);
+  void remove_created() noexcept;
 
   std::filesystem::path dir_;
+  std::filesystem::path created_root_;  ///< the topmost directory of runs_root it created
+  bool dir_created_ = false;
   bool keep_event_times_;
   int requests_fd_ = -1;
+  int lock_fd_ = -1;  ///< the directory, flock'ed while this writer lives
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -91,6 +132,10 @@ class RunWriter {
   bool busy_ = false;
   bool stopping_ = false;
   std::string write_error_;
+  std::vector<std::string> secrets_;            ///< guarded by mu_ (the appender reads them)
+  std::size_t requests_invalid_utf8_ = 0;       ///< guarded by mu_
+  std::size_t requests_with_invalid_utf8_ = 0;  ///< guarded by mu_
+  std::map<std::string, std::size_t> file_invalid_utf8_;  ///< file -> bytes (last write)
   std::thread appender_;
 };
 

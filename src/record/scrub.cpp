@@ -1008,15 +1008,25 @@ ScrubOutcome publish_run(const fs::path& run_dir, const fs::path& out_root,
   if (fs::exists(dest, ec)) {
     throw ScrubError(dest.string() + " already exists; remove it or publish to another --out");
   }
+  // A copy into the record itself would copy itself (and the copy would be part of the record).
+  const fs::path run_abs = fs::weakly_canonical(run_dir, ec);
+  const fs::path out_abs = fs::weakly_canonical(out_root, ec);
+  const auto [r, o] = std::mismatch(run_abs.begin(), run_abs.end(), out_abs.begin(), out_abs.end());
+  if (!ec && r == run_abs.end()) {
+    throw ScrubError("--out " + out_root.string() + " is inside the run directory " +
+                     run_dir.string() + "; publish to a directory outside it (e.g. public/)");
+  }
   fs::create_directories(out_root, ec);
   if (ec) throw ScrubError("cannot create " + out_root.string() + ": " + ec.message());
   std::random_device rd;
   const fs::path tmp = out_root / ("." + name + ".publishing-" + std::to_string(rd()));
   fs::copy(run_dir, tmp, fs::copy_options::recursive, ec);
   if (ec) {
+    const std::string cause = ec.message();  // before remove_all() reuses ec
     fs::remove_all(tmp, ec);
-    throw ScrubError("cannot copy " + run_dir.string() + " to " + out_root.string() + ": " +
-                     ec.message());
+    throw ScrubError("cannot copy " + run_dir.string() + " into " + out_root.string() + ": " +
+                     cause + "; check that " + out_root.string() +
+                     " is writable and has room, or publish to another --out");
   }
   ScrubOutcome out;
   try {

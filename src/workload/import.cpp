@@ -22,12 +22,16 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string read_all(const fs::path& path, const char* what) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw StreamError(path.string() + " is a directory, not a " + what + "; give the file in it");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw StreamError(path.string() + ": cannot open " + what + " (" + std::strerror(errno) + ")");
   }
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw StreamError(path.string() + ": read error");
+  if (in.bad()) throw StreamError(path.string() + ": read error (" + std::strerror(errno) + ")");
   return text;
 }
 

@@ -417,6 +417,10 @@ std::string image_mime_type(std::string_view b) {
 
 ContentPart image_part_from_file(const std::filesystem::path& file, const std::string& where,
                                  const std::string& key) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) {
+    fail(where, key, file.string() + " is a directory, not an image file; name the image in it");
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     fail(where, key, "cannot open image file " + file.string() + " (" + std::strerror(errno) + ")");
@@ -602,6 +606,12 @@ std::string canonical_line(const Request& request) {
 
 RequestStream read_stream_file(const std::filesystem::path& path) {
   const std::string name = path.string();
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {  // it opens, then every read fails
+    throw StreamError(name +
+                      " is a directory, not a request stream; give the .jsonl file in it "
+                      "(one request per line)");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw StreamError(name + ": cannot open (" + std::strerror(errno) +
@@ -626,7 +636,7 @@ RequestStream read_stream_file(const std::filesystem::path& path) {
     }
     stream.requests.push_back(std::move(r));
   }
-  if (in.bad()) throw StreamError(name + ": read error");
+  if (in.bad()) throw StreamError(name + ": read error (" + std::strerror(errno) + ")");
   if (stream.requests.empty()) {
     throw StreamError(name + ": no requests; the file must hold one JSON object per line");
   }

@@ -2,6 +2,8 @@
 // every chart draws as SVG and PNG (the PNG at the size asked for) from 1 model × 1 cell up to
 // 10 models × 8 cells; the board directory lists, references and inlines them with unique ids.
 // Chart bytes are not compared with golden files (they depend on the cairo and font versions).
+#include "report/board_charts.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -17,8 +19,8 @@
 #include "chart/chart.h"
 #include "compare/chart_data.h"
 #include "record/run_writer.h"
-#include "report/board_charts.h"
 #include "report/board_files.h"
+#include "temp_dir.h"
 #include "test_records.h"
 
 namespace dyno::report {
@@ -95,10 +97,7 @@ void expect_draws(const BoardChart& c) {
 
 class BoardCharts : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("dyno-board-charts-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-  }
+  void SetUp() override { dir_ = dyno::testing::make_temp_dir("dyno-board-charts"); }
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
 };

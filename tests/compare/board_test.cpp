@@ -1,13 +1,15 @@
 // Pairing and the board model: cells, unpaired runs, several arms against a baseline, explicit
 // cells from a spec file, repetition cross-checks, record audits, and the chart data.
+#include "compare/board.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fstream>
 
-#include "compare/board.h"
 #include "compare/chart_data.h"
 #include "compare/inputs.h"
+#include "temp_dir.h"
 #include "test_records.h"
 
 namespace dyno::compare {
@@ -160,7 +162,8 @@ TEST(Board, SummaryThatDisagreesWithItsRequestsIsAFinding) {
 }
 
 TEST(Board, ExplicitCellsFromASpecFile) {
-  const fs::path spec = fs::temp_directory_path() / ("dyno-spec-" + std::to_string(::getpid()) + ".json");
+  const dyno::testing::TempDir tmp("dyno-spec");
+  const fs::path spec = tmp / "spec.json";
   const auto manifests = scan_manifests(fixture_root());
   // Pair fast's c1 with slow's c4 explicitly (a cross mapping no automatic pairing makes).
   std::string fast_c1, slow_c4;
@@ -262,10 +265,8 @@ TEST(ChartData, ServesTheChartsFromTheBoard) {
 
 TEST(ChartData, EnergyTimelinesAddTheCountersIncrementsAndSkipAReset) {
   namespace fs = std::filesystem;
-  const fs::path dir =
-      fs::temp_directory_path() / ("dyno-chart-data-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const dyno::testing::TempDir tmp("dyno-chart-data");
+  const fs::path dir = tmp.path();
   std::ofstream(dir / "manifest.json") << R"({"schema_version": 1, "run_id": "x"})";
   std::ofstream(dir / "telemetry.jsonl")
       << R"({"t_ns":0,"source":"nvml","device":0,"energy_j":1000.0,"power_instant_w":200.0})" "\n"

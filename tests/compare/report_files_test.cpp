@@ -10,6 +10,7 @@
 #include "report/board_document.h"
 #include "report/board_files.h"
 #include "report/format.h"
+#include "temp_dir.h"
 #include "test_records.h"
 
 namespace dyno::report {
@@ -22,10 +23,7 @@ using dyno::testing::slurp;
 
 class BoardDir : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("dyno-board-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-  }
+  void SetUp() override { dir_ = dyno::testing::make_temp_dir("dyno-board"); }
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
 };

@@ -1,12 +1,14 @@
 // Selecting runs: run ids and prefixes, directories, campaign ids, queries over manifests.
+#include "compare/select.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "compare/select.h"
 #include "record/record_json.h"
+#include "temp_dir.h"
 #include "test_records.h"
 
 namespace dyno::compare {
@@ -108,8 +110,8 @@ TEST(RunRecordLoad, ReadsAndVerifiesAFixture) {
 }
 
 TEST(RunRecordLoad, ReportsTamperingAndBadFiles) {
-  const fs::path tmp = fs::temp_directory_path() / ("dyno-compare-load-" + std::to_string(::getpid()));
-  fs::remove_all(tmp);
+  const dyno::testing::TempDir tmp_dir("dyno-compare-load");
+  const fs::path tmp = tmp_dir.path();
   const auto manifests = scan_manifests(fixture_root());
   fs::copy(manifests[0].dir, tmp, fs::copy_options::recursive);
   {
@@ -138,6 +140,30 @@ TEST(RunRecordLoad, ReportsTamperingAndBadFiles) {
   EXPECT_THROW(scan_manifests(tmp), CompareError);
 }
 
+TEST(RunRecordLoad, AQueryLeavesOutARecordWhoseManifestCannotBeReadAndNamesIt) {
+  const dyno::testing::TempDir tmp_dir("dyno-compare-skip");
+  const fs::path tmp = tmp_dir.path();
+  fs::copy(fixture_root(), tmp, fs::copy_options::recursive);
+  for (const char* junk : {"20261201T000000Z-000000-junk", "20261201T000001Z-000001-array"}) {
+    fs::create_directories(tmp / junk);
+  }
+  std::ofstream(tmp / "20261201T000000Z-000000-junk" / "manifest.json") << "{ not json";
+  std::ofstream(tmp / "20261201T000001Z-000001-array" / "manifest.json") << "[1, 2]";
+  EXPECT_THROW(scan_manifests(tmp), CompareError);  // asked to read them all: an error
+  std::vector<std::string> skipped;
+  const auto manifests = scan_manifests(tmp, &skipped);
+  EXPECT_EQ(manifests.size(), scan_manifests(fixture_root()).size());
+  ASSERT_EQ(skipped.size(), 2u);
+  EXPECT_NE(skipped[0].find((tmp / "20261201T000000Z-000000-junk" / "manifest.json").string()),
+            std::string::npos)
+      << skipped[0];
+  EXPECT_NE(skipped[1].find("20261201T000001Z-000001-array"), std::string::npos) << skipped[1];
+  const BoardInput in =
+      load_board_input(tmp, {{"fast", {"label=fast"}}, {"slow", {"label=slow"}}}, {});
+  EXPECT_EQ(in.skipped, skipped);
+  EXPECT_NO_THROW(build_board(in, testing::fixed_options()));
+}
+
 /// Replaces the first `"schema_version": 1` of a file with the next version.
 void bump_schema_version(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -153,9 +179,8 @@ void bump_schema_version(const fs::path& file) {
 }
 
 TEST(RunRecordLoad, RefusesARecordOfANewerSchemaVersionNamingTheFile) {
-  const fs::path tmp =
-      fs::temp_directory_path() / ("dyno-compare-version-" + std::to_string(::getpid()));
-  fs::remove_all(tmp);
+  const dyno::testing::TempDir tmp_dir("dyno-compare-version");
+  const fs::path tmp = tmp_dir.path();
   fs::copy(fixture_root(), tmp, fs::copy_options::recursive);
   const std::string newer = ": schema_version " + std::to_string(record::kSchemaVersion + 1) +
                             " is newer than this dyno reads (" +
@@ -179,8 +204,15 @@ TEST(RunRecordLoad, RefusesARecordOfANewerSchemaVersionNamingTheFile) {
   fs::remove_all(run);
   fs::copy(saved, run, fs::copy_options::recursive);
   bump_schema_version(run / "manifest.json");
-  // Scanning the runs root for the query reads the manifest first.
-  EXPECT_EQ(board_error(), (run / "manifest.json").string() + newer);
+  // Scanning the runs root for a query leaves that record out, named, rather than failing
+  // every query; selected by its directory, it is an error.
+  EXPECT_EQ(board_error(), "(no error)");
+  const BoardInput skipping =
+      load_board_input(tmp, {{"fast", {"label=fast"}}, {"slow", {"label=slow"}}}, {});
+  ASSERT_EQ(skipping.skipped.size(), 1u);
+  EXPECT_EQ(skipping.skipped[0], (run / "manifest.json").string() + newer);
+  EXPECT_THROW(load_board_input(tmp, {{"fast", {run.string()}}, {"slow", {"label=slow"}}}, {}),
+               CompareError);
   try {
     read_telemetry(run);
     ADD_FAILURE() << "telemetry of a newer record was read";

@@ -1,4 +1,6 @@
 // The engine's process: start, log capture, exit status, stop with grace, the whole group.
+#include "engine/process.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -11,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "engine/process.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using dyno::engine::EngineProcess;
@@ -22,11 +24,7 @@ namespace {
 
 class Process : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::random_device rd;
-    dir_ = fs::temp_directory_path() / ("dyno-proc-" + std::to_string(rd()));
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = dyno::testing::make_temp_dir("dyno-proc"); }
   void TearDown() override { fs::remove_all(dir_); }
 
   ProcessOptions sh(const std::string& script) {

@@ -18,6 +18,7 @@
 #include "integration/process.h"
 #include "integration/record_check.h"
 #include "record/scrub.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -66,11 +67,7 @@ std::vector<int> processes_with(const std::string& needle) {
 
 class Engines : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::random_device rd;
-    dir_ = fs::temp_directory_path() / ("dyno-eng-" + std::to_string(rd()));
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = dyno::testing::make_temp_dir("dyno-eng"); }
   void TearDown() override {
     dyno::testing::expect_records_conform(dir_ / "runs");  // docs/schema/
     if (!HasFailure()) fs::remove_all(dir_);

@@ -19,6 +19,7 @@
 #include "integration/process.h"
 #include "integration/record_check.h"
 #include "record/record_schema.h"
+#include "temp_dir.h"
 #include "workload/stream_test_util.h"
 
 namespace fs = std::filesystem;
@@ -54,11 +55,7 @@ struct Outcome {
 
 class Integration : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::random_device rd;
-    dir_ = fs::temp_directory_path() / ("dyno-it-" + std::to_string(rd()));
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = dyno::testing::make_temp_dir("dyno-it"); }
   void TearDown() override {
     dyno::testing::expect_records_conform(dir_ /
                                           "runs");  // whatever the test ran, its records conform

@@ -14,6 +14,7 @@
 
 #include "integration/process.h"
 #include "integration/record_check.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -44,10 +45,7 @@ struct Outcome {
 
 class PluginRun : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("dyno-plugin-it-" + std::to_string(std::random_device{}()));
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = dyno::testing::make_temp_dir("dyno-plugin-it"); }
   void TearDown() override {
     dyno::testing::expect_records_conform(dir_ / "runs");  // docs/schema/
     if (!HasFailure()) fs::remove_all(dir_);

@@ -13,6 +13,7 @@
 
 #include "integration/process.h"
 #include "integration/record_check.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -28,11 +29,7 @@ struct Result {
 
 class Report : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::random_device rd;
-    dir_ = fs::temp_directory_path() / ("dyno-report-it-" + std::to_string(rd()));
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = dyno::testing::make_temp_dir("dyno-report-it"); }
   void TearDown() override {
     dyno::testing::expect_records_conform(dir_ / "runs");  // docs/schema/
     if (!HasFailure()) fs::remove_all(dir_);
@@ -253,10 +250,13 @@ TEST_F(Report, ARecordOfANewerSchemaVersionIsRefusedNamingTheFile) {
       << r.err;
   EXPECT_FALSE(fs::exists(board));
   bump(run / "manifest.json");
+  // Scanning for a query, a manifest this dyno cannot read leaves its record out with a
+  // warning naming it (docs/compare.md); the other runs of the query still make a board.
   r = dyno({"compare", "--runs-root", root.string(), "--arm", "a=label=only", "--arm",
             "b=label=only", "--allow-unresolved"});
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find((run / "manifest.json").string() +
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("dyno: warning: left out of the query, its manifest cannot be read: " +
+                       (run / "manifest.json").string() +
                        ": schema_version 2 is newer than this dyno reads (1); upgrade dyno"),
             std::string::npos)
       << r.err;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "integration/process.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -51,10 +52,8 @@ std::string sqlite_text(const fs::path& db, const std::string& sql) {
 class Runs : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::random_device rd;
-    dir_ = fs::temp_directory_path() / ("dyno-runs-" + std::to_string(rd()));
+    dir_ = dyno::testing::make_temp_dir("dyno-runs");
     root_ = dir_ / "runs";
-    fs::create_directories(dir_);
   }
   void TearDown() override {
     for (auto& s : sims_) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "integration/process.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -40,9 +41,7 @@ std::vector<json::object> read_jsonl(const fs::path& path) {
 class StreamMake : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::random_device rd;
-    dir_ = fs::temp_directory_path() / ("dyno-sm-" + std::to_string(rd()));
-    fs::create_directories(dir_);
+    dir_ = dyno::testing::make_temp_dir("dyno-sm");
     sim_ = std::make_unique<Child>(
         std::vector<std::string>{DYNO_BINARY, "sim", "--port", "0", "--profile", "firehose"},
         (dir_ / "sim.out").string(), (dir_ / "sim.err").string());

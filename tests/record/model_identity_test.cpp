@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
+
 namespace fs = std::filesystem;
 using dyno::record::GgufInfo;
 using dyno::record::ModelFileError;
@@ -140,13 +142,7 @@ std::string small_gguf(std::size_t* header_size = nullptr) {
 
 class ModelIdentityTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("dyno_model_identity_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = dyno::testing::make_temp_dir("dyno-model-identity"); }
   void TearDown() override { fs::remove_all(dir_); }
 
   fs::path write(const std::string& name, std::string_view bytes) {

@@ -8,30 +8,9 @@
 
 #include "record/record_json.h"
 #include "record/run_writer.h"
+#include "temp_dir.h"
 
 namespace dyno::testing {
-
-/// A temporary directory, removed when the test passed (kept for a look when it failed).
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() / ("dyno-store-" + std::to_string(rd()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    if (!::testing::Test::HasFailure()) {
-      std::error_code ec;
-      std::filesystem::remove_all(path_, ec);
-    }
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 /// A manifest of the shape dyno writes (docs/record.md), for a finished run.
 inline boost::json::object sample_manifest(const std::string& run_id,

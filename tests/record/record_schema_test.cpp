@@ -1,6 +1,8 @@
 // The record schemas (docs/schema/) against records: the golden files, a version-1 run
 // directory and campaign file as dyno wrote them (tests/record/data/), and the same with
 // planted faults; and the schema_version check every reader goes through.
+#include "record/record_schema.h"
+
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -14,7 +16,7 @@
 #include "record/embedded_schemas.h"
 #include "record/record_json.h"
 #include "record/record_reader.h"
-#include "record/record_schema.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -65,10 +67,8 @@ bool has_problem(const std::vector<SchemaProblem>& problems, const std::string& 
 class RunCopy : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::random_device rd;
-    root_ = fs::temp_directory_path() / ("dyno-schema-" + std::to_string(rd()));
+    root_ = dyno::testing::make_temp_dir("dyno-schema");
     dir_ = root_ / "run";
-    fs::create_directories(root_);
     fs::copy(kRunFixture, dir_, fs::copy_options::recursive);
   }
   void TearDown() override { fs::remove_all(root_); }

@@ -12,6 +12,7 @@
 #include "record/record_json.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -53,11 +54,7 @@ std::string read_file(const fs::path& p) {
 
 class TempDir {
  public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("dyno-record-" + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
+  TempDir() { path_ = dyno::testing::make_temp_dir("dyno-record"); }
   ~TempDir() { fs::remove_all(path_); }
   const fs::path& path() const { return path_; }
 

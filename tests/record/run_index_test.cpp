@@ -339,6 +339,35 @@ TEST(RunIndex, AnUnreadableRecordIsListedWithItsProblem) {
   EXPECT_EQ(row->identity_key, "");
 }
 
+TEST(RunIndex, ASummaryCorruptedAfterIndexingIsNoticedAndNamedNotListedFromTheCache) {
+  TempDir tmp;
+  write_three(tmp.path());
+  const std::string id = "20261130T100000Z-cccccc";
+  std::ostringstream warn;
+  RunIndex index(tmp.path(), warn);
+  ASSERT_EQ(index.find(id)->output_tokens_per_s, 200.0);
+  // Corrupted in place (same inode), after the index cached its figures.
+  std::ofstream(tmp.path() / id / "summary.json", std::ios::trunc) << "{ \"truncated";
+  auto stats = index.sync();
+  EXPECT_EQ(stats.refreshed, 1u);
+  auto row = index.find(id);
+  EXPECT_FALSE(row->output_tokens_per_s.has_value()) << "a stale figure from the cache";
+  ASSERT_TRUE(row->problem.has_value());
+  EXPECT_NE(row->problem->find("summary.json is not valid JSON"), std::string::npos)
+      << *row->problem;
+  // Repaired: read again, problem gone; unchanged files are not read again.
+  write_run(tmp.path(), sample_manifest(id, "2026-11-30T10:00:00.000Z"),
+            sample_summary(id, 250.0, 80.0));
+  stats = index.sync();
+  EXPECT_EQ(stats.refreshed, 1u);
+  row = index.find(id);
+  EXPECT_EQ(row->output_tokens_per_s, 250.0);
+  EXPECT_FALSE(row->problem.has_value());
+  EXPECT_EQ(index.sync().refreshed, 0u);
+  // The stamp is bookkeeping of the cache: not part of a row's JSON.
+  EXPECT_FALSE(dyno::record::row_to_json(*row).contains("files_stamp"));
+}
+
 TEST(RunIndex, TwoConnectionsWritingAtOnceLoseNothing) {
   TempDir tmp;
   constexpr int kPerWriter = 15;

@@ -2,6 +2,10 @@
 #include "record/scrub.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <boost/json.hpp>
 #include <fstream>
@@ -468,4 +472,50 @@ TEST(Scrub, LiteralStringsMatchWholeWordsAndLeaveTheBookkeepingAlone) {
   EXPECT_EQ(text,
             "malice and <scrubbed:string>, <scrubbed:string> cat, '<scrubbed:string>' and "
             "engines");
+}
+
+TEST(Scrub, PublishingIntoTheRunDirectoryItselfIsRefusedAndNamed) {
+  TempDir tmp;
+  const fs::path dir = write_sensitive(tmp.path() / "runs");
+  const std::string before = all_text(dir);
+  for (const fs::path& out : {dir, dir / "public"}) {
+    try {
+      dyno::record::publish_run(dir, out, ScrubPolicy{});
+      ADD_FAILURE() << "published into " << out;
+    } catch (const dyno::record::ScrubError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("is inside the run directory " + dir.string()), std::string::npos)
+          << what;
+    }
+  }
+  EXPECT_EQ(all_text(dir), before);
+  EXPECT_TRUE(dyno::record::verify_run_dir(dir, /*schema=*/false).ok());
+}
+
+TEST(Scrub, AFailedCopySaysWhyNotSuccess) {
+  TempDir tmp;
+  const fs::path dir = write_sensitive(tmp.path() / "runs");
+  const fs::path out = tmp.path() / "public";
+  // The copy fails like a full disk: no file may grow past 100 bytes (in a child process).
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit rl{100, 100};
+    ::setrlimit(RLIMIT_FSIZE, &rl);
+    try {
+      dyno::record::publish_run(dir, out, ScrubPolicy{});
+    } catch (const dyno::record::ScrubError& e) {
+      const std::string what = e.what();
+      const bool names_cause = what.find("File too large") != std::string::npos &&
+                               what.find("Success") == std::string::npos &&
+                               what.find("cannot copy " + dir.string()) != std::string::npos;
+      ::_exit(names_cause ? 0 : 2);
+    }
+    ::_exit(1);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(fs::is_empty(out)) << "a half copy was left behind";
 }

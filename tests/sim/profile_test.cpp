@@ -7,22 +7,21 @@
 #include <fstream>
 #include <string>
 
+#include "temp_dir.h"
+
 namespace dyno::sim {
 namespace {
 
 class TempFile {
  public:
   explicit TempFile(const std::string& text) {
-    path_ = std::filesystem::temp_directory_path() /
-            ("dyno_sim_profile_" + std::to_string(counter_++) + "_" +
-             std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".json");
+    path_ = dir_ / "profile.json";
     std::ofstream(path_) << text;
   }
-  ~TempFile() { std::filesystem::remove(path_); }
   const std::filesystem::path& path() const { return path_; }
 
  private:
-  static inline int counter_ = 0;
+  dyno::testing::TempDir dir_{"dyno-sim-profile"};
   std::filesystem::path path_;
 };
 

@@ -14,6 +14,7 @@
 
 #include "sim/server.h"
 #include "sim/tokenizer.h"
+#include "temp_dir.h"
 
 namespace dyno::sim {
 namespace {
@@ -75,8 +76,7 @@ TEST(SimServerParts, LlamaCppTokenizeAndApplyTemplate) {
 }
 
 TEST(SimServerParts, ImagesCountAndAreHashedInTheTruthLog) {
-  const auto truth = std::filesystem::temp_directory_path() /
-                     ("dyno_parts_truth_" + std::to_string(::getpid()) + ".jsonl");
+  const auto truth = dyno::testing::process_temp_dir() / "parts_truth.jsonl";
   ServerOptions o;
   o.profile.image_tokens = 100;
   o.truth_path = truth;

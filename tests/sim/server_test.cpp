@@ -23,6 +23,7 @@
 
 #include "sim/sim_client.h"
 #include "sim/tokenizer.h"
+#include "temp_dir.h"
 
 namespace dyno::sim {
 namespace {
@@ -129,8 +130,7 @@ std::vector<json::object> read_truth(const std::filesystem::path& path) {
 }
 
 std::filesystem::path temp_path(const std::string& name) {
-  return std::filesystem::temp_directory_path() /
-         ("dyno_sim_" + name + "_" + std::to_string(::getpid()) + ".jsonl");
+  return dyno::testing::process_temp_dir() / ("sim_" + name + ".jsonl");
 }
 
 TEST(Server, SimpleEndpoints) {

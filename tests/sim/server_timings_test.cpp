@@ -14,6 +14,7 @@
 #include "sim/model.h"
 #include "sim/server.h"
 #include "sim/sim_client.h"
+#include "temp_dir.h"
 
 namespace dyno::sim {
 namespace {
@@ -75,8 +76,7 @@ std::vector<json::object> read_truth(const std::filesystem::path& path) {
 }
 
 std::filesystem::path temp_path(const std::string& name) {
-  return std::filesystem::temp_directory_path() /
-         ("dyno_sim_timings_" + name + "_" + std::to_string(::getpid()) + ".jsonl");
+  return dyno::testing::process_temp_dir() / ("sim_timings_" + name + ".jsonl");
 }
 
 std::int64_t n(const json::value& v) { return v.to_number<std::int64_t>(); }

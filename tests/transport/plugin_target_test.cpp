@@ -16,6 +16,7 @@
 
 #include "load/runner.h"
 #include "sim/tokenizer.h"
+#include "temp_dir.h"
 #include "transport/event_loop.h"
 
 namespace {
@@ -145,9 +146,7 @@ TEST(PluginEngine, LoadErrorsSayWhatIsWrong) {
   EXPECT_TRUE(
       contains(load_error([] { PluginEngine("/nonexistent/libx.so", ""); }), "no such file"));
 
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("dyno-plugin-test-" + std::to_string(std::random_device{}()));
-  std::filesystem::create_directories(dir);
+  const auto dir = dyno::testing::make_temp_dir("dyno-plugin-test");
   const auto text_file = (dir / "libtext.so").string();
   std::ofstream(text_file) << "not an ELF file\n";
   const std::string not_elf = load_error([&] { PluginEngine(text_file, ""); });

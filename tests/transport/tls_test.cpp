@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "temp_dir.h"
 #include "transport/http_target.h"
 
 namespace dyno::transport {
@@ -31,9 +32,7 @@ using tcp = asio::ip::tcp;
 class TestCertificate {
  public:
   TestCertificate() {
-    std::random_device rd;
-    dir_ = fs::temp_directory_path() / ("dyno-tls-" + std::to_string(rd()));
-    fs::create_directories(dir_);
+    dir_ = dyno::testing::make_temp_dir("dyno-tls");
     EVP_PKEY* key = EVP_RSA_gen(2048);
     X509* cert = X509_new();
     X509_set_version(cert, 2);

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string>
 
+#include "temp_dir.h"
+
 namespace dyno::workload {
 namespace {
 
@@ -14,11 +16,7 @@ namespace fs = std::filesystem;
 
 class TempDir {
  public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("dyno_workload_test_" + std::to_string(::getpid()) + "_" + std::to_string(next_++));
-    fs::create_directories(path_);
-  }
+  TempDir() { path_ = dyno::testing::make_temp_dir("dyno-workload-test"); }
   ~TempDir() {
     std::error_code ec;
     fs::remove_all(path_, ec);
@@ -34,7 +32,6 @@ class TempDir {
   const fs::path& path() const { return path_; }
 
  private:
-  static inline int next_ = 0;
   fs::path path_;
 };
 
@@ -252,6 +249,19 @@ TEST(RequestStream, FileErrorsCarryFileAndLine) {
   EXPECT_EQ(file_error(dir, "\n  \n"),
             name + ": no requests; the file must hold one JSON object per line");
   EXPECT_THROW(read_stream_file(dir.path() / "missing.jsonl"), StreamError);
+}
+
+TEST(RequestStream, ADirectoryIsNamedAsOneNotAsAReadError) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "streams");
+  try {
+    read_stream_file(dir.path() / "streams");
+    FAIL() << "read a directory as a stream";
+  } catch (const StreamError& e) {
+    EXPECT_EQ(std::string(e.what()), (dir.path() / "streams").string() +
+                                         " is a directory, not a request stream; give the "
+                                         ".jsonl file in it (one request per line)");
+  }
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
+
 namespace dyno::workload::test {
 
 namespace fs = std::filesystem;
@@ -17,11 +19,7 @@ namespace fs = std::filesystem;
 /// A fresh directory under the system temp dir, removed with everything in it.
 class ScratchDir {
  public:
-  ScratchDir() {
-    path_ = fs::temp_directory_path() /
-            ("dyno_streams_test_" + std::to_string(::getpid()) + "_" + std::to_string(next_++));
-    fs::create_directories(path_);
-  }
+  ScratchDir() { path_ = dyno::testing::make_temp_dir("dyno-streams-test"); }
   ~ScratchDir() {
     std::error_code ec;
     fs::remove_all(path_, ec);
@@ -39,7 +37,6 @@ class ScratchDir {
   const fs::path& path() const { return path_; }
 
  private:
-  static inline int next_ = 0;
   fs::path path_;
 };
 
