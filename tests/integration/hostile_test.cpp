@@ -2,7 +2,6 @@
 // exit code, the error category of every request, a record that verifies, nothing hangs, and
 // the API key nowhere — on disk, on stdout or on stderr (docs/reliability.md).
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <boost/json.hpp>
 #include <chrono>
@@ -16,6 +15,7 @@
 
 #include "integration/process.h"
 #include "integration/record_check.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -39,11 +39,7 @@ std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.mode;
 
 class Hostile : public ::testing::TestWithParam<Case> {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "dyno-hostile-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
+  void SetUp() override { dir_ = dyno::testing::make_temp_dir("dyno-hostile"); }
   void TearDown() override {
     server_.reset();
     std::error_code ec;
