@@ -2,7 +2,6 @@
 
 #include <pthread.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include <algorithm>
 #include <array>
@@ -26,7 +25,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <list>
@@ -41,6 +39,7 @@
 #include "sim/model.h"
 #include "sim/request.h"
 #include "sim/tokenizer.h"
+#include "transport/kernel_time.h"
 
 namespace dyno::sim {
 namespace {
@@ -137,19 +136,8 @@ std::int64_t peek_arrival_ns(tcp::socket& socket) {
   msg.msg_controllen = sizeof control;
   const std::int64_t now = steady_ns();
   if (::recvmsg(socket.native_handle(), &msg, MSG_PEEK | MSG_DONTWAIT) < 1) return now;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
-    timespec rx{};
-    std::memcpy(&rx, CMSG_DATA(c), sizeof rx);
-    timespec real{};
-    timespec mono{};
-    clock_gettime(CLOCK_REALTIME, &real);
-    clock_gettime(CLOCK_MONOTONIC, &mono);
-    const std::int64_t offset =
-        (real.tv_sec - mono.tv_sec) * 1'000'000'000LL + (real.tv_nsec - mono.tv_nsec);
-    return std::min<std::int64_t>(now, rx.tv_sec * 1'000'000'000LL + rx.tv_nsec - offset);
-  }
-  return now;
+  const std::optional<std::int64_t> t = transport::kernel_receive_ns(msg);
+  return t ? std::min(now, *t) : now;
 }
 
 // One completion request in flight: what the engine renders for its connection's writer.
@@ -566,8 +554,7 @@ asio::awaitable<void> Server::Impl::accept_loop() {
       continue;
     }
     socket.set_option(tcp::no_delay(true), ec);
-    const int on = 1;  // kernel receive timestamps: the truth log's arrived_ns
-    ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+    transport::enable_receive_timestamps(socket.native_handle());  // the truth's arrived_ns
     auto conn = std::make_shared<Conn>(std::move(socket));
     // Forget connections that ended, so the list stays as long as the live set.
     conns.remove_if([](const std::weak_ptr<Conn>& w) { return w.expired(); });

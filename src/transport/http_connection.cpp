@@ -4,7 +4,6 @@
 #include <netinet/tcp.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include <algorithm>
 #include <array>
@@ -15,8 +14,9 @@
 #include <boost/asio/write.hpp>
 #include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <limits>
+
+#include "transport/kernel_time.h"
 
 namespace dyno::transport::http {
 
@@ -36,29 +36,6 @@ constexpr std::uint64_t kMaxTextBytes = 16u * 1024 * 1024;
 // After [DONE], how long to wait for the end of the body (to keep the connection) before
 // reporting done and closing it.
 constexpr std::int64_t kDrainGraceNs = 1'000'000'000;
-
-/// The kernel's receive time of the data a recvmsg() returned (SO_TIMESTAMPNS: the last
-/// segment's arrival, on CLOCK_REALTIME), moved onto the steady clock. This is when the bytes
-/// reached this host, whatever the event loop was doing then; without it, an event's time is
-/// when dyno got round to reading it, which lags by the loop's backlog when thousands of
-/// streams deliver at once. nullopt when the message carried no timestamp.
-std::optional<std::int64_t> kernel_receive_ns(const msghdr& msg) {
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr;
-       c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
-    timespec rx{};
-    std::memcpy(&rx, CMSG_DATA(c), sizeof rx);
-    if (rx.tv_sec == 0 && rx.tv_nsec == 0) return std::nullopt;
-    timespec real{};
-    timespec mono{};
-    clock_gettime(CLOCK_REALTIME, &real);
-    clock_gettime(CLOCK_MONOTONIC, &mono);
-    const std::int64_t offset =
-        (real.tv_sec - mono.tv_sec) * 1'000'000'000LL + (real.tv_nsec - mono.tv_nsec);
-    return rx.tv_sec * 1'000'000'000LL + rx.tv_nsec - offset;
-  }
-  return std::nullopt;
-}
 
 std::string seconds_text(std::int64_t ns) {
   std::array<char, 32> buf{};
@@ -155,8 +132,9 @@ void Connection::on_connected() {
   error_code ignored;
   socket().set_option(tcp::no_delay(true), ignored);
   if (!tls_) {
-    const int on = 1;  // kernel receive timestamps, see kernel_receive_ns()
-    ::setsockopt(socket().native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+    // Kernel receive times: an event's time is when its bytes reached this host, not when the
+    // loop got round to reading them (it lags when thousands of streams deliver at once).
+    enable_receive_timestamps(socket().native_handle());
   }
   open_ = true;
   pool_->count_open();
