@@ -23,23 +23,15 @@
 #include <string>
 #include <vector>
 
+#include "integration/json_files.h"
 #include "integration/process.h"
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using dyno::testing::Child;
+using dyno::testing::read_jsonl;
 
 namespace {
-
-std::vector<json::object> read_jsonl(const fs::path& path) {
-  std::vector<json::object> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) out.push_back(json::parse(line).as_object());
-  }
-  return out;
-}
 
 double pct(std::vector<double> v, double q) {
   if (v.empty()) return 0;

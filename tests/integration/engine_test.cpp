@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "integration/json_files.h"
 #include "integration/process.h"
 #include "integration/record_check.h"
 #include "record/scrub.h"
@@ -23,12 +24,9 @@
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using dyno::testing::Child;
+using dyno::testing::read_json;
 
 namespace {
-
-json::object read_json(const fs::path& path) {
-  return json::parse(Child::slurp(path.string())).as_object();
-}
 
 std::size_t count_lines(const fs::path& path) {
   std::ifstream in(path);
@@ -76,15 +74,15 @@ class Engines : public ::testing::Test {
   /// A spec launching this build's `dyno sim` (the {dyno} placeholder is this dyno binary).
   fs::path sim_spec(const std::string& extra_args, const std::string& extra = "") {
     const fs::path p = dir_ / "sim.toml";
-    std::ofstream(p) << "name = \"sim-under-test\"\npreset = \"sim\"\nport = \"auto\"\n" << extra
-                     << "\n[engine_args]\nprofile = \"small-gpu\"\n"
+    std::ofstream(p) << "name = \"sim-under-test\"\npreset = \"sim\"\nport = \"auto\"\n"
+                     << extra << "\n[engine_args]\nprofile = \"small-gpu\"\n"
                      << extra_args << "\n[ready]\ntimeout_s = 60\n[stop]\ngrace_s = 10\n";
     return p;
   }
 
   std::vector<std::string> dyno(const std::string& cmd, std::vector<std::string> args) {
-    std::vector<std::string> argv = {DYNO_BINARY, cmd, "-q", "--telemetry", "off",
-                                     "--runs-root", (dir_ / "runs").string()};
+    std::vector<std::string> argv = {
+        DYNO_BINARY, cmd, "-q", "--telemetry", "off", "--runs-root", (dir_ / "runs").string()};
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;
   }
@@ -105,9 +103,9 @@ class Engines : public ::testing::Test {
 }  // namespace
 
 TEST_F(Engines, SpecLaunchesTheSimMeasuresReadinessKeepsTheLogAndStopsIt) {
-  Child c(dyno("run", {"--engine", sim_spec("").string(), "--requests", "20", "--concurrency",
-                       "4"}),
-          (dir_ / "out").string(), (dir_ / "err").string());
+  Child c(
+      dyno("run", {"--engine", sim_spec("").string(), "--requests", "20", "--concurrency", "4"}),
+      (dir_ / "out").string(), (dir_ / "err").string());
   ASSERT_EQ(c.wait(), 0) << c.err();
   const auto runs = run_dirs();
   ASSERT_EQ(runs.size(), 1u);
@@ -115,8 +113,9 @@ TEST_F(Engines, SpecLaunchesTheSimMeasuresReadinessKeepsTheLogAndStopsIt) {
   EXPECT_EQ(m.at("status").as_string(), "ok");
   // No GPU identity without telemetry, and the record says why.
   EXPECT_TRUE(m.at("hardware").at("gpus").as_array().empty());
-  EXPECT_NE(std::string(m.at("hardware").at("unknown").at("gpus").as_string()).find("telemetry off"),
-            std::string::npos);
+  EXPECT_NE(
+      std::string(m.at("hardware").at("unknown").at("gpus").as_string()).find("telemetry off"),
+      std::string::npos);
   const auto& engine = m.at("engine").as_object();
   EXPECT_EQ(engine.at("name").as_string(), "sim-under-test");
   EXPECT_EQ(engine.at("reached").at("kind").as_string(), "launched");
@@ -208,9 +207,9 @@ TEST_F(Engines, AnEngineThatExitsMidRunEndsItAsEngineCrashedKeepingFinishedReque
 }
 
 TEST_F(Engines, SigintStopsTheRunAndTheEngine) {
-  Child c(dyno("run", {"--engine", sim_spec("").string(), "--duration", "60", "--concurrency",
-                       "2"}),
-          (dir_ / "out").string(), (dir_ / "err").string());
+  Child c(
+      dyno("run", {"--engine", sim_spec("").string(), "--duration", "60", "--concurrency", "2"}),
+      (dir_ / "out").string(), (dir_ / "err").string());
   // Wait until requests flow (the record's requests.jsonl grows).
   bool flowing = false;
   for (int i = 0; i < 3000 && !flowing; ++i) {
@@ -249,7 +248,8 @@ TEST_F(Engines, AnEngineThatNeverGetsReadyFailsAtTheTimeoutAndLeavesNoProcess) {
   const fs::path p = dir_ / "stuck.toml";
   const std::string marker = (dir_ / "stuck-marker").string();
   std::ofstream(p) << "name = \"stuck\"\nmodel = \"m\"\ncommand = [\"sh\", \"-c\", "
-                      "\"echo loading weights; sh -c 'sleep 120; true " << marker
+                      "\"echo loading weights; sh -c 'sleep 120; true "
+                   << marker
                    << "' & wait\"]\n[ready]\nhttp_path = \"/health\"\ntimeout_s = 1.5\n"
                       "interval_s = 0.1\n";
   Child c(dyno("run", {"--engine", p.string(), "--requests", "5"}), (dir_ / "out").string(),
@@ -275,8 +275,7 @@ TEST_F(Engines, AnEngineThatExitsDuringLaunchIsReportedWithItsLog) {
   Child c(dyno("run", {"--engine", p.string(), "--requests", "5"}), (dir_ / "out").string(),
           (dir_ / "err").string());
   EXPECT_EQ(c.wait(std::chrono::seconds(60)), 1);
-  EXPECT_NE(c.err().find("exited with code 1 before it was ready"), std::string::npos)
-      << c.err();
+  EXPECT_NE(c.err().find("exited with code 1 before it was ready"), std::string::npos) << c.err();
   EXPECT_NE(c.err().find("CUDA out of memory"), std::string::npos);
 }
 
@@ -287,7 +286,8 @@ TEST_F(Engines, SecretsInTheSpecNeverReachTheRecord) {
   std::ofstream(p) << "name = \"sim-secret\"\npreset = \"sim\"\nport = \"auto\"\n"
                       "command = [\"{dyno}\", \"sim\", \"--host\", \"{host}\", \"--port\", "
                       "\"{port}\"]\n"
-                      "[env]\nHF_TOKEN = \"" << secret << "\"\n[ready]\ntimeout_s = 60\n";
+                      "[env]\nHF_TOKEN = \""
+                   << secret << "\"\n[ready]\ntimeout_s = 60\n";
   Child c(dyno("run", {"--engine", p.string(), "--requests", "5", "--concurrency", "1"}),
           (dir_ / "out").string(), (dir_ / "err").string(), {{"DYNO_API_KEY", secret + "-key"}});
   ASSERT_EQ(c.wait(), 0) << c.err();
@@ -299,8 +299,12 @@ TEST_F(Engines, SecretsInTheSpecNeverReachTheRecord) {
   EXPECT_EQ(c.err().find(secret), std::string::npos);
   const auto runs = run_dirs();
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(read_json(runs[0] / "manifest.json").at("engine").at("launch").at("env").at(
-                "HF_TOKEN").as_string(),
+  EXPECT_EQ(read_json(runs[0] / "manifest.json")
+                .at("engine")
+                .at("launch")
+                .at("env")
+                .at("HF_TOKEN")
+                .as_string(),
             dyno::record::scrub_marker("secret"));
 }
 

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "integration/json_files.h"
 #include "integration/process.h"
 #include "integration/record_check.h"
 #include "record/record_schema.h"
@@ -25,23 +26,10 @@
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using dyno::testing::Child;
+using dyno::testing::read_json;
+using dyno::testing::read_jsonl;
 
 namespace {
-
-std::vector<json::object> read_jsonl(const fs::path& path) {
-  std::vector<json::object> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    out.push_back(json::parse(line).as_object());
-  }
-  return out;
-}
-
-json::object read_json(const fs::path& path) {
-  return json::parse(Child::slurp(path.string())).as_object();
-}
 
 std::int64_t i64(const json::value& v) { return v.is_null() ? -1 : v.to_number<std::int64_t>(); }
 

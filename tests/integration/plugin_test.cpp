@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "integration/json_files.h"
 #include "integration/process.h"
 #include "integration/record_check.h"
 #include "temp_dir.h"
@@ -19,22 +20,10 @@
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using dyno::testing::Child;
+using dyno::testing::read_json;
+using dyno::testing::read_jsonl;
 
 namespace {
-
-std::vector<json::object> read_jsonl(const fs::path& path) {
-  std::vector<json::object> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) out.push_back(json::parse(line).as_object());
-  }
-  return out;
-}
-
-json::object read_json(const fs::path& path) {
-  return json::parse(Child::slurp(path.string())).as_object();
-}
 
 struct Outcome {
   int exit_code = -1;
@@ -192,6 +181,9 @@ TEST_F(PluginRun, SigintCancelsTheEngineRequestsAndKeepsTheRecord) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_FALSE(run_dir.empty());
+  // The record exists a moment before the first request is sent, and a signal before then
+  // sends none; 2000 tokens take seconds, so 1 s later the four are streaming.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
   c.signal(SIGINT);
   EXPECT_EQ(c.wait(std::chrono::seconds(30)), 130) << c.err();
   EXPECT_EQ(read_json(run_dir / "manifest.json").at("status").as_string(), "interrupted");

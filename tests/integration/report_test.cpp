@@ -50,10 +50,26 @@ class Report : public ::testing::Test {
   void sweep(const std::string& label, const std::string& profile_json) {
     const fs::path profile = dir_ / (label + ".json");
     std::ofstream(profile) << profile_json;
-    const Result r = dyno({"sweep", "--concurrencies", "1,4", "--min-requests", "16", "--per-slot",
-                           "6", "--input-tokens", "32", "--output-tokens", "16", "--telemetry",
-                           "off", "--profile", profile.string(), "--label", label, "--runs-root",
-                           runs().string(), "-q"});
+    const Result r = dyno({"sweep",
+                           "--concurrencies",
+                           "1,4",
+                           "--min-requests",
+                           "16",
+                           "--per-slot",
+                           "6",
+                           "--input-tokens",
+                           "32",
+                           "--output-tokens",
+                           "16",
+                           "--telemetry",
+                           "off",
+                           "--profile",
+                           profile.string(),
+                           "--label",
+                           label,
+                           "--runs-root",
+                           runs().string(),
+                           "-q"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 
@@ -70,8 +86,8 @@ TEST_F(Report, AFasterSimulatedEngineWinsEveryCellOfTheBoard) {
   sweep("fast", R"({"base": "small-gpu", "name": "fast", "step_base_s": 0.002})");
   sweep("slow", R"({"base": "small-gpu", "name": "slow", "step_base_s": 0.012})");
   const fs::path board = dir_ / "board";
-  const std::vector<std::string> arms = {"--runs-root", runs().string(), "--arm",
-                                         "fast=label=fast", "--arm", "slow=label=slow"};
+  const std::vector<std::string> arms = {"--runs-root",     runs().string(), "--arm",
+                                         "fast=label=fast", "--arm",         "slow=label=slow"};
 
   // The simulated engine's records have no model fingerprint or revision and no GPU: the
   // board refuses to render until that is allowed, and writes nothing.
@@ -96,16 +112,20 @@ TEST_F(Report, AFasterSimulatedEngineWinsEveryCellOfTheBoard) {
   std::string line;
   int listed = 0;
   while (std::getline(sums, line)) {
-    Child c({"/usr/bin/sha256sum", (board / line.substr(66)).string()},
-            (dir_ / "sum.out").string(), (dir_ / "sum.err").string());
+    Child c({"/usr/bin/sha256sum", (board / line.substr(66)).string()}, (dir_ / "sum.out").string(),
+            (dir_ / "sum.err").string());
     EXPECT_EQ(c.wait(), 0);
     EXPECT_EQ(c.out().substr(0, 64), line.substr(0, 64)) << line;
     ++listed;
   }
   // The charts: SVG and PNG of each, from the board; no telemetry, so no power or energy.
-  const std::vector<std::string> charts = {
-      "throughput-by-concurrency", "delta-heatmap", "serving-tradeoff", "prefill-by-concurrency",
-      "prefill-per-user-by-concurrency", "e2e-latency-cdf", "ttft-cdf"};
+  const std::vector<std::string> charts = {"throughput-by-concurrency",
+                                           "delta-heatmap",
+                                           "serving-tradeoff",
+                                           "prefill-by-concurrency",
+                                           "prefill-per-user-by-concurrency",
+                                           "e2e-latency-cdf",
+                                           "ttft-cdf"};
   EXPECT_EQ(listed, 4 + 2 * static_cast<int>(charts.size()));
   EXPECT_NE(r.out.find(std::to_string(charts.size()) + " charts"), std::string::npos) << r.out;
   const std::string readme_text = Child::slurp((board / "README.md").string());
@@ -137,7 +157,8 @@ TEST_F(Report, AFasterSimulatedEngineWinsEveryCellOfTheBoard) {
   }
   EXPECT_EQ(inlined, charts.size());
 
-  const json::object ledger = json::parse(Child::slurp((board / "board.json").string())).as_object();
+  const json::object ledger =
+      json::parse(Child::slurp((board / "board.json").string())).as_object();
   EXPECT_EQ(ledger.at("status").as_string(), "unresolved_allowed");
   const auto& cells = ledger.at("cells").as_array();
   ASSERT_EQ(cells.size(), 2u);
@@ -178,9 +199,9 @@ TEST_F(Report, AFasterSimulatedEngineWinsEveryCellOfTheBoard) {
       << readme.substr(0, 600);
 
   // The other way round, the slower engine loses every headline figure.
-  std::vector<std::string> reversed = {"compare", "--json", "--allow-unresolved", "--runs-root",
-                                       runs().string(), "--arm", "slow=label=slow", "--arm",
-                                       "fast=label=fast"};
+  std::vector<std::string> reversed = {"compare",         "--json",        "--allow-unresolved",
+                                       "--runs-root",     runs().string(), "--arm",
+                                       "slow=label=slow", "--arm",         "fast=label=fast"};
   r = dyno(reversed);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json::object rev = json::parse(r.out).as_object();
@@ -211,8 +232,8 @@ TEST_F(Report, BadArgumentsAreUsageErrors) {
             "b=label=only", "--ignore", "nonsense"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--ignore: unknown check 'nonsense'"), std::string::npos) << r.err;
-  r = dyno({"report", "--runs-root", runs().string(), "--arm", "a=label=only", "--arm",
-            "b=label=only"});
+  r = dyno(
+      {"report", "--runs-root", runs().string(), "--arm", "a=label=only", "--arm", "b=label=only"});
   EXPECT_EQ(r.exit_code, 2);  // --out is required
   r = dyno({"compare", "--runs-root", (dir_ / "missing").string(), "--arm", "a=x", "--arm", "b=y"});
   EXPECT_EQ(r.exit_code, 2);
@@ -238,9 +259,9 @@ TEST_F(Report, ARecordOfANewerSchemaVersionIsRefusedNamingTheFile) {
     std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
   };
   const fs::path board = dir_ / "board";
-  const std::vector<std::string> args = {"report", "--runs-root", root.string(), "--out",
-                                         board.string(), "--arm", "a=label=only", "--arm",
-                                         "b=label=only", "--allow-unresolved"};
+  const std::vector<std::string> args = {
+      "report", "--runs-root",  root.string(), "--out",        board.string(),
+      "--arm",  "a=label=only", "--arm",       "b=label=only", "--allow-unresolved"};
   bump(run / "summary.json");
   Result r = dyno(args);
   EXPECT_EQ(r.exit_code, 2) << r.err;

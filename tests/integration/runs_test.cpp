@@ -14,12 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "integration/json_files.h"
 #include "integration/process.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using dyno::testing::Child;
+using dyno::testing::read_json;
 
 namespace {
 
@@ -28,10 +30,6 @@ struct Result {
   std::string out;
   std::string err;
 };
-
-json::object read_json(const fs::path& p) {
-  return json::parse(Child::slurp(p.string())).as_object();
-}
 
 std::string sqlite_text(const fs::path& db, const std::string& sql) {
   sqlite3* h = nullptr;

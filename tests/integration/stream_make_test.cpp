@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "integration/json_files.h"
 #include "integration/process.h"
 #include "temp_dir.h"
 
@@ -27,16 +28,7 @@ namespace json = boost::json;
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using dyno::testing::Child;
-
-std::vector<json::object> read_jsonl(const fs::path& path) {
-  std::vector<json::object> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) out.push_back(json::parse(line).as_object());
-  }
-  return out;
-}
+using dyno::testing::read_jsonl;
 
 class StreamMake : public ::testing::Test {
  protected:
