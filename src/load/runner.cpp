@@ -56,7 +56,16 @@ class Run {
     }
     // Wire forms are built before t0: the hot path only copies prepared bytes.
     prepared_.reserve(requests_.size());
-    for (const auto& r : requests_) prepared_.push_back(target_.prepare(r));
+    for (const auto& r : requests_) {
+      // A large stream takes seconds to prepare: a stop request is answered meanwhile too.
+      if (prepared_.size() % 1024 == 0 && hooks_.stop_requested != nullptr &&
+          hooks_.stop_requested->load()) {
+        result_.t0_steady_ns = transport::steady_now_ns();
+        result_.interrupted = true;
+        return std::move(result_);
+      }
+      prepared_.push_back(target_.prepare(r));
+    }
     if (config_.open_loop) {
       if (!config_.schedule) throw std::invalid_argument("open loop needs a schedule (--rate)");
       schedule_ = make_schedule(*config_.schedule, config_.requests, config_.duration_s);
