@@ -600,24 +600,21 @@ std::string canonical_line(const Request& request) {
   return json_text::compact(request_object(request, true));
 }
 
-RequestStream read_stream_file(const std::filesystem::path& path) {
-  const std::string name = path.string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw StreamError(name + ": cannot open (" + std::strerror(errno) +
-                      "); check the path given as the request stream");
-  }
+RequestStream parse_stream_text(std::string_view text, const std::string& source,
+                                const std::filesystem::path& base_dir) {
   RequestStream stream;
-  stream.source = name;
+  stream.source = source;
   std::map<std::string, std::size_t> first_line_of_id;
-  std::string line;
   std::size_t line_no = 0;
-  while (std::getline(in, line)) {
+  while (!text.empty()) {
+    const std::size_t eol = text.find('\n');
+    std::string line(text.substr(0, eol));
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    const std::string where = name + ":" + std::to_string(line_no);
-    Request r = parse_request_line(line, where, path.parent_path());
+    const std::string where = source + ":" + std::to_string(line_no);
+    Request r = parse_request_line(line, where, base_dir);
     const auto [it, inserted] = first_line_of_id.emplace(r.id, line_no);
     if (!inserted) {
       fail(where, "id",
@@ -626,12 +623,23 @@ RequestStream read_stream_file(const std::filesystem::path& path) {
     }
     stream.requests.push_back(std::move(r));
   }
-  if (in.bad()) throw StreamError(name + ": read error");
   if (stream.requests.empty()) {
-    throw StreamError(name + ": no requests; the file must hold one JSON object per line");
+    throw StreamError(source + ": no requests; the file must hold one JSON object per line");
   }
   stream.sha256 = stream_sha256(stream.requests);
   return stream;
+}
+
+RequestStream read_stream_file(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw StreamError(name + ": cannot open (" + std::strerror(errno) +
+                      "); check the path given as the request stream");
+  }
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw StreamError(name + ": read error");
+  return parse_stream_text(text, name, path.parent_path());
 }
 
 void write_stream_file(const std::filesystem::path& path, const RequestStream& stream) {
