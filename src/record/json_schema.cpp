@@ -19,6 +19,24 @@ namespace {
 
 constexpr const char* kDialect = "https://json-schema.org/draft/2020-12/schema";
 
+// std::regex (libstdc++) compiles and matches by recursion whose depth grows with the length
+// of the pattern and of the text: a long one overflows the stack (a 30 000-byte string against
+// /^[a-z]*$/ does). So patterns, and the strings and keys matched against them, are bounded;
+// the record schemas' patterns all describe short identifiers.
+constexpr std::size_t kMaxPatternBytes = 1024;
+constexpr std::size_t kMaxMatchedBytes = 4096;
+
+// Whether an ECMAScript pattern holds a backreference (\1 ... \9...): libstdc++ reads its
+// number into a long without an overflow check.
+bool has_backreference(std::string_view pattern) {
+  for (std::size_t i = 0; i + 1 < pattern.size(); ++i) {
+    if (pattern[i] != '\\') continue;
+    if (pattern[i + 1] >= '1' && pattern[i + 1] <= '9') return true;
+    ++i;  // the escaped character
+  }
+  return false;
+}
+
 enum TypeBit : unsigned {
   kNull = 1u << 0,
   kBoolean = 1u << 1,
@@ -257,6 +275,13 @@ class Compiler {
     if (!v.is_string()) fail(where, "expected a regular expression (a string)");
     Pattern p;
     p.source = std::string(v.get_string());
+    if (p.source.size() > kMaxPatternBytes) {
+      fail(where, "a pattern of " + std::to_string(p.source.size()) + " bytes; at most " +
+                      std::to_string(kMaxPatternBytes) + " are supported");
+    }
+    if (has_backreference(p.source)) {
+      fail(where, "the pattern /" + p.source + "/ has a backreference (\\1-\\9), not supported");
+    }
     try {
       p.re = std::regex(p.source, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
@@ -418,7 +443,9 @@ class Compiler {
     for (const auto& r : node.required) {
       if (!closed || node.property(r) != nullptr) continue;
       bool matched = false;
-      for (const auto& [p, n] : node.pattern_properties) matched |= std::regex_search(r, p.re);
+      for (const auto& [p, n] : node.pattern_properties) {
+        matched |= r.size() <= kMaxMatchedBytes && std::regex_search(r, p.re);
+      }
       if (!matched) {
         fail(where, "key `" + r +
                         "` is required but can never be present (additionalProperties is false "
@@ -491,7 +518,11 @@ class Validator {
       problem("expected a string of at least " + std::to_string(*n.min_length) +
               " characters, found " + describe(json::value(s)));
     }
-    if (n.pattern && !std::regex_search(s.begin(), s.end(), n.pattern->re)) {
+    if (n.pattern && s.size() > kMaxMatchedBytes) {
+      problem("expected a string matching /" + n.pattern->source + "/, found a string of " +
+              std::to_string(s.size()) + " bytes (patterns are checked on at most " +
+              std::to_string(kMaxMatchedBytes) + ")");
+    } else if (n.pattern && !std::regex_search(s.begin(), s.end(), n.pattern->re)) {
       problem("expected a string matching /" + n.pattern->source + "/, found " +
               describe(json::value(s)));
     }
@@ -526,7 +557,11 @@ class Validator {
       }
       for (const auto& [pat, schema] : n.pattern_properties) {
         const std::string_view key = kv.key();
-        if (std::regex_search(key.begin(), key.end(), pat.re)) {
+        if (key.size() > kMaxMatchedBytes) {
+          matched = true;
+          problem("a key of " + std::to_string(key.size()) + " bytes, too long to match against /" +
+                  pat.source + "/ (at most " + std::to_string(kMaxMatchedBytes) + ")");
+        } else if (std::regex_search(key.begin(), key.end(), pat.re)) {
           matched = true;
           check(*schema, kv.value());
         }
