@@ -31,7 +31,8 @@ struct Score {
 /// relaxed_numeric | regex | choice. Throws std::invalid_argument for an unknown scorer or a
 /// regex scorer whose pattern is empty or does not compile (request streams reject both at
 /// load time: workload::validate_expectation in request_stream.h). A choice expectation whose
-/// answer is not among its choices is simply never correct.
+/// answer is not among its choices is simply never correct. regex and choice read at most the
+/// last 256 KiB of the output (docs/metrics.md, "Quality").
 Score score_answer(const Expectation& expected, std::string_view output);
 
 /// True for the scorer names score_answer knows.
