@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "json/json_text.h"
+#include "workload/regex_limits.h"
 
 namespace dyno::record {
 
@@ -18,6 +19,13 @@ namespace json = boost::json;
 namespace {
 
 constexpr const char* kDialect = "https://json-schema.org/draft/2020-12/schema";
+
+// std::regex (libstdc++) compiles and matches by recursion whose depth grows with the length
+// of the pattern and of the text: a long one overflows the stack (a 30 000-byte string against
+// /^[a-z]*$/ does). So patterns, and the strings and keys matched against them, are bounded;
+// the record schemas' patterns all describe short identifiers.
+constexpr std::size_t kMaxPatternBytes = 1024;
+constexpr std::size_t kMaxMatchedBytes = 4096;
 
 enum TypeBit : unsigned {
   kNull = 1u << 0,
@@ -257,6 +265,9 @@ class Compiler {
     if (!v.is_string()) fail(where, "expected a regular expression (a string)");
     Pattern p;
     p.source = std::string(v.get_string());
+    const std::string problem = workload::regex_pattern_problem(
+        p.source, {.max_bytes = kMaxPatternBytes, .backreferences = false});
+    if (!problem.empty()) fail(where, "the pattern /" + p.source + "/: " + problem);
     try {
       p.re = std::regex(p.source, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
@@ -418,7 +429,9 @@ class Compiler {
     for (const auto& r : node.required) {
       if (!closed || node.property(r) != nullptr) continue;
       bool matched = false;
-      for (const auto& [p, n] : node.pattern_properties) matched |= std::regex_search(r, p.re);
+      for (const auto& [p, n] : node.pattern_properties) {
+        matched |= r.size() <= kMaxMatchedBytes && std::regex_search(r, p.re);
+      }
       if (!matched) {
         fail(where, "key `" + r +
                         "` is required but can never be present (additionalProperties is false "
@@ -491,7 +504,11 @@ class Validator {
       problem("expected a string of at least " + std::to_string(*n.min_length) +
               " characters, found " + describe(json::value(s)));
     }
-    if (n.pattern && !std::regex_search(s.begin(), s.end(), n.pattern->re)) {
+    if (n.pattern && s.size() > kMaxMatchedBytes) {
+      problem("expected a string matching /" + n.pattern->source + "/, found a string of " +
+              std::to_string(s.size()) + " bytes (patterns are checked on at most " +
+              std::to_string(kMaxMatchedBytes) + ")");
+    } else if (n.pattern && !std::regex_search(s.begin(), s.end(), n.pattern->re)) {
       problem("expected a string matching /" + n.pattern->source + "/, found " +
               describe(json::value(s)));
     }
@@ -526,7 +543,11 @@ class Validator {
       }
       for (const auto& [pat, schema] : n.pattern_properties) {
         const std::string_view key = kv.key();
-        if (std::regex_search(key.begin(), key.end(), pat.re)) {
+        if (key.size() > kMaxMatchedBytes) {
+          matched = true;
+          problem("a key of " + std::to_string(key.size()) + " bytes, too long to match against /" +
+                  pat.source + "/ (at most " + std::to_string(kMaxMatchedBytes) + ")");
+        } else if (std::regex_search(key.begin(), key.end(), pat.re)) {
           matched = true;
           check(*schema, kv.value());
         }

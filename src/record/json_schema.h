@@ -4,6 +4,9 @@
 // minLength, minItems, pattern, $ref (to "#/$defs/<name>"), anyOf, oneOf, allOf, $defs, and the
 // annotations $schema, $id, $comment, title, description. Any other keyword makes the schema
 // an error when it is compiled, so a schema can never silently leave something unchecked.
+// Patterns are bounded (std::regex recurses as deep as its input is long): a pattern of more
+// than 1024 bytes or with a backreference does not compile, and a string or key of more than
+// 4096 bytes that a pattern would check is a problem of its own.
 #pragma once
 
 #include <boost/json/value.hpp>

@@ -54,7 +54,7 @@ Connection::Connection(Pool* pool, asio::io_context& context, ssl::context* tls_
       tls_context_(tls_context),
       timer_(context),
       read_buffer_(new char[kReadBufferSize]),
-      sse_([this](const SseEvent& event) { on_sse_event(event); }) {}
+      sse_([this](const SseEvent& event) { on_sse_event(event); }, kMaxEventBytes) {}
 
 void Connection::begin(const Prepared& request, std::uint64_t submission, StreamObserver& observer,
                        bool reused, const std::string& id_prefix) {
@@ -413,7 +413,7 @@ bool Connection::on_body(std::string_view bytes) {
       fail(read_ns_, *pending_error_, std::move(pending_message_), status_, false);
       return false;
     }
-    if (sse_.buffered_bytes() > kMaxEventBytes) {
+    if (sse_.overflowed()) {
       fail(read_ns_, ErrorCategory::kTooLarge,
            "an SSE line or event longer than " + std::to_string(kMaxEventBytes / 1024) + " KiB",
            status_, false);

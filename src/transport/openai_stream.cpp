@@ -440,8 +440,11 @@ class Scanner {
   [[gnu::noinline]] const char* error_member(const char* p) {
     if (p < end_ && *p == 'n') return literal(p, "null");
     const char* const start = p;
-    if (p < end_ && *p == '"') return text_or_null(p, out_.error_message, "");
-    if (p < end_ && *p == '{') {
+    // An error whose message is empty or not a string is still an error: its raw JSON is
+    // the message ("error":"" ends a stream as surely as "error":"overloaded").
+    if (p < end_ && *p == '"') {
+      p = text_or_null(p, out_.error_message, "");
+    } else if (p < end_ && *p == '{') {
       p = object(p, [this](Key id, std::string_view, const char* v) -> const char* {
         if (id == Key::kMessage && v < end_ && *v == '"') {
           return text_or_null(v, out_.error_message, "");

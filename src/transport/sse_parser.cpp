@@ -22,9 +22,21 @@ const char* find_line_end(const char* p, const char* const end) {
 
 }  // namespace
 
-SseParser::SseParser(Callback on_event) : on_event_(std::move(on_event)) {}
+SseParser::SseParser(Callback on_event, std::size_t max_event_bytes)
+    : on_event_(std::move(on_event)), max_event_bytes_(max_event_bytes) {}
+
+void SseParser::overflow() {
+  overflowed_ = true;
+  // Gives the memory back, not just the size.
+  std::string().swap(line_);
+  std::string().swap(data_);
+  type_.clear();
+  have_data_ = false;
+  event_started_ = false;
+}
 
 void SseParser::feed(std::string_view bytes) {
+  if (overflowed_) return;
   const char* p = bytes.data();
   const char* const end = p + bytes.size();
   if (!bom_checked_) {
@@ -47,6 +59,10 @@ void SseParser::feed(std::string_view bytes) {
   while (p < end) {
     const char* eol = find_line_end(p, end);
     if (eol == nullptr) {
+      if (line_.size() + static_cast<std::size_t>(end - p) > max_event_bytes_) {
+        overflow();
+        return;
+      }
       line_.append(p, end);
       return;
     }
@@ -57,6 +73,7 @@ void SseParser::feed(std::string_view bytes) {
       process_line(line_);
       line_.clear();
     }
+    if (overflowed_) return;
     if (*eol == '\r') {
       if (eol + 1 == end) {
         pending_cr_ = true;
@@ -73,6 +90,10 @@ void SseParser::process_line(std::string_view line) {
     dispatch();
     return;
   }
+  if (line.size() > max_event_bytes_) {
+    overflow();
+    return;
+  }
   if (line.front() == ':') return;  // comment
   std::string_view field = line;
   std::string_view value;
@@ -82,6 +103,10 @@ void SseParser::process_line(std::string_view line) {
     if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   }
   if (field == "data") {
+    if (data_.size() + (have_data_ ? 1 : 0) + value.size() > max_event_bytes_) {
+      overflow();
+      return;
+    }
     // Spec: append value + LF, drop the final LF at dispatch. Equivalently: join with LF.
     if (have_data_) data_.push_back('\n');
     data_.append(value);
@@ -135,6 +160,7 @@ void SseParser::reset() {
   pending_cr_ = false;
   bom_checked_ = false;
   event_started_ = false;
+  overflowed_ = false;
   events_ = 0;
 }
 

@@ -21,26 +21,36 @@ struct SseEvent {
 /// comments. A leading UTF-8 BOM is skipped. Unknown fields are ignored (per spec); `retry:`
 /// is parsed and ignored. An event without any `data:` field is not dispatched (per spec); a
 /// `data:` line with an empty value does dispatch an event whose data is "".
+///
+/// Memory is bounded: a line (comments included) or an event's data longer than
+/// `max_event_bytes` (so at most twice that is held) makes the parser drop what it holds,
+/// ignore every further byte until reset(), and report overflowed(); the caller ends the
+/// response as an error (an event that large is no OpenAI-compatible chunk). Where the
+/// bytes are split does not change when that happens.
 class SseParser {
  public:
   using Callback = std::function<void(const SseEvent&)>;
-  explicit SseParser(Callback on_event);
+  /// 4 MiB: a streamed chunk is a few hundred bytes, a few KiB with logprobs.
+  static constexpr std::size_t kDefaultMaxEventBytes = std::size_t{4} << 20;
+  explicit SseParser(Callback on_event, std::size_t max_event_bytes = kDefaultMaxEventBytes);
 
   void feed(std::string_view bytes);
+  /// An event or line exceeded max_event_bytes; the stream's later bytes were ignored.
+  bool overflowed() const { return overflowed_; }
   /// End of stream: an unterminated final event is discarded (per spec).
   /// Returns true when bytes of an incomplete line/event were pending (a truncated stream).
   bool finish();
   void reset();
 
   std::uint64_t events_dispatched() const { return events_; }
-  /// Bytes held for a line or an event not yet complete (what a caller bounds).
-  std::size_t buffered_bytes() const { return line_.size() + data_.size(); }
 
  private:
   void process_line(std::string_view line);
   void dispatch();
+  void overflow();
 
   Callback on_event_;
+  std::size_t max_event_bytes_;
   std::string line_;  // partial line carried across feeds
   std::string data_;  // data buffer of the event being built
   std::string type_;
@@ -49,6 +59,7 @@ class SseParser {
   bool pending_cr_ = false;  // last byte was CR: a following LF belongs to it
   bool bom_checked_ = false;
   bool event_started_ = false;
+  bool overflowed_ = false;
   std::uint64_t events_ = 0;
 };
 

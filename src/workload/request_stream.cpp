@@ -12,10 +12,10 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <set>
 
 #include "json/json_text.h"
+#include "workload/scoring.h"
 
 namespace dyno::workload {
 
@@ -472,11 +472,8 @@ void validate_expectation(const Expectation& e, const std::string& where, const 
              "\"; use exact, normalized, relaxed_numeric, regex or choice");
   }
   if (e.scorer == "regex") {
-    if (e.pattern.empty()) fail(where, key, "scorer regex needs a non-empty `pattern`");
-    try {
-      const std::regex compiled(e.pattern, std::regex::ECMAScript);
-    } catch (const std::regex_error& err) {
-      fail(where, key, "regex pattern does not compile (" + std::string(err.what()) + ")");
+    if (const std::string problem = regex_scorer_problem(e.pattern); !problem.empty()) {
+      fail(where, key, problem);
     }
   } else if (!e.pattern.empty()) {
     fail(where, key, "`pattern` is only for scorer regex");
@@ -604,6 +601,36 @@ std::string canonical_line(const Request& request) {
   return json_text::compact(request_object(request, true));
 }
 
+RequestStream parse_stream_text(std::string_view text, const std::string& source,
+                                const std::filesystem::path& base_dir) {
+  RequestStream stream;
+  stream.source = source;
+  std::map<std::string, std::size_t> first_line_of_id;
+  std::size_t line_no = 0;
+  while (!text.empty()) {
+    const std::size_t eol = text.find('\n');
+    std::string line(text.substr(0, eol));
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    const std::string where = source + ":" + std::to_string(line_no);
+    Request r = parse_request_line(line, where, base_dir);
+    const auto [it, inserted] = first_line_of_id.emplace(r.id, line_no);
+    if (!inserted) {
+      fail(where, "id",
+           "duplicate id \"" + r.id + "\" (first at line " + std::to_string(it->second) +
+               "); ids must be unique within a stream");
+    }
+    stream.requests.push_back(std::move(r));
+  }
+  if (stream.requests.empty()) {
+    throw StreamError(source + ": no requests; the file must hold one JSON object per line");
+  }
+  stream.sha256 = stream_sha256(stream.requests);
+  return stream;
+}
+
 RequestStream read_stream_file(const std::filesystem::path& path) {
   const std::string name = path.string();
   std::error_code ec;
@@ -617,31 +644,9 @@ RequestStream read_stream_file(const std::filesystem::path& path) {
     throw StreamError(name + ": cannot open (" + std::strerror(errno) +
                       "); check the path given as the request stream");
   }
-  RequestStream stream;
-  stream.source = name;
-  std::map<std::string, std::size_t> first_line_of_id;
-  std::string line;
-  std::size_t line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    const std::string where = name + ":" + std::to_string(line_no);
-    Request r = parse_request_line(line, where, path.parent_path());
-    const auto [it, inserted] = first_line_of_id.emplace(r.id, line_no);
-    if (!inserted) {
-      fail(where, "id",
-           "duplicate id \"" + r.id + "\" (first at line " + std::to_string(it->second) +
-               "); ids must be unique within a stream");
-    }
-    stream.requests.push_back(std::move(r));
-  }
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw StreamError(name + ": read error (" + std::strerror(errno) + ")");
-  if (stream.requests.empty()) {
-    throw StreamError(name + ": no requests; the file must hold one JSON object per line");
-  }
-  stream.sha256 = stream_sha256(stream.requests);
-  return stream;
+  return parse_stream_text(text, name, path.parent_path());
 }
 
 void write_stream_file(const std::filesystem::path& path, const RequestStream& stream) {

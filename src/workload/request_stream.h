@@ -58,6 +58,12 @@ std::string canonical_line(const Request& request);
 /// data URL (PNG, JPEG, GIF or WEBP, recognised by magic bytes).
 RequestStream read_stream_file(const std::filesystem::path& path);
 
+/// read_stream_file on the file's bytes: `source` names the stream in messages (as
+/// "<source>:<line>") and becomes RequestStream::source; relative image paths are resolved
+/// against `base_dir`. Lines end in LF (a CR before it is dropped). Throws StreamError.
+RequestStream parse_stream_text(std::string_view text, const std::string& source,
+                                const std::filesystem::path& base_dir = {});
+
 /// Writes a stream as JSONL (to_json_line, each followed by '\n'). Throws StreamError when
 /// the file cannot be written.
 void write_stream_file(const std::filesystem::path& path, const RequestStream& stream);

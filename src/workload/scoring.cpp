@@ -1,8 +1,14 @@
 #include "workload/scoring.h"
 
+#include "workload/regex_limits.h"
+
+#include <pthread.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
+#include <exception>
 #include <regex>
 #include <stdexcept>
 #include <vector>
@@ -17,6 +23,45 @@ constexpr std::string_view kCloseTag = "</think>";
 /// slack so that 5.25 vs 5 is not lost to binary rounding.
 constexpr double kRelaxedTolerance = 0.05;
 constexpr double kRoundingSlack = 1e-9;
+/// std::regex (libstdc++) matches by recursion as deep as the text it consumes is long (a few
+/// hundred bytes of stack per character): a 30 KB one-line output against /(.*)/ overflowed
+/// the 8 MiB main stack. So the regex and choice scorers read at most the last
+/// kMaxRegexTextBytes of the output, on a thread of their own whose stack (reserved, touched
+/// only as deep as it goes) holds that with room to spare, sanitizers included.
+constexpr std::size_t kMaxRegexTextBytes = std::size_t{256} << 10;
+constexpr std::size_t kRegexStackBytes = std::size_t{512} << 20;
+
+/// Runs fn() on a thread with a kRegexStackBytes stack and waits for it; rethrows what it threw.
+template <typename Fn>
+void on_large_stack(Fn& fn) {
+  struct Call {
+    Fn* fn;
+    std::exception_ptr error;
+  };
+  Call call{&fn, nullptr};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, kRegexStackBytes);
+  pthread_t thread;
+  const int rc = pthread_create(
+      &thread, &attr,
+      [](void* arg) -> void* {
+        auto* c = static_cast<Call*>(arg);
+        try {
+          (*c->fn)();
+        } catch (...) {
+          c->error = std::current_exception();
+        }
+        return nullptr;
+      },
+      &call);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    throw std::runtime_error(std::string("scoring: cannot start a thread: ") + std::strerror(rc));
+  }
+  pthread_join(thread, nullptr);
+  if (call.error) std::rethrow_exception(call.error);
+}
 
 bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
@@ -235,6 +280,19 @@ std::optional<double> parse_number(std::string_view text) {
   return m->value;
 }
 
+std::string regex_scorer_problem(const std::string& pattern) {
+  if (pattern.empty()) return "scorer regex needs a non-empty `pattern`";
+  if (std::string problem = regex_pattern_problem(pattern); !problem.empty()) {
+    return "regex pattern: " + problem;
+  }
+  try {
+    const std::regex compiled(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    return "regex pattern does not compile (" + std::string(e.what()) + ")";
+  }
+  return {};
+}
+
 bool is_known_scorer(std::string_view scorer) {
   return scorer == "exact" || scorer == "normalized" || scorer == "relaxed_numeric" ||
          scorer == "regex" || scorer == "choice";
@@ -245,8 +303,10 @@ Score score_answer(const Expectation& expected, std::string_view output) {
     throw std::invalid_argument("unknown scorer '" + expected.scorer +
                                 "' (exact, normalized, relaxed_numeric, regex, choice)");
   }
-  if (expected.scorer == "regex" && expected.pattern.empty()) {
-    throw std::invalid_argument("scorer regex needs a pattern");
+  if (expected.scorer == "regex") {
+    if (const std::string problem = regex_scorer_problem(expected.pattern); !problem.empty()) {
+      throw std::invalid_argument(problem);
+    }
   }
   const std::string text = strip_reasoning(output);
   const std::string_view answer = trim(expected.answer);
@@ -273,16 +333,23 @@ Score score_answer(const Expectation& expected, std::string_view output) {
       s.extracted = text;
       s.correct = normalize_answer(text) == normalize_answer(answer);
     }
-  } else if (expected.scorer == "regex") {
-    const std::regex re = compile(expected.pattern, std::regex::ECMAScript);
-    std::smatch m;
-    if (std::regex_search(text, m, re)) {
-      s.extracted = (m.size() > 1 && m[1].matched) ? m[1].str() : m[0].str();
-      s.correct = normalize_answer(s.extracted) == normalize_answer(answer);
-    }
-  } else {  // choice
-    s.extracted = find_choice(expected.choices, text);
-    s.correct = !s.extracted.empty() && iequals(s.extracted, answer);
+  } else {  // regex, choice
+    const std::string tail =
+        text.size() > kMaxRegexTextBytes ? text.substr(text.size() - kMaxRegexTextBytes) : text;
+    auto search = [&] {
+      if (expected.scorer == "regex") {
+        const std::regex re = compile(expected.pattern, std::regex::ECMAScript);
+        std::smatch m;
+        if (std::regex_search(tail, m, re)) {
+          s.extracted = (m.size() > 1 && m[1].matched) ? m[1].str() : m[0].str();
+          s.correct = normalize_answer(s.extracted) == normalize_answer(answer);
+        }
+      } else {
+        s.extracted = find_choice(expected.choices, tail);
+        s.correct = !s.extracted.empty() && iequals(s.extracted, answer);
+      }
+    };
+    on_large_stack(search);
   }
   return s;
 }

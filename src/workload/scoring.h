@@ -31,8 +31,14 @@ struct Score {
 /// relaxed_numeric | regex | choice. Throws std::invalid_argument for an unknown scorer or a
 /// regex scorer whose pattern is empty or does not compile (request streams reject both at
 /// load time: workload::validate_expectation in request_stream.h). A choice expectation whose
-/// answer is not among its choices is simply never correct.
+/// answer is not among its choices is simply never correct. regex and choice read at most the
+/// last 256 KiB of the output (docs/metrics.md, "Quality").
 Score score_answer(const Expectation& expected, std::string_view output);
+
+/// Why a regex scorer's pattern cannot be used ("" when it can): empty, over the limits of
+/// workload/regex_limits.h (1024 bytes, backreferences up to \\99, repetitions up to 1000), or
+/// not compiling as ECMAScript.
+std::string regex_scorer_problem(const std::string& pattern);
 
 /// True for the scorer names score_answer knows.
 bool is_known_scorer(std::string_view scorer);

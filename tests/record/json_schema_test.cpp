@@ -87,17 +87,15 @@ TEST(JsonSchema, AdditionalPropertiesFalseNamesTheUnexpectedKey) {
 }
 
 TEST(JsonSchema, AdditionalPropertiesSchemaChecksTheOtherKeys) {
-  const std::string s =
-      R"({"type":"object","properties":{"n":{"type":"string"}},)"
-      R"("additionalProperties":{"type":"integer","minimum":1}})";
+  const std::string s = R"({"type":"object","properties":{"n":{"type":"string"}},)"
+                        R"("additionalProperties":{"type":"integer","minimum":1}})";
   expect_ok(s, R"({"n":"x","http_status":3,"timeout":1})");
   expect_problem(s, R"({"n":"x","timeout":0})", "/timeout", ">= 1");
 }
 
 TEST(JsonSchema, PatternPropertiesMatchKeysByRegex) {
-  const std::string s =
-      R"({"type":"object","patternProperties":{"^x_":{"type":"number"}},)"
-      R"("additionalProperties":false})";
+  const std::string s = R"({"type":"object","patternProperties":{"^x_":{"type":"number"}},)"
+                        R"("additionalProperties":false})";
   expect_ok(s, R"({"x_a":1,"x_b":2.5})");
   expect_problem(s, R"({"x_a":"1"})", "/x_a", "expected number");
   expect_problem(s, R"({"y":1})", "/y", "unexpected key `y`");
@@ -124,7 +122,8 @@ TEST(JsonSchema, EnumAndConstCompareNumbersByValue) {
   expect_ok(e, R"("ok")");
   expect_ok(e, "null");
   expect_ok(e, "1.0");
-  expect_problem(e, R"("weird")", "", R"(expected one of "ok", "partial", null, 1; found string "weird")");
+  expect_problem(e, R"("weird")", "",
+                 R"(expected one of "ok", "partial", null, 1; found string "weird")");
   expect_ok(R"({"const":1})", "1");
   expect_ok(R"({"const":{"a":[1,2]}})", R"({"a":[1,2.0]})");
   expect_problem(R"({"const":1})", "2", "", "expected 1, found integer 2");
@@ -149,6 +148,17 @@ TEST(JsonSchema, StringLengthAndPattern) {
   expect_ok(hex, R"("0a1f")");
   expect_problem(hex, R"("0A1F")", "", "matching /^[0-9a-f]{4}$/");
   expect_ok(R"({"pattern":"b"})", R"("abc")");  // unanchored, as JSON Schema says
+}
+
+TEST(JsonSchema, LongStringsAndKeysAreAProblemNotACrash) {
+  // std::regex matches by recursion: a 100 000-byte string against /^[a-z]*$/ overflowed the
+  // stack (SIGSEGV in `dyno runs verify` on such a record). Past 4096 bytes it is a problem.
+  const std::string long_text(100000, 'a');
+  expect_problem(R"({"pattern":"^[a-z]*$"})", "\"" + long_text + "\"", "",
+                 "a string of 100000 bytes");
+  expect_ok(R"({"pattern":"^[a-z]*$"})", "\"" + std::string(4096, 'a') + "\"");
+  expect_problem(R"({"patternProperties":{"^[a-z]*$":{"type":"integer"}}})",
+                 "{\"" + long_text + "\":1}", "/" + long_text, "a key of 100000 bytes");
 }
 
 TEST(JsonSchema, MinItems) {
@@ -263,6 +273,9 @@ TEST(JsonSchema, BadSchemasAreRejectedWhenCompiled) {
   expect_bad_schema(R"({"minItems":1.5})", "non-negative integer");
   expect_bad_schema(R"({"pattern":"(unclosed"})", "does not compile");
   expect_bad_schema(R"({"patternProperties":{"[":true}})", "does not compile");
+  // libstdc++ reads a backreference's number without an overflow check (UB); none is needed.
+  expect_bad_schema(R"({"pattern":"(a)\\5555555555555555555"})", "backreference");
+  expect_bad_schema(R"({"pattern":")" + std::string(2000, 'a') + "\"}", "at most 1024");
   expect_bad_schema(R"({"anyOf":[]})", "non-empty array of schemas");
   expect_bad_schema(R"({"items":3})", "a schema is an object or a boolean");
   expect_bad_schema(R"({"$ref":"#/$defs/missing","$defs":{}})", "names no entry of $defs");

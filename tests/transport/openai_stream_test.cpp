@@ -184,6 +184,11 @@ TEST(DecodeChunk, ErrorObject) {
   EXPECT_EQ(decode_ok(R"({"error":"boom"})").error_message, "boom");
   EXPECT_EQ(decode_ok(R"({"error":{"code":1}})").error_message, R"({"code":1})");
   EXPECT_TRUE(decode_ok(R"({"error":null,"choices":[]})").error_message.empty());
+  // An error with an empty or missing message is still an error (found by fuzzing: it was
+  // read as no error, and the stream went on).
+  EXPECT_EQ(decode_ok(R"({"error":""})").error_message, R"("")");
+  EXPECT_EQ(decode_ok(R"({"error":{"message":""}})").error_message, R"({"message":""})");
+  EXPECT_EQ(decode_ok(R"({"error":{}})").error_message, "{}");
 }
 
 TEST(DecodeChunk, MalformedIsRejected) {

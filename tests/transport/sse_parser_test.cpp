@@ -23,10 +23,12 @@ std::ostream& operator<<(std::ostream& os, const Seen& seen) {
 
 class Collector {
  public:
-  Collector()
-      : parser_([this](const SseEvent& e) {
-          events_.push_back({std::string(e.type), std::string(e.data), std::string(e.id)});
-        }) {}
+  explicit Collector(std::size_t max_event_bytes = SseParser::kDefaultMaxEventBytes)
+      : parser_(
+            [this](const SseEvent& e) {
+              events_.push_back({std::string(e.type), std::string(e.data), std::string(e.id)});
+            },
+            max_event_bytes) {}
   SseParser& parser() { return parser_; }
   std::vector<Seen>& events() { return events_; }
 
@@ -185,6 +187,82 @@ TEST(SseParser, ResetStartsAFreshStream) {
   ASSERT_EQ(c.events().size(), 1u);
   EXPECT_EQ(c.events()[0], (Seen{"", "x", ""}));
   EXPECT_EQ(c.parser().events_dispatched(), 1u);
+}
+
+TEST(SseParser, LineThatNeverEndsOverflowsAtTheBound) {
+  // A server streaming one endless line: the parser stops buffering at the bound.
+  Collector c(64 * 1024);
+  c.parser().feed("data: {\"a\":1}\n\n");
+  const std::string chunk(4096, 'x');
+  std::size_t fed = 0;
+  while (!c.parser().overflowed() && fed < (std::size_t{1} << 20)) {
+    c.parser().feed(chunk);
+    fed += chunk.size();
+  }
+  EXPECT_TRUE(c.parser().overflowed());
+  EXPECT_LE(fed, 64u * 1024 + chunk.size());
+  // Everything after the overflow is ignored, even complete events; the one before was kept.
+  c.parser().feed("\n\ndata: later\n\n");
+  ASSERT_EQ(c.events().size(), 1u);
+  EXPECT_EQ(c.events()[0].data, "{\"a\":1}");
+  EXPECT_FALSE(c.parser().finish());
+  c.parser().reset();
+  EXPECT_FALSE(c.parser().overflowed());
+  c.parser().feed("data: again\n\n");
+  ASSERT_EQ(c.events().size(), 2u);
+  EXPECT_EQ(c.events()[1].data, "again");
+}
+
+TEST(SseParser, DataOfManyLinesOverflowsAtTheBound) {
+  Collector c(100);
+  std::string bytes;
+  for (int i = 0; i < 30; ++i) bytes += "data: 0123456789\n";  // never a blank line
+  c.parser().feed(bytes);
+  EXPECT_TRUE(c.parser().overflowed());
+  EXPECT_TRUE(c.events().empty());
+}
+
+TEST(SseParser, DataExactlyAtTheBoundIsDispatched) {
+  // 10 lines of 9 bytes joined by 9 LFs: 99 bytes; the bound is inclusive.
+  std::string bytes;
+  for (int i = 0; i < 10; ++i) bytes += "data: 012345678\n";
+  bytes += "\n";
+  Collector at(99);
+  at.parser().feed(bytes);
+  EXPECT_FALSE(at.parser().overflowed());
+  ASSERT_EQ(at.events().size(), 1u);
+  EXPECT_EQ(at.events()[0].data.size(), 99u);
+  Collector below(98);
+  below.parser().feed(bytes);
+  EXPECT_TRUE(below.parser().overflowed());
+  EXPECT_TRUE(below.events().empty());
+}
+
+TEST(SseParser, OverflowDoesNotDependOnTheSplit) {
+  // A long comment, a long event type and long data: each overflows at the same place
+  // whether the bytes come whole, in two pieces, or one by one.
+  for (const std::string& bytes :
+       {std::string("data: a\n\n:") + std::string(40, 'c') + "\ndata: b\n\n",
+        std::string("data: a\n\nevent: ") + std::string(40, 't') + "\ndata: b\n\n",
+        std::string("data: a\n\ndata: ") + std::string(20, 'd') +
+            "\ndata: " + std::string(20, 'd') + "\n\n"}) {
+    SCOPED_TRACE(bytes);
+    Collector whole(32);
+    whole.parser().feed(bytes);
+    ASSERT_TRUE(whole.parser().overflowed());
+    ASSERT_EQ(whole.events().size(), 1u);
+    for (std::size_t split = 0; split <= bytes.size(); ++split) {
+      Collector two(32);
+      two.parser().feed(std::string_view(bytes).substr(0, split));
+      two.parser().feed(std::string_view(bytes).substr(split));
+      EXPECT_TRUE(two.parser().overflowed()) << "split at " << split;
+      EXPECT_EQ(two.events(), whole.events()) << "split at " << split;
+    }
+    Collector bytewise(32);
+    for (const char ch : bytes) bytewise.parser().feed(std::string_view(&ch, 1));
+    EXPECT_TRUE(bytewise.parser().overflowed());
+    EXPECT_EQ(bytewise.events(), whole.events());
+  }
 }
 
 }  // namespace

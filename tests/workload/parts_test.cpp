@@ -141,6 +141,15 @@ TEST(Expected, Errors) {
       error_of(R"({"id":"a","prompt":"p","expected":"x","scorer":{"kind":"regex","pattern":"(a"}})")
           .rfind("f.jsonl:4: key `scorer`: regex pattern does not compile (", 0),
       0u);
+  // libstdc++ reads these numbers into a long unchecked (undefined behaviour; found by fuzzing).
+  EXPECT_EQ(
+      error_of(
+          R"({"id":"a","prompt":"p","expected":"x","scorer":{"kind":"regex","pattern":"(a)\\99999999999999999999"}})"),
+      "f.jsonl:4: key `scorer`: regex pattern: a backreference numbered over 99");
+  EXPECT_EQ(
+      error_of(
+          R"({"id":"a","prompt":"p","expected":"x","scorer":{"kind":"regex","pattern":"a{2,99999999999999999999}"}})"),
+      "f.jsonl:4: key `scorer`: regex pattern: a repetition count over 1000");
   EXPECT_EQ(error_of(R"({"id":"a","prompt":"p","expected":"x","scorer":"regex"})"),
             "f.jsonl:4: key `scorer`: scorer regex needs a non-empty `pattern`");
   EXPECT_EQ(

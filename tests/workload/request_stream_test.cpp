@@ -120,6 +120,27 @@ TEST(RequestStream, FileRoundTrip) {
             to_json_line(stream.requests[0]) + "\n" + to_json_line(stream.requests[1]) + "\n");
 }
 
+TEST(RequestStream, TextParsesAsTheFileDoes) {
+  // parse_stream_text is read_stream_file without the file: same requests, hash, line
+  // numbers (blank and CRLF lines included) and messages, named by the given source.
+  const std::string text =
+      "\n" + to_json_line(full_chat_request()) + "\r\n  \n" + to_json_line(completion_request());
+  TempDir dir;
+  const fs::path p = dir.write("s.jsonl", text);
+  const RequestStream from_file = read_stream_file(p);
+  const RequestStream from_text = parse_stream_text(text, "mem");
+  EXPECT_EQ(from_text.requests, from_file.requests);
+  EXPECT_EQ(from_text.sha256, from_file.sha256);
+  EXPECT_EQ(from_text.source, "mem");
+  try {
+    parse_stream_text("\n\r\n{\"id\":\"a\",\"prompt\":1}", "mem");
+    ADD_FAILURE() << "no error";
+  } catch (const StreamError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("mem:3: key `prompt`", 0), 0u) << e.what();
+  }
+  EXPECT_THROW(parse_stream_text(" \n\t\n", "mem"), StreamError);
+}
+
 TEST(RequestStream, HashOfKnownBytes) {
   // sha256 of `{"id":"a","prompt":"p"}\n` (computed with sha256sum).
   Request r;

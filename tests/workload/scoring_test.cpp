@@ -177,6 +177,28 @@ TEST(Scoring, Choice) {
   EXPECT_EQ(score_answer(numbered, "Answer: 23"), (Score{false, "", "choice"}));
 }
 
+TEST(Scoring, LongOutputsAreScoredOnTheirLastQuarterMebibyte) {
+  // std::regex recurses once per character it consumes: a 30 KB one-line output against
+  // /(.*)/ overflowed the main stack (SIGSEGV at the end of `dyno run`).
+  Expectation whole_line = expect("regex", "");
+  whole_line.pattern = "answer: (.*)";
+  const std::string line(200000, 'x');
+  EXPECT_EQ(score_answer(whole_line, "answer: " + line).extracted, line);
+  // Only the last 256 KiB are read: here they start inside the line.
+  EXPECT_EQ(score_answer(whole_line, "answer: " + line + line).extracted, "");
+  whole_line.answer = "42";
+  EXPECT_EQ(score_answer(whole_line, std::string(1 << 20, '.') + "\nanswer: 42"),
+            (Score{true, "42", "regex"}));
+  Expectation choice = expect("choice", "B");
+  choice.choices = {"A", "B"};
+  EXPECT_EQ(score_answer(choice, std::string(1 << 20, '*')), (Score{false, "", "choice"}));
+  EXPECT_EQ(score_answer(choice, std::string(1 << 20, ' ') + "The answer is (B)"),
+            (Score{true, "B", "choice"}));
+  // An answer only before the last 256 KiB is not read.
+  EXPECT_EQ(score_answer(choice, "The answer is (B)" + std::string(300000, '.')),
+            (Score{false, "", "choice"}));
+}
+
 TEST(Scoring, InvalidExpectations) {
   EXPECT_TRUE(is_known_scorer("relaxed_numeric"));
   EXPECT_FALSE(is_known_scorer("fuzzy"));
