@@ -10,10 +10,13 @@
 // request reached the engine's host), the other half of a TTFT.
 //
 // Usage: client_ceiling [DYNO_BINARY] [streams...]   (default streams: 1 64 1024 4096)
+// DYNO_BENCH_SIM=BINARY runs the sim from another dyno binary (to compare two clients against
+// one engine: an older client's own sim may lack what this bench reads).
 // Prints a Markdown table (docs/performance.md holds the figures and this command).
 #include <algorithm>
 #include <boost/json.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -44,7 +47,8 @@ double pct(std::vector<double> v, double q) {
 
 class Bench {
  public:
-  explicit Bench(std::string dyno) : dyno_(std::move(dyno)) {
+  explicit Bench(std::string dyno, std::string sim)
+      : dyno_(std::move(dyno)), sim_binary_(std::move(sim)) {
     std::random_device rd;
     dir_ = fs::temp_directory_path() / ("dyno-bench-" + std::to_string(rd()));
     fs::create_directories(dir_);
@@ -52,7 +56,7 @@ class Bench {
   ~Bench() { fs::remove_all(dir_); }
 
   std::string start_sim(const std::vector<std::string>& extra) {
-    std::vector<std::string> argv = {dyno_, "sim", "--port", "0"};
+    std::vector<std::string> argv = {sim_binary_, "sim", "--port", "0"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     sim_ = std::make_unique<Child>(argv, (dir_ / "sim.out").string(), (dir_ / "sim.err").string());
     const std::string out = sim_->wait_for_output("/v1");
@@ -85,6 +89,7 @@ class Bench {
 
  private:
   std::string dyno_;
+  std::string sim_binary_;
   fs::path dir_;
   std::unique_ptr<Child> sim_;
 };
@@ -96,7 +101,8 @@ int main(int argc, char** argv) {
   std::vector<int> streams;
   for (int i = 2; i < argc; ++i) streams.push_back(std::stoi(argv[i]));
   if (streams.empty()) streams = {1, 64, 1024, 4096};
-  Bench bench(dyno);
+  const char* sim = std::getenv("DYNO_BENCH_SIM");
+  Bench bench(dyno, sim != nullptr && *sim != '\0' ? sim : dyno);
 
   std::printf(
       "| streams | requests | token events | client CPU s | events / CPU-s | "
