@@ -14,7 +14,7 @@
 #include "app/flag_values.h"
 #include "app/run_limits.h"
 #include "app/server_timings.h"
-#include "app/session.h"
+#include "app/run_cell.h"
 #include "app/signals.h"
 #include "record/record_json.h"
 #include "record/redact.h"

@@ -53,10 +53,10 @@ void draw(cairo_t* cr, const Chart& chart, int width, int height) {
              chart);
 }
 
-std::string xml_escape(std::string_view s) {
+std::string markup_escape(std::string_view text) {
   std::string out;
-  out.reserve(s.size());
-  for (char ch : s) {
+  out.reserve(text.size());
+  for (const char ch : text) {
     switch (ch) {
       case '&':
         out += "&amp;";
@@ -69,6 +69,9 @@ std::string xml_escape(std::string_view s) {
         break;
       case '"':
         out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
         break;
       default:
         out += ch;
@@ -212,7 +215,7 @@ void add_description(std::string& svg, const Chart& chart) {
   if (end == std::string::npos) return;
   const auto [title, desc] = describe(chart);
   svg.insert(end + 1,
-             "\n<title>" + xml_escape(title) + "</title>\n<desc>" + xml_escape(desc) + "</desc>");
+             "\n<title>" + markup_escape(title) + "</title>\n<desc>" + markup_escape(desc) + "</desc>");
 }
 
 std::string render_svg(const Chart& chart, int width, int height) {
