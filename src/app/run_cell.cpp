@@ -15,12 +15,11 @@
 #include <thread>
 
 #include "app/console.h"
-#include "app/energy_report.h"
 #include "app/engine_launch.h"
-#include "app/server_gauges.h"
-#include "app/server_metrics.h"
-#include "app/server_timings.h"
 #include "dyno/build_info.h"
+#include "engine/server_gauges.h"
+#include "engine/server_metrics.h"
+#include "engine/server_timings.h"
 #include "record/manifest.h"
 #include "record/model_identity.h"
 #include "record/record_json.h"
@@ -28,6 +27,7 @@
 #include "record/run_index.h"
 #include "record/run_writer.h"
 #include "sim/server.h"
+#include "telemetry/energy_report.h"
 #include "transport/event_loop.h"
 #include "transport/timeouts.h"
 #include "workload/request_stream.h"
@@ -96,7 +96,7 @@ json::object hardware_identity(const telemetry::Monitor* monitor) {
     hw["ram_bytes"] = nullptr;
     unknown["ram_bytes"] = "/proc/meminfo has no MemTotal line";
   }
-  hw["gpus"] = monitor != nullptr ? gpu_identities(*monitor) : json::array();
+  hw["gpus"] = monitor != nullptr ? telemetry::gpu_identities(*monitor) : json::array();
   if (hw["gpus"].as_array().empty()) {
     unknown["gpus"] =
         monitor == nullptr
@@ -275,7 +275,7 @@ struct Measured {
   load::LoadResult result;
   double client_cpu_s = 0;  ///< this process minus an embedded engine, or the loop thread
   std::optional<std::string> metrics_before;
-  std::unique_ptr<GaugeSampler> gauges;
+  std::unique_ptr<engine::GaugeSampler> gauges;
   std::uint64_t log_begin = 0;
 };
 
@@ -288,7 +288,7 @@ Measured measure(EngineSession& engine, CellTarget& target, const CellSpec& cell
   // ...and its gauges (running, waiting, KV-cache use) sampled on the telemetry period.
   if (m.metrics_before && o.telemetry != "off") {
     const transport::HttpTargetConfig& tc = target.config();
-    m.gauges = std::make_unique<GaugeSampler>(
+    m.gauges = std::make_unique<engine::GaugeSampler>(
         tc.url, tc.api_key, tc.tls_verify, tc.ca_file,
         static_cast<std::int64_t>(o.telemetry_period_ms * 1e6));
     m.gauges->start();
@@ -362,17 +362,18 @@ json::object energy_and_telemetry(EngineSession& engine, const load::LoadResult&
   const std::int64_t t0 = result.t0_steady_ns;
   const telemetry::Monitor* monitor = engine.monitor();
   if (monitor != nullptr && monitor->active() && w_begin && w_end) {
-    json::object energy = energy_section(*monitor, engine.idle(), t0 + *w_begin, t0 + *w_end,
-                                         output_tokens, engine.vram_after_load(), warnings);
-    writer.write_text("telemetry.jsonl", telemetry_jsonl(*monitor, t0, cell_end, t0));
+    json::object energy =
+        telemetry::energy_section(*monitor, engine.idle(), t0 + *w_begin, t0 + *w_end,
+                                  output_tokens, engine.vram_after_load(), warnings);
+    writer.write_text("telemetry.jsonl", telemetry::telemetry_jsonl(*monitor, t0, cell_end, t0));
     return energy;
   }
-  return json::object{{"energy_j", nullptr},
-                      {"reason", monitor == nullptr ? "telemetry off (--telemetry off)"
-                                 : !monitor->active()
-                                     ? "no telemetry source is available on this host (see "
-                                       "dyno doctor)"
-                                     : "no measured request"}};
+  return json::object{
+      {"energy_j", nullptr},
+      {"reason", monitor == nullptr   ? "telemetry off (--telemetry off)"
+                 : !monitor->active() ? "no telemetry source is available on this host (see "
+                                        "dyno doctor)"
+                                      : "no measured request"}};
 }
 
 /// Writes an evidence file and names it in the manifest.
@@ -385,14 +386,14 @@ void add_evidence(record::RunWriter& writer, record::Manifest& manifest, const s
 /// summary.json's server section: the /metrics deltas and gauges (evidence/ files), the
 /// engine's per-response timings.
 json::object server_and_evidence(EngineSession& engine, Measured& m, bool crashed,
-                                 const ServerTimingFigures& timings, record::RunWriter& writer,
-                                 record::Manifest& manifest) {
+                                 const engine::ServerTimingFigures& timings,
+                                 record::RunWriter& writer, record::Manifest& manifest) {
   json::object server;
   if (m.metrics_before) {
     if (const std::optional<std::string> metrics_after = engine.scrape_metrics()) {
       add_evidence(writer, manifest, "evidence/metrics_before.txt", *m.metrics_before);
       add_evidence(writer, manifest, "evidence/metrics_after.txt", *metrics_after);
-      server = server_section(*m.metrics_before, *metrics_after);
+      server = engine::server_section(*m.metrics_before, *metrics_after);
     }
   }
   if (m.gauges && m.gauges->scrapes() > 0) {
@@ -404,21 +405,22 @@ json::object server_and_evidence(EngineSession& engine, Measured& m, bool crashe
     server = json::object{
         {"source", nullptr},
         {"reason", !m.metrics_before ? "the engine exposes no /metrics"
-                   : crashed ? "no /metrics snapshot after the cell: the engine had exited"
-                             : "the /metrics snapshot after the cell failed"}};
+                   : crashed         ? "no /metrics snapshot after the cell: the engine had exited"
+                                     : "the /metrics snapshot after the cell failed"}};
   }
   if (LaunchedEngine* launched = engine.launched()) {
     add_evidence(writer, manifest, "evidence/engine.log",
                  launched->cell_log(m.log_begin, launched->log_size()));
   }
   // The engine's per-response timings (llama.cpp), beside the /metrics figures above.
-  server["timings"] = server_timings_json(timings);
+  server["timings"] = engine::server_timings_json(timings);
   return server;
 }
 
 /// The console's headline of a finished cell.
 RunHeadline headline(EngineSession& engine, const CellSpec& cell, const RunOptions& o,
-                     const CellOutcome& out, bool stream, const ServerTimingFigures& timings) {
+                     const CellOutcome& out, bool stream,
+                     const engine::ServerTimingFigures& timings) {
   RunHeadline head;
   head.run_id = out.run_id;
   head.engine = engine.display();
@@ -442,8 +444,8 @@ RunHeadline headline(EngineSession& engine, const CellSpec& cell, const RunOptio
       return v != nullptr && v->is_number() ? std::optional<double>(v->to_number<double>())
                                             : std::nullopt;
     };
-    head.energy = fmt(n("energy_j"), 1) + " J (" + std::string(e.at("scope").as_string()) +
-                  ") · " + fmt(n("output_tokens_per_j"), 3) + " tok/J · " +
+    head.energy = fmt(n("energy_j"), 1) + " J (" + std::string(e.at("scope").as_string()) + ") · " +
+                  fmt(n("output_tokens_per_j"), 3) + " tok/J · " +
                   fmt(n("joules_per_output_token"), 3) + " J/token gross, " +
                   fmt(n("idle_subtracted_joules_per_output_token"), 3) + " net of idle";
   }
@@ -509,13 +511,15 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   so.client.peak_rss_bytes = peak_rss_bytes();
   so.client.loop_lag_s = result.loop_lag_s;
   out.summary = metrics::summarize_run(result.traces, so);
-  const ServerTimingFigures server_timings = server_timing_figures(result.traces);
-  if (auto w = prefill_gap_warning(server_timings)) out.summary.warnings.push_back(std::move(*w));
+  const engine::ServerTimingFigures server_timings = engine::server_timing_figures(result.traces);
+  if (auto w = engine::prefill_gap_warning(server_timings))
+    out.summary.warnings.push_back(std::move(*w));
   const std::int64_t cell_end = transport::steady_now_ns();
   json::object energy =
       energy_and_telemetry(engine, result, cell_end, writer, out.summary.warnings);
-  manifest.telemetry = telemetry_manifest(engine.monitor(), o.telemetry, o.telemetry_period_ms,
-                                          engine.idle(), result.t0_steady_ns, cell_end);
+  manifest.telemetry =
+      telemetry::telemetry_manifest(engine.monitor(), o.telemetry, o.telemetry_period_ms,
+                                    engine.idle(), result.t0_steady_ns, cell_end);
   out.interrupted = result.interrupted;
   out.status = crash ? "engine_crashed" : final_status(out.summary, result.interrupted);
   out.engine_crashed = crash.has_value();
@@ -531,10 +535,10 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
       server_and_evidence(engine, m, crash.has_value(), server_timings, writer, manifest);
   if (crash) {
     const LaunchedEngine::LogTail tail = engine.launched()->log_tail(40);
-    manifest.engine_exit = record::EngineExit{
-        crash->describe(),     crash->code, crash->signal, crash->at_ns - result.t0_steady_ns,
-        tail.text,
-        static_cast<std::int64_t>(tail.probe_lines_skipped)};
+    manifest.engine_exit =
+        record::EngineExit{crash->describe(), crash->code,
+                           crash->signal,     crash->at_ns - result.t0_steady_ns,
+                           tail.text,         static_cast<std::int64_t>(tail.probe_lines_skipped)};
   }
   if (target.plugin() != nullptr) {
     client["note"] =
@@ -554,8 +558,8 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   if (const transport::PluginTarget* plugin = target.plugin()) {
     // Which clock stamped the token events and request ends (docs/plugins.md).
     const transport::PluginStampCounts stamps = plugin->stamps();
-    manifest.clock->event_stamps = record::EventStamps{stamps.engine, stamps.receive,
-                                                       stamps.rejected};
+    manifest.clock->event_stamps =
+        record::EventStamps{stamps.engine, stamps.receive, stamps.rejected};
   }
   writer.write_json("manifest.json", record::manifest_to_json(manifest));
   writer.finalize(result.traces);
@@ -578,8 +582,9 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
   }
   std::cerr << render_warnings(out.summary.warnings,
                                detect_style(o.color, true).color && ::isatty(STDERR_FILENO) != 0);
-  out.exit_code = cell_exit_code(
-      out, crash, engine.launched() != nullptr ? engine.launched()->spec().name : "", o.error_budget);
+  out.exit_code =
+      cell_exit_code(out, crash, engine.launched() != nullptr ? engine.launched()->spec().name : "",
+                     o.error_budget);
   return out;
 }
 

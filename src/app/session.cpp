@@ -15,14 +15,13 @@
 #include <thread>
 
 #include "app/console.h"
-#include "app/energy_report.h"
 #include "app/engine_launch.h"
 #include "app/flag_values.h"
-#include "app/server_gauges.h"
-#include "app/server_metrics.h"
-#include "app/server_timings.h"
 #include "app/signals.h"
 #include "dyno/build_info.h"
+#include "engine/server_gauges.h"
+#include "engine/server_metrics.h"
+#include "engine/server_timings.h"
 #include "engine/spec.h"
 #include "record/model_identity.h"
 #include "record/record_json.h"
@@ -30,6 +29,7 @@
 #include "record/run_index.h"
 #include "record/run_writer.h"
 #include "sim/server.h"
+#include "telemetry/energy_report.h"
 #include "transport/event_loop.h"
 #include "transport/timeouts.h"
 #include "workload/request_stream.h"
@@ -301,15 +301,15 @@ void EngineSession::start_telemetry(const RunOptions& o) {
   monitor_->start();
   if (!monitor_->active()) return;
   // Idle baseline: after the engine is ready, before any request (warm-up included).
-  if (has_power_source(*monitor_) && o.idle_baseline_s > 0) {
+  if (telemetry::has_power_source(*monitor_) && o.idle_baseline_s > 0) {
     std::cerr << "dyno: measuring the idle baseline for " << o.idle_baseline_s
               << " s (--idle-baseline)\n";
-    idle_ = measure_idle(*monitor_, o.idle_baseline_s);
-  } else if (!gpu_identities(*monitor_).empty()) {
+    idle_ = telemetry::measure_idle(*monitor_, o.idle_baseline_s);
+  } else if (!telemetry::gpu_identities(*monitor_).empty()) {
     // A couple of samples, for the VRAM snapshot after load.
     std::this_thread::sleep_for(std::chrono::nanoseconds(monitor_->period_ns() * 2));
   }
-  vram_after_load_ = vram_used_now(*monitor_);
+  vram_after_load_ = telemetry::vram_used_now(*monitor_);
 }
 
 EngineSession::~EngineSession() {

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "app/energy_report.h"
 #include "app/run_command.h"
 #include "load/runner.h"
 #include "metrics/summary.h"
 #include "sim/profile.h"
+#include "telemetry/energy_report.h"
 #include "transport/http_target.h"
 #include "transport/plugin_target.h"
 #include "transport/tokenize_client.h"
@@ -94,7 +94,7 @@ class EngineSession {
   /// Telemetry of the whole command (nullptr with --telemetry off); started once the engine is
   /// up, with an idle baseline before the first cell when a source reports power.
   const telemetry::Monitor* monitor() const { return monitor_.get(); }
-  const IdleBaseline* idle() const { return idle_ ? &*idle_ : nullptr; }
+  const telemetry::IdleBaseline* idle() const { return idle_ ? &*idle_ : nullptr; }
   std::optional<std::int64_t> vram_after_load() const { return vram_after_load_; }
 
  private:
@@ -113,7 +113,7 @@ class EngineSession {
   std::unique_ptr<transport::TokenizeClient> metrics_client_;
   bool metrics_missing_ = false;
   std::unique_ptr<telemetry::Monitor> monitor_;
-  std::optional<IdleBaseline> idle_;
+  std::optional<telemetry::IdleBaseline> idle_;
   std::optional<std::int64_t> vram_after_load_;
   std::optional<sim::Profile> profile_;
   transport::HttpTargetConfig config_;

@@ -21,7 +21,7 @@ namespace {
 /// every optional section present.
 Manifest full_manifest() {
   Manifest m;
-  m.run_id = "20261202T101500Z-0123abcd";
+  m.run_id = "20261202T101500Z-0123ab-fast";
   m.label = "fast";
   m.status = "engine_crashed";
   m.started_at = "2026-12-02T10:15:00.000Z";
@@ -32,12 +32,21 @@ Manifest full_manifest() {
                            {"git_dirty", false},
                            {"build_type", "RelWithDebInfo"},
                            {"executable_sha256", std::string(64, 'a')}};
-  m.engine = json::object{{"kind", "server"}, {"url", "http://127.0.0.1:8000/v1"}};
-  m.engine_exit = dyno::record::EngineExit{"killed by signal 9 (SIGKILL)", std::nullopt, 9,
-                                           1'500'000'000, "engine log line\n", 3};
-  m.model = json::object{{"id", "dyno-sim"}};
-  m.hardware = json::object{{"host", "h"},       {"cpu_model", nullptr}, {"cpu_cores", 2},
-                            {"ram_bytes", 1024}, {"gpus", json::array()}, {"unknown", json::object{}}};
+  m.engine = json::object{
+      {"name", "sim"},
+      {"version", "1"},
+      {"reached", json::object{{"kind", "launched"}, {"scheme", "http"}, {"path", "/v1"}}},
+      {"engine_args", json::object{}},
+      {"api_key_used", false}};
+  m.engine_exit = dyno::record::EngineExit{
+      "killed by signal 9 (SIGKILL)", std::nullopt, 9, 1'500'000'000, "engine log line\n", 3};
+  m.model = json::object{{"id", "dyno-sim"},
+                         {"revision", nullptr},
+                         {"fingerprint", nullptr},
+                         {"unknown", json::object{{"fingerprint", "no --model-file"}}}};
+  m.hardware =
+      json::object{{"host", "h"},       {"cpu_model", nullptr},  {"cpu_cores", 2},
+                   {"ram_bytes", 1024}, {"gpus", json::array()}, {"unknown", json::object{}}};
   m.workload.protocol = json::object{{"name", "run"}, {"version", 1}};
   m.workload.api = "chat";
   m.workload.request_stream = {"synthetic", std::string(64, 'b'), 50, false};
@@ -46,8 +55,11 @@ Manifest full_manifest() {
   m.load.concurrency = 8;
   m.load.seed = 1;
   m.load.requests = 50;
-  m.load.timeouts_s = json::object{{"connect", 10}, {"first_token", nullptr}, {"total", nullptr},
-                                   {"idle", 60}, {"derived_rule", "rule"}};
+  m.load.timeouts_s = json::object{{"connect", 10},
+                                   {"first_token", nullptr},
+                                   {"total", nullptr},
+                                   {"idle", 60},
+                                   {"derived_rule", "rule"}};
   m.slo.ttft_s = 0.5;
   m.warnings.push_back({"concurrency_underfilled", "only 6 of 8 in flight", "send more requests"});
   m.evidence.push_back({"evidence/engine.log", std::string(64, 'c')});
