@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "app/protocols.h"
-#include "app/session.h"
+#include "app/run_cell.h"
 
 namespace dyno::app {
 

@@ -182,7 +182,7 @@ std::string render_summary(const RunHeadline& h, const metrics::Summary& s, bool
                kDim, color)
       << "\n";
   // Server-side rows (the engine's own timings) sit under the client's, never in their place.
-  const ServerTimingFigures* server =
+  const engine::ServerTimingFigures* server =
       h.server_timings && h.server_timings->with_timings > 0 ? &*h.server_timings : nullptr;
   dist_row(out, "ttft", s.ttft_ms, 2);
   if (server) dist_row(out, "prefill time (server)", server->prompt_ms, 2);

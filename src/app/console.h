@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "app/server_timings.h"
+#include "engine/server_timings.h"
 #include "load/runner.h"
 #include "metrics/summary.h"
 
@@ -49,7 +49,7 @@ struct RunHeadline {
   std::string energy;    ///< "" when no energy was measured
   /// Server-side figures from the responses' `timings`: printed beside the client's rows when
   /// at least one response had timings.
-  std::optional<ServerTimingFigures> server_timings;
+  std::optional<engine::ServerTimingFigures> server_timings;
   std::optional<double> metrics_acceptance_rate;  ///< /metrics spec-decode acceptance rate
 };
 

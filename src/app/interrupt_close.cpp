@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "metrics/summary.h"
+#include "record/manifest.h"
 #include "record/record_json.h"
 #include "record/record_reader.h"
 #include "record/run_id.h"
@@ -48,30 +49,17 @@ void settle_requests(const fs::path& dir) {
   record::write_file_atomic(path, body);
 }
 
-json::value optional_number(const json::object& o, const char* key) {
-  const json::value* v = o.if_contains(key);
-  return v != nullptr && v->is_number() ? *v : json::value(nullptr);
-}
-
 /// The summary of the requests on disk, with the load's declared shape from the manifest.
-metrics::Summary summarize(const fs::path& dir, const json::object& manifest) {
+metrics::Summary summarize(const fs::path& dir, const record::Manifest& manifest) {
   std::vector<metrics::Trace> traces = record::read_requests(dir);
   std::sort(traces.begin(), traces.end(),
             [](const metrics::Trace& a, const metrics::Trace& b) { return a.index < b.index; });
   metrics::SummaryOptions so;
-  const json::object& load = manifest.at("load").as_object();
-  so.open_loop = load.at("mode") == "open";
-  if (!so.open_loop && load.at("concurrency").is_number()) {
-    so.declared_concurrency = load.at("concurrency").to_number<double>();
+  so.open_loop = manifest.load.open_loop;
+  if (!so.open_loop && manifest.load.concurrency) {
+    so.declared_concurrency = static_cast<double>(*manifest.load.concurrency);
   }
-  const json::object& slo = manifest.at("slo").as_object();
-  const auto seconds = [&slo](const char* key) -> std::optional<double> {
-    const json::value v = optional_number(slo, key);
-    return v.is_null() ? std::nullopt : std::optional<double>(v.to_number<double>());
-  };
-  so.slo.ttft_s = seconds("ttft_s");
-  so.slo.tpot_s = seconds("tpot_s");
-  so.slo.e2e_s = seconds("e2e_s");
+  so.slo = manifest.slo;
   metrics::Summary summary = metrics::summarize_run(traces, so);
   summary.warnings.push_back(
       {"exited_at_once",
@@ -86,16 +74,17 @@ metrics::Summary summarize(const fs::path& dir, const json::object& manifest) {
 
 void close_record_at_once(const fs::path& dir, const CloseContext& context) {
   if (fs::exists(dir / "SHA256SUMS")) return;  // finished
-  json::object manifest = record::read_record_json(dir / "manifest.json");
+  record::Manifest manifest =
+      record::manifest_from_json(record::read_record_json(dir / "manifest.json"));
   settle_requests(dir);
-  if (manifest.at("status") != "running") {
+  if (manifest.status != "running") {
     // The run had written its final manifest and summary: only the checksums were missing.
     record::write_sha256sums(dir);
     return;
   }
   const metrics::Summary summary = summarize(dir, manifest);
   json::object summary_json{{"schema_version", record::kSchemaVersion},
-                            {"run_id", manifest.at("run_id")},
+                            {"run_id", manifest.run_id},
                             {"status", "interrupted"}};
   for (auto& kv : record::summary_to_json(summary)) summary_json[kv.key()] = kv.value();
   json::object& client = summary_json["client"].as_object();
@@ -107,22 +96,17 @@ void close_record_at_once(const fs::path& dir, const CloseContext& context) {
       {"source", nullptr}, {"reason", std::string("no /metrics snapshot after the run: ") + kWhy}};
   record::write_file_atomic(dir / "summary.json", record::pretty_json(summary_json));
 
-  json::array warnings;
-  for (const auto& w : summary.warnings) {
-    warnings.push_back(json::object{{"code", w.code}, {"message", w.message}, {"hint", w.hint}});
-  }
-  manifest["warnings"] = std::move(warnings);
-  manifest["status"] = "interrupted";
-  manifest["ended_at"] = record::iso8601_utc(std::chrono::system_clock::now());
-  manifest["clock"] = json::object{{"source", "steady_clock (CLOCK_MONOTONIC)"},
-                                   {"t0_steady_ns", nullptr},
-                                   {"measured_start_ns", nullptr}};
-  manifest["telemetry"] =
+  manifest.warnings = summary.warnings;
+  manifest.status = "interrupted";
+  manifest.ended_at = record::iso8601_utc(std::chrono::system_clock::now());
+  manifest.clock = record::ClockSection{};  // the load's t0 is not known outside it
+  manifest.telemetry =
       json::object{{"mode", context.telemetry_mode},
                    {"period_ms", json::object{{"requested", context.telemetry_period_ms}}},
                    {"backends", json::array()},
                    {"idle_baseline", nullptr}};
-  record::write_file_atomic(dir / "manifest.json", record::pretty_json(manifest));
+  record::write_file_atomic(dir / "manifest.json",
+                            record::pretty_json(record::manifest_to_json(manifest)));
   record::write_sha256sums(dir);
 }
 

@@ -7,7 +7,6 @@
 #include <iostream>
 
 #include "app/console.h"
-#include "app/energy_report.h"
 #include "app/flag_values.h"
 #include "app/import_command.h"
 #include "app/protocols.h"
@@ -19,6 +18,7 @@
 #include "app/stream_command.h"
 #include "dyno/build_info.h"
 #include "record/run_writer.h"
+#include "telemetry/energy_report.h"
 
 namespace {
 
@@ -390,8 +390,7 @@ int main(int argc, char** argv) {
   try {
     // Measuring commands answer SIGINT/SIGTERM from the start: a signal during preparation
     // (building a large stream, launching an engine) stops the run before its first request.
-    if (run->parsed() || sweep->parsed() || ladder->parsed() || speed->parsed() ||
-        real->parsed()) {
+    if (run->parsed() || sweep->parsed() || ladder->parsed() || speed->parsed() || real->parsed()) {
       dyno::app::install_stop_signals();
     }
     if (run->parsed()) return dyno::app::run_command(run_options);

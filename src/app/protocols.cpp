@@ -12,10 +12,10 @@
 #include "app/campaign.h"
 #include "app/console.h"
 #include "app/flag_values.h"
+#include "app/run_cell.h"
 #include "app/run_limits.h"
-#include "app/server_timings.h"
-#include "app/session.h"
 #include "app/signals.h"
+#include "engine/server_timings.h"
 #include "record/record_json.h"
 #include "record/redact.h"
 #include "record/run_id.h"
@@ -269,7 +269,7 @@ int ladder_command(const RunOptions& o, const LadderOptions& l) {
     std::optional<double> computed;
     for (const auto& t : c.traces) {
       if (!t.measured() || !t.ok()) continue;
-      const std::optional<std::int64_t> n = computed_prompt_tokens(t);
+      const std::optional<std::int64_t> n = engine::computed_prompt_tokens(t);
       if (!n) {
         computed.reset();
         break;

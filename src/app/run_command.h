@@ -79,4 +79,8 @@ metrics::Slo parse_slo(const std::string& text);
 /// Runs the benchmark; returns the exit code. Throws UsageError for bad options.
 int run_command(const RunOptions& options);
 
+/// `dyno doctor`: probes every telemetry source with the telemetry flags of `options` and
+/// prints what this host offers and why a source is missing; exit 0.
+int doctor_command(const RunOptions& options);
+
 }  // namespace dyno::app

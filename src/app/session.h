@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "app/energy_report.h"
 #include "app/run_command.h"
 #include "load/runner.h"
 #include "metrics/summary.h"
 #include "sim/profile.h"
+#include "telemetry/energy_report.h"
 #include "transport/http_target.h"
 #include "transport/plugin_target.h"
 #include "transport/tokenize_client.h"
@@ -94,7 +94,7 @@ class EngineSession {
   /// Telemetry of the whole command (nullptr with --telemetry off); started once the engine is
   /// up, with an idle baseline before the first cell when a source reports power.
   const telemetry::Monitor* monitor() const { return monitor_.get(); }
-  const IdleBaseline* idle() const { return idle_ ? &*idle_ : nullptr; }
+  const telemetry::IdleBaseline* idle() const { return idle_ ? &*idle_ : nullptr; }
   std::optional<std::int64_t> vram_after_load() const { return vram_after_load_; }
 
  private:
@@ -113,7 +113,7 @@ class EngineSession {
   std::unique_ptr<transport::TokenizeClient> metrics_client_;
   bool metrics_missing_ = false;
   std::unique_ptr<telemetry::Monitor> monitor_;
-  std::optional<IdleBaseline> idle_;
+  std::optional<telemetry::IdleBaseline> idle_;
   std::optional<std::int64_t> vram_after_load_;
   std::optional<sim::Profile> profile_;
   transport::HttpTargetConfig config_;
@@ -136,42 +136,5 @@ class PromptCounter {
  private:
   transport::TokenizeClient client_;
 };
-
-/// What varies between cells.
-struct CellSpec {
-  std::vector<workload::Request> requests;  ///< walked cyclically by the load
-  std::string stream_source;
-  /// The canonical hash of `requests` as the stream gave them, before flags filled defaults
-  /// (manifest workload.request_stream.sha256); empty: the hash of `requests`.
-  std::string stream_sha256;
-  /// The load may send `requests` again from the start (manifest request_stream.cycle).
-  bool stream_cycles = false;
-  load::LoadConfig load;
-  metrics::Slo slo;
-  std::string slo_text;
-  std::string load_text;         ///< for the console
-  boost::json::object protocol;  ///< manifest workload.protocol (name, version, params, cell…)
-  std::optional<std::string> campaign;
-  std::string label;
-  boost::json::object sampling;  ///< manifest workload.sampling
-  bool print_summary = true;     ///< print the per-run table (or JSON) on stdout
-};
-
-struct CellOutcome {
-  std::string run_id;
-  std::filesystem::path dir;
-  metrics::Summary summary;
-  std::vector<metrics::Trace> traces;
-  std::string status;  ///< ok | partial | interrupted | failed | engine_crashed
-  bool interrupted = false;
-  bool engine_crashed = false;  ///< the launched engine's process ended during the cell
-  boost::json::object summary_json;
-  int exit_code = kExitOk;
-};
-
-/// Runs one cell against `engine` and writes its record under options.runs_root. Scores
-/// requests that carry an expected answer. Never throws for failed requests (they are data).
-CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptions& options,
-                     const std::atomic<bool>& stop);
 
 }  // namespace dyno::app

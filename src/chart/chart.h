@@ -196,4 +196,8 @@ std::string render(const Chart& chart, Format format);  ///< at default_size(cha
 /// (std::invalid_argument otherwise, or when the input does not hold an <svg> element).
 std::string inline_svg(std::string_view svg, std::string_view id_prefix);
 
+/// Text made safe inside XML or HTML markup, attribute values included: & < > " ' become
+/// entities. The one escaper of SVG titles and of the report's HTML.
+std::string markup_escape(std::string_view text);
+
 }  // namespace dyno::chart

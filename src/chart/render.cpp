@@ -53,30 +53,6 @@ void draw(cairo_t* cr, const Chart& chart, int width, int height) {
              chart);
 }
 
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char ch : s) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
-}
-
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& s : items) {
@@ -211,8 +187,8 @@ void add_description(std::string& svg, const Chart& chart) {
   const std::size_t end = svg.find('>', open);
   if (end == std::string::npos) return;
   const auto [title, desc] = describe(chart);
-  svg.insert(end + 1,
-             "\n<title>" + xml_escape(title) + "</title>\n<desc>" + xml_escape(desc) + "</desc>");
+  svg.insert(end + 1, "\n<title>" + markup_escape(title) + "</title>\n<desc>" +
+                          markup_escape(desc) + "</desc>");
 }
 
 std::string render_svg(const Chart& chart, int width, int height) {
@@ -257,6 +233,33 @@ std::size_t panel_count(const Chart& chart) {
 }
 
 }  // namespace
+
+std::string markup_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
 
 Size default_size(const Chart& chart) {
   if (const auto* h = std::get_if<Heatmap>(&chart)) return detail::heatmap_default_size(*h);

@@ -152,7 +152,7 @@ bool same(const json::value& a, const json::value& b) {
 
 std::size_t code_points(std::string_view s) {
   std::size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0u) != 0x80u ? 1u : 0u;
+  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0u) != 0x80u ? 1u : 0u;
   return n;
 }
 

@@ -173,6 +173,10 @@ metrics::Trace trace_from_json(const json::object& o) {
   return t;
 }
 
+json::object warning_to_json(const metrics::Warning& w) {
+  return json::object{{"code", w.code}, {"message", w.message}, {"hint", w.hint}};
+}
+
 json::object summary_to_json(const metrics::Summary& s) {
   json::object o;
   o["definition_set"] = s.definition_set;
@@ -227,9 +231,7 @@ json::object summary_to_json(const metrics::Summary& s) {
                              {"peak_rss_bytes", number_or_null(s.client_peak_rss_bytes)},
                              {"loop_lag_ms", distribution_to_json(s.client_loop_lag_ms)}};
   json::array warnings;
-  for (const auto& w : s.warnings) {
-    warnings.push_back(json::object{{"code", w.code}, {"message", w.message}, {"hint", w.hint}});
-  }
+  for (const auto& w : s.warnings) warnings.push_back(warning_to_json(w));
   o["warnings"] = std::move(warnings);
   return o;
 }

@@ -30,6 +30,9 @@ boost::json::object trace_to_json(const metrics::Trace& trace, bool keep_event_t
 /// read_requests (record_reader.h): it checks the record's schema_version first.
 metrics::Trace trace_from_json(const boost::json::object& obj);
 
+/// A warning as the records write it (summary and manifest): {code, message, hint}.
+boost::json::object warning_to_json(const metrics::Warning& warning);
+
 /// The figures part of summary.json (everything but identity keys added by the caller).
 boost::json::object summary_to_json(const metrics::Summary& summary);
 

@@ -147,7 +147,7 @@ void md_block(std::string& out, const Block& b, const std::vector<Figure>& figur
 std::string html_inline(const Inline& in) {
   std::string out;
   for (const auto& s : in) {
-    std::string t = html_escape(s.text);
+    std::string t = chart::markup_escape(s.text);
     if (s.code) t = "<code>" + t + "</code>";
     if (s.bold) t = "<strong>" + t + "</strong>";
     out += t;
@@ -203,7 +203,7 @@ void html_block(std::string& out, const Block& b, const std::vector<Figure>& fig
       for (std::size_t i = 0; i < t.header.size(); ++i) {
         const bool num = i < t.numeric.size() && t.numeric[i];
         out += std::string("<th") + (num ? " class=\"num\"" : "") + " title=\"click to sort\">" +
-               html_escape(t.header[i]) + "</th>";
+               chart::markup_escape(t.header[i]) + "</th>";
       }
       out += "</tr></thead>\n<tbody>\n";
       for (const auto& row : t.rows) {
@@ -227,8 +227,8 @@ void html_block(std::string& out, const Block& b, const std::vector<Figure>& fig
     case Block::Kind::kFigure: {
       const Figure& f = figures.at(b.figure);
       out += "<figure id=\"fig-" + f.stem + "\">\n<div class=\"chart\">" + inline_svg(f) +
-             "</div>\n<figcaption>" + html_escape(f.title);
-      if (!f.caption.empty()) out += " — " + html_escape(f.caption);
+             "</div>\n<figcaption>" + chart::markup_escape(f.title);
+      if (!f.caption.empty()) out += " — " + chart::markup_escape(f.caption);
       out += "</figcaption>\n</figure>\n";
       break;
     }
@@ -366,7 +366,7 @@ std::string to_html(const Document& doc, const std::vector<Figure>& figures) {
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
       "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
-      html_escape(doc.title) + "</title>\n<style>\n" + kCss +
+      chart::markup_escape(doc.title) + "</title>\n<style>\n" + kCss +
       "\n</style>\n</head>\n<body>\n<main>\n";
   // Unique ids: a subsection title (e.g. "fast vs slow") repeats under several sections.
   std::vector<std::string> ids;
@@ -377,17 +377,17 @@ std::string to_html(const Document& doc, const std::vector<Figure>& figures) {
     used.insert(id);
     ids.push_back(id);
   }
-  out += "<h1>" + html_escape(doc.title) + "</h1>\n<nav>";
+  out += "<h1>" + chart::markup_escape(doc.title) + "</h1>\n<nav>";
   for (std::size_t i = 0; i < doc.sections.size(); ++i) {
     const auto& s = doc.sections[i];
-    if (s.level == 2) out += "<a href=\"#" + ids[i] + "\">" + html_escape(s.title) + "</a>";
+    if (s.level == 2) out += "<a href=\"#" + ids[i] + "\">" + chart::markup_escape(s.title) + "</a>";
   }
   out += "</nav>\n";
   for (const auto& b : doc.intro) html_block(out, b, figures);
   for (std::size_t i = 0; i < doc.sections.size(); ++i) {
     const auto& s = doc.sections[i];
     const std::string tag = "h" + std::to_string(s.level);
-    out += "<" + tag + " id=\"" + ids[i] + "\">" + html_escape(s.title) + "</" + tag + ">\n";
+    out += "<" + tag + " id=\"" + ids[i] + "\">" + chart::markup_escape(s.title) + "</" + tag + ">\n";
     for (const auto& b : s.blocks) html_block(out, b, figures);
   }
   out += "</main>\n<script>\n" + std::string(kScript) + "\n</script>\n</body>\n</html>\n";

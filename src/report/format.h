@@ -22,7 +22,5 @@ std::string short_hash(const std::string& s);
 /// Markdown-safe text: characters Markdown or HTML would interpret (\ ` * _ [ ] | # ~ < > &)
 /// are escaped, line breaks become spaces. For every text that comes from a record.
 std::string markdown_escape(const std::string& text);
-/// HTML-safe text (& < > " ').
-std::string html_escape(const std::string& text);
 
 }  // namespace dyno::report

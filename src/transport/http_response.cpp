@@ -255,6 +255,9 @@ HttpResponseReader::State HttpResponseReader::parse_head() {
   }
   head_ = std::move(h);
   if (head_.status == 204 || head_.status == 304) {
+    // No body follows, whatever Content-Length or Transfer-Encoding said: the head says so too.
+    if (head_.content_length) head_.content_length = 0;
+    head_.chunked = false;
     phase_ = Phase::kComplete;
   } else if (head_.chunked) {
     phase_ = Phase::kChunkSize;

@@ -17,8 +17,10 @@ struct ResponseHead {
   int status = 0;
   bool http10 = false;
   bool keep_alive = true;  ///< HTTP/1.1 without `Connection: close` (or 1.0 with keep-alive)
+  /// The length of the body that follows: Content-Length, except 0 for a 204 or 304 (they have
+  /// no body whatever their headers say, RFC 9110 §8.6).
   std::optional<std::uint64_t> content_length;
-  bool chunked = false;
+  bool chunked = false;          ///< the body is chunked (never for a 204 or 304)
   std::string content_type;      ///< lower-cased media type without parameters, "" when absent
   std::string content_encoding;  ///< lower-cased, "" when absent
   std::string location;          ///< `Location` of a redirect, "" when absent

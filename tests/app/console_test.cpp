@@ -81,7 +81,7 @@ TEST(Console, ServerFiguresSitUnderTheClientsRows) {
   h.status = "partial";
   h.record_dir = "runs/20261129T220000Z-def456";
   h.slo_text = "ttft=100ms";
-  dyno::app::ServerTimingFigures f;
+  dyno::engine::ServerTimingFigures f;
   f.with_timings = 97;
   f.without_timings = 1;
   f.prompt_tokens_computed = 20000;
@@ -110,7 +110,7 @@ TEST(Console, ServerFiguresSitUnderTheClientsRows) {
                                dyno::app::render_summary(h, fixed_summary(), false));
 
   // No response had timings: no server rows; the /metrics rate alone still shows.
-  h.server_timings = dyno::app::ServerTimingFigures{};
+  h.server_timings = dyno::engine::ServerTimingFigures{};
   const std::string text = dyno::app::render_summary(h, fixed_summary(), false);
   EXPECT_EQ(text.find("(server)"), std::string::npos);
   EXPECT_EQ(text.find("server      "), std::string::npos);

@@ -9,6 +9,7 @@
 #include "record/run_writer.h"
 #include "report/board_document.h"
 #include "report/board_files.h"
+#include "chart/chart.h"
 #include "report/format.h"
 #include "temp_dir.h"
 #include "test_records.h"
@@ -118,7 +119,7 @@ TEST_F(BoardDir, HtmlEscapesEveryTextFromTheRecords) {
 TEST(Format, EscapesAndNumbers) {
   EXPECT_EQ(markdown_escape("a|b *c* _d_ <e> & `f` [g] #h ~i\nj"),
             "a\\|b \\*c\\* \\_d\\_ &lt;e&gt; &amp; \\`f\\` \\[g\\] \\#h \\~i j");
-  EXPECT_EQ(html_escape("<a href=\"x\">'&'</a>"),
+  EXPECT_EQ(dyno::chart::markup_escape("<a href=\"x\">'&'</a>"),
             "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
   EXPECT_EQ(number(1189.44, 1), "1,189.4");
   EXPECT_EQ(number(999.0, 0), "999");

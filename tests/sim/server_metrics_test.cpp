@@ -31,6 +31,7 @@ using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 
 using testing::Client;
+using testing::fast_profile;
 using testing::Reply;
 
 // The exposition, scanned line by line: samples by "name{labels}" (or "name"), and the names
@@ -102,13 +103,8 @@ struct Outcome {
 };
 
 std::string chat_body(std::int64_t max_tokens, bool ignore_eos) {
-  json::object o;
-  o["model"] = "dyno-sim";
-  o["messages"] = json::array{json::object{{"role", "user"}, {"content", "Tell me a story."}}};
-  o["max_tokens"] = max_tokens;
+  json::object o = testing::chat_body(max_tokens);
   o["ignore_eos"] = ignore_eos;
-  o["stream"] = true;
-  o["stream_options"] = json::object{{"include_usage", true}};
   return json::serialize(o);
 }
 
@@ -117,12 +113,7 @@ Outcome stream_chat(Client& c, std::int64_t max_tokens, bool ignore_eos) {
       c.request(http::verb::post, "/v1/chat/completions", chat_body(max_tokens, ignore_eos));
   EXPECT_EQ(r.status, 200);
   Outcome out;
-  std::size_t pos = 0;
-  while (pos < r.body.size()) {
-    const std::size_t end = r.body.find("\n\n", pos);
-    if (end == std::string::npos) break;
-    const std::string data = r.body.substr(pos + 6, end - pos - 6);  // after "data: "
-    pos = end + 2;
+  for (const std::string& data : testing::sse_data(r.body)) {
     if (data == "[DONE]") continue;
     const json::object o = json::parse(data).as_object();
     const json::array& choices = o.at("choices").as_array();
@@ -143,12 +134,6 @@ Outcome stream_chat(Client& c, std::int64_t max_tokens, bool ignore_eos) {
   }
   EXPECT_GT(out.completion_tokens, 0);
   return out;
-}
-
-Profile fast_profile(const std::string& base) {
-  Profile p = builtin_profile(base);
-  p.step_base_s = 0.001;
-  return p;
 }
 
 TEST(ServerMetrics, CountersMatchUsageAndGaugesIdle) {

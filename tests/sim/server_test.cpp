@@ -35,23 +35,12 @@ namespace json = boost::json;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 
+using testing::chat_body;
 using testing::Client;
+using testing::fast_profile;
+using testing::read_truth;
 using testing::Reply;
-
-std::vector<std::string> sse_data(const std::string& body) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while (pos < body.size()) {
-    const std::size_t end = body.find("\n\n", pos);
-    if (end == std::string::npos) break;
-    const std::string event = body.substr(pos, end - pos);
-    EXPECT_EQ(event.rfind("data: ", 0), 0u) << event;
-    out.push_back(event.substr(6));
-    pos = end + 2;
-  }
-  EXPECT_EQ(pos, body.size()) << "trailing bytes";
-  return out;
-}
+using testing::sse_data;
 
 // Parsed streamed response.
 struct Streamed {
@@ -99,35 +88,11 @@ Streamed parse_stream(const std::string& body, bool chat) {
   return s;
 }
 
-json::object chat_body(std::int64_t max_tokens, bool stream, bool usage = true) {
-  json::object o;
-  o["model"] = "dyno-sim";
-  o["messages"] = json::array{json::object{{"role", "user"}, {"content", "Tell me a story."}}};
-  o["max_tokens"] = max_tokens;
-  o["stream"] = stream;
-  if (stream && usage) o["stream_options"] = json::object{{"include_usage", true}};
-  return o;
-}
-
-Profile fast_profile(const std::string& base = "small-gpu") {
-  Profile p = builtin_profile(base);
-  p.step_base_s = 0.001;
-  return p;
-}
-
 struct Running {
   explicit Running(ServerOptions o) : server(std::move(o)) { port = server.start(); }
   Server server;
   std::uint16_t port = 0;
 };
-
-std::vector<json::object> read_truth(const std::filesystem::path& path) {
-  std::vector<json::object> lines;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(json::parse(line).as_object());
-  return lines;
-}
 
 std::filesystem::path temp_path(const std::string& name) {
   return dyno::testing::process_temp_dir() / ("sim_" + name + ".jsonl");

@@ -20,27 +20,21 @@ namespace dyno::sim {
 namespace {
 
 namespace json = boost::json;
+using testing::chat_body;
 using testing::Client;
+using testing::read_truth;
 using testing::Reply;
+using testing::sse_data;
 
 // Every JSON `data:` chunk of a streamed body, in order ([DONE] excluded but required last).
 std::vector<json::object> chunks_of(const std::string& body) {
   std::vector<json::object> out;
-  std::size_t pos = 0;
-  bool done = false;
-  while (pos < body.size()) {
-    const std::size_t end = body.find("\n\n", pos);
-    if (end == std::string::npos) break;
-    const std::string data = body.substr(pos + 6, end - pos - 6);
-    pos = end + 2;
-    EXPECT_FALSE(done) << "data after [DONE]";
-    if (data == "[DONE]") {
-      done = true;
-    } else {
-      out.push_back(json::parse(data).as_object());
-    }
+  const std::vector<std::string> events = sse_data(body);
+  EXPECT_TRUE(!events.empty() && events.back() == "[DONE]");
+  for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+    EXPECT_NE(events[i], "[DONE]") << "data after [DONE]";
+    if (events[i] != "[DONE]") out.push_back(json::parse(events[i]).as_object());
   }
-  EXPECT_TRUE(done);
   return out;
 }
 
@@ -55,24 +49,6 @@ json::object timings_of(const std::vector<json::object>& chunks) {
   }
   EXPECT_TRUE(found) << "no chunk carries timings";
   return found.value_or(json::object{});
-}
-
-json::object chat_body(std::int64_t max_tokens, bool stream, bool usage) {
-  json::object o;
-  o["model"] = "dyno-sim";
-  o["messages"] = json::array{json::object{{"role", "user"}, {"content", "Tell me a story."}}};
-  o["max_tokens"] = max_tokens;
-  o["stream"] = stream;
-  if (stream && usage) o["stream_options"] = json::object{{"include_usage", true}};
-  return o;
-}
-
-std::vector<json::object> read_truth(const std::filesystem::path& path) {
-  std::vector<json::object> lines;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(json::parse(line).as_object());
-  return lines;
 }
 
 std::filesystem::path temp_path(const std::string& name) {

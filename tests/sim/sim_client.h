@@ -1,4 +1,5 @@
-// A blocking HTTP/1.1 test client for the simulated engine's server tests.
+// A blocking HTTP/1.1 test client for the simulated engine's server tests, and what those
+// tests share: a chat request body, the `data:` payloads of a streamed body, the truth log.
 #pragma once
 
 #include <boost/asio/connect.hpp>
@@ -8,11 +9,17 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <gtest/gtest.h>
+
 #include <boost/json.hpp>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "sim/profile.h"
 
 namespace dyno::sim::testing {
 
@@ -105,5 +112,49 @@ class Client {
   tcp::socket socket_;
   beast::flat_buffer buffer_;
 };
+
+/// A chat request for "dyno-sim"; streamed ones ask for the usage chunk unless `usage` is false.
+inline json::object chat_body(std::int64_t max_tokens, bool stream = true, bool usage = true) {
+  json::object o;
+  o["model"] = "dyno-sim";
+  o["messages"] = json::array{json::object{{"role", "user"}, {"content", "Tell me a story."}}};
+  o["max_tokens"] = max_tokens;
+  o["stream"] = stream;
+  if (stream && usage) o["stream_options"] = json::object{{"include_usage", true}};
+  return o;
+}
+
+/// The `data:` payload of every event of a streamed body, in order ("[DONE]" included); the
+/// sim writes each event as one `data: …` line and a blank line, and nothing else.
+inline std::vector<std::string> sse_data(const std::string& body) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos < body.size()) {
+    const std::size_t end = body.find("\n\n", pos);
+    if (end == std::string::npos) break;
+    const std::string event = body.substr(pos, end - pos);
+    EXPECT_EQ(event.rfind("data: ", 0), 0u) << event;
+    out.push_back(event.substr(std::min<std::size_t>(6, event.size())));
+    pos = end + 2;
+  }
+  EXPECT_EQ(pos, body.size()) << "trailing bytes";
+  return out;
+}
+
+/// A built-in profile with 1 ms steps, so that tests of the server run fast.
+inline Profile fast_profile(const std::string& base = "small-gpu") {
+  Profile p = builtin_profile(base);
+  p.step_base_s = 0.001;
+  return p;
+}
+
+/// The lines of a truth log (--truth), each a JSON object.
+inline std::vector<json::object> read_truth(const std::filesystem::path& path) {
+  std::vector<json::object> lines;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(json::parse(line).as_object());
+  return lines;
+}
 
 }  // namespace dyno::sim::testing

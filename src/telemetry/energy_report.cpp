@@ -1,4 +1,4 @@
-#include "app/energy_report.h"
+#include "telemetry/energy_report.h"
 
 #include <algorithm>
 #include <boost/json.hpp>
@@ -7,15 +7,13 @@
 #include <sstream>
 #include <thread>
 
-#include "app/run_command.h"
 #include "json/json_text.h"
 #include "metrics/stats.h"
 #include "record/record_json.h"
 
-namespace dyno::app {
+namespace dyno::telemetry {
 
 namespace json = boost::json;
-using telemetry::Capability;
 
 namespace {
 
@@ -30,22 +28,22 @@ json::value inum(std::optional<std::int64_t> v) {
   return v ? json::value(*v) : json::value(nullptr);
 }
 
-bool is_gpu(const telemetry::DeviceIdentity& d) { return d.kind == "gpu"; }
-bool is_cpu_package(const telemetry::DeviceIdentity& d) { return d.kind == "cpu-package"; }
+bool is_gpu(const DeviceIdentity& d) { return d.kind == "gpu"; }
+bool is_cpu_package(const DeviceIdentity& d) { return d.kind == "cpu-package"; }
 
-bool reports_power(const telemetry::DeviceIdentity& d) {
+bool reports_power(const DeviceIdentity& d) {
   return d.capabilities.count(Capability::kEnergyCounter) > 0 ||
          d.capabilities.count(Capability::kPowerInstant) > 0 ||
          d.capabilities.count(Capability::kPowerAverage) > 0;
 }
 
-json::array capability_names(const telemetry::DeviceIdentity& d) {
+json::array capability_names(const DeviceIdentity& d) {
   json::array a;
-  for (Capability c : d.capabilities) a.push_back(json::value(telemetry::to_string(c)));
+  for (Capability c : d.capabilities) a.push_back(json::value(to_string(c)));
   return a;
 }
 
-json::object identity_json(const telemetry::DeviceIdentity& d) {
+json::object identity_json(const DeviceIdentity& d) {
   json::object o{
       {"vendor", d.vendor},
       {"kind", d.kind},
@@ -65,7 +63,7 @@ json::object identity_json(const telemetry::DeviceIdentity& d) {
 
 /// Every (source, device) pair of the available sources.
 template <typename F>
-void for_each_device(const telemetry::Monitor& m, F f) {
+void for_each_device(const Monitor& m, F f) {
   const auto& probes = m.probes();
   for (std::size_t s = 0; s < probes.size(); ++s) {
     if (!probes[s].available) continue;
@@ -83,15 +81,15 @@ std::optional<double> IdleBaseline::power_w_for(std::size_t source, std::size_t 
   return std::nullopt;
 }
 
-bool has_power_source(const telemetry::Monitor& monitor) {
+bool has_power_source(const Monitor& monitor) {
   bool any = false;
-  for_each_device(monitor,
-                  [&](std::size_t, std::size_t, const telemetry::Probe&,
-                      const telemetry::DeviceIdentity& d) { any = any || reports_power(d); });
+  for_each_device(monitor, [&](std::size_t, std::size_t, const Probe&, const DeviceIdentity& d) {
+    any = any || reports_power(d);
+  });
   return any;
 }
 
-IdleBaseline measure_idle(const telemetry::Monitor& monitor, double seconds) {
+IdleBaseline measure_idle(const Monitor& monitor, double seconds) {
   IdleBaseline idle;
   // The window must start at or after a sample, so its start can be interpolated.
   monitor.wait_past(steady_ns());
@@ -99,17 +97,17 @@ IdleBaseline measure_idle(const telemetry::Monitor& monitor, double seconds) {
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   idle.end_ns = steady_ns();
   monitor.wait_past(idle.end_ns);
-  for_each_device(monitor, [&](std::size_t s, std::size_t d, const telemetry::Probe&,
-                               const telemetry::DeviceIdentity& dev) {
-    if (!reports_power(dev)) return;
-    const auto f = telemetry::window_figures(monitor.series(s, d), idle.begin_ns, idle.end_ns);
-    if (f.power_mean_w) idle.power_w.push_back({{s, d}, *f.power_mean_w});
-  });
+  for_each_device(monitor,
+                  [&](std::size_t s, std::size_t d, const Probe&, const DeviceIdentity& dev) {
+                    if (!reports_power(dev)) return;
+                    const auto f = window_figures(monitor.series(s, d), idle.begin_ns, idle.end_ns);
+                    if (f.power_mean_w) idle.power_w.push_back({{s, d}, *f.power_mean_w});
+                  });
   return idle;
 }
 
-json::object energy_section(const telemetry::Monitor& monitor, const IdleBaseline* idle,
-                            std::int64_t begin, std::int64_t end, std::int64_t output_tokens,
+json::object energy_section(const Monitor& monitor, const IdleBaseline* idle, std::int64_t begin,
+                            std::int64_t end, std::int64_t output_tokens,
                             std::optional<std::int64_t> vram_after_load,
                             std::vector<metrics::Warning>& warnings) {
   const double window_s = static_cast<double>(end - begin) * 1e-9;
@@ -118,9 +116,9 @@ json::object energy_section(const telemetry::Monitor& monitor, const IdleBaselin
   std::optional<double> gpu_energy, cpu_energy, gpu_idle, cpu_idle;
   std::optional<std::int64_t> vram_peak;
   std::vector<std::string> disagreeing, too_short;
-  for_each_device(monitor, [&](std::size_t s, std::size_t d, const telemetry::Probe& probe,
-                               const telemetry::DeviceIdentity& dev) {
-    const auto f = telemetry::window_figures(monitor.series(s, d), begin, end);
+  for_each_device(monitor, [&](std::size_t s, std::size_t d, const Probe& probe,
+                               const DeviceIdentity& dev) {
+    const auto f = window_figures(monitor.series(s, d), begin, end);
     const std::optional<double> idle_w = idle ? idle->power_w_for(s, d) : std::nullopt;
     const std::string label = probe.source + ":" + std::to_string(dev.index);
     json::array flags;
@@ -181,7 +179,7 @@ json::object energy_section(const telemetry::Monitor& monitor, const IdleBaselin
   if (energy && output_tokens > 0) {
     if (*energy > 0) per_j = static_cast<double>(output_tokens) / *energy;
     j_per_token = *energy / static_cast<double>(output_tokens);
-    net = telemetry::net_joules_per_token(energy, idle_w, window_s, output_tokens);
+    net = net_joules_per_token(energy, idle_w, window_s, output_tokens);
   }
   if (!disagreeing.empty()) {
     std::string who;
@@ -218,7 +216,7 @@ json::object energy_section(const telemetry::Monitor& monitor, const IdleBaselin
       {"devices", std::move(devices)}};
 }
 
-json::object telemetry_manifest(const telemetry::Monitor* monitor, const std::string& mode,
+json::object telemetry_manifest(const Monitor* monitor, const std::string& mode,
                                 double requested_period_ms, const IdleBaseline* idle,
                                 std::int64_t begin, std::int64_t end) {
   json::object t{{"mode", mode}, {"period_ms", json::object{{"requested", requested_period_ms}}}};
@@ -266,16 +264,15 @@ json::object telemetry_manifest(const telemetry::Monitor* monitor, const std::st
   return t;
 }
 
-json::array gpu_identities(const telemetry::Monitor& monitor) {
+json::array gpu_identities(const Monitor& monitor) {
   json::array gpus;
-  for_each_device(monitor, [&](std::size_t, std::size_t, const telemetry::Probe&,
-                               const telemetry::DeviceIdentity& d) {
+  for_each_device(monitor, [&](std::size_t, std::size_t, const Probe&, const DeviceIdentity& d) {
     if (is_gpu(d)) gpus.push_back(identity_json(d));
   });
   return gpus;
 }
 
-std::string telemetry_jsonl(const telemetry::Monitor& monitor, std::int64_t begin, std::int64_t end,
+std::string telemetry_jsonl(const Monitor& monitor, std::int64_t begin, std::int64_t end,
                             std::int64_t t0) {
   std::string out;
   const auto& probes = monitor.probes();
@@ -305,23 +302,23 @@ std::string telemetry_jsonl(const telemetry::Monitor& monitor, std::int64_t begi
   return out;
 }
 
-std::optional<std::int64_t> vram_used_now(const telemetry::Monitor& monitor) {
+std::optional<std::int64_t> vram_used_now(const Monitor& monitor) {
   std::optional<std::int64_t> total;
-  for_each_device(monitor, [&](std::size_t s, std::size_t d, const telemetry::Probe&,
-                               const telemetry::DeviceIdentity& dev) {
-    if (!is_gpu(dev)) return;
-    const auto series = monitor.series(s, d);
-    for (auto it = series.rbegin(); it != series.rend(); ++it) {
-      if (it->reading.memory_used_bytes) {
-        total = total.value_or(0) + *it->reading.memory_used_bytes;
-        break;
-      }
-    }
-  });
+  for_each_device(monitor,
+                  [&](std::size_t s, std::size_t d, const Probe&, const DeviceIdentity& dev) {
+                    if (!is_gpu(dev)) return;
+                    const auto series = monitor.series(s, d);
+                    for (auto it = series.rbegin(); it != series.rend(); ++it) {
+                      if (it->reading.memory_used_bytes) {
+                        total = total.value_or(0) + *it->reading.memory_used_bytes;
+                        break;
+                      }
+                    }
+                  });
   return total;
 }
 
-std::string doctor_text(const telemetry::Monitor& monitor) {
+std::string doctor_text(const Monitor& monitor) {
   std::ostringstream out;
   out << "telemetry sources on this host:\n";
   for (const auto& p : monitor.probes()) {
@@ -334,7 +331,7 @@ std::string doctor_text(const telemetry::Monitor& monitor) {
       if (!d.uuid.empty()) out << " " << d.uuid;
       out << "\n      capabilities:";
       if (d.capabilities.empty()) out << " none";
-      for (Capability c : d.capabilities) out << " " << telemetry::to_string(c);
+      for (Capability c : d.capabilities) out << " " << to_string(c);
       out << "\n";
     }
   }
@@ -344,11 +341,4 @@ std::string doctor_text(const telemetry::Monitor& monitor) {
   return out.str();
 }
 
-int doctor_command(const RunOptions& o) {
-  telemetry::Monitor monitor(telemetry::default_samplers(o.nvml_library, o.sysfs_root, o.proc_root),
-                             static_cast<std::int64_t>(o.telemetry_period_ms * 1e6));
-  std::cout << doctor_text(monitor);
-  return kExitOk;
-}
-
-}  // namespace dyno::app
+}  // namespace dyno::telemetry

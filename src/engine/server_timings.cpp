@@ -1,4 +1,4 @@
-#include "app/server_timings.h"
+#include "engine/server_timings.h"
 
 #include <algorithm>
 #include <boost/json.hpp>
@@ -8,7 +8,7 @@
 #include "engine/llamacpp_timings.h"
 #include "record/record_json.h"
 
-namespace dyno::app {
+namespace dyno::engine {
 
 namespace json = boost::json;
 
@@ -19,15 +19,15 @@ ServerTimingFigures server_timing_figures(std::span<const metrics::Trace> traces
   bool any_cached = false, any_drafts = false;
   for (const metrics::Trace& t : traces) {
     if (!t.measured() || !t.ok()) continue;
-    const std::optional<engine::LlamaCppTimings> timings =
+    const std::optional<LlamaCppTimings> timings =
         t.server_timings_json.empty() ? std::nullopt
-                                      : engine::parse_llamacpp_timings(t.server_timings_json);
+                                      : parse_llamacpp_timings(t.server_timings_json);
     if (!timings) {
       ++f.without_timings;
       continue;
     }
     ++f.with_timings;
-    const engine::LlamaCppTimings& x = *timings;
+    const LlamaCppTimings& x = *timings;
     if (x.prompt_n) f.prompt_tokens_computed += *x.prompt_n;
     if (x.cache_n) {
       cached += *x.cache_n;
@@ -99,7 +99,7 @@ std::optional<metrics::Warning> prefill_gap_warning(const ServerTimingFigures& f
 
 std::optional<std::int64_t> computed_prompt_tokens(const metrics::Trace& t) {
   if (!t.server_timings_json.empty()) {
-    if (const auto timings = engine::parse_llamacpp_timings(t.server_timings_json);
+    if (const auto timings = parse_llamacpp_timings(t.server_timings_json);
         timings && timings->prompt_n) {
       return timings->prompt_n;
     }
@@ -133,4 +133,4 @@ json::object server_timings_json(const ServerTimingFigures& f) {
   return o;
 }
 
-}  // namespace dyno::app
+}  // namespace dyno::engine

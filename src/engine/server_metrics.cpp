@@ -1,4 +1,4 @@
-#include "app/server_metrics.h"
+#include "engine/server_metrics.h"
 
 #include <boost/json.hpp>
 #include <string_view>
@@ -6,14 +6,14 @@
 #include "engine/prometheus.h"
 #include "record/record_json.h"
 
-namespace dyno::app {
+namespace dyno::engine {
 
 namespace json = boost::json;
 
 namespace {
 
 /// Σ of a counter's deltas over every label set; nullopt when the engine has no such counter.
-std::optional<double> delta_of(const std::vector<engine::Delta>& deltas, std::string_view name) {
+std::optional<double> delta_of(const std::vector<Delta>& deltas, std::string_view name) {
   std::optional<double> sum;
   for (const auto& d : deltas) {
     if (d.name == name) sum = sum.value_or(0) + d.delta;
@@ -21,7 +21,7 @@ std::optional<double> delta_of(const std::vector<engine::Delta>& deltas, std::st
   return sum;
 }
 
-std::optional<double> first_of(const std::vector<engine::Delta>& deltas,
+std::optional<double> first_of(const std::vector<Delta>& deltas,
                                std::initializer_list<std::string_view> names) {
   for (auto n : names) {
     if (auto v = delta_of(deltas, n)) return v;
@@ -34,7 +34,7 @@ std::optional<double> ratio(std::optional<double> num, std::optional<double> den
   return *num / *den;
 }
 
-std::string series_name(const engine::Delta& d) {
+std::string series_name(const Delta& d) {
   std::string s = d.name;
   if (!d.labels.empty()) {
     s += '{';
@@ -52,14 +52,14 @@ std::string series_name(const engine::Delta& d) {
 }  // namespace
 
 json::object server_section(const std::string& before_text, const std::string& after_text) {
-  engine::Exposition before, after;
+  Exposition before, after;
   try {
-    before = engine::parse_prometheus(before_text);
-    after = engine::parse_prometheus(after_text);
-  } catch (const engine::PrometheusError& e) {
+    before = parse_prometheus(before_text);
+    after = parse_prometheus(after_text);
+  } catch (const PrometheusError& e) {
     return json::object{{"source", "/metrics"}, {"error", e.what()}};
   }
-  const std::vector<engine::Delta> deltas = engine::counter_deltas(before, after);
+  const std::vector<Delta> deltas = counter_deltas(before, after);
   json::object counters;
   bool reset = false;
   for (const auto& d : deltas) {
@@ -94,4 +94,4 @@ json::object server_section(const std::string& before_text, const std::string& a
       {"counters", std::move(counters)}};
 }
 
-}  // namespace dyno::app
+}  // namespace dyno::engine

@@ -1,4 +1,4 @@
-#include "app/server_timings.h"
+#include "engine/server_timings.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace dyno::app {
+namespace dyno::engine {
 namespace {
 
 namespace json = boost::json;
@@ -20,18 +20,18 @@ metrics::Trace ok_trace(std::string timings, std::string phase = "measured") {
 
 TEST(ServerTimings, NoTimingsGiveAReasonNotZeros) {
   std::vector<metrics::Trace> traces{ok_trace(""), ok_trace("")};
-  ServerTimingFigures f = server_timing_figures(traces);
+  engine::ServerTimingFigures f = engine::server_timing_figures(traces);
   EXPECT_EQ(f.with_timings, 0u);
   EXPECT_EQ(f.without_timings, 2u);
   EXPECT_NE(f.reason.find("timings"), std::string::npos);
-  const json::object o = server_timings_json(f);
+  const json::object o = engine::server_timings_json(f);
   EXPECT_EQ(o.at("requests_with_timings").as_uint64(), 0u);
   EXPECT_EQ(o.at("requests_without_timings").as_uint64(), 2u);
   EXPECT_TRUE(o.contains("reason"));
   EXPECT_FALSE(o.contains("prefill_rate"));
   EXPECT_FALSE(o.contains("spec_decode_acceptance_rate"));
 
-  f = server_timing_figures({});
+  f = engine::server_timing_figures({});
   EXPECT_EQ(f.reason, "no measured request completed");
 }
 
@@ -62,7 +62,7 @@ TEST(ServerTimings, RatesTokensAndDrafts) {
   failed.status = metrics::RequestStatus::kError;
   traces.push_back(failed);
 
-  const ServerTimingFigures f = server_timing_figures(traces);
+  const engine::ServerTimingFigures f = engine::server_timing_figures(traces);
   EXPECT_EQ(f.with_timings, 3u);
   EXPECT_EQ(f.without_timings, 2u);
   EXPECT_EQ(f.reason, "");
@@ -83,7 +83,7 @@ TEST(ServerTimings, RatesTokensAndDrafts) {
   EXPECT_EQ(f.draft_tokens_accepted, 6);
   EXPECT_DOUBLE_EQ(*f.acceptance_rate, 0.5);
 
-  const json::object o = server_timings_json(f);
+  const json::object o = engine::server_timings_json(f);
   EXPECT_EQ(o.at("source").as_string(), "response timings");
   EXPECT_EQ(o.at("requests_with_timings").as_uint64(), 3u);
   EXPECT_EQ(o.at("prompt_tokens_computed").as_int64(), 407);
@@ -101,13 +101,13 @@ TEST(ServerTimings, FieldsAnEngineDoesNotReportStayNull) {
   // An older llama.cpp: no cache_n, no speculative decoding.
   std::vector<metrics::Trace> traces{
       ok_trace(R"({"prompt_n":13,"prompt_ms":4.5,"predicted_n":4,"predicted_ms":6.0})")};
-  const ServerTimingFigures f = server_timing_figures(traces);
+  const engine::ServerTimingFigures f = engine::server_timing_figures(traces);
   EXPECT_EQ(f.with_timings, 1u);
   EXPECT_FALSE(f.prompt_tokens_cached);
   EXPECT_FALSE(f.prompt_cached_fraction);
   EXPECT_FALSE(f.draft_tokens);
   EXPECT_FALSE(f.acceptance_rate);
-  const json::object o = server_timings_json(f);
+  const json::object o = engine::server_timings_json(f);
   EXPECT_TRUE(o.at("prompt_tokens_cached").is_null());
   EXPECT_TRUE(o.at("draft_tokens").is_null());
   EXPECT_TRUE(o.at("spec_decode_acceptance_rate").is_null());
@@ -115,9 +115,9 @@ TEST(ServerTimings, FieldsAnEngineDoesNotReportStayNull) {
 }
 
 }  // namespace
-}  // namespace dyno::app
+}  // namespace dyno::engine
 
-namespace dyno::app {
+namespace dyno::engine {
 namespace {
 
 TEST(ServerTimings, ComputedAndCachedPromptTokensFromPromptN) {
@@ -126,7 +126,7 @@ TEST(ServerTimings, ComputedAndCachedPromptTokensFromPromptN) {
   t.input_tokens = 100;
   EXPECT_EQ(computed_prompt_tokens(t), 40);
   const std::vector<metrics::Trace> traces{t};
-  const ServerTimingFigures f = server_timing_figures(traces);
+  const engine::ServerTimingFigures f = engine::server_timing_figures(traces);
   EXPECT_EQ(f.prompt_tokens_computed, 40);
   ASSERT_TRUE(f.prompt_tokens_cached);
   EXPECT_EQ(*f.prompt_tokens_cached, 60);
@@ -152,22 +152,22 @@ TEST(ServerTimings, WarnsWhenTtftIsFarAboveTheEnginesPromptTime) {
   };
   // A few ms outside the engine's prefill: no warning.
   std::vector<metrics::Trace> fine{trace(12, 8), trace(13, 9), trace(11, 8)};
-  ServerTimingFigures f = server_timing_figures(fine);
+  engine::ServerTimingFigures f = engine::server_timing_figures(fine);
   ASSERT_TRUE(f.ttft_minus_prompt_ms.p50);
   EXPECT_NEAR(*f.ttft_minus_prompt_ms.p50, 4.0, 1e-6);
-  EXPECT_FALSE(prefill_gap_warning(f));
+  EXPECT_FALSE(engine::prefill_gap_warning(f));
   // Requests that queued 5 s behind idle connections: warned, with both numbers.
   std::vector<metrics::Trace> queued{trace(5010, 8), trace(5012, 9), trace(5011, 8)};
-  f = server_timing_figures(queued);
-  const auto w = prefill_gap_warning(f);
+  f = engine::server_timing_figures(queued);
+  const auto w = engine::prefill_gap_warning(f);
   ASSERT_TRUE(w);
   EXPECT_EQ(w->code, "ttft_far_above_server_prefill");
   EXPECT_NE(w->message.find("8.0 ms"), std::string::npos) << w->message;
   EXPECT_NE(w->message.find("5003.0 ms"), std::string::npos) << w->message;
   // A long prefill that TTFT follows closely: no warning either.
   std::vector<metrics::Trace> long_prefill{trace(2100, 1900)};
-  EXPECT_FALSE(prefill_gap_warning(server_timing_figures(long_prefill)));
+  EXPECT_FALSE(engine::prefill_gap_warning(engine::server_timing_figures(long_prefill)));
 }
 
 }  // namespace
-}  // namespace dyno::app
+}  // namespace dyno::engine

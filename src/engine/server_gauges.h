@@ -17,7 +17,7 @@
 
 #include "transport/http_target.h"
 
-namespace dyno::app {
+namespace dyno::engine {
 
 class GaugeSampler {
  public:
@@ -62,4 +62,4 @@ class GaugeSampler {
   std::size_t failed_ = 0;
 };
 
-}  // namespace dyno::app
+}  // namespace dyno::engine

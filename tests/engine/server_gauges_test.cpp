@@ -1,4 +1,6 @@
 // Gauge sampling against the simulated engine's /metrics, in-process.
+#include "engine/server_gauges.h"
+
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -6,16 +8,16 @@
 #include <sstream>
 #include <thread>
 
-#include "app/server_gauges.h"
 #include "sim/profile.h"
 #include "sim/server.h"
 
 namespace json = boost::json;
 
 TEST(ServerGauges, KeysSortLabels) {
-  EXPECT_EQ(dyno::app::GaugeSampler::key_of("vllm:num_requests_running", {}),
+  EXPECT_EQ(dyno::engine::GaugeSampler::key_of("vllm:num_requests_running", {}),
             "vllm:num_requests_running");
-  EXPECT_EQ(dyno::app::GaugeSampler::key_of("g", {{"b", "2"}, {"a", "1"}}), "g{a=\"1\",b=\"2\"}");
+  EXPECT_EQ(dyno::engine::GaugeSampler::key_of("g", {{"b", "2"}, {"a", "1"}}),
+            "g{a=\"1\",b=\"2\"}");
 }
 
 TEST(ServerGauges, SamplesEveryGaugeOnThePeriodAndSummarisesEachSeries) {
@@ -25,7 +27,7 @@ TEST(ServerGauges, SamplesEveryGaugeOnThePeriodAndSummarisesEachSeries) {
   const auto port = sim.start();
   const auto url =
       dyno::transport::BaseUrl::parse("http://127.0.0.1:" + std::to_string(port) + "/v1");
-  dyno::app::GaugeSampler g(url, std::nullopt, true, std::nullopt, 20'000'000);  // floor: 100 ms
+  dyno::engine::GaugeSampler g(url, std::nullopt, true, std::nullopt, 20'000'000);  // floor: 100 ms
   g.start();
   std::this_thread::sleep_for(std::chrono::milliseconds(550));
   g.stop();
@@ -51,15 +53,16 @@ TEST(ServerGauges, SamplesEveryGaugeOnThePeriodAndSummarisesEachSeries) {
     const json::value v = json::parse(line);
     EXPECT_GT(v.at("t_ns").as_int64(), last);
     last = v.at("t_ns").as_int64();
-    EXPECT_TRUE(v.at("values").as_object().contains("vllm:num_requests_waiting{model_name=\"dyno-sim\"}"));
+    EXPECT_TRUE(
+        v.at("values").as_object().contains("vllm:num_requests_waiting{model_name=\"dyno-sim\"}"));
     ++n;
   }
   EXPECT_EQ(n, g.scrapes());
 }
 
 TEST(ServerGauges, AnEngineWithoutMetricsCountsFailedScrapes) {
-  dyno::app::GaugeSampler g(dyno::transport::BaseUrl::parse("http://127.0.0.1:1/v1"), std::nullopt,
-                            true, std::nullopt, 100'000'000);
+  dyno::engine::GaugeSampler g(dyno::transport::BaseUrl::parse("http://127.0.0.1:1/v1"),
+                               std::nullopt, true, std::nullopt, 100'000'000);
   g.start();
   std::this_thread::sleep_for(std::chrono::milliseconds(250));
   g.stop();

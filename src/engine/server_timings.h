@@ -14,7 +14,7 @@
 #include "metrics/summary.h"
 #include "metrics/trace.h"
 
-namespace dyno::app {
+namespace dyno::engine {
 
 /// Server-side figures from the `timings` of completed measured responses (docs/metrics.md,
 /// "Per-response server timings"). Times in ms, rates in tokens/s.
@@ -60,4 +60,4 @@ std::optional<std::int64_t> computed_prompt_tokens(const metrics::Trace& trace);
 /// `reason`.
 boost::json::object server_timings_json(const ServerTimingFigures& figures);
 
-}  // namespace dyno::app
+}  // namespace dyno::engine

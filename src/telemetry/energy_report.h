@@ -11,7 +11,7 @@
 #include "metrics/summary.h"
 #include "telemetry/monitor.h"
 
-namespace dyno::app {
+namespace dyno::telemetry {
 
 /// Idle power per device (source, device) measured before the first cell.
 struct IdleBaseline {
@@ -22,13 +22,13 @@ struct IdleBaseline {
 };
 
 /// True when some available source reports power or energy (an idle baseline is meaningful).
-bool has_power_source(const telemetry::Monitor& monitor);
+bool has_power_source(const Monitor& monitor);
 
 /// Measures the idle baseline: waits `seconds` while the monitor samples, then averages.
-IdleBaseline measure_idle(const telemetry::Monitor& monitor, double seconds);
+IdleBaseline measure_idle(const Monitor& monitor, double seconds);
 
 /// summary.json's `energy` section over [begin, end] (steady ns); adds typed warnings.
-boost::json::object energy_section(const telemetry::Monitor& monitor, const IdleBaseline* idle,
+boost::json::object energy_section(const Monitor& monitor, const IdleBaseline* idle,
                                    std::int64_t begin_ns, std::int64_t end_ns,
                                    std::int64_t output_tokens,
                                    std::optional<std::int64_t> vram_after_load_bytes,
@@ -36,25 +36,21 @@ boost::json::object energy_section(const telemetry::Monitor& monitor, const Idle
 
 /// manifest.json's `telemetry` object: sources, their reasons, capabilities, the requested and
 /// achieved sample period over [begin, end], read errors, the idle baseline.
-boost::json::object telemetry_manifest(const telemetry::Monitor* monitor, const std::string& mode,
+boost::json::object telemetry_manifest(const Monitor* monitor, const std::string& mode,
                                        double requested_period_ms, const IdleBaseline* idle,
                                        std::int64_t begin_ns, std::int64_t end_ns);
 
 /// manifest.json's hardware.gpus from the GPU sources' probes.
-boost::json::array gpu_identities(const telemetry::Monitor& monitor);
+boost::json::array gpu_identities(const Monitor& monitor);
 
 /// telemetry.jsonl: one line per device reading in [begin, end], times from `t0_ns`.
-std::string telemetry_jsonl(const telemetry::Monitor& monitor, std::int64_t begin_ns,
-                            std::int64_t end_ns, std::int64_t t0_ns);
+std::string telemetry_jsonl(const Monitor& monitor, std::int64_t begin_ns, std::int64_t end_ns,
+                            std::int64_t t0_ns);
 
 /// The VRAM in use per GPU right now (the latest sample), summed; nullopt without a GPU source.
-std::optional<std::int64_t> vram_used_now(const telemetry::Monitor& monitor);
+std::optional<std::int64_t> vram_used_now(const Monitor& monitor);
 
 /// `dyno doctor`: what telemetry this host offers and why a source is unavailable.
-std::string doctor_text(const telemetry::Monitor& monitor);
+std::string doctor_text(const Monitor& monitor);
 
-struct RunOptions;
-/// Probes every source with the telemetry flags of `options`, prints doctor_text; exit 0.
-int doctor_command(const RunOptions& options);
-
-}  // namespace dyno::app
+}  // namespace dyno::telemetry

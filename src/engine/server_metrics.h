@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-namespace dyno::app {
+namespace dyno::engine {
 
 /// summary.json's `server` section from two /metrics texts: every counter's delta, and the
 /// figures dyno knows how to read in the vLLM, SGLang and llama.cpp dialects (prompt and
@@ -15,4 +15,4 @@ namespace dyno::app {
 /// A text that does not parse gives a section with `error` naming the line.
 boost::json::object server_section(const std::string& before, const std::string& after);
 
-}  // namespace dyno::app
+}  // namespace dyno::engine

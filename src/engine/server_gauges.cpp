@@ -1,4 +1,4 @@
-#include "app/server_gauges.h"
+#include "engine/server_gauges.h"
 
 #include <algorithm>
 #include <boost/json.hpp>
@@ -13,7 +13,7 @@
 #include "transport/event_loop.h"
 #include "transport/tokenize_client.h"
 
-namespace dyno::app {
+namespace dyno::engine {
 
 namespace json = boost::json;
 
@@ -72,9 +72,9 @@ void GaugeSampler::loop() {
     bool ok = false;
     try {
       if (auto text = client->get_text("/metrics")) {
-        const engine::Exposition e = engine::parse_prometheus(*text);
+        const Exposition e = parse_prometheus(*text);
         for (const auto& f : e.families) {
-          if (f.type != engine::MetricType::kGauge) continue;
+          if (f.type != MetricType::kGauge) continue;
           for (const auto& sample : f.samples) {
             s.values.emplace_back(key_of(sample.name, sample.labels), sample.value);
           }
@@ -144,4 +144,4 @@ std::string GaugeSampler::evidence_jsonl(std::int64_t t0_ns) const {
   return out;
 }
 
-}  // namespace dyno::app
+}  // namespace dyno::engine

@@ -1,0 +1,17 @@
+// `dyno doctor`: what telemetry this host offers, and why a source is missing.
+#include <iostream>
+
+#include "app/run_command.h"
+#include "telemetry/energy_report.h"
+#include "telemetry/monitor.h"
+
+namespace dyno::app {
+
+int doctor_command(const RunOptions& o) {
+  telemetry::Monitor monitor(telemetry::default_samplers(o.nvml_library, o.sysfs_root, o.proc_root),
+                             static_cast<std::int64_t>(o.telemetry_period_ms * 1e6));
+  std::cout << telemetry::doctor_text(monitor);
+  return kExitOk;
+}
+
+}  // namespace dyno::app

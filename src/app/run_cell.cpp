@@ -1,0 +1,591 @@
+// One cell → one run record, in steps: make the target, open the record (its manifest says
+// `running`), measure, close the record (figures, evidence, the final manifest), print.
+#include "app/run_cell.h"
+
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <thread>
+
+#include "app/console.h"
+#include "app/engine_launch.h"
+#include "dyno/build_info.h"
+#include "engine/server_gauges.h"
+#include "engine/server_metrics.h"
+#include "engine/server_timings.h"
+#include "record/manifest.h"
+#include "record/model_identity.h"
+#include "record/record_json.h"
+#include "record/run_id.h"
+#include "record/run_index.h"
+#include "record/run_writer.h"
+#include "sim/server.h"
+#include "telemetry/energy_report.h"
+#include "transport/event_loop.h"
+#include "transport/timeouts.h"
+#include "workload/request_stream.h"
+#include "workload/scoring.h"
+
+namespace dyno::app {
+
+namespace json = boost::json;
+
+namespace {
+
+double cpu_seconds_self() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+double cpu_seconds_this_thread() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+double peak_rss_bytes() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) * 1024.0;  // Linux reports KiB
+}
+
+std::string read_first_match(const char* path, const std::string& prefix) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon == std::string::npos) return {};
+      std::string v = line.substr(colon + 1);
+      const auto start = v.find_first_not_of(" \t");
+      return start == std::string::npos ? std::string() : v.substr(start);
+    }
+  }
+  return {};
+}
+
+/// The host's identity; `gpus` is filled from telemetry. Every field left null (and an empty
+/// `gpus`) has its reason in `unknown`.
+json::object hardware_identity(const telemetry::Monitor* monitor) {
+  json::object hw;
+  json::object unknown;
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) == 0) {
+    hw["host"] = host;
+  } else {
+    hw["host"] = nullptr;
+    unknown["host"] = "gethostname failed";
+  }
+  const std::string cpu = read_first_match("/proc/cpuinfo", "model name");
+  hw["cpu_model"] = cpu.empty() ? json::value(nullptr) : json::value(cpu);
+  if (cpu.empty()) unknown["cpu_model"] = "/proc/cpuinfo has no 'model name' line";
+  hw["cpu_cores"] = std::thread::hardware_concurrency();
+  const std::string mem = read_first_match("/proc/meminfo", "MemTotal");
+  if (!mem.empty()) {
+    hw["ram_bytes"] = static_cast<std::int64_t>(std::stoll(mem)) * 1024;
+  } else {
+    hw["ram_bytes"] = nullptr;
+    unknown["ram_bytes"] = "/proc/meminfo has no MemTotal line";
+  }
+  hw["gpus"] = monitor != nullptr ? telemetry::gpu_identities(*monitor) : json::array();
+  if (hw["gpus"].as_array().empty()) {
+    unknown["gpus"] =
+        monitor == nullptr
+            ? "telemetry off (--telemetry off): GPUs are identified by their telemetry source"
+            : "no GPU telemetry source is available on this host (NVML, amdgpu; see dyno doctor)";
+  }
+  hw["unknown"] = std::move(unknown);
+  return hw;
+}
+
+/// Computed once per process: hashing the executable is not free.
+const json::object& harness_identity() {
+  static const json::object identity = [] {
+    json::object h;
+    h["name"] = "dyno";
+    h["version"] = build_info::kVersion;
+    h["git_commit"] = build_info::kGitCommit;
+    h["git_dirty"] = build_info::kGitDirty;
+    h["build_type"] = build_info::kBuildType;
+    json::object unknown;
+    if (std::string(build_info::kGitCommit) == "unknown") {
+      unknown["git_commit"] = "dyno was built outside a git checkout";
+    }
+    try {
+      h["executable_sha256"] = record::sha256_hex_file("/proc/self/exe");
+    } catch (const record::RecordError& e) {
+      h["executable_sha256"] = nullptr;
+      unknown["executable_sha256"] = std::string("cannot read /proc/self/exe: ") + e.what();
+    }
+    if (!unknown.empty()) h["unknown"] = std::move(unknown);
+    return h;
+  }();
+  return identity;
+}
+
+/// Scores every ended request whose stream request has an expected answer (after the run, off
+/// the hot path). A failed request is scored incorrect.
+void score_traces(const std::vector<workload::Request>& requests,
+                  std::vector<metrics::Trace>& traces) {
+  for (auto& t : traces) {
+    const workload::Request& r = requests[t.index % requests.size()];
+    if (!r.expected || t.status == metrics::RequestStatus::kCancelled) continue;
+    if (t.ok()) {
+      const workload::Score score = workload::score_answer(*r.expected, t.output_text);
+      t.correct = score.correct;
+      t.extracted_answer = score.extracted;
+      t.scorer = score.scorer;
+    } else {
+      t.correct = false;
+      t.extracted_answer.clear();
+      t.scorer = r.expected->scorer;
+    }
+  }
+}
+
+/// manifest load.timeouts_s: what the user set; a limit left unset is derived per request.
+json::object timeouts_json(const RunOptions& o) {
+  json::object t{{"connect", o.connect_timeout_s},
+                 {"first_token", record::number_or_null(o.first_token_timeout_s)},
+                 {"total", record::number_or_null(o.timeout_s)},
+                 {"idle", o.idle_timeout_s}};
+  if (!o.first_token_timeout_s || !o.timeout_s) t["derived_rule"] = transport::kDerivedTimeoutRule;
+  return t;
+}
+
+/// Requests refused at connect (never served) after the engine last answered anything, in a cell
+/// whose engine exited: the port closed as the process began to exit, before it was reaped.
+/// They become cancelled ("not sent"); returns how many.
+std::size_t mark_unsent_after_exit(std::vector<metrics::Trace>& traces) {
+  std::int64_t last_answer = std::numeric_limits<std::int64_t>::min();
+  for (const auto& t : traces) {
+    if (t.first_byte_ns) last_answer = std::max(last_answer, *t.first_byte_ns);
+  }
+  std::size_t n = 0;
+  for (auto& t : traces) {
+    // (A connect failure may carry a sent_ns: a stale keep-alive connection took the bytes,
+    // and the fresh connection the request was retried on was refused; nothing was served.)
+    if (t.status != metrics::RequestStatus::kError ||
+        t.error_category != transport::to_string(transport::ErrorCategory::kConnect) ||
+        t.done_ns.value_or(last_answer) < last_answer) {
+      continue;
+    }
+    t.status = metrics::RequestStatus::kCancelled;
+    t.error_category = "cancelled";
+    t.error_message = "not sent: the engine had exited (" + t.error_message + ")";
+    ++n;
+  }
+  return n;
+}
+
+const char* final_status(const metrics::Summary& s, bool interrupted) {
+  if (interrupted) return "interrupted";
+  if (s.requests_ok == 0) return "failed";
+  if (s.requests_failed > 0) return "partial";
+  return "ok";
+}
+
+/// The engine's target for one cell: HTTP (a server or the embedded sim) or the in-process
+/// plugin, on the cell's own event loop.
+class CellTarget {
+ public:
+  CellTarget(EngineSession& engine, const std::string& run_id, const load::LoadConfig& load)
+      : config_(engine.target_config()) {
+    config_.request_id_prefix = run_id + "-";
+    config_.keep_output_text = load.keep_output_text;
+    // Never hold more idle connections than the load can use (a closed loop needs C at most).
+    if (!load.open_loop) config_.max_idle_connections = load.concurrency;
+    if (engine.plugin() != nullptr) {
+      transport::PluginTargetConfig pc;
+      pc.model = engine.model();
+      pc.api = config_.api;
+      pc.stream = config_.stream;
+      pc.request_id_prefix = config_.request_id_prefix;
+      pc.first_token_timeout = config_.first_token_timeout;
+      pc.total_timeout = config_.total_timeout;
+      plugin_ = std::make_unique<transport::PluginTarget>(loop_, *engine.plugin(), pc);
+    } else {
+      http_ = std::make_unique<transport::HttpTarget>(loop_, config_);
+    }
+  }
+  transport::EventLoop& loop() { return loop_; }
+  transport::Target& target() {
+    return plugin_ ? static_cast<transport::Target&>(*plugin_) : *http_;
+  }
+  const transport::HttpTargetConfig& config() const { return config_; }
+  const transport::PluginTarget* plugin() const { return plugin_.get(); }
+  std::uint64_t connections_opened() const { return http_ ? http_->connections_opened() : 0; }
+
+ private:
+  transport::HttpTargetConfig config_;
+  transport::EventLoop loop_;
+  std::unique_ptr<transport::HttpTarget> http_;
+  std::unique_ptr<transport::PluginTarget> plugin_;
+};
+
+/// The manifest as the run starts (status running; no telemetry or clock yet).
+record::Manifest open_manifest(EngineSession& engine, const CellSpec& cell, const RunOptions& o,
+                               const std::string& run_id,
+                               std::chrono::system_clock::time_point started, bool stream) {
+  record::Manifest m;
+  m.run_id = run_id;
+  if (!cell.label.empty()) m.label = cell.label;
+  m.campaign = cell.campaign;
+  m.started_at = record::iso8601_utc(started);
+  m.harness = harness_identity();
+  m.engine = engine.engine_json(engine.begin_cell());
+  m.model = engine.model_json();
+  m.hardware = hardware_identity(engine.monitor());
+  m.workload.protocol = cell.protocol;
+  m.workload.api = engine.api() == workload::Api::kChat ? "chat" : "completions";
+  m.workload.request_stream = {
+      cell.stream_source,
+      cell.stream_sha256.empty() ? workload::stream_sha256(cell.requests) : cell.stream_sha256,
+      cell.requests.size(), cell.stream_cycles};
+  m.workload.sampling = cell.sampling;
+  m.workload.sampling["stream"] = stream;
+  m.workload.warmup_requests = cell.load.warmup;
+  record::LoadSection& l = m.load;
+  l.open_loop = cell.load.open_loop;
+  if (!cell.load.open_loop) l.concurrency = cell.load.concurrency;
+  if (const auto& sched = cell.load.schedule) {
+    l.rate_per_s = sched->rate_per_s;
+    l.arrival = load::to_string(sched->arrival);
+    l.burstiness = sched->burstiness;
+  }
+  l.seed = o.seed;
+  l.requests = cell.load.requests;
+  l.duration_s = cell.load.duration_s;
+  l.timeouts_s = timeouts_json(o);
+  m.slo = cell.slo;
+  return m;
+}
+
+/// What the load left, and what was observed beside it.
+struct Measured {
+  load::LoadResult result;
+  double client_cpu_s = 0;  ///< this process minus an embedded engine, or the loop thread
+  std::optional<std::string> metrics_before;
+  std::unique_ptr<engine::GaugeSampler> gauges;
+  std::uint64_t log_begin = 0;
+};
+
+Measured measure(EngineSession& engine, CellTarget& target, const CellSpec& cell,
+                 const load::LoadConfig& load_config, const RunOptions& o,
+                 record::RunWriter& writer, bool progress, const std::atomic<bool>& stop) {
+  Measured m;
+  // Server-side counters: a /metrics snapshot before and after the cell (evidence/).
+  m.metrics_before = engine.scrape_metrics();
+  // ...and its gauges (running, waiting, KV-cache use) sampled on the telemetry period.
+  if (m.metrics_before && o.telemetry != "off") {
+    const transport::HttpTargetConfig& tc = target.config();
+    m.gauges = std::make_unique<engine::GaugeSampler>(
+        tc.url, tc.api_key, tc.tls_verify, tc.ca_file,
+        static_cast<std::int64_t>(o.telemetry_period_ms * 1e6));
+    m.gauges->start();
+  }
+  ProgressBar bar(progress);
+  std::int64_t measured_start_abs = 0;
+  load::RunHooks hooks;
+  hooks.on_finished = [&writer](const metrics::Trace& t) { writer.append_request(t); };
+  hooks.on_progress = [&bar, &measured_start_abs](const load::Progress& p) {
+    if (measured_start_abs == 0 && !p.warmup) measured_start_abs = transport::steady_now_ns();
+    const double elapsed =
+        measured_start_abs == 0
+            ? 0.0
+            : static_cast<double>(transport::steady_now_ns() - measured_start_abs) * 1e-9;
+    bar.update(p, elapsed);
+  };
+  hooks.stop_requested = &stop;
+  LaunchedEngine* launched = engine.launched();
+  m.log_begin = launched != nullptr ? launched->log_size() : 0;
+  if (launched != nullptr) hooks.engine_exited = &launched->exited_flag();
+
+  const double sim_cpu_before = engine.embedded() ? engine.embedded()->cpu_seconds() : 0.0;
+  const double cpu_before = cpu_seconds_self();
+  const double loop_cpu_before = cpu_seconds_this_thread();
+  m.result = load::run_load(target.loop(), target.target(), cell.requests, load_config, hooks);
+  const double cpu_after = cpu_seconds_self();
+  if (m.gauges) m.gauges->stop();
+  const double loop_cpu = cpu_seconds_this_thread() - loop_cpu_before;
+  const double sim_cpu =
+      engine.embedded() ? engine.embedded()->cpu_seconds() - sim_cpu_before : 0.0;
+  bar.finish();
+  // The embedded engine runs on a thread of this process: its CPU is not the client's. An
+  // in-process plugin's threads are not the client's either, and their CPU time is not known
+  // apart: the client is the event-loop thread (this one).
+  m.client_cpu_s =
+      target.plugin() != nullptr ? loop_cpu : std::max(0.0, cpu_after - cpu_before - sim_cpu);
+  return m;
+}
+
+/// A launched engine that ended during the cell, once requests that raced its exit are settled.
+std::optional<engine::ExitStatus> engine_exit(EngineSession& engine,
+                                              std::vector<metrics::Trace>& traces) {
+  LaunchedEngine* launched = engine.launched();
+  if (launched == nullptr) return std::nullopt;
+  // Requests that found the engine's port closed may have raced its exit: give a process that
+  // is shutting down a moment to be reaped before calling the cell's status.
+  const bool lost_engine = std::any_of(traces.begin(), traces.end(), [](const metrics::Trace& t) {
+    return t.error_category == "connect" || t.error_category == "stream_truncated";
+  });
+  if (lost_engine) launched->wait_for_exit(std::chrono::milliseconds(3000));
+  std::optional<engine::ExitStatus> crash = launched->unexpected_exit();
+  // Requests that could not even connect because the engine had exited were never sent: they
+  // are not failures of the engine's serving, so they leave the figures (cancelled).
+  if (crash) mark_unsent_after_exit(traces);
+  return crash;
+}
+
+/// summary.json's energy section over the service window W (earliest sent to latest done of
+/// the measured requests); writes telemetry.jsonl when there is telemetry.
+json::object energy_and_telemetry(EngineSession& engine, const load::LoadResult& result,
+                                  std::int64_t cell_end, record::RunWriter& writer,
+                                  std::vector<metrics::Warning>& warnings) {
+  std::optional<std::int64_t> w_begin, w_end;
+  std::int64_t output_tokens = 0;
+  for (const auto& t : result.traces) {
+    if (!t.measured() || t.status == metrics::RequestStatus::kCancelled) continue;
+    if (t.sent_ns) w_begin = std::min(w_begin.value_or(*t.sent_ns), *t.sent_ns);
+    if (t.done_ns) w_end = std::max(w_end.value_or(*t.done_ns), *t.done_ns);
+    if (t.ok()) output_tokens += t.output_tokens.value_or(0);
+  }
+  const std::int64_t t0 = result.t0_steady_ns;
+  const telemetry::Monitor* monitor = engine.monitor();
+  if (monitor != nullptr && monitor->active() && w_begin && w_end) {
+    json::object energy =
+        telemetry::energy_section(*monitor, engine.idle(), t0 + *w_begin, t0 + *w_end,
+                                  output_tokens, engine.vram_after_load(), warnings);
+    writer.write_text("telemetry.jsonl", telemetry::telemetry_jsonl(*monitor, t0, cell_end, t0));
+    return energy;
+  }
+  return json::object{
+      {"energy_j", nullptr},
+      {"reason", monitor == nullptr   ? "telemetry off (--telemetry off)"
+                 : !monitor->active() ? "no telemetry source is available on this host (see "
+                                        "dyno doctor)"
+                                      : "no measured request"}};
+}
+
+/// Writes an evidence file and names it in the manifest.
+void add_evidence(record::RunWriter& writer, record::Manifest& manifest, const std::string& path,
+                  const std::string& text) {
+  writer.write_text(path, text);
+  manifest.evidence.push_back({path, record::sha256_hex(text)});
+}
+
+/// summary.json's server section: the /metrics deltas and gauges (evidence/ files), the
+/// engine's per-response timings.
+json::object server_and_evidence(EngineSession& engine, Measured& m, bool crashed,
+                                 const engine::ServerTimingFigures& timings,
+                                 record::RunWriter& writer, record::Manifest& manifest) {
+  json::object server;
+  if (m.metrics_before) {
+    if (const std::optional<std::string> metrics_after = engine.scrape_metrics()) {
+      add_evidence(writer, manifest, "evidence/metrics_before.txt", *m.metrics_before);
+      add_evidence(writer, manifest, "evidence/metrics_after.txt", *metrics_after);
+      server = engine::server_section(*m.metrics_before, *metrics_after);
+    }
+  }
+  if (m.gauges && m.gauges->scrapes() > 0) {
+    add_evidence(writer, manifest, "evidence/metrics_gauges.jsonl",
+                 m.gauges->evidence_jsonl(m.result.t0_steady_ns));
+    if (!server.empty()) server["gauges"] = m.gauges->summary_json();
+  }
+  if (server.empty()) {
+    server = json::object{
+        {"source", nullptr},
+        {"reason", !m.metrics_before ? "the engine exposes no /metrics"
+                   : crashed         ? "no /metrics snapshot after the cell: the engine had exited"
+                                     : "the /metrics snapshot after the cell failed"}};
+  }
+  if (LaunchedEngine* launched = engine.launched()) {
+    add_evidence(writer, manifest, "evidence/engine.log",
+                 launched->cell_log(m.log_begin, launched->log_size()));
+  }
+  // The engine's per-response timings (llama.cpp), beside the /metrics figures above.
+  server["timings"] = engine::server_timings_json(timings);
+  return server;
+}
+
+/// The console's headline of a finished cell.
+RunHeadline headline(EngineSession& engine, const CellSpec& cell, const RunOptions& o,
+                     const CellOutcome& out, bool stream,
+                     const engine::ServerTimingFigures& timings) {
+  RunHeadline head;
+  head.run_id = out.run_id;
+  head.engine = engine.display();
+  head.model = engine.model();
+  head.api = o.api + (stream ? ", streamed" : ", not streamed");
+  head.load = cell.load_text;
+  head.status = out.status;
+  head.record_dir = out.dir.string();
+  head.slo_text = cell.slo_text;
+  head.server_timings = timings;
+  const json::object& summary = out.summary_json;
+  if (const auto* rate =
+          summary.at("server").as_object().if_contains("spec_decode_acceptance_rate");
+      rate != nullptr && rate->is_number()) {
+    head.metrics_acceptance_rate = rate->to_number<double>();
+  }
+  const auto& e = summary.at("energy").as_object();
+  if (const auto* j = e.if_contains("energy_j"); j != nullptr && !j->is_null()) {
+    const auto n = [&e](const char* k) -> std::optional<double> {
+      const auto* v = e.if_contains(k);
+      return v != nullptr && v->is_number() ? std::optional<double>(v->to_number<double>())
+                                            : std::nullopt;
+    };
+    head.energy = fmt(n("energy_j"), 1) + " J (" + std::string(e.at("scope").as_string()) + ") · " +
+                  fmt(n("output_tokens_per_j"), 3) + " tok/J · " +
+                  fmt(n("joules_per_output_token"), 3) + " J/token gross, " +
+                  fmt(n("idle_subtracted_joules_per_output_token"), 3) + " net of idle";
+  }
+  return head;
+}
+
+/// The exit code of a cell, with the message that explains a failure on stderr.
+int cell_exit_code(const CellOutcome& out, const std::optional<engine::ExitStatus>& crash,
+                   const std::string& engine_name, double error_budget) {
+  if (crash) {
+    std::cerr << "dyno: engine " << engine_name << " " << crash->describe()
+              << " during the run; the record keeps every finished request and the log's tail\n";
+    return kExitRunFailed;
+  }
+  if (out.interrupted) return kExitInterrupted;
+  if (out.status == "failed") return kExitRunFailed;
+  if (out.summary.error_rate && *out.summary.error_rate > error_budget) {
+    std::cerr << "dyno: error rate " << fmt(*out.summary.error_rate * 100.0, 1)
+              << " % exceeds the error budget of " << fmt(error_budget * 100.0, 1)
+              << " % (--error-budget)\n";
+    return kExitRunFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptions& o,
+                     const std::atomic<bool>& stop) {
+  const ConsoleStyle style = detect_style(o.color, o.quiet);
+  CellOutcome out;
+  const auto started = std::chrono::system_clock::now();
+  out.run_id = record::make_run_id(started, cell.label);
+  // Answers that will be scored are kept, with or without --keep-outputs (an audit re-scores
+  // them from the record).
+  load::LoadConfig load_config = cell.load;
+  const bool scored =
+      std::any_of(cell.requests.begin(), cell.requests.end(),
+                  [](const workload::Request& r) { return r.expected.has_value(); });
+  if (scored) load_config.keep_output_text = true;
+
+  // 1. The target and the record, whose manifest says `running` until the cell ends.
+  CellTarget target(engine, out.run_id, load_config);
+  const bool stream = target.config().stream;
+  record::RunWriter writer(o.runs_root, out.run_id, load_config.keep_event_times);
+  if (target.config().api_key) writer.set_secrets({*target.config().api_key});  // never on disk
+  out.dir = writer.dir();
+  record::Manifest manifest = open_manifest(engine, cell, o, out.run_id, started, stream);
+  writer.write_json("manifest.json", record::manifest_to_json(manifest));
+
+  // 2. The load, with the server's counters and gauges beside it.
+  Measured m = measure(engine, target, cell, load_config, o, writer, style.progress, stop);
+  load::LoadResult& result = m.result;
+  const std::optional<engine::ExitStatus> crash = engine_exit(engine, result.traces);
+  if (scored) score_traces(cell.requests, result.traces);
+
+  // 3. The figures (docs/metrics.md).
+  metrics::SummaryOptions so;
+  if (!cell.load.open_loop) so.declared_concurrency = cell.load.concurrency;
+  so.open_loop = cell.load.open_loop;
+  so.slo = cell.slo;
+  so.client.cpu_s = m.client_cpu_s;
+  so.client.peak_rss_bytes = peak_rss_bytes();
+  so.client.loop_lag_s = result.loop_lag_s;
+  out.summary = metrics::summarize_run(result.traces, so);
+  const engine::ServerTimingFigures server_timings = engine::server_timing_figures(result.traces);
+  if (auto w = engine::prefill_gap_warning(server_timings))
+    out.summary.warnings.push_back(std::move(*w));
+  const std::int64_t cell_end = transport::steady_now_ns();
+  json::object energy =
+      energy_and_telemetry(engine, result, cell_end, writer, out.summary.warnings);
+  manifest.telemetry =
+      telemetry::telemetry_manifest(engine.monitor(), o.telemetry, o.telemetry_period_ms,
+                                    engine.idle(), result.t0_steady_ns, cell_end);
+  out.interrupted = result.interrupted;
+  out.status = crash ? "engine_crashed" : final_status(out.summary, result.interrupted);
+  out.engine_crashed = crash.has_value();
+
+  // 4. The record closed: summary.json, evidence, the final manifest, SHA256SUMS, the index.
+  json::object summary_json{
+      {"schema_version", record::kSchemaVersion}, {"run_id", out.run_id}, {"status", out.status}};
+  for (auto& kv : record::summary_to_json(out.summary)) summary_json[kv.key()] = kv.value();
+  json::object& client = summary_json["client"].as_object();
+  client["connections_opened"] = target.connections_opened();
+  summary_json["energy"] = std::move(energy);
+  summary_json["server"] =
+      server_and_evidence(engine, m, crash.has_value(), server_timings, writer, manifest);
+  if (crash) {
+    const LaunchedEngine::LogTail tail = engine.launched()->log_tail(40);
+    manifest.engine_exit =
+        record::EngineExit{crash->describe(), crash->code,
+                           crash->signal,     crash->at_ns - result.t0_steady_ns,
+                           tail.text,         static_cast<std::int64_t>(tail.probe_lines_skipped)};
+  }
+  if (target.plugin() != nullptr) {
+    client["note"] =
+        "the engine ran in this process (--plugin): cpu_s is the event-loop thread's CPU time "
+        "only; peak_rss_bytes is of the whole process";
+  }
+  if (engine.embedded()) {
+    client["note"] =
+        "the simulated engine ran in this process on its own thread: cpu_s excludes that "
+        "thread's CPU time; peak_rss_bytes is of the whole process";
+  }
+  writer.write_json("summary.json", summary_json);
+  manifest.warnings = out.summary.warnings;
+  manifest.status = out.status;
+  manifest.ended_at = record::iso8601_utc(std::chrono::system_clock::now());
+  manifest.clock = record::ClockSection{result.t0_steady_ns, result.measured_start_ns, {}};
+  if (const transport::PluginTarget* plugin = target.plugin()) {
+    // Which clock stamped the token events and request ends (docs/plugins.md).
+    const transport::PluginStampCounts stamps = plugin->stamps();
+    manifest.clock->event_stamps =
+        record::EventStamps{stamps.engine, stamps.receive, stamps.rejected};
+  }
+  writer.write_json("manifest.json", record::manifest_to_json(manifest));
+  writer.finalize(result.traces);
+  if (auto w = writer.invalid_utf8_warning()) out.summary.warnings.push_back(std::move(*w));
+  record::index_finished_run(o.runs_root, writer.dir(), std::cerr);  // a warning if it fails
+  out.traces = std::move(result.traces);
+  out.summary_json = std::move(summary_json);
+
+  // 5. The console.
+  if (cell.print_summary) {
+    if (o.json) {
+      json::object printed = out.summary_json;
+      printed["record_dir"] = writer.dir().string();
+      std::cout << record::pretty_json(printed);
+    } else {
+      std::cout << render_summary(headline(engine, cell, o, out, stream, server_timings),
+                                  out.summary, style.color);
+    }
+    std::cout.flush();
+  }
+  std::cerr << render_warnings(out.summary.warnings,
+                               detect_style(o.color, true).color && ::isatty(STDERR_FILENO) != 0);
+  out.exit_code =
+      cell_exit_code(out, crash, engine.launched() != nullptr ? engine.launched()->spec().name : "",
+                     o.error_budget);
+  return out;
+}
+
+}  // namespace dyno::app

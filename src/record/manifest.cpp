@@ -1,0 +1,276 @@
+#include "record/manifest.h"
+
+#include <boost/json.hpp>
+#include <stdexcept>
+#include <utility>
+
+#include "record/record_json.h"
+
+namespace dyno::record {
+
+namespace json = boost::json;
+
+namespace {
+
+template <typename T>
+json::value or_null(const std::optional<T>& v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
+
+[[noreturn]] void malformed(const std::string& key, const char* what) {
+  throw std::runtime_error("manifest.json: " + key + " " + what);
+}
+
+/// A reader of one object of the manifest that names the key's path in every error.
+class Reader {
+ public:
+  Reader(const json::object& o, std::string path) : o_(o), path_(std::move(path)) {}
+
+  const json::value& at(const char* key) const {
+    const json::value* v = o_.if_contains(key);
+    if (v == nullptr) malformed(name(key), "is missing");
+    return *v;
+  }
+  Reader object(const char* key) const {
+    const json::value& v = at(key);
+    if (!v.is_object()) malformed(name(key), "is not an object");
+    return Reader(v.as_object(), name(key));
+  }
+  json::object object_value(const char* key) const { return object(key).o_; }
+  std::string string(const char* key) const {
+    const json::value& v = at(key);
+    if (!v.is_string()) malformed(name(key), "is not a string");
+    return std::string(v.as_string());
+  }
+  std::optional<std::string> opt_string(const char* key) const {
+    const json::value* v = o_.if_contains(key);
+    if (v == nullptr || v->is_null()) return std::nullopt;
+    return string(key);
+  }
+  bool boolean(const char* key) const {
+    const json::value& v = at(key);
+    if (!v.is_bool()) malformed(name(key), "is not a boolean");
+    return v.as_bool();
+  }
+  std::optional<double> opt_number(const char* key) const {
+    const json::value* v = o_.if_contains(key);
+    if (v == nullptr || v->is_null()) return std::nullopt;
+    if (!v->is_number()) malformed(name(key), "is not a number");
+    return v->to_number<double>();
+  }
+  std::optional<std::int64_t> opt_int(const char* key) const {
+    const json::value* v = o_.if_contains(key);
+    if (v == nullptr || v->is_null()) return std::nullopt;
+    if (v->is_int64()) return v->as_int64();
+    if (v->is_uint64() && v->as_uint64() <= static_cast<std::uint64_t>(INT64_MAX)) {
+      return static_cast<std::int64_t>(v->as_uint64());
+    }
+    malformed(name(key), "is not an integer");
+  }
+  std::optional<std::uint64_t> opt_uint(const char* key) const {
+    const json::value* v = o_.if_contains(key);
+    if (v == nullptr || v->is_null()) return std::nullopt;
+    if (v->is_uint64()) return v->as_uint64();
+    if (v->is_int64() && v->as_int64() >= 0) return static_cast<std::uint64_t>(v->as_int64());
+    malformed(name(key), "is not a non-negative integer");
+  }
+  std::uint64_t uint(const char* key) const {
+    (void)at(key);
+    const std::optional<std::uint64_t> v = opt_uint(key);
+    if (!v) malformed(name(key), "is null");
+    return *v;
+  }
+  const json::array& array(const char* key) const {
+    const json::value& v = at(key);
+    if (!v.is_array()) malformed(name(key), "is not an array");
+    return v.as_array();
+  }
+  std::string name(const char* key) const { return path_.empty() ? key : path_ + "." + key; }
+  const json::object& raw() const { return o_; }
+
+ private:
+  const json::object& o_;
+  std::string path_;
+};
+
+json::object workload_to_json(const WorkloadSection& w) {
+  const RequestStreamRef& s = w.request_stream;
+  return json::object{{"protocol", w.protocol},
+                      {"api", w.api},
+                      {"request_stream", json::object{{"source", s.source},
+                                                      {"sha256", s.sha256},
+                                                      {"count", s.count},
+                                                      {"cycle", s.cycle}}},
+                      {"sampling", w.sampling},
+                      {"warmup_requests", w.warmup_requests}};
+}
+
+json::object load_to_json(const LoadSection& l) {
+  return json::object{{"mode", l.open_loop ? "open" : "closed"},
+                      {"concurrency", or_null(l.concurrency)},
+                      {"rate_per_s", number_or_null(l.rate_per_s)},
+                      {"arrival", or_null(l.arrival)},
+                      {"burstiness", number_or_null(l.burstiness)},
+                      {"seed", l.seed},
+                      {"requests", or_null(l.requests)},
+                      {"duration_s", number_or_null(l.duration_s)},
+                      {"timeouts_s", l.timeouts_s}};
+}
+
+json::object engine_to_json(const Manifest& m) {
+  json::object engine = m.engine;
+  if (m.engine_exit) {
+    const EngineExit& e = *m.engine_exit;
+    engine["exit"] = json::object{{"description", e.description},
+                                  {"code", or_null(e.code)},
+                                  {"signal", or_null(e.signal)},
+                                  {"at_ns", e.at_ns},
+                                  {"log_tail", e.log_tail},
+                                  {"log_tail_probe_lines_skipped", e.log_tail_probe_lines_skipped}};
+  }
+  return engine;
+}
+
+json::object clock_to_json(const ClockSection& c) {
+  json::object clock{{"source", "steady_clock (CLOCK_MONOTONIC)"},
+                     {"t0_steady_ns", or_null(c.t0_steady_ns)},
+                     {"measured_start_ns", or_null(c.measured_start_ns)}};
+  if (c.event_stamps) {
+    clock["event_stamps"] = json::object{{"engine", c.event_stamps->engine},
+                                         {"receive", c.event_stamps->receive},
+                                         {"rejected", c.event_stamps->rejected}};
+  }
+  return clock;
+}
+
+EngineExit engine_exit_from(const Reader& r) {
+  EngineExit e;
+  e.description = r.string("description");
+  if (const auto code = r.opt_int("code")) e.code = static_cast<int>(*code);
+  if (const auto signal = r.opt_int("signal")) e.signal = static_cast<int>(*signal);
+  e.at_ns = r.opt_int("at_ns").value_or(0);
+  e.log_tail = r.string("log_tail");
+  e.log_tail_probe_lines_skipped = r.opt_int("log_tail_probe_lines_skipped").value_or(0);
+  return e;
+}
+
+WorkloadSection workload_from(const Reader& r) {
+  WorkloadSection w;
+  w.protocol = r.object_value("protocol");
+  w.api = r.string("api");
+  const Reader s = r.object("request_stream");
+  w.request_stream.source = s.string("source");
+  w.request_stream.sha256 = s.string("sha256");
+  w.request_stream.count = s.uint("count");
+  w.request_stream.cycle = s.raw().contains("cycle") && s.boolean("cycle");  // older records
+  w.sampling = r.object_value("sampling");
+  w.warmup_requests = r.uint("warmup_requests");
+  return w;
+}
+
+LoadSection load_from(const Reader& r) {
+  LoadSection l;
+  const std::string mode = r.string("mode");
+  if (mode != "open" && mode != "closed") malformed(r.name("mode"), "is not open or closed");
+  l.open_loop = mode == "open";
+  l.concurrency = r.opt_uint("concurrency");
+  l.rate_per_s = r.opt_number("rate_per_s");
+  l.arrival = r.opt_string("arrival");
+  l.burstiness = r.opt_number("burstiness");
+  l.seed = r.uint("seed");
+  l.requests = r.opt_uint("requests");
+  l.duration_s = r.opt_number("duration_s");
+  l.timeouts_s = r.object_value("timeouts_s");
+  return l;
+}
+
+ClockSection clock_from(const Reader& r) {
+  ClockSection c;
+  c.t0_steady_ns = r.opt_int("t0_steady_ns");
+  c.measured_start_ns = r.opt_int("measured_start_ns");
+  if (r.raw().contains("event_stamps")) {
+    const Reader s = r.object("event_stamps");
+    c.event_stamps = EventStamps{s.uint("engine"), s.uint("receive"), s.uint("rejected")};
+  }
+  return c;
+}
+
+}  // namespace
+
+json::object manifest_to_json(const Manifest& m) {
+  json::array warnings;
+  for (const auto& w : m.warnings) warnings.push_back(warning_to_json(w));
+  json::array scrubbed;
+  for (const auto& f : m.scrubbed_fields) scrubbed.push_back(json::string(f));
+  json::array evidence;
+  for (const auto& e : m.evidence) {
+    evidence.push_back(json::object{{"path", e.path}, {"sha256", e.sha256}});
+  }
+  json::object o{{"schema_version", kSchemaVersion},
+                 {"run_id", m.run_id},
+                 {"label", or_null(m.label)},
+                 {"campaign", or_null(m.campaign)},
+                 {"status", m.status},
+                 {"started_at", m.started_at},
+                 {"ended_at", or_null(m.ended_at)},
+                 {"harness", m.harness},
+                 {"engine", engine_to_json(m)},
+                 {"model", m.model},
+                 {"hardware", m.hardware},
+                 {"workload", workload_to_json(m.workload)},
+                 {"load", load_to_json(m.load)},
+                 {"slo", json::object{{"ttft_s", number_or_null(m.slo.ttft_s)},
+                                      {"tpot_s", number_or_null(m.slo.tpot_s)},
+                                      {"e2e_s", number_or_null(m.slo.e2e_s)}}},
+                 {"warnings", std::move(warnings)},
+                 {"scrubbed_fields", std::move(scrubbed)},
+                 {"evidence", std::move(evidence)}};
+  if (m.telemetry) o["telemetry"] = *m.telemetry;
+  if (m.clock) o["clock"] = clock_to_json(*m.clock);
+  return o;
+}
+
+Manifest manifest_from_json(const json::object& object) {
+  const Reader r(object, "");
+  Manifest m;
+  m.run_id = r.string("run_id");
+  m.label = r.opt_string("label");
+  m.campaign = r.opt_string("campaign");
+  m.status = r.string("status");
+  m.started_at = r.string("started_at");
+  m.ended_at = r.opt_string("ended_at");
+  m.harness = r.object_value("harness");
+  m.engine = r.object_value("engine");
+  if (const json::value* exit = m.engine.if_contains("exit"); exit != nullptr) {
+    if (!exit->is_object()) malformed("engine.exit", "is not an object");
+    m.engine_exit = engine_exit_from(Reader(exit->as_object(), "engine.exit"));
+    m.engine.erase("exit");
+  }
+  m.model = r.object_value("model");
+  m.hardware = r.object_value("hardware");
+  m.workload = workload_from(r.object("workload"));
+  m.load = load_from(r.object("load"));
+  const Reader slo = r.object("slo");
+  m.slo.ttft_s = slo.opt_number("ttft_s");
+  m.slo.tpot_s = slo.opt_number("tpot_s");
+  m.slo.e2e_s = slo.opt_number("e2e_s");
+  for (const json::value& w : r.array("warnings")) {
+    if (!w.is_object()) malformed("warnings[]", "is not an object");
+    const Reader wr(w.as_object(), "warnings[]");
+    m.warnings.push_back({wr.string("code"), wr.string("message"), wr.string("hint")});
+  }
+  for (const json::value& f : r.array("scrubbed_fields")) {
+    if (!f.is_string()) malformed("scrubbed_fields[]", "is not a string");
+    m.scrubbed_fields.emplace_back(f.as_string());
+  }
+  for (const json::value& e : r.array("evidence")) {
+    if (!e.is_object()) malformed("evidence[]", "is not an object");
+    const Reader er(e.as_object(), "evidence[]");
+    m.evidence.push_back({er.string("path"), er.string("sha256")});
+  }
+  if (object.contains("telemetry")) m.telemetry = r.object_value("telemetry");
+  if (object.contains("clock")) m.clock = clock_from(r.object("clock"));
+  return m;
+}
+
+}  // namespace dyno::record

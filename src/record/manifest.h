@@ -1,0 +1,107 @@
+// The run record's manifest.json as a typed value (docs/record.md, docs/schema/
+// manifest.schema.json). The record module owns the schema, so it owns this form: `run_cell`
+// fills a Manifest and RunWriter writes `manifest_to_json(m)`; nothing else assembles manifest
+// JSON by hand. Sections whose shape belongs to another module's description of the world
+// (harness, engine, model, hardware, telemetry, the workload's protocol and sampling) stay JSON
+// objects, made by their owners.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "metrics/summary.h"
+
+namespace dyno::record {
+
+/// workload.request_stream: which requests were sent.
+struct RequestStreamRef {
+  std::string source;  ///< a file, an import, a synthetic generator
+  std::string sha256;  ///< the canonical hash of the stream as given (workload/request_stream.h)
+  std::uint64_t count = 0;
+  bool cycle = false;  ///< the load may send the stream again from its start (--cycle)
+};
+
+struct WorkloadSection {
+  boost::json::object protocol;  ///< name, version, params, cell… (docs/protocols.md)
+  std::string api = "chat";      ///< chat | completions
+  RequestStreamRef request_stream;
+  boost::json::object sampling;  ///< what the flags set (the stream's own values win)
+  std::uint64_t warmup_requests = 0;
+};
+
+struct LoadSection {
+  bool open_loop = false;
+  std::optional<std::uint64_t> concurrency;  ///< closed loop only
+  std::optional<double> rate_per_s;          ///< open loop only
+  std::optional<std::string> arrival;        ///< poisson | constant | gamma (open loop)
+  std::optional<double> burstiness;          ///< open loop
+  std::uint64_t seed = 0;
+  std::optional<std::uint64_t> requests;
+  std::optional<double> duration_s;
+  /// connect, first_token, idle, total: a number of seconds, "derived" or null (off).
+  boost::json::object timeouts_s;
+};
+
+/// engine.exit: a launched engine that ended during the run.
+struct EngineExit {
+  std::string description;
+  std::optional<int> code;
+  std::optional<int> signal;
+  std::int64_t at_ns = 0;  ///< from the run's t0
+  std::string log_tail;
+  std::int64_t log_tail_probe_lines_skipped = 0;
+};
+
+struct EvidenceFile {
+  std::string path;  ///< relative to the run directory, under evidence/
+  std::string sha256;
+};
+
+/// clock.event_stamps: which clock stamped an in-process engine's events (docs/plugins.md).
+struct EventStamps {
+  std::uint64_t engine = 0;
+  std::uint64_t receive = 0;
+  std::uint64_t rejected = 0;
+};
+
+struct ClockSection {
+  /// null in a record closed by a second interrupt that exited at once.
+  std::optional<std::int64_t> t0_steady_ns;
+  std::optional<std::int64_t> measured_start_ns;
+  std::optional<EventStamps> event_stamps;
+};
+
+struct Manifest {
+  std::string run_id;
+  std::optional<std::string> label;
+  std::optional<std::string> campaign;
+  std::string status = "running";  ///< running | ok | partial | interrupted | failed | engine_crashed
+  std::string started_at;          ///< ISO 8601 UTC
+  std::optional<std::string> ended_at;
+  boost::json::object harness;
+  boost::json::object engine;
+  std::optional<EngineExit> engine_exit;  ///< written as engine.exit
+  boost::json::object model;
+  boost::json::object hardware;
+  WorkloadSection workload;
+  LoadSection load;
+  metrics::Slo slo;
+  std::vector<metrics::Warning> warnings;
+  std::vector<std::string> scrubbed_fields;
+  std::vector<EvidenceFile> evidence;
+  std::optional<boost::json::object> telemetry;  ///< written once the run has ended
+  std::optional<ClockSection> clock;             ///< written once the run has ended
+};
+
+/// The JSON of manifest.json, keys in the schema's order (the file people read).
+boost::json::object manifest_to_json(const Manifest& manifest);
+
+/// Reads manifest.json's object back (the inverse of manifest_to_json). Throws
+/// std::runtime_error naming the key on a malformed object. To read a run directory, use
+/// read_record_json (record_reader.h) first: it checks the record's schema_version.
+Manifest manifest_from_json(const boost::json::object& object);
+
+}  // namespace dyno::record

@@ -1,0 +1,143 @@
+// record::Manifest: its JSON form (golden file, valid against docs/schema/manifest.schema.json)
+// and the reading back.
+#include "record/manifest.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "golden.h"
+#include "record/record_json.h"
+#include "record/record_schema.h"
+
+namespace json = boost::json;
+using dyno::record::Manifest;
+
+namespace {
+
+/// A finished closed-loop run of a launched engine that crashed, with a plugin's event stamps:
+/// every optional section present.
+Manifest full_manifest() {
+  Manifest m;
+  m.run_id = "20261202T101500Z-0123ab-fast";
+  m.label = "fast";
+  m.status = "engine_crashed";
+  m.started_at = "2026-12-02T10:15:00.000Z";
+  m.ended_at = "2026-12-02T10:16:40.500Z";
+  m.harness = json::object{{"name", "dyno"},
+                           {"version", "0.1.0"},
+                           {"git_commit", "0123456789abcdef0123456789abcdef01234567"},
+                           {"git_dirty", false},
+                           {"build_type", "RelWithDebInfo"},
+                           {"executable_sha256", std::string(64, 'a')}};
+  m.engine = json::object{
+      {"name", "sim"},
+      {"version", "1"},
+      {"reached", json::object{{"kind", "launched"}, {"scheme", "http"}, {"path", "/v1"}}},
+      {"engine_args", json::object{}},
+      {"api_key_used", false}};
+  m.engine_exit = dyno::record::EngineExit{
+      "killed by signal 9 (SIGKILL)", std::nullopt, 9, 1'500'000'000, "engine log line\n", 3};
+  m.model = json::object{{"id", "dyno-sim"},
+                         {"revision", nullptr},
+                         {"fingerprint", nullptr},
+                         {"unknown", json::object{{"fingerprint", "no --model-file"}}}};
+  m.hardware =
+      json::object{{"host", "h"},       {"cpu_model", nullptr},  {"cpu_cores", 2},
+                   {"ram_bytes", 1024}, {"gpus", json::array()}, {"unknown", json::object{}}};
+  m.workload.protocol = json::object{{"name", "run"}, {"version", 1}};
+  m.workload.api = "chat";
+  m.workload.request_stream = {"synthetic", std::string(64, 'b'), 50, false};
+  m.workload.sampling = json::object{{"temperature", 0}, {"stream", true}};
+  m.workload.warmup_requests = 2;
+  m.load.concurrency = 8;
+  m.load.seed = 1;
+  m.load.requests = 50;
+  m.load.timeouts_s = json::object{{"connect", 10},
+                                   {"first_token", nullptr},
+                                   {"total", nullptr},
+                                   {"idle", 60},
+                                   {"derived_rule", "rule"}};
+  m.slo.ttft_s = 0.5;
+  m.warnings.push_back({"concurrency_underfilled", "only 6 of 8 in flight", "send more requests"});
+  m.evidence.push_back({"evidence/engine.log", std::string(64, 'c')});
+  m.telemetry = json::object{{"mode", "off"},
+                             {"period_ms", json::object{{"requested", 100}}},
+                             {"backends", json::array()},
+                             {"idle_baseline", nullptr}};
+  m.clock = dyno::record::ClockSection{123, 456, dyno::record::EventStamps{40, 2, 1}};
+  return m;
+}
+
+}  // namespace
+
+TEST(Manifest, GoldenAndValidAgainstItsSchema) {
+  const json::object o = dyno::record::manifest_to_json(full_manifest());
+  dyno::testing::expect_golden("tests/record/golden/manifest.json", dyno::record::pretty_json(o));
+  const auto problems = dyno::record::record_schema("manifest").validate(o);
+  for (const auto& p : problems) ADD_FAILURE() << p.pointer << ": " << p.message;
+}
+
+TEST(Manifest, ReadsBackWhatItWrote) {
+  const json::object o = dyno::record::manifest_to_json(full_manifest());
+  const Manifest back = dyno::record::manifest_from_json(o);
+  EXPECT_EQ(dyno::record::manifest_to_json(back), o);
+  ASSERT_TRUE(back.engine_exit);
+  EXPECT_EQ(back.engine_exit->signal, 9);
+  EXPECT_FALSE(back.engine_exit->code);
+  EXPECT_FALSE(back.engine.contains("exit"));  // typed, not left in the object
+  ASSERT_TRUE(back.clock && back.clock->event_stamps);
+  EXPECT_EQ(back.clock->event_stamps->engine, 40u);
+  EXPECT_EQ(back.load.concurrency, 8u);
+  EXPECT_FALSE(back.load.open_loop);
+  EXPECT_EQ(back.slo.ttft_s, 0.5);
+  EXPECT_FALSE(back.slo.tpot_s);
+}
+
+TEST(Manifest, ARunningManifestHasNoClockOrTelemetry) {
+  Manifest m = full_manifest();
+  m.status = "running";
+  m.ended_at.reset();
+  m.engine_exit.reset();
+  m.telemetry.reset();
+  m.clock.reset();
+  m.load = {};
+  m.load.open_loop = true;
+  m.load.rate_per_s = 4;
+  m.load.arrival = "gamma";
+  m.load.burstiness = 0.5;
+  m.load.duration_s = 30;
+  m.load.timeouts_s = json::object{{"connect", 10}, {"first_token", 0}, {"total", 0}, {"idle", 0}};
+  const json::object o = dyno::record::manifest_to_json(m);
+  EXPECT_FALSE(o.contains("clock"));
+  EXPECT_FALSE(o.contains("telemetry"));
+  EXPECT_TRUE(o.at("ended_at").is_null());
+  EXPECT_TRUE(o.at("load").at("concurrency").is_null());
+  EXPECT_EQ(o.at("load").at("mode"), "open");
+  const auto problems = dyno::record::record_schema("manifest").validate(o);
+  for (const auto& p : problems) ADD_FAILURE() << p.pointer << ": " << p.message;
+  const Manifest back = dyno::record::manifest_from_json(o);
+  EXPECT_FALSE(back.clock);
+  EXPECT_FALSE(back.telemetry);
+  EXPECT_EQ(back.load.arrival, "gamma");
+}
+
+TEST(Manifest, AMalformedManifestNamesTheKey) {
+  json::object o = dyno::record::manifest_to_json(full_manifest());
+  o["load"].as_object()["concurrency"] = "eight";
+  try {
+    (void)dyno::record::manifest_from_json(o);
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("load.concurrency"), std::string::npos) << e.what();
+  }
+  o = dyno::record::manifest_to_json(full_manifest());
+  o.erase("run_id");
+  EXPECT_THROW((void)dyno::record::manifest_from_json(o), std::runtime_error);
+  // A record written before request_stream.cycle existed reads as not cycling.
+  o = dyno::record::manifest_to_json(full_manifest());
+  o["workload"].as_object()["request_stream"].as_object().erase("cycle");
+  EXPECT_FALSE(dyno::record::manifest_from_json(o).workload.request_stream.cycle);
+}
