@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "compare/delta.h"
 #include "metrics/stats.h"
 
 namespace dyno::compare {
@@ -101,14 +102,6 @@ struct Key {
   }
 };
 
-std::string fmt(double v, int decimals) {
-  std::ostringstream s;
-  s.setf(std::ios::fixed);
-  s.precision(decimals);
-  s << v;
-  return s.str();
-}
-
 std::string model_of(const RunRecord& r, const std::map<std::string, std::string>& aliases) {
   const std::string id = string_at(r.manifest, "model.id").value_or("(unknown model)");
   const auto it = aliases.find(id);
@@ -167,196 +160,6 @@ void level_of(const RunRecord& r, std::string& kind, std::optional<double>& leve
 std::int64_t repetition_of(const RunRecord& r) {
   return static_cast<std::int64_t>(
       number_at(r.manifest, "workload.protocol.repetition").value_or(1));
-}
-
-std::uint64_t fnv1a(const std::string& text, std::uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-/// The bootstrap seed of one figure of one arm in one cell: independent of board order.
-std::uint64_t stream_seed(std::uint64_t seed, const std::string& cell, const std::string& metric,
-                          const std::string& arm) {
-  Rng mix(fnv1a(cell + '\n' + metric + '\n' + arm) ^ seed);
-  return mix.next();
-}
-
-struct IntervalResult {
-  std::optional<double> low, high;
-  std::string reason;
-};
-
-IntervalResult percentile_interval(std::vector<double> deltas, std::uint32_t resamples,
-                                   double confidence) {
-  IntervalResult r;
-  if (deltas.size() < static_cast<std::size_t>(0.9 * resamples)) {
-    r.reason = "the delta is undefined in more than 10 % of the resamples";
-    return r;
-  }
-  std::sort(deltas.begin(), deltas.end());
-  const double tail = (1.0 - confidence) / 2.0 * 100.0;
-  r.low = metrics::percentile_sorted(deltas, tail);
-  r.high = metrics::percentile_sorted(deltas, 100.0 - tail);
-  return r;
-}
-
-/// Bootstrap over requests: each arm's requests resampled with replacement, independently.
-IntervalResult request_interval(const MetricDef& m, const Sample& a, const Sample& b,
-                                std::uint64_t seed_a, std::uint64_t seed_b,
-                                const BootstrapOptions& o) {
-  Rng ra(seed_a), rb(seed_b);
-  std::vector<std::uint32_t> buf;
-  std::vector<double> deltas;
-  deltas.reserve(o.resamples);
-  for (std::uint32_t i = 0; i < o.resamples; ++i) {
-    const auto va = a.resampled(ra, buf);
-    const auto vb = b.resampled(rb, buf);
-    const auto d = delta_of(m, va, vb);
-    if (d && std::isfinite(*d)) deltas.push_back(*d);
-  }
-  return percentile_interval(std::move(deltas), o.resamples, o.confidence);
-}
-
-/// Bootstrap over repetitions: each arm's repetition figures resampled, the median compared.
-IntervalResult repetition_interval(const MetricDef& m, const std::vector<double>& a,
-                                   const std::vector<double>& b, std::uint64_t seed_a,
-                                   std::uint64_t seed_b, const BootstrapOptions& o) {
-  Rng ra(seed_a), rb(seed_b);
-  const Sample sa = Sample::values(Resample::kPercentile, 50, a);
-  const Sample sb = Sample::values(Resample::kPercentile, 50, b);
-  std::vector<std::uint32_t> buf;
-  std::vector<double> deltas;
-  deltas.reserve(o.resamples);
-  for (std::uint32_t i = 0; i < o.resamples; ++i) {
-    const auto va = sa.resampled(ra, buf);
-    const auto vb = sb.resampled(rb, buf);
-    const auto d = delta_of(m, va, vb);
-    if (d && std::isfinite(*d)) deltas.push_back(*d);
-  }
-  return percentile_interval(std::move(deltas), o.resamples, o.confidence);
-}
-
-std::vector<double> finite_values(const ArmCell& a, const std::string& key) {
-  std::vector<double> out;
-  for (const auto& f : a.figures) {
-    const auto it = f.find(key);
-    if (it != f.end() && it->second && std::isfinite(*it->second)) out.push_back(*it->second);
-  }
-  return out;
-}
-
-Delta compare_metric(const MetricDef& m, const Cell& cell, const ArmCell& a, const ArmCell& b,
-                     const BootstrapOptions& o) {
-  Delta d;
-  d.value = delta_of(m, a.selected_figures().at(m.key), b.selected_figures().at(m.key));
-  if (!d.value) {
-    d.verdict = Verdict::kNotApplicable;
-    return d;
-  }
-  const std::uint64_t seed_a = stream_seed(o.seed, cell.id, m.key, a.arm);
-  const std::uint64_t seed_b = stream_seed(o.seed, cell.id, m.key, b.arm);
-  IntervalResult ir;
-  if (a.runs.size() >= o.min_repetitions && b.runs.size() >= o.min_repetitions) {
-    const auto va = finite_values(a, m.key);
-    const auto vb = finite_values(b, m.key);
-    d.n_arm = va.size();
-    d.n_baseline = vb.size();
-    if (va.size() >= o.min_repetitions && vb.size() >= o.min_repetitions) {
-      d.method = "bootstrap_repetitions";
-      ir = repetition_interval(m, va, vb, seed_a, seed_b, o);
-    } else {
-      ir.reason = "fewer than " + std::to_string(o.min_repetitions) +
-                  " repetitions with this figure in an arm";
-    }
-  } else {
-    const auto sa = Sample::of(m, a.run());
-    const auto sb = Sample::of(m, b.run());
-    if (!sa || !sb) {
-      ir.reason = m.resample == Resample::kNone
-                      ? "no per-request form; intervals need " + std::to_string(o.min_repetitions) +
-                            " repetitions per arm"
-                      : "no request contributes to this figure in an arm";
-    } else {
-      d.n_arm = sa->size();
-      d.n_baseline = sb->size();
-      if (sa->size() < o.min_requests || sb->size() < o.min_requests) {
-        ir.reason = "fewer than " + std::to_string(o.min_requests) + " requests in an arm";
-      } else {
-        d.method = "bootstrap_requests";
-        ir = request_interval(m, *sa, *sb, seed_a, seed_b, o);
-      }
-    }
-  }
-  d.low = ir.low;
-  d.high = ir.high;
-  d.no_interval = ir.reason;
-  if (!d.low || !d.high) {
-    d.verdict = Verdict::kNoInterval;
-    if (d.no_interval.empty()) d.no_interval = "no interval";
-  } else if (*d.low > 0) {
-    d.verdict = Verdict::kWin;
-  } else if (*d.high < 0) {
-    d.verdict = Verdict::kLoss;
-  } else {
-    d.verdict = Verdict::kTie;
-  }
-  return d;
-}
-
-std::optional<std::uint64_t> count_at(const json::object& o, const std::string& path) {
-  const auto v = number_at(o, path);
-  if (!v || *v < 0) return std::nullopt;
-  return static_cast<std::uint64_t>(*v);
-}
-
-QualityAudit audit(const RunRecord& a, const RunRecord& b, const QualityThresholds& t) {
-  QualityAudit q;
-  q.accuracy_arm = number_at(a.summary, "quality.accuracy");
-  q.accuracy_baseline = number_at(b.summary, "quality.accuracy");
-  q.scored_arm = count_at(a.summary, "quality.scored");
-  q.scored_baseline = count_at(b.summary, "quality.scored");
-  q.correct_arm = count_at(a.summary, "quality.correct");
-  q.correct_baseline = count_at(b.summary, "quality.correct");
-  q.output_mean_arm = number_at(a.summary, "lengths_tokens.output.mean");
-  q.output_mean_baseline = number_at(b.summary, "lengths_tokens.output.mean");
-  if (q.accuracy_arm && q.accuracy_baseline) {
-    q.accuracy_delta_pp = (*q.accuracy_arm - *q.accuracy_baseline) * 100.0;
-    if (std::fabs(*q.accuracy_delta_pp) >= t.accuracy_pp) {
-      q.warning = true;
-      q.reasons.push_back("accuracy differs by " + fmt(*q.accuracy_delta_pp, 2) +
-                          " pp (threshold " + fmt(t.accuracy_pp, 1) + " pp)");
-    }
-  }
-  if (q.output_mean_arm && q.output_mean_baseline) {
-    q.output_mean_gap_pct = std::fabs(*q.output_mean_arm - *q.output_mean_baseline) /
-                            std::max({*q.output_mean_arm, *q.output_mean_baseline, 1.0}) * 100.0;
-    if (*q.output_mean_gap_pct >= t.output_gap_pct) {
-      q.warning = true;
-      q.reasons.push_back("mean output length differs by " + fmt(*q.output_mean_gap_pct, 1) +
-                          " % (threshold " + fmt(t.output_gap_pct, 1) + " %)");
-    }
-  }
-  // Requests scored differently, joined by request id (and occurrence, for streams walked
-  // more than once).
-  std::map<std::string, const metrics::Trace*> base;
-  std::map<std::string, int> seen;
-  for (const auto& tr : b.traces) {
-    if (!tr.measured() || !tr.correct || tr.status == metrics::RequestStatus::kCancelled) continue;
-    base[tr.request_id + "#" + std::to_string(seen[tr.request_id]++)] = &tr;
-  }
-  seen.clear();
-  for (const auto& tr : a.traces) {
-    if (!tr.measured() || !tr.correct || tr.status == metrics::RequestStatus::kCancelled) continue;
-    const auto it = base.find(tr.request_id + "#" + std::to_string(seen[tr.request_id]++));
-    if (it == base.end()) continue;
-    const bool ca = tr.ok() && *tr.correct;
-    const bool cb = it->second->ok() && *it->second->correct;
-    if (ca != cb) {
-      q.disagreements.push_back(
-          {tr.request_id, ca, cb, tr.extracted_answer, it->second->extracted_answer});
-    }
-  }
-  return q;
 }
 
 std::string join(const std::vector<std::string>& v, const std::string& sep) {
@@ -618,7 +421,7 @@ class Builder {
     const auto declared = number_at(first.manifest, "workload.protocol.repetitions");
     if (declared && static_cast<std::size_t>(*declared) > ac.runs.size()) {
       add(cell.id, ac.arm, "missing_repetitions",
-          std::to_string(ac.runs.size()) + " of " + fmt(*declared, 0) +
+          std::to_string(ac.runs.size()) + " of " + fixed_text(*declared, 0) +
               " declared repetitions are on the board",
           json::object{{"declared", *declared}, {"present", ac.runs.size()}});
     }
@@ -669,8 +472,8 @@ class Builder {
       const double tol = 1e-9 * std::max({1.0, std::fabs(*point), std::fabs(*have)});
       if (std::fabs(*point - *have) > tol) {
         add(cell.id, ac.arm, "summary_mismatch",
-            "run " + r.run_id + ": summary.json gives " + m.key + " = " + fmt(*have, 6) +
-                " but its requests.jsonl gives " + fmt(*point, 6),
+            "run " + r.run_id + ": summary.json gives " + m.key + " = " + fixed_text(*have, 6) +
+                " but its requests.jsonl gives " + fixed_text(*point, 6),
             json::object{
                 {"run_id", r.run_id}, {"metric", m.key}, {"summary", *have}, {"requests", *point}});
       }
@@ -758,7 +561,7 @@ class Builder {
     }
   }
 
-  static std::string signed_pct(double v) { return (v >= 0 ? "+" : "") + fmt(v, 1) + " %"; }
+  static std::string signed_pct(double v) { return (v >= 0 ? "+" : "") + fixed_text(v, 1) + " %"; }
 
   static std::string dirty_text(const json::value& v) {
     return v.is_bool() ? (v.get_bool() ? "modified" : "clean") : "unknown";
