@@ -168,13 +168,6 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
   return out;
 }
 
-const CheckDef& check_def(const std::string& name) {
-  for (const auto& c : check_catalog()) {
-    if (c.name == name) return c;
-  }
-  return check_catalog().front();
-}
-
 class Builder {
  public:
   Builder(const BoardInput& in, const BoardOptions& o) : in_(in), o_(o) {}

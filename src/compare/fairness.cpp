@@ -277,4 +277,11 @@ std::vector<Check> run_checks(const std::vector<const RunRecord*>& a,
   return out;
 }
 
+const CheckDef& check_def(const std::string& name) {
+  for (const auto& c : check_catalog()) {
+    if (c.name == name) return c;
+  }
+  return check_catalog().front();
+}
+
 }  // namespace dyno::compare

@@ -29,6 +29,8 @@ struct CheckDef {
 
 /// Every check, in the order boards show them.
 const std::vector<CheckDef>& check_catalog();
+/// The check of that name in check_catalog() (its first check for a name it does not hold).
+const CheckDef& check_def(const std::string& name);
 
 /// Which checks are required, reported or ignored.
 class Policy {

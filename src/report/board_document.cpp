@@ -146,13 +146,6 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
   return out;
 }
 
-const compare::CheckDef& check_def(const std::string& name) {
-  for (const auto& d : compare::check_catalog()) {
-    if (d.name == name) return d;
-  }
-  return compare::check_catalog().front();
-}
-
 class Builder {
  public:
   Builder(const Board& bd, const std::vector<Figure>& figures, DocumentKind kind)
@@ -245,7 +238,7 @@ class Builder {
                      (bd_.unpaired.size() == 1 ? "" : "s") + "."));
     if (!bd_.unresolved_checks.empty()) {
       std::vector<std::string> labels;
-      for (const auto& n : bd_.unresolved_checks) labels.push_back(check_def(n).label);
+      for (const auto& n : bd_.unresolved_checks) labels.push_back(compare::check_def(n).label);
       line.push_back(b(" Unresolved identities (rendered with --allow-unresolved): " +
                        join(labels, ", ") + "."));
       line.push_back(t(" Pairs are compared although these checks could not be made."));
