@@ -256,8 +256,9 @@ std::string render_summary(const RunHeadline& h, const metrics::Summary& s, bool
 std::string render_warnings(const std::vector<metrics::Warning>& warnings, bool color) {
   std::string out;
   for (const auto& w : warnings) {
-    out += paint("warning[" + terminal_text(w.code, true) + "]", kYellow, color) + ": " +
-           terminal_text(w.message) + "\n";
+    out +=
+        paint("warning[" + terminal_text(metrics::to_string(w.code), true) + "]", kYellow, color) +
+        ": " + terminal_text(w.message) + "\n";
     out += "  hint: " + terminal_text(w.hint) + "\n";
   }
   return out;

@@ -62,7 +62,7 @@ metrics::Summary summarize(const fs::path& dir, const record::Manifest& manifest
   so.slo = manifest.slo;
   metrics::Summary summary = metrics::summarize_run(traces, so);
   summary.warnings.push_back(
-      {"exited_at_once",
+      {metrics::WarningCode::kExitedAtOnce,
        std::string(kWhy) +
            ": this record was closed from the requests it had written (requests in flight and "
            "the client's cost, energy and /metrics figures are not in it)",

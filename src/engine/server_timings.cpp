@@ -91,7 +91,7 @@ std::optional<metrics::Warning> prefill_gap_warning(const ServerTimingFigures& f
     << " ms) by " << *gap << " ms: requests waited " << *gap / 1000.0
     << " s before or after the engine's prefill";
   return metrics::Warning{
-      "ttft_far_above_server_prefill", m.str(),
+      metrics::WarningCode::kTtftFarAboveServerPrefill, m.str(),
       "the server queued requests: fewer slots than --concurrency, or its HTTP threads were "
       "busy (idle keep-alive connections of other clients, dyno's own /metrics polling: try "
       "--telemetry off); compare server.timings.ttft_minus_prompt_ms per cell"};

@@ -45,6 +45,37 @@ double mean_of(std::span<const double> v) {
 
 }  // namespace
 
+const char* to_string(WarningCode code) {
+  switch (code) {
+    case WarningCode::kConcurrencyUnderfilled:
+      return "concurrency_underfilled";
+    case WarningCode::kHighErrorRate:
+      return "high_error_rate";
+    case WarningCode::kClientSaturated:
+      return "client_saturated";
+    case WarningCode::kNoCompletedRequests:
+      return "no_completed_requests";
+    case WarningCode::kTtftFarAboveServerPrefill:
+      return "ttft_far_above_server_prefill";
+    case WarningCode::kExitedAtOnce:
+      return "exited_at_once";
+    case WarningCode::kInvalidUtf8Replaced:
+      return "invalid_utf8_replaced";
+    case WarningCode::kEnergySourcesDisagree:
+      return "energy_sources_disagree";
+    case WarningCode::kWindowTooShort:
+      return "window_too_short";
+  }
+  return "unknown";
+}
+
+std::optional<WarningCode> warning_code_from(std::string_view name) {
+  for (const WarningCode c : kWarningCodes) {
+    if (name == to_string(c)) return c;
+  }
+  return std::nullopt;
+}
+
 RequestFigures request_figures(const Trace& t) {
   RequestFigures f;
   f.queue_delay_s = interval_s(t.scheduled_ns, t.sent_ns);
@@ -246,7 +277,7 @@ Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& optio
 
   // Warnings.
   if (s.requests_ok == 0) {
-    s.warnings.push_back({"no_completed_requests",
+    s.warnings.push_back({WarningCode::kNoCompletedRequests,
                           "no measured request completed (" + std::to_string(s.requests_failed) +
                               " failed, " + std::to_string(s.requests_cancelled) +
                               " cancelled); no latency or rate figures",
@@ -259,7 +290,7 @@ Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& optio
       categories += (categories.empty() ? "" : ", ") + category + ": " + std::to_string(n);
     }
     s.warnings.push_back(
-        {"high_error_rate",
+        {WarningCode::kHighErrorRate,
          "error rate " + percent(*s.error_rate) + " (" + std::to_string(s.requests_failed) +
              " of " + std::to_string(s.requests_total) + " requests failed; " + categories +
              ") is above " + percent(options.high_error_rate),
@@ -268,7 +299,7 @@ Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& optio
   if (options.declared_concurrency && s.achieved_concurrency &&
       *s.achieved_concurrency < kUnderfillRatio * *options.declared_concurrency) {
     s.warnings.push_back(
-        {"concurrency_underfilled",
+        {WarningCode::kConcurrencyUnderfilled,
          "achieved concurrency " + num(*s.achieved_concurrency) + " is below " +
              num(kUnderfillRatio) + " x the declared " + num(*options.declared_concurrency),
          "raise --requests or --duration so that ramp-up and drain are a small part of the "
@@ -314,7 +345,7 @@ Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& optio
     std::string message = "the client may have distorted the timing: ";
     for (std::size_t i = 0; i < reasons.size(); ++i) message += (i ? "; " : "") + reasons[i];
     s.warnings.push_back(
-        {"client_saturated", message,
+        {WarningCode::kClientSaturated, message,
          "lower the rate or concurrency, or run the client on a faster machine; dyno's own CPU "
          "use is in client_cpu_s"});
   }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "metrics/stats.h"
@@ -46,9 +47,37 @@ struct Slo {
 /// (e.g. tpot with one output token) is treated as met.
 bool meets_slo(const RequestFigures& figures, const Slo& slo);
 
+/// What a warning is about. Its name (to_string) is what records, boards and the console show;
+/// docs/metrics.md "Warnings" lists every one (a test holds the two together).
+enum class WarningCode {
+  kConcurrencyUnderfilled,
+  kHighErrorRate,
+  kClientSaturated,
+  kNoCompletedRequests,
+  kTtftFarAboveServerPrefill,
+  kExitedAtOnce,
+  kInvalidUtf8Replaced,
+  kEnergySourcesDisagree,
+  kWindowTooShort,
+};
+inline constexpr WarningCode kWarningCodes[] = {WarningCode::kConcurrencyUnderfilled,
+                                                WarningCode::kHighErrorRate,
+                                                WarningCode::kClientSaturated,
+                                                WarningCode::kNoCompletedRequests,
+                                                WarningCode::kTtftFarAboveServerPrefill,
+                                                WarningCode::kExitedAtOnce,
+                                                WarningCode::kInvalidUtf8Replaced,
+                                                WarningCode::kEnergySourcesDisagree,
+                                                WarningCode::kWindowTooShort};
+
+/// The code's name, e.g. "concurrency_underfilled".
+const char* to_string(WarningCode code);
+/// The code of a name; nullopt for a name this dyno does not know (a newer record's).
+std::optional<WarningCode> warning_code_from(std::string_view name);
+
 /// A typed warning with an actionable hint (stored in the record, printed on stderr).
 struct Warning {
-  std::string code;     ///< e.g. "concurrency_underfilled"
+  WarningCode code;
   std::string message;  ///< what was observed, with the numbers
   std::string hint;     ///< what to change
 };

@@ -17,7 +17,7 @@ json::value or_null(const std::optional<T>& v) {
   return v ? json::value(*v) : json::value(nullptr);
 }
 
-[[noreturn]] void malformed(const std::string& key, const char* what) {
+[[noreturn]] void malformed(const std::string& key, const std::string& what) {
   throw std::runtime_error("manifest.json: " + key + " " + what);
 }
 
@@ -95,14 +95,14 @@ class Reader {
 
 json::object workload_to_json(const WorkloadSection& w) {
   const RequestStreamRef& s = w.request_stream;
-  return json::object{{"protocol", w.protocol},
-                      {"api", w.api},
-                      {"request_stream", json::object{{"source", s.source},
-                                                      {"sha256", s.sha256},
-                                                      {"count", s.count},
-                                                      {"cycle", s.cycle}}},
-                      {"sampling", w.sampling},
-                      {"warmup_requests", w.warmup_requests}};
+  return json::object{
+      {"protocol", w.protocol},
+      {"api", w.api},
+      {"request_stream",
+       json::object{
+           {"source", s.source}, {"sha256", s.sha256}, {"count", s.count}, {"cycle", s.cycle}}},
+      {"sampling", w.sampling},
+      {"warmup_requests", w.warmup_requests}};
 }
 
 json::object load_to_json(const LoadSection& l) {
@@ -257,7 +257,10 @@ Manifest manifest_from_json(const json::object& object) {
   for (const json::value& w : r.array("warnings")) {
     if (!w.is_object()) malformed("warnings[]", "is not an object");
     const Reader wr(w.as_object(), "warnings[]");
-    m.warnings.push_back({wr.string("code"), wr.string("message"), wr.string("hint")});
+    const std::string name = wr.string("code");
+    const std::optional<metrics::WarningCode> code = metrics::warning_code_from(name);
+    if (!code) malformed("warnings[].code", "is '" + name + "', not a warning this dyno knows");
+    m.warnings.push_back({*code, wr.string("message"), wr.string("hint")});
   }
   for (const json::value& f : r.array("scrubbed_fields")) {
     if (!f.is_string()) malformed("scrubbed_fields[]", "is not a string");

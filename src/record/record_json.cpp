@@ -174,7 +174,8 @@ metrics::Trace trace_from_json(const json::object& o) {
 }
 
 json::object warning_to_json(const metrics::Warning& w) {
-  return json::object{{"code", w.code}, {"message", w.message}, {"hint", w.hint}};
+  return json::object{
+      {"code", metrics::to_string(w.code)}, {"message", w.message}, {"hint", w.hint}};
 }
 
 json::object summary_to_json(const metrics::Summary& s) {

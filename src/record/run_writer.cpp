@@ -251,14 +251,14 @@ void RunWriter::write_json(const std::string& name, const boost::json::value& va
     const auto ours = [](const boost::json::value& w) {
       const auto* o = w.if_object();
       const auto* code = o != nullptr ? o->if_contains("code") : nullptr;
-      return code != nullptr && code->is_string() && code->get_string() == kInvalidUtf8Warning;
+      return code != nullptr && code->is_string() &&
+             code->get_string() == metrics::to_string(metrics::WarningCode::kInvalidUtf8Replaced);
     };
     const bool had = std::any_of(warnings->begin(), warnings->end(), ours);
     warnings->erase(std::remove_if(warnings->begin(), warnings->end(), ours), warnings->end());
     const std::optional<metrics::Warning> w = invalid_utf8_warning();
     if (w) {
-      warnings->push_back(
-          boost::json::object{{"code", w->code}, {"message", w->message}, {"hint", w->hint}});
+      warnings->push_back(warning_to_json(*w));
     }
     if (w || had) text = json_text::pretty(safe);
   }
@@ -410,7 +410,7 @@ std::optional<metrics::Warning> RunWriter::invalid_utf8_warning() {
     if (n > 0) where += (where.empty() ? "" : ", ") + name + " " + std::to_string(n);
   }
   return metrics::Warning{
-      kInvalidUtf8Warning,
+      metrics::WarningCode::kInvalidUtf8Replaced,
       std::to_string(total) + (total == 1 ? " byte" : " bytes") +
           " of text that was not valid UTF-8 became U+FFFD in the record (" + where + ")",
       "the engine sent (or a flag or file held) bytes that are not UTF-8: a detokenizer that "

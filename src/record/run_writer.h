@@ -51,9 +51,6 @@ std::string sha256_hex_file(const std::filesystem::path& path);
 /// the directory tree except SHA256SUMS itself and temporary "*.tmp" files.
 void write_sha256sums(const std::filesystem::path& dir);
 
-/// The warning code of a record that holds U+FFFD in place of ill-formed UTF-8 (docs/metrics.md).
-inline constexpr const char* kInvalidUtf8Warning = "invalid_utf8_replaced";
-
 /// True when a dyno process is writing the run directory now: its RunWriter holds an flock on
 /// the directory for as long as it lives (released by the kernel when that process dies, so
 /// a record left `running` by a killed dyno is not in progress).

@@ -185,7 +185,7 @@ json::object energy_section(const Monitor& monitor, const IdleBaseline* idle, st
     std::string who;
     for (const auto& d : disagreeing) who += (who.empty() ? "" : ", ") + d;
     warnings.push_back(
-        {"energy_sources_disagree",
+        {metrics::WarningCode::kEnergySourcesDisagree,
          "the energy counter and the integral of power differ by more than 15 % on " + who +
              "; the counter's figure is kept",
          "compare energy_counter_j and energy_integral_j per device; a power "
@@ -195,7 +195,7 @@ json::object energy_section(const Monitor& monitor, const IdleBaseline* idle, st
     std::string who;
     for (const auto& d : too_short) who += (who.empty() ? "" : ", ") + d;
     warnings.push_back(
-        {"window_too_short",
+        {metrics::WarningCode::kWindowTooShort,
          "the measured window is shorter than 10 updates of the energy counter on " + who,
          "raise --requests or --duration so the window spans many counter updates"});
   }

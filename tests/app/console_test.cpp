@@ -52,8 +52,8 @@ dyno::metrics::Summary fixed_summary() {
   s.client_cpu_s = 0.42;
   s.client_peak_rss_bytes = 24.0 * 1024 * 1024;
   s.client_loop_lag_ms = d(0.05);
-  s.warnings.push_back(
-      {"high_error_rate", "2 of 100 requests failed (2.0 %)", "look at errors_by_category"});
+  s.warnings.push_back({dyno::metrics::WarningCode::kHighErrorRate,
+                        "2 of 100 requests failed (2.0 %)", "look at errors_by_category"});
   return s;
 }
 

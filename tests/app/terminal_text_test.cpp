@@ -67,12 +67,13 @@ TEST(TerminalText, TheApiKeyIsRedactedWhereverAServerEchoedIt) {
 
 TEST(TerminalText, WarningsAndTheSummaryEscapeWhatTheyQuoteButKeepDynosColours) {
   const std::vector<dyno::metrics::Warning> w = {
-      {"engine_said", "engine version \x1b[2J\x1b[H", "hint with \x1b]8;;http://x\x07link"}};
+      {dyno::metrics::WarningCode::kTtftFarAboveServerPrefill, "engine version \x1b[2J\x1b[H",
+       "hint with \x1b]8;;http://x\x07link"}};
   const std::string plain = dyno::app::render_warnings(w, false);
   EXPECT_FALSE(has_control(plain)) << plain;
   EXPECT_NE(plain.find("engine version \\x1b[2J\\x1b[H"), std::string::npos) << plain;
   const std::string colored = dyno::app::render_warnings(w, true);
-  EXPECT_EQ(colored.find("\x1b[33mwarning[engine_said]\x1b[0m"), 0u) << colored;
+  EXPECT_EQ(colored.find("\x1b[33mwarning[ttft_far_above_server_prefill]\x1b[0m"), 0u) << colored;
   EXPECT_EQ(colored.find("\x1b[2J"), std::string::npos);
   dyno::app::RunHeadline h;
   h.engine = "llama.cpp b4748\x1b[31m";

@@ -161,7 +161,7 @@ TEST(ServerTimings, WarnsWhenTtftIsFarAboveTheEnginesPromptTime) {
   f = engine::server_timing_figures(queued);
   const auto w = engine::prefill_gap_warning(f);
   ASSERT_TRUE(w);
-  EXPECT_EQ(w->code, "ttft_far_above_server_prefill");
+  EXPECT_EQ(w->code, metrics::WarningCode::kTtftFarAboveServerPrefill);
   EXPECT_NE(w->message.find("8.0 ms"), std::string::npos) << w->message;
   EXPECT_NE(w->message.find("5003.0 ms"), std::string::npos) << w->message;
   // A long prefill that TTFT follows closely: no warning either.

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,7 +44,7 @@ Trace failed(std::int64_t sent_ms, std::int64_t done_ms, std::string category) {
 
 bool has_warning(const Summary& s, const std::string& code) {
   for (const Warning& w : s.warnings) {
-    if (w.code == code) {
+    if (to_string(w.code) == code) {
       EXPECT_FALSE(w.message.empty());
       EXPECT_FALSE(w.hint.empty());
       return true;
@@ -52,7 +55,7 @@ bool has_warning(const Summary& s, const std::string& code) {
 
 const Warning* find_warning(const Summary& s, const std::string& code) {
   for (const Warning& w : s.warnings) {
-    if (w.code == code) return &w;
+    if (to_string(w.code) == code) return &w;
   }
   return nullptr;
 }
@@ -490,3 +493,20 @@ TEST(Warnings, ClientSaturatedByQueueGrowth) {
 
 }  // namespace
 }  // namespace dyno::metrics
+
+// Every warning code has its name, reads back from it, and is in docs/metrics.md's table.
+TEST(Warnings, EveryCodeIsNamedAndDocumented) {
+  std::ifstream in(std::string(DYNO_SOURCE_DIR) + "/docs/metrics.md");
+  ASSERT_TRUE(in.good());
+  const std::string docs((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::set<std::string> names;
+  for (const dyno::metrics::WarningCode c : dyno::metrics::kWarningCodes) {
+    const std::string name = dyno::metrics::to_string(c);
+    EXPECT_NE(name, "unknown");
+    EXPECT_TRUE(names.insert(name).second) << name << " twice";
+    EXPECT_EQ(dyno::metrics::warning_code_from(name), c) << name;
+    EXPECT_NE(docs.find("| `" + name + "` |"), std::string::npos)
+        << name << " is not in docs/metrics.md's Warnings table";
+  }
+  EXPECT_FALSE(dyno::metrics::warning_code_from("engine_said"));
+}

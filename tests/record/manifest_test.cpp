@@ -61,7 +61,8 @@ Manifest full_manifest() {
                                    {"idle", 60},
                                    {"derived_rule", "rule"}};
   m.slo.ttft_s = 0.5;
-  m.warnings.push_back({"concurrency_underfilled", "only 6 of 8 in flight", "send more requests"});
+  m.warnings.push_back({dyno::metrics::WarningCode::kConcurrencyUnderfilled,
+                        "only 6 of 8 in flight", "send more requests"});
   m.evidence.push_back({"evidence/engine.log", std::string(64, 'c')});
   m.telemetry = json::object{{"mode", "off"},
                              {"period_ms", json::object{{"requested", 100}}},

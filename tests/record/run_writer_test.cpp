@@ -113,7 +113,7 @@ TEST(RunWriterUtf8, InvalidBytesEverywhereStillMakeARecordThatVerifies) {
     EXPECT_EQ(w.invalid_utf8_bytes(), 3u + 2u + 2u + 1u);
     const auto warn = w.invalid_utf8_warning();
     ASSERT_TRUE(warn.has_value());
-    EXPECT_EQ(warn->code, "invalid_utf8_replaced");
+    EXPECT_EQ(warn->code, dyno::metrics::WarningCode::kInvalidUtf8Replaced);
     EXPECT_NE(warn->message.find("8 bytes"), std::string::npos) << warn->message;
     EXPECT_NE(warn->message.find("requests.jsonl 5 in 2 requests"), std::string::npos)
         << warn->message;
