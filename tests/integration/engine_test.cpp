@@ -200,8 +200,11 @@ TEST_F(Engines, AnEngineThatExitsMidRunEndsItAsEngineCrashedKeepingFinishedReque
                                      s.at("requests").at("cancelled").as_int64()));
   EXPECT_TRUE(fs::exists(runs[0] / "SHA256SUMS"));
   // Sending stopped at the crash: no request went on into the closed port (each would have
-  // failed at connect), and the few that raced the exit are not failures of the engine.
-  EXPECT_LE(count_lines(runs[0] / "requests.jsonl"), 16u);
+  // failed at connect), and the few that raced the exit are not failures of the engine. How
+  // many raced it depends on how soon the exit is noticed: on a loaded machine (the sanitizer
+  // suite beside other builds) 17 lines were seen, so the bound leaves room for a few more
+  // per slot while staying far below the 200 requests a run that kept sending would write.
+  EXPECT_LE(count_lines(runs[0] / "requests.jsonl"), 24u);
   EXPECT_FALSE(s.at("requests").at("errors_by_category").as_object().contains("connect"))
       << json::serialize(s.at("requests"));
 }
