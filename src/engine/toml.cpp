@@ -1,13 +1,20 @@
+// The TOML reader on toml++ (Debian's libtomlplusplus, a compiled library). Only this file
+// includes its headers: the rest of dyno sees Boost.JSON values and line numbers (toml.h).
 #include "engine/toml.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
-#include <cctype>
-#include <cmath>
 #include <cstdint>
-#include <limits>
-#include <set>
 #include <string>
+#include <utility>
 #include <vector>
+
+// Debian builds libtomlplusplus with exceptions (its parser is toml::v3::ex::parse); the header
+// must say the same or parse() does not link. Parse errors arrive as toml::parse_error.
+#define TOML_EXCEPTIONS 1
+#include <toml++/toml.h>
+
+#include "json/utf8.h"
 
 namespace dyno::engine {
 
@@ -25,458 +32,276 @@ int TomlDocument::line_of(const std::string& path) const {
 
 namespace {
 
-class Parser {
- public:
-  Parser(std::string_view text, const std::string& source) : s_(text), source_(source) {}
+// How deep tables, dotted keys, arrays and inline tables may nest together. toml++ bounds the
+// nesting of values (256) but not the tables that table headers and dotted keys open, and it
+// builds, walks and frees its tree recursively: a key of 40 000 parts overflows an 8 MiB stack.
+constexpr int kMaxDepth = 256;
 
-  TomlDocument run() {
-    json::object* table = &doc_.root;
-    std::string table_path;
-    while (true) {
-      skip_ws_comments_newlines();
-      if (at_end()) break;
-      if (peek() == '[') {
-        if (s_.substr(i_).rfind("[[", 0) == 0) {
-          fail(
-              "arrays of tables ([[...]]) are not supported in engine specs; use an inline "
-              "array of tables or separate keys");
-        }
-        ++i_;
-        skip_ws();
-        std::vector<std::string> keys = key_path();
-        skip_ws();
-        expect(']', "a ']' closing the table header");
-        end_of_line();
-        table = &doc_.root;
-        table_path.clear();
-        for (std::size_t k = 0; k < keys.size(); ++k) {
-          table_path += (k == 0 ? "" : ".") + keys[k];
-          json::value& v = (*table)[keys[k]];
-          if (v.is_null()) {
-            v = json::object();
-            doc_.lines.emplace(table_path, line_);
-          } else if (!v.is_object()) {
-            fail("'" + table_path + "' is already a value, not a table");
-          } else if (k + 1 == keys.size() && defined_tables_.count(table_path) != 0) {
-            fail("table [" + table_path + "] is defined twice");
-          }
-          table = &v.as_object();
-        }
-        defined_tables_.insert(table_path);
+// Measures, before toml++ sees the text, an upper bound of the depth of every key and value:
+// the parts of the current [table] header, plus the parts of each dotted key, plus one per
+// enclosing array or inline table. A lexical scan (strings and comments skipped); it never
+// rejects a shallow document, whatever its syntax: syntax is toml++'s business.
+class DepthScan {
+ public:
+  explicit DepthScan(std::string_view s) : s_(s) {}
+
+  /// The line where the depth first passes kMaxDepth; 0 when it never does.
+  int run() {
+    while (i_ < s_.size() && deep_line_ == 0) {
+      const char c = s_[i_];
+      if (c == '\n') {
+        ++line_;
+        if (open_.empty()) mode_ = Mode::statement;
+      } else if (c == '#') {
+        while (i_ + 1 < s_.size() && s_[i_ + 1] != '\n') ++i_;
+      } else if (c == ' ' || c == '\t' || c == '\r') {
+        // nothing
+      } else if (mode_ == Mode::statement && c == '[') {
+        header();
         continue;
+      } else {
+        if (mode_ == Mode::statement) start_key(header_);
+        if (c == '"' || c == '\'') {
+          skip_string();
+          continue;
+        }
+        other(c);
       }
-      key_value(*table, table_path);
-      end_of_line();
+      ++i_;
     }
-    return std::move(doc_);
+    return deep_line_;
   }
 
  private:
-  [[noreturn]] void fail(const std::string& message) const {
-    throw TomlError(source_ + ":" + std::to_string(line_) + ": " + message);
+  enum class Mode { statement, key, value };
+
+  void set_depth(int d) {
+    depth_ = d;
+    if (d > kMaxDepth && deep_line_ == 0) deep_line_ = line_;
   }
-  bool at_end() const { return i_ >= s_.size(); }
-  char peek(std::size_t ahead = 0) const { return i_ + ahead < s_.size() ? s_[i_ + ahead] : '\0'; }
-  void expect(char c, const char* what) {
-    if (peek() != c) fail(std::string("expected ") + what);
+  void start_key(int base) {
+    mode_ = Mode::key;
+    set_depth(base + 1);
+  }
+
+  // A [table] or [[array of tables]] header: one level per part. Stops before a newline.
+  void header() {
+    header_ = 1;
     ++i_;
-  }
-  void skip_ws() {
-    while (!at_end() && (peek() == ' ' || peek() == '\t')) ++i_;
-  }
-  void skip_comment() {
-    if (peek() == '#') {
-      while (!at_end() && peek() != '\n') ++i_;
-    }
-  }
-  void newline() {
-    if (peek() == '\r' && peek(1) == '\n') ++i_;
-    if (peek() == '\n') {
-      ++i_;
-      ++line_;
-    }
-  }
-  void skip_ws_comments_newlines() {
-    while (!at_end()) {
-      skip_ws();
-      skip_comment();
-      if (peek() == '\n' || (peek() == '\r' && peek(1) == '\n')) {
-        newline();
-      } else {
-        break;
+    while (i_ < s_.size() && s_[i_] != '\n' && s_[i_] != ']' && deep_line_ == 0) {
+      if (s_[i_] == '"' || s_[i_] == '\'') {
+        skip_string();
+        continue;
       }
-    }
-  }
-  void end_of_line() {
-    skip_ws();
-    skip_comment();
-    if (at_end()) return;
-    if (peek() != '\n' && !(peek() == '\r' && peek(1) == '\n')) {
-      fail("unexpected text after a value: '" + std::string(s_.substr(i_, 20)) +
-           "' (one key = value per line)");
-    }
-    newline();
-  }
-
-  static bool bare_key_char(char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-';
-  }
-
-  std::string one_key() {
-    if (peek() == '"') return basic_string();
-    if (peek() == '\'') return literal_string();
-    const std::size_t start = i_;
-    while (!at_end() && bare_key_char(peek())) ++i_;
-    if (i_ == start) fail("expected a key (letters, digits, '_' or '-', or a quoted key)");
-    return std::string(s_.substr(start, i_ - start));
-  }
-
-  std::vector<std::string> key_path() {
-    std::vector<std::string> keys{one_key()};
-    while (true) {
-      skip_ws();
-      if (peek() != '.') break;
+      if (s_[i_] == '.' && ++header_ > kMaxDepth) deep_line_ = line_;
       ++i_;
-      skip_ws();
-      keys.push_back(one_key());
     }
-    return keys;
+    mode_ = Mode::value;  // the rest of the line: nothing opens a level there
   }
 
-  void key_value(json::object& table, const std::string& table_path) {
-    const int key_line = line_;
-    std::vector<std::string> keys = key_path();
-    skip_ws();
-    expect('=', "'=' after the key");
-    skip_ws();
-    json::object* t = &table;
-    std::string path = table_path;
-    for (std::size_t k = 0; k + 1 < keys.size(); ++k) {
-      path += (path.empty() ? "" : ".") + keys[k];
-      json::value& v = (*t)[keys[k]];
-      if (v.is_null()) {
-        v = json::object();
-        doc_.lines.emplace(path, key_line);
-      } else if (!v.is_object()) {
-        fail("'" + path + "' is already a value, not a table");
+  void other(char c) {
+    if (mode_ == Mode::key) {
+      if (c == '.') set_depth(depth_ + 1);
+      if (c == '=') mode_ = Mode::value;
+    } else if (c == '[' || c == '{') {
+      // A value after '=' sits at its key's depth; an element of an array one below the array.
+      const int d = !open_.empty() && open_.back().first == '[' ? open_.back().second + 1 : depth_;
+      open_.emplace_back(c, d);
+      set_depth(d);
+      if (c == '{') start_key(d);
+      return;
+    }
+    if (c == ']' || c == '}') {
+      if (!open_.empty()) open_.pop_back();
+      mode_ = Mode::value;
+    } else if (c == ',' && !open_.empty() && open_.back().first == '{') {
+      start_key(open_.back().second);
+    }
+  }
+
+  // At a quote: moves past the string (basic or literal, one line or multi-line: a closing run
+  // of 3 to 5 quotes ends it, TOML's quotes right before the closing delimiter included).
+  void skip_string() {
+    const char q = s_[i_];
+    const bool multi = s_.substr(i_, 3) == std::string(3, q);
+    i_ += multi ? 3 : 1;
+    while (i_ < s_.size()) {
+      const char c = s_[i_];
+      if (c == '\\' && q == '"') {
+        if (i_ + 1 < s_.size() && s_[i_ + 1] == '\n') ++line_;
+        i_ += 2;
+        continue;
       }
-      t = &v.as_object();
-    }
-    path += (path.empty() ? "" : ".") + keys.back();
-    if (t->contains(keys.back())) fail("key '" + path + "' is defined twice");
-    json::value v = value(path);
-    doc_.lines.emplace(path, key_line);
-    (*t)[keys.back()] = std::move(v);
-  }
-
-  json::value value(const std::string& path) {
-    const char c = peek();
-    if (c == '"') {
-      if (s_.substr(i_).rfind("\"\"\"", 0) == 0) return json::value(multiline_basic());
-      return json::value(basic_string());
-    }
-    if (c == '\'') {
-      if (s_.substr(i_).rfind("'''", 0) == 0) return json::value(multiline_literal());
-      return json::value(literal_string());
-    }
-    if (c == '[') return array(path);
-    if (c == '{') return inline_table(path);
-    if (s_.substr(i_).rfind("true", 0) == 0 && !bare_key_char(peek(4))) {
-      i_ += 4;
-      return json::value(true);
-    }
-    if (s_.substr(i_).rfind("false", 0) == 0 && !bare_key_char(peek(5))) {
-      i_ += 5;
-      return json::value(false);
-    }
-    return number();
-  }
-
-  void append_utf8(std::string& out, std::uint32_t cp) {
-    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) fail("invalid unicode escape");
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
-  void escape(std::string& out) {
-    ++i_;  // the backslash
-    const char e = peek();
-    ++i_;
-    switch (e) {
-      case 'b':
-        out += '\b';
-        return;
-      case 't':
-        out += '\t';
-        return;
-      case 'n':
-        out += '\n';
-        return;
-      case 'f':
-        out += '\f';
-        return;
-      case 'r':
-        out += '\r';
-        return;
-      case '"':
-        out += '"';
-        return;
-      case '\\':
-        out += '\\';
-        return;
-      case 'u':
-      case 'U': {
-        const std::size_t n = e == 'u' ? 4 : 8;
-        std::uint32_t cp = 0;
-        for (std::size_t k = 0; k < n; ++k) {
-          const char h = peek();
+      if (c == '\n') {
+        if (!multi) return;  // unterminated: toml++ says so
+        ++line_;
+      }
+      if (c == q) {
+        std::size_t run = 0;
+        while (i_ + run < s_.size() && s_[i_ + run] == q && run < 5) ++run;
+        if (!multi) {
           ++i_;
-          cp <<= 4;
-          if (h >= '0' && h <= '9') {
-            cp |= static_cast<std::uint32_t>(h - '0');
-          } else if (h >= 'a' && h <= 'f') {
-            cp |= static_cast<std::uint32_t>(h - 'a' + 10);
-          } else if (h >= 'A' && h <= 'F') {
-            cp |= static_cast<std::uint32_t>(h - 'A' + 10);
-          } else {
-            fail("bad unicode escape: \\" + std::string(1, e) + " needs " + std::to_string(n) +
-                 " hex digits");
-          }
+          return;
         }
-        append_utf8(out, cp);
-        return;
-      }
-      default:
-        fail(std::string("unknown escape \\") + e +
-             " in a string (use \\\\ for a backslash, "
-             "or a 'literal string')");
-    }
-  }
-
-  std::string basic_string() {
-    ++i_;
-    std::string out;
-    while (true) {
-      if (at_end() || peek() == '\n') fail("unterminated string (strings end on their line)");
-      const char c = peek();
-      if (c == '"') {
-        ++i_;
-        return out;
-      }
-      if (c == '\\') {
-        escape(out);
-      } else {
-        out += c;
-        ++i_;
-      }
-    }
-  }
-
-  std::string literal_string() {
-    ++i_;
-    const std::size_t start = i_;
-    while (!at_end() && peek() != '\'' && peek() != '\n') ++i_;
-    if (peek() != '\'') fail("unterminated literal string");
-    std::string out(s_.substr(start, i_ - start));
-    ++i_;
-    return out;
-  }
-
-  std::string multiline_basic() {
-    i_ += 3;
-    if (peek() == '\n') newline();  // a newline right after the opening quotes is trimmed
-    std::string out;
-    while (true) {
-      if (at_end()) fail("unterminated multi-line string");
-      if (s_.substr(i_).rfind("\"\"\"", 0) == 0) {
-        i_ += 3;
-        return out;
-      }
-      const char c = peek();
-      if (c == '\\') {
-        if (peek(1) == '\n' || (peek(1) == '\r' && peek(2) == '\n') || peek(1) == ' ') {
-          ++i_;  // line-ending backslash: trim the newline and the following whitespace
-          while (!at_end() &&
-                 (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r')) {
-            if (peek() == '\n') ++line_;
-            ++i_;
-          }
-          continue;
-        }
-        escape(out);
-      } else {
-        if (c == '\n') ++line_;
-        out += c;
-        ++i_;
-      }
-    }
-  }
-
-  std::string multiline_literal() {
-    i_ += 3;
-    if (peek() == '\n') newline();
-    std::string out;
-    while (true) {
-      if (at_end()) fail("unterminated multi-line literal string");
-      if (s_.substr(i_).rfind("'''", 0) == 0) {
-        i_ += 3;
-        return out;
-      }
-      if (peek() == '\n') ++line_;
-      out += peek();
-      ++i_;
-    }
-  }
-
-  void skip_array_space() {
-    while (!at_end()) {
-      skip_ws();
-      skip_comment();
-      if (peek() == '\n' || (peek() == '\r' && peek(1) == '\n')) {
-        newline();
-      } else {
-        return;
-      }
-    }
-  }
-
-  json::value array(const std::string& path) {
-    ++i_;
-    json::array out;
-    while (true) {
-      skip_array_space();
-      if (at_end()) fail("unterminated array (missing ']')");
-      if (peek() == ']') {
-        ++i_;
-        return out;
-      }
-      out.push_back(value(path + "[" + std::to_string(out.size()) + "]"));
-      skip_array_space();
-      if (peek() == ',') {
-        ++i_;
-      } else if (at_end()) {
-        fail("unterminated array (missing ']')");
-      } else if (peek() != ']') {
-        fail("expected ',' or ']' in the array of '" + path + "'");
-      }
-    }
-  }
-
-  json::value inline_table(const std::string& path) {
-    ++i_;
-    json::object out;
-    skip_ws();
-    if (peek() == '}') {
-      ++i_;
-      return out;
-    }
-    while (true) {
-      skip_ws();
-      key_value(out, path);
-      skip_ws();
-      if (peek() == ',') {
-        ++i_;
+        i_ += run;
+        if (run >= 3) return;
         continue;
       }
-      if (peek() == '}') {
-        ++i_;
-        return out;
-      }
-      fail("expected ',' or '}' in the inline table of '" + path +
-           "' (inline tables stay on one line)");
-    }
-  }
-
-  json::value number() {
-    const std::size_t start = i_;
-    while (!at_end() &&
-           (bare_key_char(peek()) || peek() == '.' || peek() == '+' || peek() == ':')) {
       ++i_;
-    }
-    std::string raw(s_.substr(start, i_ - start));
-    if (raw.empty()) fail("expected a value (string, number, true/false, array or table)");
-    if (raw.find(':') != std::string::npos ||
-        (raw.size() >= 10 && raw[4] == '-' && raw[7] == '-')) {
-      fail("dates and times are not supported in engine specs; write them as strings");
-    }
-    std::string t;
-    for (std::size_t k = 0; k < raw.size(); ++k) {
-      if (raw[k] == '_') {
-        if (k == 0 || k + 1 == raw.size() ||
-            !std::isalnum(static_cast<unsigned char>(raw[k - 1])) ||
-            !std::isalnum(static_cast<unsigned char>(raw[k + 1]))) {
-          fail("'" + raw + "': '_' must sit between digits");
-        }
-        continue;
-      }
-      t += raw[k];
-    }
-    const std::string body = (t[0] == '+' || t[0] == '-') ? t.substr(1) : t;
-    const bool negative = t[0] == '-';
-    if (body == "inf") {
-      return json::value(negative ? -std::numeric_limits<double>::infinity()
-                                  : std::numeric_limits<double>::infinity());
-    }
-    if (body == "nan") return json::value(std::numeric_limits<double>::quiet_NaN());
-    try {
-      if (body.size() > 2 && body[0] == '0' &&
-          (body[1] == 'x' || body[1] == 'o' || body[1] == 'b')) {
-        if (t[0] == '+' || t[0] == '-') fail("'" + raw + "': hex/octal/binary take no sign");
-        const int base = body[1] == 'x' ? 16 : body[1] == 'o' ? 8 : 2;
-        std::size_t used = 0;
-        const long long v = std::stoll(body.substr(2), &used, base);
-        if (used != body.size() - 2) fail("'" + raw + "' is not a number");
-        return json::value(static_cast<std::int64_t>(v));
-      }
-      const bool is_float = body.find_first_of(".eE") != std::string::npos;
-      if (!std::isdigit(static_cast<unsigned char>(body[0]))) {
-        fail("'" + raw + "' is not a value; strings need quotes: \"" + raw + "\"");
-      }
-      if (body.size() > 1 && body[0] == '0' && std::isdigit(static_cast<unsigned char>(body[1]))) {
-        fail("'" + raw + "': leading zeros are not allowed");
-      }
-      std::size_t used = 0;
-      if (is_float) {
-        const double v = std::stod(t, &used);
-        if (used != t.size()) fail("'" + raw + "' is not a number");
-        return json::value(v);
-      }
-      const long long v = std::stoll(t, &used, 10);
-      if (used != t.size()) fail("'" + raw + "' is not a number");
-      return json::value(static_cast<std::int64_t>(v));
-    } catch (const std::out_of_range&) {
-      fail("'" + raw + "' is out of range");
-    } catch (const std::invalid_argument&) {
-      fail("'" + raw + "' is not a value; strings need quotes: \"" + raw + "\"");
     }
   }
 
   std::string_view s_;
-  const std::string& source_;
   std::size_t i_ = 0;
   int line_ = 1;
-  TomlDocument doc_;
-  std::set<std::string> defined_tables_;
+  Mode mode_ = Mode::statement;
+  int header_ = 0;                          ///< parts of the current table header
+  int depth_ = 0;                           ///< depth of the key part or value being read
+  std::vector<std::pair<char, int>> open_;  ///< open arrays and inline tables, with their depth
+  int deep_line_ = 0;                       ///< where the depth first passed kMaxDepth
 };
+
+// toml++'s tree → Boost.JSON, in the order of the file, with the line of every key.
+class Converter {
+ public:
+  Converter(const std::string& source, int last_line, TomlDocument& doc)
+      : source_(source), last_line_(last_line), doc_(doc) {}
+
+  json::object table(const toml::table& t, const std::string& path) {
+    // toml++ keeps a table's keys sorted; the file's order matters (engine_args become flags in
+    // that order), so keys go back to where each was first written.
+    std::vector<std::pair<const toml::key*, const toml::node*>> entries;
+    for (const auto& [k, v] : t) entries.emplace_back(&k, &v);
+    std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+      const toml::source_position& pa = a.first->source().begin;
+      const toml::source_position& pb = b.first->source().begin;
+      return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
+    });
+    json::object out;
+    for (const auto& [k, v] : entries) {
+      const std::string p =
+          path.empty() ? std::string(k->str()) : path + "." + std::string(k->str());
+      doc_.lines.emplace(p, line(k->source().begin.line));
+      out.emplace(k->str(), value(*v, p));
+    }
+    return out;
+  }
+
+  int line(toml::source_index l) const {
+    // toml++ counts lines as the text does ('\n'); this only keeps an error at the end of the
+    // input, or a node without a position, on a line of the text.
+    return std::clamp(static_cast<int>(std::min<toml::source_index>(l, 1u << 30)), 1, last_line_);
+  }
+
+ private:
+  [[noreturn]] void fail(const toml::node& where, const std::string& message) const {
+    throw TomlError(source_ + ":" + std::to_string(line(where.source().begin.line)) + ": " +
+                    message);
+  }
+
+  json::value value(const toml::node& n, const std::string& path) {
+    switch (n.type()) {
+      case toml::node_type::table:
+        return table(*n.as_table(), path);
+      case toml::node_type::array:
+        return array(*n.as_array(), path);
+      case toml::node_type::string:
+        return json::value(std::string_view(n.as_string()->get()));
+      case toml::node_type::integer:
+        return json::value(static_cast<std::int64_t>(n.as_integer()->get()));
+      case toml::node_type::floating_point:
+        return json::value(n.as_floating_point()->get());
+      case toml::node_type::boolean:
+        return json::value(n.as_boolean()->get());
+      case toml::node_type::date:
+      case toml::node_type::time:
+      case toml::node_type::date_time:
+        fail(n, "'" + path +
+                    "': dates and times are not supported in engine specs (no spec key takes "
+                    "one); write it as a string");
+      case toml::node_type::none:
+        break;
+    }
+    fail(n, "'" + path + "': a value of no known type");
+  }
+
+  json::array array(const toml::array& a, const std::string& path) {
+    json::array out;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const toml::node& e = a[i];
+      // An inline table in an array is `{ ... }`; a table that is not inline came from [[path]].
+      if (e.is_table() && !e.as_table()->is_inline()) {
+        fail(e, "[[" + path +
+                    "]]: arrays of tables are not supported in engine specs (no spec key takes "
+                    "one); use an inline array of tables, " +
+                    path + " = [{ ... }, { ... }], or separate keys");
+      }
+      out.push_back(value(e, path + "[" + std::to_string(i) + "]"));
+    }
+    return out;
+  }
+
+  const std::string& source_;
+  int last_line_;
+  TomlDocument& doc_;
+};
+
+// toml++ describes an error as "Error while parsing <what>: <problem>"; dyno leads with the
+// problem, and says what an unquoted string needs.
+std::string describe(std::string_view description) {
+  constexpr std::string_view kPrefix = "Error while parsing ";
+  std::string out(description);
+  const std::size_t colon = description.find(": ");
+  if (description.substr(0, kPrefix.size()) == kPrefix && colon != std::string_view::npos) {
+    out = std::string(description.substr(colon + 2)) + " (while parsing " +
+          std::string(description.substr(kPrefix.size(), colon - kPrefix.size())) + ")";
+  }
+  if (out.find("could not determine value type") != std::string::npos) {
+    out += "; strings need quotes, e.g. preset = \"vllm\"";
+  }
+  return out;
+}
+
+// An error naming the line of the first ill-formed UTF-8 sequence and its first byte; empty
+// when the text is well-formed. toml++ rejects such text too, but names the character before.
+std::string utf8_error(std::string_view text, const std::string& source) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const std::size_t n = utf8::sequence_length(text.substr(i));
+    if (n == 0) break;
+    i += n;
+  }
+  if (i == text.size()) return "";
+  constexpr std::string_view kHex = "0123456789abcdef";
+  const auto byte = static_cast<unsigned char>(text[i]);
+  const auto line =
+      1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(i), '\n');
+  return source + ":" + std::to_string(line) + ": not UTF-8 text (byte 0x" + kHex[byte >> 4] +
+         kHex[byte & 15] + "); TOML is UTF-8";
+}
 
 }  // namespace
 
 TomlDocument parse_toml(std::string_view text, const std::string& source) {
-  return Parser(text, source).run();
+  const int last_line = 1 + static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  if (std::string error = utf8_error(text, source); !error.empty()) throw TomlError(error);
+  if (const int at = DepthScan(text).run(); at > 0) {
+    throw TomlError(source + ":" + std::to_string(at) + ": keys and values nest deeper than " +
+                    std::to_string(kMaxDepth) +
+                    " levels (table header parts, dotted key parts, arrays and inline tables "
+                    "together)");
+  }
+  TomlDocument doc;
+  Converter convert(source, last_line, doc);
+  toml::table root;
+  try {
+    root = toml::parse(text, std::string_view(source));
+  } catch (const toml::parse_error& e) {
+    throw TomlError(source + ":" + std::to_string(convert.line(e.source().begin.line)) + ": " +
+                    describe(e.description()));
+  }
+  doc.root = convert.table(root, "");
+  return doc;
 }
 
 }  // namespace dyno::engine

@@ -1,11 +1,11 @@
-// A TOML reader for engine spec files: the subset of TOML 1.0 a configuration file needs.
+// The TOML reader of engine spec files: TOML 1.0 as toml++ reads it (Debian's
+// libtomlplusplus; only toml.cpp includes its headers).
 //
-// Supported: comments; bare, quoted and dotted keys; [tables] and [dotted.tables]; basic,
-// literal and multi-line strings (with TOML's escapes); integers (decimal with `_`, 0x/0o/0b);
-// floats (with exponent, inf, nan); booleans; arrays (across lines, trailing comma); inline
-// tables. Not supported, each a clear error: dates and times, arrays of tables ([[x]]).
+// Refused, each a TomlError naming its line: dates and times and arrays of tables ([[x]]), which
+// no spec key takes; text that is not UTF-8; keys and values nested over 256 levels deep.
 // The document is returned as Boost.JSON values (TOML's types map one to one: integer →
-// int64, float → double) with the line of every key, so later validation can name it.
+// int64, float → double, table → object, in the order of the file) with the line of every key,
+// so later validation can name it.
 #pragma once
 
 #include <boost/json/value.hpp>

@@ -21,6 +21,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const dyno::engine::TomlError& error) {
     const std::string what = error.what();
     FUZZ_CHECK(what.rfind("fuzz.toml:", 0) == 0);
+    // "fuzz.toml:<line>: <message>", the line one of the text's.
+    std::size_t i = 10;
+    int line = 0;
+    while (i < what.size() && what[i] >= '0' && what[i] <= '9' && line <= lines) {
+      line = line * 10 + (what[i++] - '0');
+    }
+    FUZZ_CHECK(line >= 1 && line <= lines);
+    FUZZ_CHECK(what.compare(i, 2, ": ") == 0 && what.size() > i + 2);
   }
   return 0;
 }
