@@ -1,3 +1,7 @@
+// The OpenAI chunk and response decoder: one hand-written scanner of the members dyno reads
+// (docs/architecture.md, "Parsers dyno keeps beside a library"), shared by the streamed chunk
+// and the whole response. Over 700 lines because it is one decoder: splitting the scanner from
+// its two users would put its internals in a header for no reader's benefit.
 #include "transport/openai_stream.h"
 
 #include <bit>
