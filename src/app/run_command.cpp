@@ -7,8 +7,8 @@
 
 #include "app/console.h"
 #include "app/flag_values.h"
-#include "app/run_limits.h"
 #include "app/run_cell.h"
+#include "app/run_limits.h"
 #include "app/signals.h"
 #include "load/runner.h"
 #include "load/schedule.h"

@@ -78,8 +78,9 @@ struct Manifest {
   std::string run_id;
   std::optional<std::string> label;
   std::optional<std::string> campaign;
-  std::string status = "running";  ///< running | ok | partial | interrupted | failed | engine_crashed
-  std::string started_at;          ///< ISO 8601 UTC
+  std::string status =
+      "running";           ///< running | ok | partial | interrupted | failed | engine_crashed
+  std::string started_at;  ///< ISO 8601 UTC
   std::optional<std::string> ended_at;
   boost::json::object harness;
   boost::json::object engine;

@@ -1,3 +1,7 @@
+// The run index (index.sqlite, a cache of the run directories): reading a record into a row,
+// the table's columns listed once, opening and recovering the database under a lock, syncing
+// with the directories, and queries. Just over 700 lines because these are one cache's code;
+// SQLite's statement wrappers are already apart (sqlite_statement.h).
 #include "record/run_index.h"
 
 #include <fcntl.h>

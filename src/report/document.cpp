@@ -380,14 +380,16 @@ std::string to_html(const Document& doc, const std::vector<Figure>& figures) {
   out += "<h1>" + chart::markup_escape(doc.title) + "</h1>\n<nav>";
   for (std::size_t i = 0; i < doc.sections.size(); ++i) {
     const auto& s = doc.sections[i];
-    if (s.level == 2) out += "<a href=\"#" + ids[i] + "\">" + chart::markup_escape(s.title) + "</a>";
+    if (s.level == 2)
+      out += "<a href=\"#" + ids[i] + "\">" + chart::markup_escape(s.title) + "</a>";
   }
   out += "</nav>\n";
   for (const auto& b : doc.intro) html_block(out, b, figures);
   for (std::size_t i = 0; i < doc.sections.size(); ++i) {
     const auto& s = doc.sections[i];
     const std::string tag = "h" + std::to_string(s.level);
-    out += "<" + tag + " id=\"" + ids[i] + "\">" + chart::markup_escape(s.title) + "</" + tag + ">\n";
+    out +=
+        "<" + tag + " id=\"" + ids[i] + "\">" + chart::markup_escape(s.title) + "</" + tag + ">\n";
     for (const auto& b : s.blocks) html_block(out, b, figures);
   }
   out += "</main>\n<script>\n" + std::string(kScript) + "\n</script>\n</body>\n</html>\n";

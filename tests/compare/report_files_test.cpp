@@ -6,10 +6,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "chart/chart.h"
 #include "record/run_writer.h"
 #include "report/board_document.h"
 #include "report/board_files.h"
-#include "chart/chart.h"
 #include "report/format.h"
 #include "temp_dir.h"
 #include "test_records.h"
@@ -32,8 +32,8 @@ class BoardDir : public ::testing::Test {
 TEST_F(BoardDir, WritesEveryFileAndSums) {
   const compare::Board b = compare::build_board(testing::fixture_input(), testing::fixed_options());
   const auto names = write_board(dir_, b, {});
-  EXPECT_EQ(names, (std::vector<std::string>{"README.md", "report.html", "board.json",
-                                             "board.csv", "SHA256SUMS"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"README.md", "report.html", "board.json", "board.csv",
+                                             "SHA256SUMS"}));
   // SHA256SUMS lists every other file with its hash, in sha256sum's format.
   std::istringstream sums(slurp(dir_ / "SHA256SUMS"));
   std::string line;
@@ -45,8 +45,7 @@ TEST_F(BoardDir, WritesEveryFileAndSums) {
   }
   EXPECT_EQ(n, 4u);
   // The written README is the golden rendering.
-  EXPECT_EQ(slurp(dir_ / "README.md"),
-            to_markdown(board_document(b, {}, DocumentKind::kFull), {}));
+  EXPECT_EQ(slurp(dir_ / "README.md"), to_markdown(board_document(b, {}, DocumentKind::kFull), {}));
 }
 
 TEST_F(BoardDir, FiguresArriveAsAListAndAreWrittenReferencedAndInlined) {
@@ -56,8 +55,9 @@ TEST_F(BoardDir, FiguresArriveAsAListAndAreWrittenReferencedAndInlined) {
   f.stem = "throughput-by-concurrency";
   f.section = compare::Section::kThroughput;
   f.caption = "one line per arm";
-  f.svg = "<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" "
-          "height=\"10\"><rect width=\"10\" height=\"10\"/></svg>\n";
+  f.svg =
+      "<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" "
+      "height=\"10\"><rect width=\"10\" height=\"10\"/></svg>\n";
   f.png = std::string("\x89PNG\r\n\x1a\n", 8) + "test bytes";
   const auto names = write_board(dir_, b, {f});
   EXPECT_EQ(slurp(dir_ / "throughput-by-concurrency.svg"), f.svg);
@@ -147,8 +147,9 @@ TEST(Document, MarkdownTablesAndBoldSpans) {
   t.table.rows.push_back({{{{"x|y", false, false}}, std::nullopt}, {{{"1", true, false}}, 1.0}});
   s.blocks.push_back(t);
   d.sections.push_back(s);
-  EXPECT_EQ(to_markdown(d, {}),
-            "# T\\|itle\n\n## S\n\n**Status:** **ok** `x`\n\n| a | b |\n|---|---:|\n| x\\|y | **1** |\n");
+  EXPECT_EQ(
+      to_markdown(d, {}),
+      "# T\\|itle\n\n## S\n\n**Status:** **ok** `x`\n\n| a | b |\n|---|---:|\n| x\\|y | **1** |\n");
   const std::string html = to_html(d, {});
   EXPECT_NE(html.find("<td class=\"num\" data-sort=\"1\"><strong>1</strong></td>"),
             std::string::npos);

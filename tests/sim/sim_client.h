@@ -2,6 +2,8 @@
 // tests share: a chat request body, the `data:` payloads of a streamed body, the truth log.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -9,8 +11,6 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
-#include <gtest/gtest.h>
-
 #include <boost/json.hpp>
 #include <chrono>
 #include <filesystem>
