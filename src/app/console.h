@@ -11,6 +11,7 @@
 #include "engine/server_timings.h"
 #include "load/runner.h"
 #include "metrics/summary.h"
+#include "record/terminal_text.h"
 
 namespace dyno::app {
 
@@ -59,13 +60,7 @@ std::string render_summary(const RunHeadline& head, const metrics::Summary& s, b
 /// "warning[code]: message\n  hint: hint\n" lines (stderr).
 std::string render_warnings(const std::vector<metrics::Warning>& warnings, bool color);
 
-/// Text from a server, a record or a file, made safe to print on a terminal: every control
-/// character (C0 — ESC included — DEL, and C1) is shown as an escape (`\e` never reaches the
-/// terminal: ESC prints as `\x1b`, a C1 CSI as `\u009b`, a tab as `\t`), bytes that are not
-/// UTF-8 as `\xNN`, and the API key (DYNO_API_KEY / OPENAI_API_KEY), should a server have
-/// echoed it, as `<scrubbed:secret>`. A line break stays one unless `one_line` (table cells,
-/// names), which shows it as `\n`. dyno's own colour codes are added after, never escaped.
-std::string terminal_text(std::string_view text, bool one_line = false);
+using record::terminal_text;  // text from a server, record or file, safe for a terminal
 
 /// A number with a fixed number of decimals, or "n/a" when absent.
 std::string fmt(std::optional<double> v, int decimals);

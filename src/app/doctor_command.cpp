@@ -7,9 +7,9 @@
 
 namespace dyno::app {
 
-int doctor_command(const RunOptions& o) {
-  telemetry::Monitor monitor(telemetry::default_samplers(o.nvml_library, o.sysfs_root, o.proc_root),
-                             static_cast<std::int64_t>(o.telemetry_period_ms * 1e6));
+int doctor_command(const telemetry::TelemetryOptions& t) {
+  telemetry::Monitor monitor(telemetry::default_samplers(t.nvml_library, t.sysfs_root, t.proc_root),
+                             static_cast<std::int64_t>(t.period_ms * 1e6));
   std::cout << telemetry::doctor_text(monitor);
   return kExitOk;
 }

@@ -22,8 +22,6 @@ inline constexpr double kMaxRate = 1'000'000.0;            ///< req/s
 /// 30 days: every duration and timeout. Its nanoseconds fit a steady-clock int64 and a double
 /// holds them exactly (schedule offsets).
 inline constexpr double kMaxSeconds = 30.0 * 24 * 3600;
-/// Σ prompt tokens of a synthetic stream (about 6 bytes each, held in memory twice).
-inline constexpr std::uint64_t kMaxSyntheticTokens = 100'000'000;
 inline constexpr std::uint32_t kMaxRepeat = 1000;
 inline constexpr std::uint64_t kMaxU64 = UINT64_MAX;
 

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "app/run_command.h"
-#include "app/session.h"
 #include "json/json_text.h"
+#include "session/engine_session.h"
 #include "workload/request_stream.h"
 
 namespace dyno::app {
@@ -54,9 +54,10 @@ workload::TableMapping parse_columns(const std::string& text, workload::TableMap
 }  // namespace
 
 int import_command(const ImportOptions& o) {
-  const workload::Api api = parse_api(o.api);
+  const workload::Api api = session::parse_api(o.api);
   workload::RequestStream stream;
-  try {
+  {
+    // An import's errors name the file and line; "stream import: " says which command read it.
     if (o.kind == "sharegpt") {
       workload::ShareGptOptions so;
       so.api = api;
@@ -66,7 +67,7 @@ int import_command(const ImportOptions& o) {
       so.seed = o.shuffle_seed.value_or(0);
       so.output_from_reference = o.output_from_reference;
       so.min_prompt_chars = o.min_prompt_chars;
-      stream = workload::import_sharegpt(o.input, so);
+      stream = about("stream import", [&] { return workload::import_sharegpt(o.input, so); });
     } else if (o.kind == "table") {
       workload::TableMapping m;
       m.api = api;
@@ -74,7 +75,7 @@ int import_command(const ImportOptions& o) {
       m.max_tokens = o.max_tokens;
       m = parse_columns(o.columns, m);
       if (!o.scorer.empty()) m.scorer = o.scorer;
-      stream = workload::import_table(o.input, m);
+      stream = about("stream import", [&] { return workload::import_table(o.input, m); });
       if (o.limit && stream.requests.size() > *o.limit) {
         stream.requests.resize(*o.limit);
         stream.sha256 = workload::stream_sha256(stream.requests);
@@ -90,19 +91,13 @@ int import_command(const ImportOptions& o) {
       if (!o.scorer.empty()) io.scorer = o.scorer;
       io.max_tokens = o.max_tokens;
       io.limit = o.limit;
-      stream = workload::import_image_qa(o.input, io);
+      stream = about("stream import", [&] { return workload::import_image_qa(o.input, io); });
     } else {
       throw UsageError("stream import: unknown kind '" + o.kind +
                        "'; use sharegpt, table or image-qa");
     }
-  } catch (const workload::StreamError& e) {
-    throw UsageError(std::string("stream import: ") + e.what());
   }
-  try {
-    workload::write_stream_file(o.output, stream);
-  } catch (const workload::StreamError& e) {
-    throw UsageError(std::string("-o: ") + e.what());
-  }
+  about("-o", [&] { workload::write_stream_file(o.output, stream); });
   if (o.json) {
     std::cout << json_text::pretty(boost::json::object{{"output", o.output},
                                                        {"source", stream.source},

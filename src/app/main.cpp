@@ -29,127 +29,129 @@ constexpr const char* kExitCodes =
     "input file); 3 the run failed or exceeded its error budget; 130 interrupted.";
 
 /// Telemetry: which sources, how often, the idle baseline; roots for tests and containers.
-void add_telemetry_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
-  cmd.add_option("--telemetry", o.telemetry, "auto (every available source) or off")
+void add_telemetry_flags(CLI::App& cmd, dyno::telemetry::TelemetryOptions& t) {
+  cmd.add_option("--telemetry", t.mode, "auto (every available source) or off")
       ->capture_default_str();
-  cmd.add_option("--telemetry-period-ms", o.telemetry_period_ms, "sampler period (20-1000 ms)")
+  cmd.add_option("--telemetry-period-ms", t.period_ms, "sampler period (20-1000 ms)")
       ->transform(flags::number(20, 1000))
       ->capture_default_str();
-  cmd.add_option("--idle-baseline", o.idle_baseline_s,
+  cmd.add_option("--idle-baseline", t.idle_baseline_s,
                  "seconds of idle power measured before the first request (0: none)")
       ->transform(flags::seconds(true))
       ->capture_default_str();
-  cmd.add_option("--nvml-library", o.nvml_library,
+  cmd.add_option("--nvml-library", t.nvml_library,
                  "path of libnvidia-ml.so.1 (default: the system's; env DYNO_NVML_LIBRARY)");
-  cmd.add_option("--sysfs-root", o.sysfs_root, "where sysfs is mounted (amdgpu, RAPL)")
+  cmd.add_option("--sysfs-root", t.sysfs_root, "where sysfs is mounted (amdgpu, RAPL)")
       ->capture_default_str();
-  cmd.add_option("--proc-root", o.proc_root, "where procfs is mounted (host CPU, RSS)")
+  cmd.add_option("--proc-root", t.proc_root, "where procfs is mounted (host CPU, RSS)")
       ->capture_default_str();
 }
 
 /// Flags every measuring command shares: the engine, the workload, the output.
 void add_common_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
-  cmd.add_option("--url", o.url,
+  cmd.add_option("--url", o.target.url,
                  "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (default: start the "
                  "simulated engine in-process)");
-  cmd.add_option("--engine", o.engine_spec,
+  cmd.add_option("--engine", o.target.engine_spec,
                  "engine spec file (TOML, docs/engines.md): dyno launches the engine, waits until "
                  "it is ready, runs every cell against it and stops it");
-  cmd.add_option("--model", o.model, "model name to request (required with --url)");
-  cmd.add_option("--plugin", o.plugin,
+  cmd.add_option("--model", o.target.model, "model name to request (required with --url)");
+  cmd.add_option("--plugin", o.target.plugin,
                  "an in-process engine plugin (.so, docs/plugins.md) instead of --url; a bare "
                  "file name is also looked up next to the dyno binary");
-  cmd.add_option("--plugin-config", o.plugin_config,
+  cmd.add_option("--plugin-config", o.target.plugin_config,
                  "the plugin's configuration string, e.g. profile=small-gpu for "
                  "libdyno_sim_plugin.so");
-  cmd.add_option("--api", o.api, "endpoint: chat (/chat/completions) or completions")
+  cmd.add_option("--api", o.target.api, "endpoint: chat (/chat/completions) or completions")
       ->capture_default_str();
-  cmd.add_option("--profile", o.profile,
+  cmd.add_option("--profile", o.target.profile,
                  "embedded simulated engine profile: a built-in name or a JSON file")
       ->capture_default_str();
-  cmd.add_option("--warmup", o.warmup, "requests sent first and discarded (recorded as warmup)")
+  cmd.add_option("--warmup", o.load.warmup,
+                 "requests sent first and discarded (recorded as warmup)")
       ->transform(flags::integer(0, flags::kMaxRequests))
       ->capture_default_str();
-  cmd.add_option("--max-tokens", o.max_tokens, "max_tokens for stream requests that set none")
+  cmd.add_option("--max-tokens", o.stream.max_tokens,
+                 "max_tokens for stream requests that set none")
       ->transform(flags::integer(1, flags::kMaxTokens));
-  cmd.add_option("--temperature", o.temperature, "temperature for requests that set none")
+  cmd.add_option("--temperature", o.stream.temperature, "temperature for requests that set none")
       ->transform(flags::number(0, 100))
       ->capture_default_str();
-  cmd.add_option("--seed", o.seed, "seed of the synthetic stream and the arrival schedule")
+  cmd.add_option("--seed", o.load.seed, "seed of the synthetic stream and the arrival schedule")
       ->transform(flags::integer(0, flags::kMaxU64))
       ->capture_default_str();
-  cmd.add_option("--stream", o.stream_file, "request stream file (JSONL, see docs/record.md)");
-  cmd.add_option("--input-tokens", o.input_tokens,
+  cmd.add_option("--stream", o.stream.file, "request stream file (JSONL, see docs/record.md)");
+  cmd.add_option("--input-tokens", o.stream.input_tokens,
                  "synthetic stream: approximate prompt length in tokens")
       ->transform(flags::integer(1, flags::kMaxTokens))
       ->capture_default_str();
-  cmd.add_option("--output-tokens", o.output_tokens,
+  cmd.add_option("--output-tokens", o.stream.output_tokens,
                  "synthetic stream: output tokens per request (max_tokens with ignore_eos)")
       ->transform(flags::integer(1, flags::kMaxTokens))
       ->capture_default_str();
-  cmd.add_option("--slo", o.slo, "goodput objectives, e.g. ttft=500ms,tpot=50ms,e2e=10s");
-  cmd.add_option("--arrival", o.arrival, "open-loop arrivals: poisson, constant or gamma")
+  cmd.add_option("--slo", o.load.slo, "goodput objectives, e.g. ttft=500ms,tpot=50ms,e2e=10s");
+  cmd.add_option("--arrival", o.load.arrival, "open-loop arrivals: poisson, constant or gamma")
       ->capture_default_str();
-  cmd.add_option("--burstiness", o.burstiness,
+  cmd.add_option("--burstiness", o.load.burstiness,
                  "gamma shape k: 1 = Poisson, < 1 burstier, > 1 smoother")
       ->transform(flags::number(0, 1000, true))
       ->capture_default_str();
-  cmd.add_option("--runs-root", o.runs_root, "directory that receives run records")
+  cmd.add_option("--runs-root", o.record.runs_root, "directory that receives run records")
       ->capture_default_str();
-  cmd.add_option("--label", o.label, "a label added to the run id and the manifest");
-  cmd.add_flag("--json", o.json, "print the summary as JSON on stdout");
-  cmd.add_flag("--no-stream", o.no_stream, "ask for whole (non-streamed) responses");
-  cmd.add_flag("--keep-outputs", o.keep_outputs, "keep every output text in requests.jsonl");
-  cmd.add_flag("--no-chunk-times", o.no_chunk_times,
+  cmd.add_option("--label", o.record.label, "a label added to the run id and the manifest");
+  cmd.add_flag("--json", o.console.json, "print the summary as JSON on stdout");
+  cmd.add_flag("--no-stream", o.target.no_stream, "ask for whole (non-streamed) responses");
+  cmd.add_flag("--keep-outputs", o.record.keep_outputs, "keep every output text in requests.jsonl");
+  cmd.add_flag("--no-chunk-times", o.record.no_chunk_times,
                "do not write per-event times (chunk_times_ns) to requests.jsonl");
-  cmd.add_option("--connect-timeout", o.connect_timeout_s, "connect timeout in seconds")
+  cmd.add_option("--connect-timeout", o.target.connect_timeout_s, "connect timeout in seconds")
       ->transform(flags::seconds())
       ->capture_default_str();
-  cmd.add_option("--first-token-timeout", o.first_token_timeout_s,
+  cmd.add_option("--first-token-timeout", o.target.first_token_timeout_s,
                  "fail a request with no token this many seconds after it was sent (0: never; "
                  "default: 60 s + 1 s per 4000 prompt bytes)")
       ->transform(flags::seconds(true));
-  cmd.add_option("--timeout", o.timeout_s,
+  cmd.add_option("--timeout", o.target.timeout_s,
                  "fail a request not done this many seconds after sent (0: never; default: the "
                  "first-token limit + 60 s + 0.25 s per max_tokens)")
       ->transform(flags::seconds(true));
-  cmd.add_option("--idle-timeout", o.idle_timeout_s,
+  cmd.add_option("--idle-timeout", o.target.idle_timeout_s,
                  "fail a request whose stream sends no token for this many seconds (0: never)")
       ->transform(flags::seconds(true))
       ->capture_default_str();
-  cmd.add_option("--error-budget", o.error_budget,
+  cmd.add_option("--error-budget", o.load.error_budget,
                  "exit 3 when the error rate exceeds this fraction")
       ->transform(flags::number(0, 1))
       ->capture_default_str();
-  cmd.add_flag("--insecure", o.insecure, "https: do not verify the server's certificate");
-  cmd.add_option("--ca-file", o.ca_file,
+  cmd.add_flag("--insecure", o.target.insecure, "https: do not verify the server's certificate");
+  cmd.add_option("--ca-file", o.target.ca_file,
                  "https: PEM file of CA certificates to trust besides the system's");
-  cmd.add_option("--model-file", o.model_file,
+  cmd.add_option("--model-file", o.target.model_file,
                  "the weights the engine serves (GGUF file, safetensors file or directory): "
                  "their fingerprint goes into the record");
-  cmd.add_option("--model-revision", o.model_revision,
+  cmd.add_option("--model-revision", o.target.model_revision,
                  "the revision of the weights (e.g. a Hugging Face commit)");
-  add_telemetry_flags(cmd, o);
-  cmd.add_flag("-q,--quiet", o.quiet, "no progress bar");
-  cmd.add_option("--color", o.color, "auto, always or never (NO_COLOR is honoured)")
+  add_telemetry_flags(cmd, o.telemetry);
+  cmd.add_flag("-q,--quiet", o.console.quiet, "no progress bar");
+  cmd.add_option("--color", o.console.color, "auto, always or never (NO_COLOR is honoured)")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
 }
 
 /// `dyno run`'s load: closed loop (--concurrency) or open loop (--rate), and its limits.
 void add_load_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
-  cmd.add_option("-c,--concurrency", o.concurrency,
+  cmd.add_option("-c,--concurrency", o.load.concurrency,
                  "closed loop: keep C requests in flight (default 8)")
       ->transform(flags::integer(1, flags::kMaxConcurrency));
-  cmd.add_option("--rate", o.rate, "open loop: mean arrival rate in requests/s")
+  cmd.add_option("--rate", o.load.rate, "open loop: mean arrival rate in requests/s")
       ->transform(flags::number(0, flags::kMaxRate, true));
-  cmd.add_option("-n,--requests", o.requests,
+  cmd.add_option("-n,--requests", o.load.requests,
                  "measured requests to send (default: 100; with --stream, the stream's length; "
                  "none with --duration)")
       ->transform(flags::integer(1, flags::kMaxRequests));
-  cmd.add_option("-d,--duration", o.duration_s, "stop sending after S seconds")
+  cmd.add_option("-d,--duration", o.load.duration_s, "stop sending after S seconds")
       ->transform(flags::seconds());
-  cmd.add_flag("--cycle", o.cycle,
+  cmd.add_flag("--cycle", o.stream.cycle,
                "send the --stream again from its start when -n (plus --warmup) asks for more "
                "requests than it holds (named in the record)");
 }
@@ -160,6 +162,45 @@ void add_repeat_flags(CLI::App& cmd, dyno::app::RepeatOptions& r) {
       ->capture_default_str();
   cmd.add_option("--select", r.select,
                  "the metric whose median repetition is selected (default: the protocol's)");
+}
+
+void add_sweep_flags(CLI::App& cmd, dyno::app::SweepOptions& o) {
+  cmd.add_option("--concurrencies", o.concurrencies, "closed-loop cells, e.g. 1,2,4,8")
+      ->capture_default_str();
+  cmd.add_option("--rates", o.rates, "open-loop cells instead, in req/s, e.g. 2,4,8");
+  cmd.add_option("--min-requests", o.min_requests,
+                 "each cell sends max(min-requests, per-slot x C) requests")
+      ->transform(flags::integer(0, flags::kMaxRequests))
+      ->capture_default_str();
+  cmd.add_option("--per-slot", o.per_slot, "requests per concurrency slot (k)")
+      ->transform(flags::integer(1, flags::kMaxRequests))
+      ->capture_default_str();
+  cmd.add_option("--rate-duration", o.rate_duration_s, "open-loop cells: seconds each cell sends")
+      ->transform(flags::seconds())
+      ->capture_default_str();
+  add_repeat_flags(cmd, o.rep);
+}
+
+void add_ladder_flags(CLI::App& cmd, dyno::app::LadderOptions& o) {
+  cmd.add_option("--depths", o.depths, "decode cells: context depths in tokens")
+      ->capture_default_str();
+  cmd.add_option("--prefill-sizes", o.prefill_sizes,
+                 "prefill-only cells: prompt sizes in tokens ('' for none)")
+      ->capture_default_str();
+  cmd.add_option("--decode-tokens", o.decode_tokens, "output tokens of a decode cell")
+      ->transform(flags::integer(2, flags::kMaxTokens))
+      ->capture_default_str();
+  add_repeat_flags(cmd, o.rep);
+}
+
+void add_speed_flags(CLI::App& cmd, dyno::app::SpeedOptions& o) {
+  cmd.add_option("--passes", o.passes,
+                 "named passes, e.g. fr,en,fr2 (prompts tagged pass=<name> in --stream)")
+      ->capture_default_str();
+  cmd.add_option("--burst", o.concurrency, "requests of the aggregate burst")
+      ->transform(flags::integer(1, flags::kMaxConcurrency))
+      ->capture_default_str();
+  add_repeat_flags(cmd, o.rep);
 }
 
 void add_sim_flags(CLI::App& cmd, dyno::app::SimOptions& o) {
@@ -293,58 +334,21 @@ int main(int argc, char** argv) {
   CLI::App* sweep = app.add_subcommand(
       "sweep", "protocol: one cell per concurrency (or rate), each held long enough");
   add_common_flags(*sweep, sweep_common);
-  sweep
-      ->add_option("--concurrencies", sweep_options.concurrencies,
-                   "closed-loop cells, e.g. 1,2,4,8")
-      ->capture_default_str();
-  sweep->add_option("--rates", sweep_options.rates,
-                    "open-loop cells instead, in req/s, e.g. 2,4,8");
-  sweep
-      ->add_option("--min-requests", sweep_options.min_requests,
-                   "each cell sends max(min-requests, per-slot x C) requests")
-      ->transform(flags::integer(0, flags::kMaxRequests))
-      ->capture_default_str();
-  sweep->add_option("--per-slot", sweep_options.per_slot, "requests per concurrency slot (k)")
-      ->transform(flags::integer(1, flags::kMaxRequests))
-      ->capture_default_str();
-  sweep
-      ->add_option("--rate-duration", sweep_options.rate_duration_s,
-                   "open-loop cells: seconds each cell sends")
-      ->transform(flags::seconds())
-      ->capture_default_str();
-  add_repeat_flags(*sweep, sweep_options.rep);
+  add_sweep_flags(*sweep, sweep_options);
 
   dyno::app::RunOptions ladder_common;
   dyno::app::LadderOptions ladder_options;
   CLI::App* ladder = app.add_subcommand(
       "ladder", "protocol: decode speed at context depths and prefill speed at prompt sizes");
   add_common_flags(*ladder, ladder_common);
-  ladder->add_option("--depths", ladder_options.depths, "decode cells: context depths in tokens")
-      ->capture_default_str();
-  ladder
-      ->add_option("--prefill-sizes", ladder_options.prefill_sizes,
-                   "prefill-only cells: prompt sizes in tokens ('' for none)")
-      ->capture_default_str();
-  ladder
-      ->add_option("--decode-tokens", ladder_options.decode_tokens,
-                   "output tokens of a decode cell")
-      ->transform(flags::integer(2, flags::kMaxTokens))
-      ->capture_default_str();
-  add_repeat_flags(*ladder, ladder_options.rep);
+  add_ladder_flags(*ladder, ladder_options);
 
   dyno::app::RunOptions speed_common;
   dyno::app::SpeedOptions speed_options;
   CLI::App* speed = app.add_subcommand(
       "speed", "protocol: a solo streamed request and a burst, for each named pass of prompts");
   add_common_flags(*speed, speed_common);
-  speed
-      ->add_option("--passes", speed_options.passes,
-                   "named passes, e.g. fr,en,fr2 (prompts tagged pass=<name> in --stream)")
-      ->capture_default_str();
-  speed->add_option("--burst", speed_options.concurrency, "requests of the aggregate burst")
-      ->transform(flags::integer(1, flags::kMaxConcurrency))
-      ->capture_default_str();
-  add_repeat_flags(*speed, speed_options.rep);
+  add_speed_flags(*speed, speed_options);
 
   dyno::app::RunOptions real_common;
   dyno::app::RealOptions real_options;
@@ -352,7 +356,7 @@ int main(int argc, char** argv) {
       "real", "protocol: real prompts with long outputs, per-case figures (needs --stream)");
   add_common_flags(*real, real_common);
   add_repeat_flags(*real, real_options.rep);
-  dyno::app::RunOptions doctor_options;
+  dyno::telemetry::TelemetryOptions doctor_options;
   CLI::App* doctor = app.add_subcommand(
       "doctor", "show what telemetry this host offers, and why a source is missing");
   add_telemetry_flags(*doctor, doctor_options);
@@ -406,12 +410,11 @@ int main(int argc, char** argv) {
     if (stream_make->parsed()) {
       return dyno::app::stream_make_command(stream_make_options, std::cout);
     }
-  } catch (const dyno::app::UsageError& e) {  // messages may quote a server or a file
-    std::cerr << "error: " << dyno::app::terminal_text(e.what()) << "\n";
-    return dyno::app::kExitUsage;
-  } catch (const dyno::record::RecordError& e) {
-    std::cerr << "error: run record: " << dyno::app::terminal_text(e.what()) << "\n";
-    return dyno::app::kExitFailure;
+  } catch (const dyno::Error& e) {  // messages may quote a server or a file
+    const bool record = dynamic_cast<const dyno::record::RecordError*>(&e) != nullptr;
+    std::cerr << "error: " << (record ? "run record: " : "") << dyno::app::terminal_text(e.what())
+              << "\n";
+    return dyno::app::exit_code_for(e.kind());
   } catch (const std::exception& e) {
     std::cerr << "error: " << dyno::app::terminal_text(e.what()) << "\n";
     return dyno::app::kExitFailure;

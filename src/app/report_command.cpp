@@ -3,8 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-#include "app/flag_values.h"
 #include "app/console.h"
+#include "app/flag_values.h"
 #include "app/run_command.h"
 #include "compare/board.h"
 #include "compare/inputs.h"
@@ -59,63 +59,60 @@ void add_flags(CLI::App& cmd, ReportOptions& o) {
       ->transform(flags::number(0, 10000));
 }
 
+// A board spec or record that cannot be read is a compare::CompareError (kind input: exit 2).
 compare::Board build(const ReportOptions& o) {
-  try {
-    compare::BoardSpec spec;
-    if (o.spec) spec = compare::read_board_spec(*o.spec);
-    std::vector<compare::ArmSpec> arms;
-    for (const auto& a : o.arms) arms.push_back(compare::parse_arm(a));
-    if (!arms.empty() && !spec.arms.empty()) {
-      throw UsageError("--arm and --spec both declare arms; declare them in one place");
-    }
-    if (arms.empty()) arms = spec.arms;
-    arms = compare::merge_arms(arms);
-    if (arms.size() < 2) {
-      throw UsageError(
-          "a board needs at least two arms: --arm NAME=SELECTOR twice (e.g. --arm fast=label=fast "
-          "--arm slow=label=slow), or a --spec file");
-    }
-    compare::BoardInput input = compare::load_board_input(o.runs_root, arms, spec.cells);
-    for (const auto& skipped : input.skipped) {
-      std::cerr << "dyno: warning: left out of the query, its manifest cannot be read: "
-                << terminal_text(skipped, true) << " (dyno runs verify names every problem)\n";
-    }
-    input.title = o.title.empty() ? spec.title : o.title;
-    input.baseline = o.baseline.empty() ? spec.baseline : o.baseline;
-    input.model_aliases = spec.model_aliases;
-    for (const auto& a : o.model_aliases) {
-      const auto eq = a.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == a.size()) {
-        throw UsageError("--model-alias '" + a + "': write ID=NAME");
-      }
-      input.model_aliases[a.substr(0, eq)] = a.substr(eq + 1);
-    }
-    compare::BoardOptions bo;
-    for (const auto& n : spec.required) bo.policy.set(n, compare::CheckLevel::kRequired);
-    for (const auto& n : spec.reported) bo.policy.set(n, compare::CheckLevel::kReported);
-    for (const auto& n : spec.ignored) bo.policy.set(n, compare::CheckLevel::kIgnored);
-    bo.policy.set_list(o.require, compare::CheckLevel::kRequired, "--require");
-    bo.policy.set_list(o.report_only, compare::CheckLevel::kReported, "--report-only");
-    bo.policy.set_list(o.ignore, compare::CheckLevel::kIgnored, "--ignore");
-    if (spec.accuracy_pp) bo.quality.accuracy_pp = *spec.accuracy_pp;
-    if (spec.output_gap_pct) bo.quality.output_gap_pct = *spec.output_gap_pct;
-    if (o.accuracy_pp) bo.quality.accuracy_pp = *o.accuracy_pp;
-    if (o.output_gap_pct) bo.quality.output_gap_pct = *o.output_gap_pct;
-    if (!(bo.quality.accuracy_pp >= 0) || !(bo.quality.output_gap_pct >= 0)) {
-      throw UsageError(
-          "quality thresholds must be >= 0 (--quality-accuracy-pp, "
-          "--quality-output-gap-pct)");
-    }
-    bo.bootstrap.resamples = o.resamples;
-    bo.bootstrap.confidence = o.confidence;
-    bo.bootstrap.seed = o.seed;
-    bo.allow_unresolved = o.allow_unresolved || spec.allow_unresolved.value_or(false);
-    bo.generator = {"dyno", build_info::kVersion, build_info::kGitCommit};
-    bo.spec_file_sha256 = spec.sha256;
-    return compare::build_board(input, bo);
-  } catch (const compare::CompareError& e) {
-    throw UsageError(e.what());
+  compare::BoardSpec spec;
+  if (o.spec) spec = compare::read_board_spec(*o.spec);
+  std::vector<compare::ArmSpec> arms;
+  for (const auto& a : o.arms) arms.push_back(compare::parse_arm(a));
+  if (!arms.empty() && !spec.arms.empty()) {
+    throw UsageError("--arm and --spec both declare arms; declare them in one place");
   }
+  if (arms.empty()) arms = spec.arms;
+  arms = compare::merge_arms(arms);
+  if (arms.size() < 2) {
+    throw UsageError(
+        "a board needs at least two arms: --arm NAME=SELECTOR twice (e.g. --arm fast=label=fast "
+        "--arm slow=label=slow), or a --spec file");
+  }
+  compare::BoardInput input = compare::load_board_input(o.runs_root, arms, spec.cells);
+  for (const auto& skipped : input.skipped) {
+    std::cerr << "dyno: warning: left out of the query, its manifest cannot be read: "
+              << terminal_text(skipped, true) << " (dyno runs verify names every problem)\n";
+  }
+  input.title = o.title.empty() ? spec.title : o.title;
+  input.baseline = o.baseline.empty() ? spec.baseline : o.baseline;
+  input.model_aliases = spec.model_aliases;
+  for (const auto& a : o.model_aliases) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == a.size()) {
+      throw UsageError("--model-alias '" + a + "': write ID=NAME");
+    }
+    input.model_aliases[a.substr(0, eq)] = a.substr(eq + 1);
+  }
+  compare::BoardOptions bo;
+  for (const auto& n : spec.required) bo.policy.set(n, compare::CheckLevel::kRequired);
+  for (const auto& n : spec.reported) bo.policy.set(n, compare::CheckLevel::kReported);
+  for (const auto& n : spec.ignored) bo.policy.set(n, compare::CheckLevel::kIgnored);
+  bo.policy.set_list(o.require, compare::CheckLevel::kRequired, "--require");
+  bo.policy.set_list(o.report_only, compare::CheckLevel::kReported, "--report-only");
+  bo.policy.set_list(o.ignore, compare::CheckLevel::kIgnored, "--ignore");
+  if (spec.accuracy_pp) bo.quality.accuracy_pp = *spec.accuracy_pp;
+  if (spec.output_gap_pct) bo.quality.output_gap_pct = *spec.output_gap_pct;
+  if (o.accuracy_pp) bo.quality.accuracy_pp = *o.accuracy_pp;
+  if (o.output_gap_pct) bo.quality.output_gap_pct = *o.output_gap_pct;
+  if (!(bo.quality.accuracy_pp >= 0) || !(bo.quality.output_gap_pct >= 0)) {
+    throw UsageError(
+        "quality thresholds must be >= 0 (--quality-accuracy-pp, "
+        "--quality-output-gap-pct)");
+  }
+  bo.bootstrap.resamples = o.resamples;
+  bo.bootstrap.confidence = o.confidence;
+  bo.bootstrap.seed = o.seed;
+  bo.allow_unresolved = o.allow_unresolved || spec.allow_unresolved.value_or(false);
+  bo.generator = {"dyno", build_info::kVersion, build_info::kGitCommit};
+  bo.spec_file_sha256 = spec.sha256;
+  return compare::build_board(input, bo);
 }
 
 }  // namespace
@@ -136,12 +133,8 @@ int report_command(const ReportOptions& o) {
   if (o.out.empty()) throw UsageError("report needs --out DIR (the board directory to write)");
   const compare::Board board = build(o);
   // The charts, drawn from the board before anything is written (docs/compare.md "Charts").
-  std::vector<report::Figure> figures;
-  try {
-    figures = report::board_figures(board);
-  } catch (const compare::CompareError& e) {
-    throw UsageError(e.what());  // a malformed telemetry.jsonl
-  }
+  // (A malformed telemetry.jsonl is a compare::CompareError.)
+  const std::vector<report::Figure> figures = report::board_figures(board);
   const auto files = report::write_board(o.out, board, figures);
   std::cout << "board " << o.out << " · " << board.status << " · " << board.cells.size()
             << " cells · " << files.size() << " files (README.md, report.html, board.json, "

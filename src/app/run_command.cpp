@@ -5,13 +5,14 @@
 #include <cmath>
 #include <sstream>
 
+#include "app/cell_report.h"
 #include "app/console.h"
 #include "app/flag_values.h"
-#include "app/run_cell.h"
-#include "app/run_limits.h"
 #include "app/signals.h"
 #include "load/runner.h"
 #include "load/schedule.h"
+#include "session/run_limits.h"
+#include "session/stream.h"
 #include "workload/request_stream.h"
 #include "workload/synthetic.h"
 
@@ -63,94 +64,90 @@ constexpr std::uint64_t kSyntheticCycle = 1000;
 /// Without --cycle a --stream's lines are each sent at most once, warm-ups first: -n defaults
 /// to the lines the warm-ups leave, and a --duration run also stops when they are sent.
 void plan_requests(const RunOptions& o, std::optional<std::uint64_t> stream_length, Plan& p) {
-  p.load.requests = o.requests;
-  p.load.duration_s = o.duration_s;
+  p.load.requests = o.load.requests;
+  p.load.duration_s = o.load.duration_s;
   if (!stream_length) {
-    if (!o.requests && !o.duration_s) p.load.requests = 100;
+    if (!o.load.requests && !o.load.duration_s) p.load.requests = 100;
     p.cycles = !p.load.requests;
     return;
   }
   const std::uint64_t lines = *stream_length;
-  const std::string stream = "--stream " + *o.stream_file + " holds " + std::to_string(lines) +
+  const std::string stream = "--stream " + *o.stream.file + " holds " + std::to_string(lines) +
                              " request" + (lines == 1 ? "" : "s");
-  if (o.cycle) {
-    if (!o.requests && !o.duration_s) p.load.requests = lines;
+  if (o.stream.cycle) {
+    if (!o.load.requests && !o.load.duration_s) p.load.requests = lines;
     p.cycles = true;
     return;
   }
-  if (o.requests) {
-    if (o.warmup + *o.requests > lines) {
-      throw UsageError("-n " + std::to_string(*o.requests) +
-                       (o.warmup > 0 ? " and --warmup " + std::to_string(o.warmup) + " ask for " +
-                                           std::to_string(o.warmup + *o.requests) + " requests"
-                                     : std::string(" asks for more requests")) +
-                       " but " + stream +
-                       "; lower -n, or give --cycle to send the stream again from its start");
+  if (o.load.requests) {
+    if (o.load.warmup + *o.load.requests > lines) {
+      throw UsageError(
+          "-n " + std::to_string(*o.load.requests) +
+          (o.load.warmup > 0 ? " and --warmup " + std::to_string(o.load.warmup) + " ask for " +
+                                   std::to_string(o.load.warmup + *o.load.requests) + " requests"
+                             : std::string(" asks for more requests")) +
+          " but " + stream + "; lower -n, or give --cycle to send the stream again from its start");
     }
     return;
   }
-  if (o.warmup >= lines) {
-    throw UsageError("--warmup " + std::to_string(o.warmup) + " leaves no measured request: " +
+  if (o.load.warmup >= lines) {
+    throw UsageError("--warmup " + std::to_string(o.load.warmup) + " leaves no measured request: " +
                      stream + "; lower --warmup, or give -n and --cycle");
   }
-  p.load.requests = lines - o.warmup;  // with --duration: whichever ends first
+  p.load.requests = lines - o.load.warmup;  // with --duration: whichever ends first
 }
 
 Plan validate(const RunOptions& o) {
   Plan p;
-  p.api = parse_api(o.api);
-  if (o.rate && o.concurrency) {
+  p.api = session::parse_api(o.target.api);
+  if (o.load.rate && o.load.concurrency) {
     throw UsageError(
         "--rate and --concurrency exclude each other: --rate sends on an open-loop schedule, "
         "--concurrency keeps C requests in flight; pick one");
   }
-  if (o.cycle && !o.stream_file) {
+  if (o.stream.cycle && !o.stream.file) {
     throw UsageError(
         "--cycle sends a --stream again from its start; without --stream the synthetic stream "
         "is as long as the run needs");
   }
-  p.load.warmup = o.warmup;
-  p.load.keep_event_times = !o.no_chunk_times;
-  p.load.keep_output_text = o.keep_outputs;
-  if (o.rate) {
+  p.load.warmup = o.load.warmup;
+  p.load.keep_event_times = !o.record.no_chunk_times;
+  p.load.keep_output_text = o.record.keep_outputs;
+  if (o.load.rate) {
     load::ScheduleSpec spec;
-    try {
-      spec.arrival = load::parse_arrival(o.arrival);
-    } catch (const std::invalid_argument&) {
-      throw UsageError("--arrival: '" + o.arrival + "'; use poisson, constant or gamma");
-    }
-    spec.rate_per_s = *o.rate;
-    spec.burstiness = o.burstiness;
-    spec.seed = o.seed;
+    spec.arrival = about("--arrival", [&] { return load::parse_arrival(o.load.arrival); });
+    spec.rate_per_s = *o.load.rate;
+    spec.burstiness = o.load.burstiness;
+    spec.seed = o.load.seed;
     p.load.open_loop = true;
     p.load.schedule = spec;
     p.load.concurrency = 1;  // warm-up requests go one at a time in open loop
     std::ostringstream t;
-    t << "open loop, " << *o.rate << " req/s, " << load::to_string(spec.arrival);
-    if (spec.arrival == load::Arrival::kGamma) t << " (burstiness " << o.burstiness << ")";
+    t << "open loop, " << *o.load.rate << " req/s, " << load::to_string(spec.arrival);
+    if (spec.arrival == load::Arrival::kGamma) t << " (burstiness " << o.load.burstiness << ")";
     p.load_text = t.str();
   } else {
-    p.load.concurrency = o.concurrency.value_or(8);
+    p.load.concurrency = o.load.concurrency.value_or(8);
     p.load_text = "closed loop, concurrency " + std::to_string(p.load.concurrency);
   }
-  if (o.slo) p.slo = parse_slo(*o.slo);
+  if (o.load.slo) p.slo = parse_slo(*o.load.slo);
   return p;
 }
 
 /// Checks what the request count decides, and completes the console's load line.
 void finish_plan(const RunOptions& o, Plan& p) {
   // An open-loop schedule is made before the first request: bound its size.
-  if (o.rate && !p.load.requests && *o.rate * *o.duration_s > flags::kMaxRequests) {
-    throw UsageError("--rate " + flags::number_text(*o.rate) + " for --duration " +
-                     flags::number_text(*o.duration_s) + " s would schedule about " +
-                     flags::number_text(std::round(*o.rate * *o.duration_s)) +
+  if (o.load.rate && !p.load.requests && *o.load.rate * *o.load.duration_s > flags::kMaxRequests) {
+    throw UsageError("--rate " + flags::number_text(*o.load.rate) + " for --duration " +
+                     flags::number_text(*o.load.duration_s) + " s would schedule about " +
+                     flags::number_text(std::round(*o.load.rate * *o.load.duration_s)) +
                      " requests, more than the limit of " + std::to_string(flags::kMaxRequests) +
                      "; lower --rate or --duration, or give -n");
   }
   if (p.load.requests) p.load_text += ", " + std::to_string(*p.load.requests) + " requests";
   if (p.load.duration_s) p.load_text += ", " + fmt(*p.load.duration_s, 1) + " s";
-  if (o.warmup > 0) p.load_text += ", warm-up " + std::to_string(o.warmup);
-  if (o.stream_file && p.cycles) p.load_text += ", cycling the stream";
+  if (o.load.warmup > 0) p.load_text += ", warm-up " + std::to_string(o.load.warmup);
+  if (o.stream.file && p.cycles) p.load_text += ", cycling the stream";
 }
 
 }  // namespace
@@ -182,46 +179,51 @@ metrics::Slo parse_slo(const std::string& text) {
 }
 
 int run_command(const RunOptions& o) {
-  validate_common(o);
-  set_close_context({o.telemetry, o.telemetry_period_ms});
+  session::validate_target(o.target, o.telemetry);
+  set_close_context({o.telemetry.mode, o.telemetry.period_ms});
   Plan plan = validate(o);
   workload::RequestStream stream;
-  if (o.stream_file) {
-    stream = build_stream(o, plan.api, 0);
+  if (o.stream.file) {
+    stream = session::build_stream(o.stream, plan.api, o.load.seed, 0);
     plan_requests(o, stream.requests.size(), plan);
   } else {
     plan_requests(o, std::nullopt, plan);
     // Enough distinct synthetic prompts that a count-limited run never repeats one.
-    stream = build_stream(o, plan.api, o.warmup + plan.load.requests.value_or(kSyntheticCycle));
+    stream = session::build_stream(o.stream, plan.api, o.load.seed,
+                                   o.load.warmup + plan.load.requests.value_or(kSyntheticCycle));
   }
   finish_plan(o, plan);
-  if (o.rate) {
-    warn_open_loop_descriptors(*o.rate, o);
+  if (o.load.rate) {
+    session::warn_open_loop_descriptors(*o.load.rate, o.target);
   } else {
-    check_descriptors(plan.load.concurrency, "-c " + std::to_string(plan.load.concurrency), o);
+    session::check_descriptors(plan.load.concurrency, "-c " + std::to_string(plan.load.concurrency),
+                               o.target);
   }
-  EngineSession engine(o, plan.api);
+  const std::atomic<bool>& stop = install_stop_signals();
+  session::EngineSession engine(o.target, o.telemetry, o.load.seed, plan.api, stop);
 
-  CellSpec cell;
+  session::CellSpec cell;
+  cell.seed = o.load.seed;
+  cell.error_budget = o.load.error_budget;
   cell.requests = stream.requests;
   cell.stream_source = stream.source;
   cell.stream_sha256 = stream.sha256;
   cell.stream_cycles = plan.cycles;
   cell.load = plan.load;
   cell.slo = plan.slo;
-  cell.slo_text = o.slo.value_or("");
+  cell.slo_text = o.load.slo.value_or("");
   cell.load_text = plan.load_text;
   cell.protocol = json::object{{"name", "run"}, {"version", 1}};
-  cell.label = o.label;
-  cell.sampling = json::object{
-      {"temperature", o.temperature},
-      {"max_tokens", o.max_tokens ? json::value(*o.max_tokens) : json::value(nullptr)}};
-  if (!o.stream_file) {
-    cell.sampling["max_tokens"] = o.output_tokens;
+  cell.label = o.record.label;
+  cell.sampling =
+      json::object{{"temperature", o.stream.temperature},
+                   {"max_tokens", o.stream.max_tokens ? json::value(*o.stream.max_tokens)
+                                                      : json::value(nullptr)}};
+  if (!o.stream.file) {
+    cell.sampling["max_tokens"] = o.stream.output_tokens;
     cell.sampling["ignore_eos"] = true;
   }
-  const CellOutcome outcome = run_cell(engine, cell, o, install_stop_signals());
-  return outcome.exit_code;
+  return run_and_show(engine, cell, o, stop).exit_code;
 }
 
 }  // namespace dyno::app

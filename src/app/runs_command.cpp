@@ -401,16 +401,10 @@ int cmd_reindex(const RunsOptions& o, std::ostream& out, std::ostream& err) {
 
 record::ScrubPolicy build_policy(const RunsOptions& o) {
   record::ScrubPolicy p;
-  try {
-    if (o.policy_file) p = record::read_scrub_policy(*o.policy_file);
-  } catch (const record::ScrubError& e) {
-    throw UsageError(std::string("--policy: ") + e.what());
+  if (o.policy_file) {
+    p = about("--policy", [&] { return record::read_scrub_policy(*o.policy_file); });
   }
-  try {
-    if (!o.keep.empty()) record::keep_categories(p, o.keep);
-  } catch (const record::ScrubError& e) {
-    throw UsageError(std::string("--keep: ") + e.what());
-  }
+  if (!o.keep.empty()) about("--keep", [&] { record::keep_categories(p, o.keep); });
   if (o.hash_gpu_uuids) {
     if (p.gpu_uuids == record::UuidRule::kKeep) {
       throw UsageError("--hash-gpu-uuids: GPU UUIDs are kept (--keep gpu-uuids or the policy)");

@@ -24,7 +24,7 @@ std::atomic<std::int64_t> g_last_ns{-1};
 std::atomic<int> g_wake_fd{-1};
 
 std::mutex g_context_mu;
-CloseContext g_context;
+record::CloseContext g_context;
 
 std::int64_t monotonic_ns() {
   timespec ts{};
@@ -67,12 +67,12 @@ void closer_main(int read_fd) {
   while (::read(read_fd, &byte, 1) != 1) {
     if (errno != EINTR) ::_exit(kExitInterrupted);
   }
-  CloseContext context;
+  record::CloseContext context;
   {
     std::lock_guard lock(g_context_mu);
     context = g_context;
   }
-  close_open_records_at_once(context, std::cerr);
+  record::close_open_records_at_once(context, std::cerr);
   std::cerr.flush();
   ::_exit(kExitInterrupted);
 }
@@ -92,7 +92,7 @@ void start_closer() {
 
 }  // namespace
 
-void set_close_context(const CloseContext& context) {
+void set_close_context(const record::CloseContext& context) {
   std::lock_guard lock(g_context_mu);
   g_context = context;
 }

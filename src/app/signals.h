@@ -1,6 +1,6 @@
 // SIGINT/SIGTERM handling: the first interrupt asks the run to stop (finished requests are
 // kept, the record is finished as usual); a second one exits at once, and the record it leaves
-// open is still closed as `interrupted` (app/interrupt_close.h). Signals closer together than
+// open is still closed as `interrupted` (record/close_at_once.h). Signals closer together than
 // kSameInterruptNs are one interrupt: GNU `timeout` signals dyno and its process group, so
 // dyno gets its SIGTERM twice. The only global state of dyno (lock-free atomics, and the
 // context the closer reads).
@@ -9,8 +9,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "app/interrupt_close.h"
 #include "app/run_command.h"
+#include "record/close_at_once.h"
 
 namespace dyno::app {
 
@@ -22,6 +22,6 @@ inline constexpr std::int64_t kSameInterruptNs = 500'000'000;
 const std::atomic<bool>& install_stop_signals();
 
 /// What a record closed by an at-once exit says of telemetry (each command sets its flags).
-void set_close_context(const CloseContext& context);
+void set_close_context(const record::CloseContext& context);
 
 }  // namespace dyno::app

@@ -13,11 +13,7 @@ namespace dyno::app {
 
 int sim_command(const SimOptions& o) {
   sim::ServerOptions so;
-  try {
-    so.profile = sim::resolve_profile(o.profile);
-  } catch (const sim::ProfileError& e) {
-    throw UsageError(std::string("--profile: ") + e.what());
-  }
+  so.profile = about("--profile", [&] { return sim::resolve_profile(o.profile); });
   if (o.model) so.profile.model_name = *o.model;
   if (o.show_profile) {
     std::cout << sim::profile_to_json(so.profile) << "\n";

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "app/run_command.h"
-#include "app/session.h"
+#include "session/engine_session.h"
 #include "sim/profile.h"
 #include "sim/server.h"
 #include "transport/http_target.h"
@@ -24,7 +24,7 @@ namespace {
 namespace json = boost::json;
 
 workload::Api validate(const StreamMakeOptions& o) {
-  const workload::Api api = parse_api(o.api);
+  const workload::Api api = session::parse_api(o.api);
   if (o.url && !o.model) throw UsageError("--model is required with --url");
   if (o.shared_prefix >= o.input_tokens) {  // ranges: checked as parsed (app/flag_values.h)
     throw UsageError("--shared-prefix (" + std::to_string(o.shared_prefix) +
@@ -40,20 +40,21 @@ int stream_make_command(const StreamMakeOptions& o, std::ostream& out) {
   const workload::Api api = validate(o);
 
   // The tokenizer: the engine the user names, or the embedded simulated engine.
-  RunOptions target;
+  session::TargetOptions target;
   target.url = o.url;
   target.model = o.model;
   target.api = o.api;
   target.profile = o.profile;
-  target.seed = o.seed;
   target.insecure = o.insecure;
   target.ca_file = o.ca_file;
-  target.telemetry = "off";  // no load is measured: no sampler thread, no idle baseline
-  EngineSession session(target, api);
+  telemetry::TelemetryOptions telemetry;
+  telemetry.mode = "off";  // no load is measured: no sampler thread, no idle baseline
+  const std::atomic<bool> never_stop{false};  // no engine is launched (no --engine here)
+  session::EngineSession session(target, telemetry, o.seed, api, never_stop);
   const std::string engine = session.display();
   const bool embedded = session.embedded() != nullptr;
   const std::string model = session.model();
-  PromptCounter count(session, o.timeout_s);
+  session::PromptCounter count(session, o.timeout_s);
 
   workload::ExactOptions eo;
   eo.api = api;

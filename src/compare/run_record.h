@@ -11,15 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
 #include "metrics/trace.h"
 
 namespace dyno::compare {
 
 /// Input the comparison cannot use: a missing or malformed record, selector or spec file. The
 /// message names the file (and line) or the selector and says what to do.
-class CompareError : public std::runtime_error {
+class CompareError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit CompareError(const std::string& message) : Error(ErrorKind::input, message) {}
 };
 
 /// One run record, loaded.

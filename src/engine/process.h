@@ -21,12 +21,14 @@
 #include <thread>
 #include <vector>
 
+#include "error/error.h"
+
 namespace dyno::engine {
 
 /// The engine could not be started (program missing, not executable, bad workdir).
-class ProcessError : public std::runtime_error {
+class ProcessError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ProcessError(const std::string& message) : Error(ErrorKind::input, message) {}
 };
 
 struct ExitStatus {

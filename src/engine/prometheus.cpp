@@ -405,7 +405,7 @@ bool is_cumulative(const Family& family, const Sample& sample) {
 }  // namespace
 
 PrometheusError::PrometheusError(std::size_t line, const std::string& message)
-    : std::runtime_error("prometheus text line " + std::to_string(line) + ": " + message),
+    : Error(ErrorKind::input, "prometheus text line " + std::to_string(line) + ": " + message),
       line_(line) {}
 
 std::string_view metric_type_name(MetricType type) {

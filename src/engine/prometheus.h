@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "error/error.h"
+
 namespace dyno::engine {
 
 /// One sample line: `name{labels} value [timestamp]`.
@@ -44,7 +46,7 @@ struct Exposition {
 };
 
 /// A malformed exposition. what() reads "prometheus text line N: …".
-class PrometheusError : public std::runtime_error {
+class PrometheusError : public Error {
  public:
   PrometheusError(std::size_t line, const std::string& message);
   /// 1-based line number of the offending line.

@@ -11,12 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
+
 namespace dyno::engine {
 
 /// A spec that cannot be used: `what()` names the file, line and key, and what to do.
-class SpecError : public std::runtime_error {
+class SpecError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit SpecError(const std::string& message) : Error(ErrorKind::input, message) {}
 };
 
 struct ReadyProbe {

@@ -14,12 +14,14 @@
 #include <string>
 #include <string_view>
 
+#include "error/error.h"
+
 namespace dyno::engine {
 
 /// A syntax error: `what()` is "<source>:<line>: <message>".
-class TomlError : public std::runtime_error {
+class TomlError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit TomlError(const std::string& message) : Error(ErrorKind::input, message) {}
 };
 
 struct TomlDocument {

@@ -107,8 +107,7 @@ Arrival parse_arrival(const std::string& name) {
   if (name == "poisson") return Arrival::kPoisson;
   if (name == "constant") return Arrival::kConstant;
   if (name == "gamma") return Arrival::kGamma;
-  throw std::invalid_argument("arrival: unknown process \"" + name +
-                              "\"; use poisson, constant or gamma");
+  throw UsageError("'" + name + "'; use poisson, constant or gamma");
 }
 
 std::vector<std::int64_t> make_schedule(const ScheduleSpec& spec,

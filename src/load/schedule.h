@@ -7,12 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
+
 namespace dyno::load {
 
 enum class Arrival { kPoisson, kConstant, kGamma };
 const char* to_string(Arrival arrival);
 /// Parses "poisson" | "constant" | "gamma"; throws std::invalid_argument otherwise.
-Arrival parse_arrival(const std::string& name);
+Arrival parse_arrival(const std::string& name);  // throws UsageError
 
 /// Upper bound on the arrivals of one schedule (count, or rate × duration), against typos
 /// that would exhaust memory.

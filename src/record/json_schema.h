@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "error/error.h"
+
 namespace dyno::record {
 
 /// One way a JSON value departs from a schema.
@@ -30,9 +32,9 @@ struct SchemaProblem {
 /// A schema that cannot be used: an unknown keyword, a keyword of the wrong type, a $ref that
 /// does not resolve, a pattern that does not compile. The message names the schema and the
 /// JSON pointer of the fault inside it.
-class SchemaError : public std::runtime_error {
+class SchemaError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit SchemaError(const std::string& message) : Error(ErrorKind::input, message) {}
 };
 
 /// A compiled schema. Copies share the compiled form; validation is const and thread-safe.

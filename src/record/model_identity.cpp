@@ -371,11 +371,11 @@ struct TensorInfo {
 }  // namespace
 
 ModelFileError::ModelFileError(const fs::path& file, const std::string& problem)
-    : std::runtime_error(error_text(file, std::nullopt, problem)), file_(file) {}
+    : Error(ErrorKind::input, error_text(file, std::nullopt, problem)), file_(file) {}
 
 ModelFileError::ModelFileError(const fs::path& file, std::uint64_t offset,
                                const std::string& problem)
-    : std::runtime_error(error_text(file, offset, problem)), file_(file), offset_(offset) {}
+    : Error(ErrorKind::input, error_text(file, offset, problem)), file_(file), offset_(offset) {}
 
 GgufInfo read_gguf(const fs::path& file) {
   BoundedReader r(file);

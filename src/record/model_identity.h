@@ -14,11 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
+
 namespace dyno::record {
 
 /// A model file that cannot be read or is malformed. what() names the file, the problem and,
 /// where there is one, the byte offset at which it was found.
-class ModelFileError : public std::runtime_error {
+class ModelFileError : public Error {
  public:
   ModelFileError(const std::filesystem::path& file, const std::string& problem);
   ModelFileError(const std::filesystem::path& file, std::uint64_t offset,

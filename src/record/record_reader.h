@@ -11,15 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
 #include "metrics/trace.h"
 
 namespace dyno::record {
 
 /// A record that cannot be read: missing, not JSON, of an unknown schema version, malformed.
 /// The message names the file (and the line, for JSONL).
-class RecordReadError : public std::runtime_error {
+class RecordReadError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit RecordReadError(const std::string& message) : Error(ErrorKind::input, message) {}
 };
 
 /// Throws RecordReadError unless `doc` is an object whose `schema_version` is an integer from

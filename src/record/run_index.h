@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
+
 struct sqlite3;
 
 namespace dyno::record {
@@ -26,9 +28,9 @@ inline constexpr const char* kIndexFileName = "index.sqlite";
 inline constexpr const char* kIndexLockName = "index.lock";
 
 /// The index cannot be opened or written; the message names the file and the cause.
-class IndexError : public std::runtime_error {
+class IndexError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit IndexError(const std::string& message) : Error(ErrorKind::io, message) {}
 };
 
 /// One run as the index knows it: identity from manifest.json, headline figures from

@@ -15,15 +15,16 @@
 #include <thread>
 #include <vector>
 
+#include "error/error.h"
 #include "metrics/summary.h"
 #include "metrics/trace.h"
 
 namespace dyno::record {
 
 /// A record that cannot be written; the message names the path and the cause.
-class RecordError : public std::runtime_error {
+class RecordError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit RecordError(const std::string& message) : Error(ErrorKind::io, message) {}
 };
 
 /// Writes `bytes` to `path` through a temporary file in the same directory, fsync, rename:
@@ -32,12 +33,12 @@ class RecordError : public std::runtime_error {
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
 
 /// Held by every write_file_atomic() of this process. A second interrupt that exits at once
-/// (app/interrupt_close.h) takes it and keeps it until the process exits: no other thread then
+/// (record/close_at_once.h) takes it and keeps it until the process exits: no other thread then
 /// changes a record while that thread closes it with its own (recursive) writes.
 std::recursive_timed_mutex& record_write_lock();
 
 /// The run directories of the RunWriters alive in this process: the records it may still have
-/// open (app/interrupt_close.h closes them when a second interrupt exits at once).
+/// open (record/close_at_once.h closes them when a second interrupt exits at once).
 std::vector<std::filesystem::path> open_run_dirs();
 
 /// The whole contents of a file; throws RecordError naming the path when unreadable.

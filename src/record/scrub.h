@@ -12,13 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
+
 namespace dyno::record {
 
 /// A policy file or category that is not valid, or a record that cannot be scrubbed; the
 /// message names the file, key or run and what to do.
-class ScrubError : public std::runtime_error {
+class ScrubError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ScrubError(const std::string& message) : Error(ErrorKind::input, message) {}
 };
 
 /// What happens to GPU UUIDs: replaced by a marker, replaced by "sha256:<hex of the UUID>"

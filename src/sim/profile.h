@@ -7,11 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
+
 namespace dyno::sim {
 
-class ProfileError : public std::invalid_argument {
+class ProfileError : public Error {
  public:
-  using std::invalid_argument::invalid_argument;
+  explicit ProfileError(const std::string& message) : Error(ErrorKind::usage, message) {}
 };
 
 /// Every parameter of the model. Times in seconds, rates in tokens/s, sizes in tokens.

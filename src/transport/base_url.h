@@ -5,12 +5,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "error/error.h"
+
 namespace dyno::transport {
 
 /// A URL dyno cannot use; the message says why.
-class UrlError : public std::invalid_argument {
+class UrlError : public Error {
  public:
-  using std::invalid_argument::invalid_argument;
+  explicit UrlError(const std::string& message) : Error(ErrorKind::usage, message) {}
 };
 
 /// http(s)://host[:port]/base-path, e.g. "http://127.0.0.1:8000/v1".

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "error/error.h"
 #include "transport/http_connection.h"
 #include "transport/timeouts.h"
 
@@ -76,8 +77,9 @@ Core::Core(EventLoop& loop, HttpTargetConfig config)
       error_code ec;
       tls_context_->load_verify_file(*config_.ca_file, ec);
       if (ec) {
-        throw std::invalid_argument("cannot load CA certificates from " + *config_.ca_file + ": " +
-                                    ec.message() + " (expected a PEM file)");
+        throw dyno::Error(dyno::ErrorKind::input, "cannot load CA certificates from " +
+                                                      *config_.ca_file + ": " + ec.message() +
+                                                      " (expected a PEM file)");
       }
     }
   }

@@ -9,15 +9,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "error/error.h"
 #include "transport/event_loop.h"
 #include "transport/target.h"
 
 namespace dyno::transport {
 
 /// A plugin dyno cannot use; the message says why and what to do.
-class PluginError : public std::runtime_error {
+class PluginError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit PluginError(const std::string& message) : Error(ErrorKind::input, message) {}
 };
 
 /// What the engine said it is (describe()), copied out of the plugin. Absent: not reported.

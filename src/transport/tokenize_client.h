@@ -10,15 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
 #include "transport/http_target.h"
 #include "workload/request.h"
 
 namespace dyno::transport {
 
 /// The target's tokenizer could not be used; the message says why (never the API key).
-class TokenizeError : public std::runtime_error {
+class TokenizeError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit TokenizeError(const std::string& message) : Error(ErrorKind::engine, message) {}
 };
 
 struct TokenizeClientOptions {

@@ -8,14 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "error/error.h"
 #include "workload/request.h"
 
 namespace dyno::workload {
 
 /// A prompt length could not be hit exactly; the message names the request index and id.
-class ExactLengthError : public std::runtime_error {
+class ExactLengthError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ExactLengthError(const std::string& message) : Error(ErrorKind::engine, message) {}
 };
 
 struct ExactOptions {

@@ -7,14 +7,15 @@
 #include <string_view>
 #include <vector>
 
+#include "error/error.h"
 #include "workload/request.h"
 
 namespace dyno::workload {
 
 /// A malformed stream file; the message names file:line and the offending key.
-class StreamError : public std::runtime_error {
+class StreamError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit StreamError(const std::string& message) : Error(ErrorKind::input, message) {}
 };
 
 /// Parses one JSONL line into a Request. Throws StreamError("<where>: ...") on unknown keys,

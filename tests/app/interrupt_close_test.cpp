@@ -1,7 +1,5 @@
-// Closing a record when a second interrupt exits at once (app/interrupt_close.h): from what a
+// Closing a record when a second interrupt exits at once (record/close_at_once.h): from what a
 // killed run leaves on disk, the record is closed as `interrupted` and verifies.
-#include "app/interrupt_close.h"
-
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "app/run_command.h"
+#include "record/close_at_once.h"
 #include "record/record_json.h"
 #include "record/run_verify.h"
 #include "record/run_writer.h"
@@ -52,14 +51,14 @@ class InterruptClose : public ::testing::Test {
     root_ = tmpl;
     // A real record: the embedded simulated engine, in this process.
     dyno::app::RunOptions o;
-    o.requests = 6;
-    o.concurrency = 2;
-    o.input_tokens = 16;
-    o.output_tokens = 4;
-    o.telemetry = "off";
-    o.quiet = true;
-    o.json = true;
-    o.runs_root = (root_ / "runs").string();
+    o.load.requests = 6;
+    o.load.concurrency = 2;
+    o.stream.input_tokens = 16;
+    o.stream.output_tokens = 4;
+    o.telemetry.mode = "off";
+    o.console.quiet = true;
+    o.console.json = true;
+    o.record.runs_root = (root_ / "runs").string();
     testing::internal::CaptureStdout();
     ASSERT_EQ(dyno::app::run_command(o), 0);
     testing::internal::GetCapturedStdout();
@@ -103,7 +102,7 @@ TEST_F(InterruptClose, ARunningRecordIsClosedAsInterruptedAndVerifies) {
   kill_mid_run();
   ASSERT_NE(problems(run_), "");  // what the second interrupt used to leave
 
-  dyno::app::close_record_at_once(run_, {"off", 100.0});
+  dyno::record::close_record_at_once(run_, {"off", 100.0});
   EXPECT_EQ(problems(run_), "");
   const json::object m = read_json(run_ / "manifest.json");
   EXPECT_EQ(m.at("status"), "interrupted");
@@ -126,7 +125,7 @@ TEST_F(InterruptClose, ARunningRecordIsClosedAsInterruptedAndVerifies) {
 TEST_F(InterruptClose, AFinishedRecordIsLeftAsItIs) {
   const std::string manifest = dyno::record::read_file(run_ / "manifest.json");
   const std::string sums = dyno::record::read_file(run_ / "SHA256SUMS");
-  dyno::app::close_record_at_once(run_, {});
+  dyno::record::close_record_at_once(run_, {});
   EXPECT_EQ(dyno::record::read_file(run_ / "manifest.json"), manifest);
   EXPECT_EQ(dyno::record::read_file(run_ / "SHA256SUMS"), sums);
 }
@@ -135,7 +134,7 @@ TEST_F(InterruptClose, ARecordThatWroteItsManifestOnlyGetsItsChecksums) {
   // The run had written summary and manifest; the interrupt came before SHA256SUMS.
   const std::string manifest = dyno::record::read_file(run_ / "manifest.json");
   fs::remove(run_ / "SHA256SUMS");
-  dyno::app::close_record_at_once(run_, {});
+  dyno::record::close_record_at_once(run_, {});
   EXPECT_EQ(dyno::record::read_file(run_ / "manifest.json"), manifest);
   EXPECT_EQ(problems(run_), "");
 }

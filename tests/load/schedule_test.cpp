@@ -46,7 +46,7 @@ TEST(Schedule, ArrivalNamesRoundTrip) {
   for (Arrival a : {Arrival::kPoisson, Arrival::kConstant, Arrival::kGamma}) {
     EXPECT_EQ(parse_arrival(to_string(a)), a);
   }
-  EXPECT_THROW(parse_arrival("uniform"), std::invalid_argument);
+  EXPECT_THROW(parse_arrival("uniform"), dyno::UsageError);
 }
 
 TEST(Schedule, PoissonMeanAndCv) {

@@ -121,14 +121,15 @@ TEST(RecordSchema, EveryFileOfDocsSchemaIsEmbeddedAsItIs) {
 }
 
 TEST(RecordSchema, GoldenRequestLineConforms) {
-  const json::value line = json::parse(read_file(kSource / "tests/record/golden/request_line.json"));
+  const json::value line =
+      json::parse(read_file(kSource / "tests/record/golden/request_line.json"));
   const auto problems = dyno::record::record_schema("request").validate(line);
   EXPECT_TRUE(problems.empty()) << all_text(problems);
 }
 
 TEST(RecordSchema, GoldenSummaryConformsOnceTheSessionsKeysAreAdded) {
   // The golden file holds summary_to_json's part; the session adds identity, the client's
-  // connection count, energy and server (src/app/session.cpp).
+  // connection count, energy and server (src/session/run_cell.cpp).
   json::object summary{{"schema_version", dyno::record::kSchemaVersion},
                        {"run_id", "20260101T000000Z-abcdef"},
                        {"status", "partial"}};
@@ -183,15 +184,16 @@ TEST_F(RunCopy, ANullWhereTheWriterNeverWritesOneIsFound) {
   json::object s = read_object(dir_ / "summary.json");
   s["requests"].as_object()["total"] = nullptr;
   write_object(dir_ / "summary.json", s);
-  EXPECT_TRUE(has_problem(dyno::record::validate_run_dir(dir_), "summary.json",
-                          "/requests/total", "expected integer, found null"));
+  EXPECT_TRUE(has_problem(dyno::record::validate_run_dir(dir_), "summary.json", "/requests/total",
+                          "expected integer, found null"));
 }
 
 TEST_F(RunCopy, RequestLinesAreCheckedOneByOneAndNamedByLine) {
   edit_line("requests.jsonl", 2, [](json::object& o) { o["status"] = "done"; });
   edit_line("requests.jsonl", 4, [](json::object& o) { o["sent_ns"] = 1.5; });
   const auto problems = dyno::record::validate_run_dir(dir_);
-  EXPECT_TRUE(has_problem(problems, "requests.jsonl:2", "/status", "\"done\"")) << all_text(problems);
+  EXPECT_TRUE(has_problem(problems, "requests.jsonl:2", "/status", "\"done\""))
+      << all_text(problems);
   EXPECT_TRUE(has_problem(problems, "requests.jsonl:4", "/sent_ns", "expected integer or null"))
       << all_text(problems);
 }
@@ -215,7 +217,8 @@ TEST_F(RunCopy, ATornOrDamagedJsonlFileIsFound) {
   const auto problems = dyno::record::validate_run_dir(dir_);
   EXPECT_TRUE(has_problem(problems, "requests.jsonl", "", "not terminated by a newline"))
       << all_text(problems);
-  EXPECT_TRUE(has_problem(problems, "requests.jsonl:5", "", "not valid JSON")) << all_text(problems);
+  EXPECT_TRUE(has_problem(problems, "requests.jsonl:5", "", "not valid JSON"))
+      << all_text(problems);
 }
 
 TEST_F(RunCopy, AFutureSchemaVersionIsOneClearProblem) {

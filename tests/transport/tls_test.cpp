@@ -194,7 +194,7 @@ TEST(Tls, UnreadableCaFileIsRejectedUpFront) {
   config.url = BaseUrl::parse("https://127.0.0.1:1/v1");
   config.model = "m";
   config.ca_file = "/nonexistent/ca.pem";
-  EXPECT_THROW(HttpTarget(loop, config), std::invalid_argument);
+  EXPECT_THROW(HttpTarget(loop, config), dyno::Error);
 }
 
 }  // namespace

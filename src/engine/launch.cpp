@@ -1,4 +1,4 @@
-#include "app/engine_launch.h"
+#include "engine/launch.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -15,16 +15,15 @@
 #include <sstream>
 #include <thread>
 
-#include "app/console.h"
-#include "app/run_command.h"
 #include "record/redact.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
 #include "record/scrub.h"
+#include "record/terminal_text.h"
 #include "transport/event_loop.h"
 #include "transport/tokenize_client.h"
 
-namespace dyno::app {
+namespace dyno::engine {
 
 namespace json = boost::json;
 
@@ -105,7 +104,7 @@ std::optional<std::string> string_at(const json::value& v, const char* key) {
 
 }  // namespace
 
-ScrubbedLaunch scrub_launch_line(const engine::LaunchLine& line) {
+ScrubbedLaunch scrub_launch_line(const LaunchLine& line) {
   ScrubbedLaunch out;
   json::array argv;
   for (const auto& a : line.argv) argv.emplace_back(a);
@@ -237,11 +236,11 @@ json::object query_engine_identity(const std::string& base_url,
   return out;
 }
 
-LaunchedEngine::LaunchedEngine(engine::EngineSpec spec, workload::Api api,
+LaunchedEngine::LaunchedEngine(EngineSpec spec, workload::Api api,
                                std::optional<std::string> api_key, const std::atomic<bool>& stop)
     : spec_(std::move(spec)) {
   port_ = spec_.port ? *spec_.port : pick_free_port(spec_.host);
-  line_ = engine::launch_line(spec_, engine::LaunchValues{port_, self_exe()});
+  line_ = launch_line(spec_, LaunchValues{port_, self_exe()});
   scrubbed_ = scrub_launch_line(line_);
   secrets_ = scrubbed_.secrets;
   // The key dyno sends, of any length (docs/store.md): an engine may log what it receives.
@@ -256,21 +255,22 @@ LaunchedEngine::LaunchedEngine(engine::EngineSpec spec, workload::Api api,
   if (fd < 0) throw std::runtime_error("cannot create the engine log " + log_path_.string());
   ::close(fd);
 
-  engine::ProcessOptions po;
+  ProcessOptions po;
   po.argv = line_.argv;
   po.env = line_.env;
   po.workdir = spec_.workdir;
   po.log_path = log_path_.string();
   const auto t0 = std::chrono::steady_clock::now();
-  std::cerr << "dyno: starting engine " << terminal_text(spec_.name, true) << " ("
-            << terminal_text(spec_.file, true) << ") on port " << port_ << "\n";
+  std::cerr << "dyno: starting engine " << record::terminal_text(spec_.name, true) << " ("
+            << record::terminal_text(spec_.file, true) << ") on port " << port_ << "\n";
   try {
-    process_ = std::make_unique<engine::EngineProcess>(po);
-  } catch (const engine::ProcessError& e) {
+    process_ = std::make_unique<EngineProcess>(po);
+  } catch (ProcessError& e) {  // kind input: the spec's command cannot start (exit 2)
     std::filesystem::remove(log_path_);
-    throw UsageError(std::string("--engine ") + spec_.file + ": " + e.what());
+    e.add_subject("--engine " + spec_.file);
+    throw;
   }
-  process_->on_unexpected_exit([this](const engine::ExitStatus&) { exited_.store(true); });
+  process_->on_unexpected_exit([this](const ExitStatus&) { exited_.store(true); });
 
   // From here on a failure stops the engine before it propagates.
   const auto fail = [&](const std::string& why) {
@@ -359,8 +359,8 @@ LaunchedEngine::LaunchedEngine(engine::EngineSpec spec, workload::Api api,
   }
   ready_s_ = probe_ready_s_ + first_request_s_.value_or(0.0);  // its two parts, exactly
   ready_log_offset_ = log_size();
-  std::cerr << "dyno: engine " << terminal_text(spec_.name, true) << " ready in " << ready_s_
-            << " s\n";
+  std::cerr << "dyno: engine " << record::terminal_text(spec_.name, true) << " ready in "
+            << ready_s_ << " s\n";
   reported_ = query_engine_identity(base_url(), spec_.identity_paths, api_key);
 }
 
@@ -376,7 +376,7 @@ std::string LaunchedEngine::base_url() const {
          spec_.api_path;
 }
 
-std::optional<engine::ExitStatus> LaunchedEngine::unexpected_exit() const {
+std::optional<ExitStatus> LaunchedEngine::unexpected_exit() const {
   if (stopping_.load()) return std::nullopt;
   return process_->exit_status();
 }
@@ -385,9 +385,9 @@ bool LaunchedEngine::wait_for_exit(std::chrono::milliseconds timeout) const {
   return process_->wait_for(timeout) && !stopping_.load();
 }
 
-engine::EngineProcess::StopResult LaunchedEngine::stop() {
+EngineProcess::StopResult LaunchedEngine::stop() {
   stopping_.store(true);
-  const auto sig = engine::signal_number(spec_.stop_signal).value_or(SIGTERM);
+  const auto sig = signal_number(spec_.stop_signal).value_or(SIGTERM);
   return process_->stop(sig, spec_.stop_grace_s);
 }
 
@@ -514,4 +514,4 @@ json::object LaunchedEngine::launch_json(std::uint64_t cell_index) const {
       {"log", "evidence/engine.log"}};
 }
 
-}  // namespace dyno::app
+}  // namespace dyno::engine

@@ -1,4 +1,4 @@
-// A campaign's figures are values runs had (app/campaign.h figure_spread): the median of an
+// A campaign's figures are values runs had (protocol/campaign.h figure_spread): the median of an
 // even number of repetitions is the lower middle value, never a mean of two runs.
 #include <gtest/gtest.h>
 
@@ -7,10 +7,10 @@
 #include <limits>
 #include <vector>
 
-#include "app/campaign.h"
+#include "protocol/campaign.h"
 
 namespace json = boost::json;
-using dyno::app::figure_spread;
+using dyno::protocol::figure_spread;
 
 namespace {
 

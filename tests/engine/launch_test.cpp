@@ -1,9 +1,10 @@
 // What of a launch line may be written down, and the secrets it hides from the engine's log.
+#include "engine/launch.h"
+
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
 
-#include "app/engine_launch.h"
 #include "record/scrub.h"
 
 namespace json = boost::json;
@@ -25,11 +26,18 @@ TEST(SecretNames, WordsThatSaySecretAndNotTokenCounts) {
 
 TEST(ScrubLaunchLine, SecretFlagsVariablesAndUrlCredentialsAreHiddenEverywhere) {
   dyno::engine::LaunchLine line;
-  line.argv = {"vllm", "serve", "m", "--api-key", "sk-live-123456", "--hf-token=hf_abcdef",
-               "--model-loader-extra-config", "https://user:pa55word@host/x",
-               "--max-num-batched-tokens", "8192"};
+  line.argv = {"vllm",
+               "serve",
+               "m",
+               "--api-key",
+               "sk-live-123456",
+               "--hf-token=hf_abcdef",
+               "--model-loader-extra-config",
+               "https://user:pa55word@host/x",
+               "--max-num-batched-tokens",
+               "8192"};
   line.env = {{"HF_TOKEN", "hf_envtoken"}, {"HF_HOME", "/data/hf"}};
-  const auto s = dyno::app::scrub_launch_line(line);
+  const auto s = dyno::engine::scrub_launch_line(line);
   const std::string marker = dyno::record::scrub_marker("secret");
   EXPECT_EQ(s.argv[4].as_string(), marker);
   EXPECT_EQ(s.argv[5].as_string(), "--hf-token=" + marker);
@@ -37,7 +45,7 @@ TEST(ScrubLaunchLine, SecretFlagsVariablesAndUrlCredentialsAreHiddenEverywhere) 
   EXPECT_EQ(s.argv[9].as_string(), "8192");
   EXPECT_EQ(s.env.at("HF_TOKEN").as_string(), marker);
   EXPECT_EQ(s.env.at("HF_HOME").as_string(), "/data/hf");
-  const std::string log = dyno::app::redact_values(
+  const std::string log = dyno::engine::redact_values(
       "args: --api-key sk-live-123456 token hf_abcdef env hf_envtoken url user:pa55word@host",
       s.secrets);
   EXPECT_EQ(log.find("sk-live"), std::string::npos) << log;
@@ -48,12 +56,12 @@ TEST(ScrubLaunchLine, SecretFlagsVariablesAndUrlCredentialsAreHiddenEverywhere) 
 }
 
 TEST(CrashLogTail, DynosOwnProbesAreNotEngineLines) {
-  using dyno::app::is_probe_access_line;
+  using dyno::engine::is_probe_access_line;
   const std::optional<std::string> ready = std::string("/ready");
   // llama.cpp's and uvicorn's (vLLM, SGLang) access-log shapes of dyno's probes.
   EXPECT_TRUE(is_probe_access_line("srv  log_server_r: request: GET /metrics 127.0.0.1 200", {}));
-  EXPECT_TRUE(is_probe_access_line(
-      R"(INFO:     127.0.0.1:53872 - "GET /metrics HTTP/1.1" 200 OK)", {}));
+  EXPECT_TRUE(
+      is_probe_access_line(R"(INFO:     127.0.0.1:53872 - "GET /metrics HTTP/1.1" 200 OK)", {}));
   EXPECT_TRUE(is_probe_access_line(R"("GET /health?x=1 HTTP/1.1" 200)", {}));
   EXPECT_TRUE(is_probe_access_line("request: POST /tokenize 127.0.0.1 200", {}));
   EXPECT_TRUE(is_probe_access_line("request: GET /v1/models 127.0.0.1 200", {}));

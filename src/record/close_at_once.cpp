@@ -1,4 +1,4 @@
-#include "app/interrupt_close.h"
+#include "record/close_at_once.h"
 
 #include <algorithm>
 #include <boost/json.hpp>
@@ -15,7 +15,7 @@
 #include "record/run_id.h"
 #include "record/run_writer.h"
 
-namespace dyno::app {
+namespace dyno::record {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -29,7 +29,7 @@ constexpr const char* kWhy = "a second interrupt ended dyno at once";
 /// the appender's descriptor, so a late append cannot change what SHA256SUMS will say.
 void settle_requests(const fs::path& dir) {
   const fs::path path = dir / "requests.jsonl";
-  std::string text = fs::exists(path) ? record::read_file(path) : std::string();
+  std::string text = fs::exists(path) ? read_file(path) : std::string();
   text.erase(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
   std::vector<std::pair<std::int64_t, std::string>> lines;
   std::istringstream in(text);
@@ -46,12 +46,12 @@ void settle_requests(const fs::path& dir) {
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::string body;
   for (const auto& [index, l] : lines) body += l + "\n";
-  record::write_file_atomic(path, body);
+  write_file_atomic(path, body);
 }
 
 /// The summary of the requests on disk, with the load's declared shape from the manifest.
-metrics::Summary summarize(const fs::path& dir, const record::Manifest& manifest) {
-  std::vector<metrics::Trace> traces = record::read_requests(dir);
+metrics::Summary summarize(const fs::path& dir, const Manifest& manifest) {
+  std::vector<metrics::Trace> traces = read_requests(dir);
   std::sort(traces.begin(), traces.end(),
             [](const metrics::Trace& a, const metrics::Trace& b) { return a.index < b.index; });
   metrics::SummaryOptions so;
@@ -74,19 +74,17 @@ metrics::Summary summarize(const fs::path& dir, const record::Manifest& manifest
 
 void close_record_at_once(const fs::path& dir, const CloseContext& context) {
   if (fs::exists(dir / "SHA256SUMS")) return;  // finished
-  record::Manifest manifest =
-      record::manifest_from_json(record::read_record_json(dir / "manifest.json"));
+  Manifest manifest = manifest_from_json(read_record_json(dir / "manifest.json"));
   settle_requests(dir);
   if (manifest.status != "running") {
     // The run had written its final manifest and summary: only the checksums were missing.
-    record::write_sha256sums(dir);
+    write_sha256sums(dir);
     return;
   }
   const metrics::Summary summary = summarize(dir, manifest);
-  json::object summary_json{{"schema_version", record::kSchemaVersion},
-                            {"run_id", manifest.run_id},
-                            {"status", "interrupted"}};
-  for (auto& kv : record::summary_to_json(summary)) summary_json[kv.key()] = kv.value();
+  json::object summary_json{
+      {"schema_version", kSchemaVersion}, {"run_id", manifest.run_id}, {"status", "interrupted"}};
+  for (auto& kv : summary_to_json(summary)) summary_json[kv.key()] = kv.value();
   json::object& client = summary_json["client"].as_object();
   client["connections_opened"] = nullptr;
   client["note"] = std::string(kWhy) + ": the client's cost was not measured";
@@ -94,31 +92,30 @@ void close_record_at_once(const fs::path& dir, const CloseContext& context) {
       json::object{{"energy_j", nullptr}, {"reason", std::string("not measured: ") + kWhy}};
   summary_json["server"] = json::object{
       {"source", nullptr}, {"reason", std::string("no /metrics snapshot after the run: ") + kWhy}};
-  record::write_file_atomic(dir / "summary.json", record::pretty_json(summary_json));
+  write_file_atomic(dir / "summary.json", pretty_json(summary_json));
 
   manifest.warnings = summary.warnings;
   manifest.status = "interrupted";
-  manifest.ended_at = record::iso8601_utc(std::chrono::system_clock::now());
-  manifest.clock = record::ClockSection{};  // the load's t0 is not known outside it
+  manifest.ended_at = iso8601_utc(std::chrono::system_clock::now());
+  manifest.clock = ClockSection{};  // the load's t0 is not known outside it
   manifest.telemetry =
       json::object{{"mode", context.telemetry_mode},
                    {"period_ms", json::object{{"requested", context.telemetry_period_ms}}},
                    {"backends", json::array()},
                    {"idle_baseline", nullptr}};
-  record::write_file_atomic(dir / "manifest.json",
-                            record::pretty_json(record::manifest_to_json(manifest)));
-  record::write_sha256sums(dir);
+  write_file_atomic(dir / "manifest.json", pretty_json(manifest_to_json(manifest)));
+  write_sha256sums(dir);
 }
 
 void close_open_records_at_once(const CloseContext& context, std::ostream& err) {
   try {
     // Held until the process exits: no record file changes under the closer's feet.
-    if (!record::record_write_lock().try_lock_for(std::chrono::seconds(1))) {
+    if (!record_write_lock().try_lock_for(std::chrono::seconds(1))) {
       err << "dyno: a record write did not finish within 1 s; the run's record stays open "
              "(status running)\n";
       return;
     }
-    for (const fs::path& dir : record::open_run_dirs()) {
+    for (const fs::path& dir : open_run_dirs()) {
       try {
         close_record_at_once(dir, context);
         err << "dyno: closed " << dir.string() << " as interrupted\n";
@@ -131,4 +128,4 @@ void close_open_records_at_once(const CloseContext& context, std::ostream& err) 
   }
 }
 
-}  // namespace dyno::app
+}  // namespace dyno::record

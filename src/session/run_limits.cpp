@@ -1,4 +1,4 @@
-#include "app/run_limits.h"
+#include "session/run_limits.h"
 
 #include <sys/resource.h>
 
@@ -6,15 +6,13 @@
 #include <iostream>
 #include <limits>
 
-namespace dyno::app {
+namespace dyno::session {
 
 namespace {
 
-bool embedded_engine(const RunOptions& o) { return !o.url && !o.engine_spec && !o.plugin; }
-
-std::string explain(std::uint64_t connections, const RunOptions& o) {
+std::string explain(std::uint64_t connections, const TargetOptions& o) {
   std::string text = std::to_string(connections) + " connections";
-  if (embedded_engine(o)) {
+  if (o.embedded()) {
     text += ", " + std::to_string(connections) + " for the embedded simulated engine's end";
   }
   return text + ", " + std::to_string(kDescriptorMargin) + " for files, telemetry and the loop";
@@ -22,9 +20,9 @@ std::string explain(std::uint64_t connections, const RunOptions& o) {
 
 }  // namespace
 
-std::uint64_t descriptors_needed(std::uint64_t connections, const RunOptions& o) {
+std::uint64_t descriptors_needed(std::uint64_t connections, const TargetOptions& o) {
   if (o.plugin) return kDescriptorMargin;  // in-process: no socket per request
-  return connections * (embedded_engine(o) ? 2 : 1) + kDescriptorMargin;
+  return connections * (o.embedded() ? 2 : 1) + kDescriptorMargin;
 }
 
 std::uint64_t descriptor_limit() {
@@ -35,7 +33,7 @@ std::uint64_t descriptor_limit() {
   return static_cast<std::uint64_t>(lim.rlim_cur);
 }
 
-void check_descriptors(std::uint64_t connections, const std::string& flag, const RunOptions& o) {
+void check_descriptors(std::uint64_t connections, const std::string& flag, const TargetOptions& o) {
   const std::uint64_t needed = descriptors_needed(connections, o);
   const std::uint64_t limit = descriptor_limit();
   if (needed <= limit) return;
@@ -46,7 +44,7 @@ void check_descriptors(std::uint64_t connections, const std::string& flag, const
                    flag.substr(0, flag.find(' ')));
 }
 
-void warn_open_loop_descriptors(double rate, const RunOptions& o) {
+void warn_open_loop_descriptors(double rate, const TargetOptions& o) {
   // A slow request: the --timeout given, else (unset or 0: no limit) a minute.
   const double slow_s = o.timeout_s && *o.timeout_s > 0 ? *o.timeout_s : 60.0;
   const auto in_flight = static_cast<std::uint64_t>(std::ceil(rate * slow_s));
@@ -60,4 +58,4 @@ void warn_open_loop_descriptors(double rate, const RunOptions& o) {
                "will be that slow\n";
 }
 
-}  // namespace dyno::app
+}  // namespace dyno::session

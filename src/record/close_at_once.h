@@ -7,7 +7,7 @@
 #include <ostream>
 #include <string>
 
-namespace dyno::app {
+namespace dyno::record {
 
 /// What a record closed at once says of telemetry: the command's flags (its samples are lost).
 struct CloseContext {
@@ -23,13 +23,13 @@ struct CloseContext {
 ///   computed from them (no client cost, energy or /metrics figures: each says why), and the
 ///   manifest says `interrupted` with an `exited_at_once` warning, ended_at now and clock t0
 ///   null (the load's t0 is not known outside the run); SHA256SUMS last.
-/// Call with record::record_write_lock() held, so that no other thread writes the record.
-/// Throws (record::RecordError, std::exception) when it cannot.
+/// Call with record_write_lock() held, so that no other thread writes the record.
+/// Throws (RecordError, std::exception) when it cannot.
 void close_record_at_once(const std::filesystem::path& dir, const CloseContext& context);
 
-/// Takes record::record_write_lock() (waiting at most 1 s for a write in progress) and never
-/// releases it, then closes every record this process has open (record::open_run_dirs()).
+/// Takes record_write_lock() (waiting at most 1 s for a write in progress) and never
+/// releases it, then closes every record this process has open (open_run_dirs()).
 /// Says on `err` what it closed or why it could not. Never throws.
 void close_open_records_at_once(const CloseContext& context, std::ostream& err);
 
-}  // namespace dyno::app
+}  // namespace dyno::record

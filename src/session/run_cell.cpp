@@ -1,6 +1,6 @@
 // One cell → one run record, in steps: make the target, open the record (its manifest says
-// `running`), measure, close the record (figures, evidence, the final manifest), print.
-#include "app/run_cell.h"
+// `running`), measure, close the record (figures, evidence, the final manifest).
+#include "session/run_cell.h"
 
 #include <sys/resource.h>
 #include <time.h>
@@ -14,9 +14,8 @@
 #include <limits>
 #include <thread>
 
-#include "app/console.h"
-#include "app/engine_launch.h"
 #include "dyno/build_info.h"
+#include "engine/launch.h"
 #include "engine/server_gauges.h"
 #include "engine/server_metrics.h"
 #include "engine/server_timings.h"
@@ -33,7 +32,7 @@
 #include "workload/request_stream.h"
 #include "workload/scoring.h"
 
-namespace dyno::app {
+namespace dyno::session {
 
 namespace json = boost::json;
 
@@ -153,7 +152,7 @@ void score_traces(const std::vector<workload::Request>& requests,
 }
 
 /// manifest load.timeouts_s: what the user set; a limit left unset is derived per request.
-json::object timeouts_json(const RunOptions& o) {
+json::object timeouts_json(const TargetOptions& o) {
   json::object t{{"connect", o.connect_timeout_s},
                  {"first_token", record::number_or_null(o.first_token_timeout_s)},
                  {"total", record::number_or_null(o.timeout_s)},
@@ -233,7 +232,7 @@ class CellTarget {
 };
 
 /// The manifest as the run starts (status running; no telemetry or clock yet).
-record::Manifest open_manifest(EngineSession& engine, const CellSpec& cell, const RunOptions& o,
+record::Manifest open_manifest(EngineSession& engine, const CellSpec& cell,
                                const std::string& run_id,
                                std::chrono::system_clock::time_point started, bool stream) {
   record::Manifest m;
@@ -262,10 +261,10 @@ record::Manifest open_manifest(EngineSession& engine, const CellSpec& cell, cons
     l.arrival = load::to_string(sched->arrival);
     l.burstiness = sched->burstiness;
   }
-  l.seed = o.seed;
+  l.seed = cell.seed;
   l.requests = cell.load.requests;
   l.duration_s = cell.load.duration_s;
-  l.timeouts_s = timeouts_json(o);
+  l.timeouts_s = timeouts_json(engine.options());
   m.slo = cell.slo;
   return m;
 }
@@ -280,33 +279,34 @@ struct Measured {
 };
 
 Measured measure(EngineSession& engine, CellTarget& target, const CellSpec& cell,
-                 const load::LoadConfig& load_config, const RunOptions& o,
-                 record::RunWriter& writer, bool progress, const std::atomic<bool>& stop) {
+                 const load::LoadConfig& load_config, record::RunWriter& writer,
+                 const CellHooks& cell_hooks, const std::atomic<bool>& stop) {
+  const telemetry::TelemetryOptions& o = engine.telemetry_options();
   Measured m;
   // Server-side counters: a /metrics snapshot before and after the cell (evidence/).
   m.metrics_before = engine.scrape_metrics();
   // ...and its gauges (running, waiting, KV-cache use) sampled on the telemetry period.
-  if (m.metrics_before && o.telemetry != "off") {
+  if (m.metrics_before && !o.off()) {
     const transport::HttpTargetConfig& tc = target.config();
-    m.gauges = std::make_unique<engine::GaugeSampler>(
-        tc.url, tc.api_key, tc.tls_verify, tc.ca_file,
-        static_cast<std::int64_t>(o.telemetry_period_ms * 1e6));
+    m.gauges = std::make_unique<engine::GaugeSampler>(tc.url, tc.api_key, tc.tls_verify, tc.ca_file,
+                                                      static_cast<std::int64_t>(o.period_ms * 1e6));
     m.gauges->start();
   }
-  ProgressBar bar(progress);
   std::int64_t measured_start_abs = 0;
   load::RunHooks hooks;
   hooks.on_finished = [&writer](const metrics::Trace& t) { writer.append_request(t); };
-  hooks.on_progress = [&bar, &measured_start_abs](const load::Progress& p) {
-    if (measured_start_abs == 0 && !p.warmup) measured_start_abs = transport::steady_now_ns();
-    const double elapsed =
-        measured_start_abs == 0
-            ? 0.0
-            : static_cast<double>(transport::steady_now_ns() - measured_start_abs) * 1e-9;
-    bar.update(p, elapsed);
-  };
+  if (cell_hooks.on_progress) {
+    hooks.on_progress = [&cell_hooks, &measured_start_abs](const load::Progress& p) {
+      if (measured_start_abs == 0 && !p.warmup) measured_start_abs = transport::steady_now_ns();
+      const double elapsed =
+          measured_start_abs == 0
+              ? 0.0
+              : static_cast<double>(transport::steady_now_ns() - measured_start_abs) * 1e-9;
+      cell_hooks.on_progress(p, elapsed);
+    };
+  }
   hooks.stop_requested = &stop;
-  LaunchedEngine* launched = engine.launched();
+  engine::LaunchedEngine* launched = engine.launched();
   m.log_begin = launched != nullptr ? launched->log_size() : 0;
   if (launched != nullptr) hooks.engine_exited = &launched->exited_flag();
 
@@ -319,7 +319,7 @@ Measured measure(EngineSession& engine, CellTarget& target, const CellSpec& cell
   const double loop_cpu = cpu_seconds_this_thread() - loop_cpu_before;
   const double sim_cpu =
       engine.embedded() ? engine.embedded()->cpu_seconds() - sim_cpu_before : 0.0;
-  bar.finish();
+  if (cell_hooks.on_load_done) cell_hooks.on_load_done();
   // The embedded engine runs on a thread of this process: its CPU is not the client's. An
   // in-process plugin's threads are not the client's either, and their CPU time is not known
   // apart: the client is the event-loop thread (this one).
@@ -331,7 +331,7 @@ Measured measure(EngineSession& engine, CellTarget& target, const CellSpec& cell
 /// A launched engine that ended during the cell, once requests that raced its exit are settled.
 std::optional<engine::ExitStatus> engine_exit(EngineSession& engine,
                                               std::vector<metrics::Trace>& traces) {
-  LaunchedEngine* launched = engine.launched();
+  engine::LaunchedEngine* launched = engine.launched();
   if (launched == nullptr) return std::nullopt;
   // Requests that found the engine's port closed may have raced its exit: give a process that
   // is shutting down a moment to be reaped before calling the cell's status.
@@ -408,7 +408,7 @@ json::object server_and_evidence(EngineSession& engine, Measured& m, bool crashe
                    : crashed         ? "no /metrics snapshot after the cell: the engine had exited"
                                      : "the /metrics snapshot after the cell failed"}};
   }
-  if (LaunchedEngine* launched = engine.launched()) {
+  if (engine::LaunchedEngine* launched = engine.launched()) {
     add_evidence(writer, manifest, "evidence/engine.log",
                  launched->cell_log(m.log_begin, launched->log_size()));
   }
@@ -417,65 +417,85 @@ json::object server_and_evidence(EngineSession& engine, Measured& m, bool crashe
   return server;
 }
 
-/// The console's headline of a finished cell.
-RunHeadline headline(EngineSession& engine, const CellSpec& cell, const RunOptions& o,
-                     const CellOutcome& out, bool stream,
-                     const engine::ServerTimingFigures& timings) {
-  RunHeadline head;
-  head.run_id = out.run_id;
-  head.engine = engine.display();
-  head.model = engine.model();
-  head.api = o.api + (stream ? ", streamed" : ", not streamed");
-  head.load = cell.load_text;
-  head.status = out.status;
-  head.record_dir = out.dir.string();
-  head.slo_text = cell.slo_text;
-  head.server_timings = timings;
-  const json::object& summary = out.summary_json;
-  if (const auto* rate =
-          summary.at("server").as_object().if_contains("spec_decode_acceptance_rate");
-      rate != nullptr && rate->is_number()) {
-    head.metrics_acceptance_rate = rate->to_number<double>();
+}  // namespace
+
+namespace {
+
+/// The figures of the cell (docs/metrics.md), its status and its warnings.
+void summarize_cell(const CellSpec& cell, const Measured& m, CellOutcome& out) {
+  const load::LoadResult& result = m.result;
+  metrics::SummaryOptions so;
+  if (!cell.load.open_loop) so.declared_concurrency = cell.load.concurrency;
+  so.open_loop = cell.load.open_loop;
+  so.slo = cell.slo;
+  so.client.cpu_s = m.client_cpu_s;
+  so.client.peak_rss_bytes = peak_rss_bytes();
+  so.client.loop_lag_s = result.loop_lag_s;
+  out.summary = metrics::summarize_run(result.traces, so);
+  out.server_timings = engine::server_timing_figures(result.traces);
+  if (auto w = engine::prefill_gap_warning(out.server_timings)) {
+    out.summary.warnings.push_back(std::move(*w));
   }
-  const auto& e = summary.at("energy").as_object();
-  if (const auto* j = e.if_contains("energy_j"); j != nullptr && !j->is_null()) {
-    const auto n = [&e](const char* k) -> std::optional<double> {
-      const auto* v = e.if_contains(k);
-      return v != nullptr && v->is_number() ? std::optional<double>(v->to_number<double>())
-                                            : std::nullopt;
-    };
-    head.energy = fmt(n("energy_j"), 1) + " J (" + std::string(e.at("scope").as_string()) + ") · " +
-                  fmt(n("output_tokens_per_j"), 3) + " tok/J · " +
-                  fmt(n("joules_per_output_token"), 3) + " J/token gross, " +
-                  fmt(n("idle_subtracted_joules_per_output_token"), 3) + " net of idle";
-  }
-  return head;
+  out.interrupted = result.interrupted;
+  out.engine_crashed = out.crash.has_value();
+  out.status = out.crash ? "engine_crashed" : final_status(out.summary, result.interrupted);
+  out.over_error_budget = out.summary.error_rate && *out.summary.error_rate > cell.error_budget;
 }
 
-/// The exit code of a cell, with the message that explains a failure on stderr.
-int cell_exit_code(const CellOutcome& out, const std::optional<engine::ExitStatus>& crash,
-                   const std::string& engine_name, double error_budget) {
-  if (crash) {
-    std::cerr << "dyno: engine " << engine_name << " " << crash->describe()
-              << " during the run; the record keeps every finished request and the log's tail\n";
-    return kExitRunFailed;
+/// summary.json: the figures, the client's cost, energy and the server's side.
+json::object summary_document(EngineSession& engine, CellTarget& target, Measured& m,
+                              json::object energy, record::RunWriter& writer,
+                              record::Manifest& manifest, const CellOutcome& out) {
+  json::object doc{
+      {"schema_version", record::kSchemaVersion}, {"run_id", out.run_id}, {"status", out.status}};
+  for (auto& kv : record::summary_to_json(out.summary)) doc[kv.key()] = kv.value();
+  json::object& client = doc["client"].as_object();
+  client["connections_opened"] = target.connections_opened();
+  doc["energy"] = std::move(energy);
+  doc["server"] =
+      server_and_evidence(engine, m, out.crash.has_value(), out.server_timings, writer, manifest);
+  if (target.plugin() != nullptr) {
+    client["note"] =
+        "the engine ran in this process (--plugin): cpu_s is the event-loop thread's CPU time "
+        "only; peak_rss_bytes is of the whole process";
   }
-  if (out.interrupted) return kExitInterrupted;
-  if (out.status == "failed") return kExitRunFailed;
-  if (out.summary.error_rate && *out.summary.error_rate > error_budget) {
-    std::cerr << "dyno: error rate " << fmt(*out.summary.error_rate * 100.0, 1)
-              << " % exceeds the error budget of " << fmt(error_budget * 100.0, 1)
-              << " % (--error-budget)\n";
-    return kExitRunFailed;
+  if (engine.embedded()) {
+    client["note"] =
+        "the simulated engine ran in this process on its own thread: cpu_s excludes that "
+        "thread's CPU time; peak_rss_bytes is of the whole process";
   }
-  return kExitOk;
+  return doc;
+}
+
+/// The final manifest: status, warnings, end, clock, the engine's exit.
+void close_manifest(EngineSession& engine, const CellTarget& target, const Measured& m,
+                    const CellOutcome& out, record::Manifest& manifest) {
+  const load::LoadResult& result = m.result;
+  if (out.crash) {
+    const engine::LaunchedEngine::LogTail tail = engine.launched()->log_tail(40);
+    const engine::ExitStatus& crash = *out.crash;
+    manifest.engine_exit =
+        record::EngineExit{crash.describe(), crash.code,
+                           crash.signal,     crash.at_ns - result.t0_steady_ns,
+                           tail.text,        static_cast<std::int64_t>(tail.probe_lines_skipped)};
+  }
+  manifest.warnings = out.summary.warnings;
+  manifest.status = out.status;
+  manifest.ended_at = record::iso8601_utc(std::chrono::system_clock::now());
+  manifest.clock = record::ClockSection{result.t0_steady_ns, result.measured_start_ns, {}};
+  if (const transport::PluginTarget* plugin = target.plugin()) {
+    // Which clock stamped the token events and request ends (docs/plugins.md).
+    const transport::PluginStampCounts stamps = plugin->stamps();
+    manifest.clock->event_stamps =
+        record::EventStamps{stamps.engine, stamps.receive, stamps.rejected};
+  }
 }
 
 }  // namespace
 
-CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptions& o,
-                     const std::atomic<bool>& stop) {
-  const ConsoleStyle style = detect_style(o.color, o.quiet);
+CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
+                     const std::filesystem::path& runs_root, const std::atomic<bool>& stop,
+                     const CellHooks& hooks) {
   CellOutcome out;
   const auto started = std::chrono::system_clock::now();
   out.run_id = record::make_run_id(started, cell.label);
@@ -489,103 +509,40 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell, const RunOptio
 
   // 1. The target and the record, whose manifest says `running` until the cell ends.
   CellTarget target(engine, out.run_id, load_config);
-  const bool stream = target.config().stream;
-  record::RunWriter writer(o.runs_root, out.run_id, load_config.keep_event_times);
+  out.streamed = target.config().stream;
+  record::RunWriter writer(runs_root, out.run_id, load_config.keep_event_times);
   if (target.config().api_key) writer.set_secrets({*target.config().api_key});  // never on disk
   out.dir = writer.dir();
-  record::Manifest manifest = open_manifest(engine, cell, o, out.run_id, started, stream);
+  record::Manifest manifest = open_manifest(engine, cell, out.run_id, started, out.streamed);
   writer.write_json("manifest.json", record::manifest_to_json(manifest));
 
   // 2. The load, with the server's counters and gauges beside it.
-  Measured m = measure(engine, target, cell, load_config, o, writer, style.progress, stop);
+  Measured m = measure(engine, target, cell, load_config, writer, hooks, stop);
   load::LoadResult& result = m.result;
-  const std::optional<engine::ExitStatus> crash = engine_exit(engine, result.traces);
+  out.crash = engine_exit(engine, result.traces);
   if (scored) score_traces(cell.requests, result.traces);
 
-  // 3. The figures (docs/metrics.md).
-  metrics::SummaryOptions so;
-  if (!cell.load.open_loop) so.declared_concurrency = cell.load.concurrency;
-  so.open_loop = cell.load.open_loop;
-  so.slo = cell.slo;
-  so.client.cpu_s = m.client_cpu_s;
-  so.client.peak_rss_bytes = peak_rss_bytes();
-  so.client.loop_lag_s = result.loop_lag_s;
-  out.summary = metrics::summarize_run(result.traces, so);
-  const engine::ServerTimingFigures server_timings = engine::server_timing_figures(result.traces);
-  if (auto w = engine::prefill_gap_warning(server_timings))
-    out.summary.warnings.push_back(std::move(*w));
+  // 3. The figures (docs/metrics.md), energy and telemetry over the cell.
+  summarize_cell(cell, m, out);
   const std::int64_t cell_end = transport::steady_now_ns();
   json::object energy =
       energy_and_telemetry(engine, result, cell_end, writer, out.summary.warnings);
-  manifest.telemetry =
-      telemetry::telemetry_manifest(engine.monitor(), o.telemetry, o.telemetry_period_ms,
-                                    engine.idle(), result.t0_steady_ns, cell_end);
-  out.interrupted = result.interrupted;
-  out.status = crash ? "engine_crashed" : final_status(out.summary, result.interrupted);
-  out.engine_crashed = crash.has_value();
+  const telemetry::TelemetryOptions& t = engine.telemetry_options();
+  manifest.telemetry = telemetry::telemetry_manifest(engine.monitor(), t.mode, t.period_ms,
+                                                     engine.idle(), result.t0_steady_ns, cell_end);
 
   // 4. The record closed: summary.json, evidence, the final manifest, SHA256SUMS, the index.
-  json::object summary_json{
-      {"schema_version", record::kSchemaVersion}, {"run_id", out.run_id}, {"status", out.status}};
-  for (auto& kv : record::summary_to_json(out.summary)) summary_json[kv.key()] = kv.value();
-  json::object& client = summary_json["client"].as_object();
-  client["connections_opened"] = target.connections_opened();
-  summary_json["energy"] = std::move(energy);
-  summary_json["server"] =
-      server_and_evidence(engine, m, crash.has_value(), server_timings, writer, manifest);
-  if (crash) {
-    const LaunchedEngine::LogTail tail = engine.launched()->log_tail(40);
-    manifest.engine_exit =
-        record::EngineExit{crash->describe(), crash->code,
-                           crash->signal,     crash->at_ns - result.t0_steady_ns,
-                           tail.text,         static_cast<std::int64_t>(tail.probe_lines_skipped)};
-  }
-  if (target.plugin() != nullptr) {
-    client["note"] =
-        "the engine ran in this process (--plugin): cpu_s is the event-loop thread's CPU time "
-        "only; peak_rss_bytes is of the whole process";
-  }
-  if (engine.embedded()) {
-    client["note"] =
-        "the simulated engine ran in this process on its own thread: cpu_s excludes that "
-        "thread's CPU time; peak_rss_bytes is of the whole process";
-  }
+  json::object summary_json =
+      summary_document(engine, target, m, std::move(energy), writer, manifest, out);
   writer.write_json("summary.json", summary_json);
-  manifest.warnings = out.summary.warnings;
-  manifest.status = out.status;
-  manifest.ended_at = record::iso8601_utc(std::chrono::system_clock::now());
-  manifest.clock = record::ClockSection{result.t0_steady_ns, result.measured_start_ns, {}};
-  if (const transport::PluginTarget* plugin = target.plugin()) {
-    // Which clock stamped the token events and request ends (docs/plugins.md).
-    const transport::PluginStampCounts stamps = plugin->stamps();
-    manifest.clock->event_stamps =
-        record::EventStamps{stamps.engine, stamps.receive, stamps.rejected};
-  }
+  close_manifest(engine, target, m, out, manifest);
   writer.write_json("manifest.json", record::manifest_to_json(manifest));
   writer.finalize(result.traces);
   if (auto w = writer.invalid_utf8_warning()) out.summary.warnings.push_back(std::move(*w));
-  record::index_finished_run(o.runs_root, writer.dir(), std::cerr);  // a warning if it fails
+  record::index_finished_run(runs_root, writer.dir(), std::cerr);  // a warning if it fails
   out.traces = std::move(result.traces);
   out.summary_json = std::move(summary_json);
-
-  // 5. The console.
-  if (cell.print_summary) {
-    if (o.json) {
-      json::object printed = out.summary_json;
-      printed["record_dir"] = writer.dir().string();
-      std::cout << record::pretty_json(printed);
-    } else {
-      std::cout << render_summary(headline(engine, cell, o, out, stream, server_timings),
-                                  out.summary, style.color);
-    }
-    std::cout.flush();
-  }
-  std::cerr << render_warnings(out.summary.warnings,
-                               detect_style(o.color, true).color && ::isatty(STDERR_FILENO) != 0);
-  out.exit_code =
-      cell_exit_code(out, crash, engine.launched() != nullptr ? engine.launched()->spec().name : "",
-                     o.error_budget);
   return out;
 }
 
-}  // namespace dyno::app
+}  // namespace dyno::session

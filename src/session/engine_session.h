@@ -1,5 +1,6 @@
-// The engine under test for one command (one engine serves every cell of a protocol), and the
-// run of one cell into one run record. `dyno run` is one cell; protocols are many.
+// The engine under test for one command (one engine serves every cell of a protocol): the
+// server at --url, one dyno launches from --engine, a --plugin in-process, or the embedded
+// simulated engine; its identity for the manifest, its /metrics, its telemetry.
 #pragma once
 
 #include <atomic>
@@ -11,11 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "app/run_command.h"
+#include "error/error.h"
 #include "load/runner.h"
 #include "metrics/summary.h"
+#include "session/options.h"
 #include "sim/profile.h"
 #include "telemetry/energy_report.h"
+#include "telemetry/options.h"
 #include "transport/http_target.h"
 #include "transport/plugin_target.h"
 #include "transport/tokenize_client.h"
@@ -25,11 +28,11 @@ namespace dyno::sim {
 class Server;
 }
 
-namespace dyno::app {
+namespace dyno::engine {
 class LaunchedEngine;
 }
 
-namespace dyno::app {
+namespace dyno::session {
 
 /// The API key, from DYNO_API_KEY or OPENAI_API_KEY only (never a flag: flags end up in shell
 /// history and process lists). It is never written anywhere.
@@ -38,37 +41,29 @@ std::optional<std::string> api_key_from_env();
 /// Parses --api; throws UsageError.
 workload::Api parse_api(const std::string& api);
 
-/// Checks the flags every measuring command shares (target, timeouts, output); throws
-/// UsageError naming the flag.
-void validate_common(const RunOptions& options);
-
-/// The request stream of a command as given: --stream FILE (checked against --api), else the
-/// synthetic stream of `synthetic_count` requests (at most flags::kMaxSyntheticTokens prompt
-/// tokens). `sha256` is the canonical hash of these requests. Throws UsageError naming the flag.
-workload::RequestStream stream_as_given(const RunOptions& options, workload::Api api,
-                                        std::uint64_t synthetic_count);
-
-/// Flags fill what requests leave unset (--max-tokens, --temperature); a request's own values
-/// win.
-void fill_sampling_defaults(std::vector<workload::Request>& requests, const RunOptions& options);
-
-/// stream_as_given, then fill_sampling_defaults. `sha256` stays the hash of the requests as
-/// given (what `stream make` / `stream import` print; the manifest's request_stream.sha256).
-workload::RequestStream build_stream(const RunOptions& options, workload::Api api,
-                                     std::uint64_t synthetic_count);
+/// Checks the target and telemetry flags together (--url, --engine and --plugin exclude each
+/// other, --model with --url…); throws UsageError naming the flag.
+void validate_target(const TargetOptions& target, const telemetry::TelemetryOptions& telemetry);
 
 /// The engine a command measures: the server at --url, an engine plugin loaded in-process
 /// (--plugin), or the simulated engine started in-process (on its own thread) for the whole
 /// command.
 class EngineSession {
  public:
-  /// Throws UsageError for a bad --url / --profile / --ca-file / --plugin.
-  EngineSession(const RunOptions& options, workload::Api api);
+  /// Throws UsageError (or the module's error, with the flag in front) for a bad --url,
+  /// --profile, --ca-file, --plugin, --engine or --model-file. `seed` seeds the simulated
+  /// engine; `stop` (the command's stop flag) ends the wait for a launched engine.
+  EngineSession(const TargetOptions& target, const telemetry::TelemetryOptions& telemetry,
+                std::uint64_t seed, workload::Api api, const std::atomic<bool>& stop);
   ~EngineSession();
   EngineSession(const EngineSession&) = delete;
   EngineSession& operator=(const EngineSession&) = delete;
 
   const transport::HttpTargetConfig& target_config() const { return config_; }
+  /// The flags the engine was made from (timeouts as the user set them: manifest
+  /// load.timeouts_s) and the telemetry asked for.
+  const TargetOptions& options() const { return options_; }
+  const telemetry::TelemetryOptions& telemetry_options() const { return telemetry_; }
   const std::string& model() const { return model_; }
   workload::Api api() const { return config_.api; }
   /// The manifest's `engine` object (no host, no key) for cell `cell_index` of this engine.
@@ -85,7 +80,7 @@ class EngineSession {
   /// CPU seconds the embedded engine's thread used so far (0 without one). Known after stop.
   sim::Server* embedded() { return embedded_.get(); }
   /// The engine dyno launched from --engine (nullptr otherwise).
-  LaunchedEngine* launched() { return launched_.get(); }
+  engine::LaunchedEngine* launched() { return launched_.get(); }
   /// Numbers the cells run against this engine (0, 1, ...): manifest.engine.launch.cell_index.
   std::uint64_t begin_cell() { return cells_++; }
   /// The in-process engine of --plugin (nullptr otherwise).
@@ -98,10 +93,13 @@ class EngineSession {
   std::optional<std::int64_t> vram_after_load() const { return vram_after_load_; }
 
  private:
-  void start_telemetry(const RunOptions& options);
+  void start_telemetry();
+
+  TargetOptions options_;
+  telemetry::TelemetryOptions telemetry_;
 
   std::unique_ptr<sim::Server> embedded_;
-  std::unique_ptr<LaunchedEngine> launched_;
+  std::unique_ptr<engine::LaunchedEngine> launched_;
   boost::json::object reported_;  ///< what an engine reached by --url says about itself
   boost::json::object source_;    ///< the engine's source checkout (spec `checkout`)
   std::uint64_t cells_ = 0;
@@ -137,4 +135,4 @@ class PromptCounter {
   transport::TokenizeClient client_;
 };
 
-}  // namespace dyno::app
+}  // namespace dyno::session

@@ -18,9 +18,10 @@
 
 #include "engine/process.h"
 #include "engine/spec.h"
+#include "error/error.h"
 #include "workload/request.h"
 
-namespace dyno::app {
+namespace dyno::engine {
 
 /// What the engine says about itself: GET of each of `paths` at the server root (JSON bodies
 /// kept, secrets scrubbed), with `version`, `model_id`, `model_revision` and the engine `name`
@@ -44,7 +45,7 @@ struct ScrubbedLaunch {
   boost::json::object env;
   std::vector<std::string> secrets;  ///< longest first; none shorter than 4 characters
 };
-ScrubbedLaunch scrub_launch_line(const engine::LaunchLine& line);
+ScrubbedLaunch scrub_launch_line(const LaunchLine& line);
 
 /// Whether a log line is an access-log line of a request dyno itself makes besides the load
 /// (GET /metrics, /health, the readiness path, identity endpoints, POST /tokenize and
@@ -61,19 +62,19 @@ class LaunchedEngine {
   /// 1-token request succeeds. Throws UsageError for a command that cannot start, and
   /// std::runtime_error (with the log's tail) when the engine exits or is not ready within
   /// the timeout, or when `stop` is set meanwhile — with the engine stopped and reaped.
-  LaunchedEngine(engine::EngineSpec spec, workload::Api api, std::optional<std::string> api_key,
+  LaunchedEngine(EngineSpec spec, workload::Api api, std::optional<std::string> api_key,
                  const std::atomic<bool>& stop);
   ~LaunchedEngine();
   LaunchedEngine(const LaunchedEngine&) = delete;
   LaunchedEngine& operator=(const LaunchedEngine&) = delete;
 
-  const engine::EngineSpec& spec() const { return spec_; }
+  const EngineSpec& spec() const { return spec_; }
   std::string base_url() const;
   int pid() const { return process_->pid(); }
   /// Set (from the reaper thread) when the engine's process ends by itself.
   const std::atomic<bool>& exited_flag() const { return exited_; }
   /// How the engine's process ended, when it ended by itself (not through stop()).
-  std::optional<engine::ExitStatus> unexpected_exit() const;
+  std::optional<ExitStatus> unexpected_exit() const;
   /// Waits up to `timeout` for the process to end by itself (after requests found its port
   /// closed, it may still be shutting down); true when it has ended.
   bool wait_for_exit(std::chrono::milliseconds timeout) const;
@@ -99,13 +100,13 @@ class LaunchedEngine {
   LogTail log_tail(int lines) const;
 
   /// Stops it (signal, grace, SIGKILL to the group). Idempotent.
-  engine::EngineProcess::StopResult stop();
+  EngineProcess::StopResult stop();
 
  private:
   std::string read_log(std::uint64_t begin, std::uint64_t end) const;
 
-  engine::EngineSpec spec_;
-  engine::LaunchLine line_;
+  EngineSpec spec_;
+  LaunchLine line_;
   ScrubbedLaunch scrubbed_;
   std::vector<std::string> secrets_;
   int port_ = 0;
@@ -113,7 +114,7 @@ class LaunchedEngine {
   std::filesystem::path log_path_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> exited_{false};  // before process_: the reaper thread may set it until then
-  std::unique_ptr<engine::EngineProcess> process_;
+  std::unique_ptr<EngineProcess> process_;
   std::string launched_at_;
   double probe_ready_s_ = 0;
   double ready_s_ = 0;
@@ -122,4 +123,4 @@ class LaunchedEngine {
   boost::json::object reported_;
 };
 
-}  // namespace dyno::app
+}  // namespace dyno::engine

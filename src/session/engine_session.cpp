@@ -1,4 +1,4 @@
-#include "app/session.h"
+#include "session/engine_session.h"
 
 #include <sys/resource.h>
 #include <time.h>
@@ -10,15 +10,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <limits>
+#include <sstream>
 #include <thread>
 
-#include "app/console.h"
-#include "app/engine_launch.h"
-#include "app/flag_values.h"
-#include "app/signals.h"
 #include "dyno/build_info.h"
+#include "engine/launch.h"
 #include "engine/server_gauges.h"
 #include "engine/server_metrics.h"
 #include "engine/server_timings.h"
@@ -36,7 +35,7 @@
 #include "workload/scoring.h"
 #include "workload/synthetic.h"
 
-namespace dyno::app {
+namespace dyno::session {
 
 namespace json = boost::json;
 
@@ -101,7 +100,7 @@ json::object source_identity(const std::optional<std::string>& checkout) {
 }
 
 /// The model's identity from --model-file / --model-revision; unknown fields give their reason.
-json::object model_identity(const RunOptions& o, const std::string& model_id) {
+json::object model_identity(const TargetOptions& o, const std::string& model_id) {
   json::object m{
       {"id", model_id},
       {"revision", o.model_revision ? json::value(*o.model_revision) : json::value(nullptr)},
@@ -112,7 +111,7 @@ json::object model_identity(const RunOptions& o, const std::string& model_id) {
     unknown["fingerprint"] = "no weights file given (--model-file)";
   } else {
     const std::filesystem::path path(*o.model_file);
-    try {
+    about("--model-file", [&] {
       if (path.extension() == ".gguf") {
         const record::GgufInfo g = record::read_gguf(path);
         m["format"] = "gguf";
@@ -135,9 +134,7 @@ json::object model_identity(const RunOptions& o, const std::string& model_id) {
       }
       m["fingerprint_method"] =
           "sha256 over the header, metadata and tensor table (not the weights)";
-    } catch (const record::ModelFileError& e) {
-      throw UsageError(std::string("--model-file: ") + e.what());
-    }
+    });
   }
   if (!unknown.empty()) m["unknown"] = std::move(unknown);
   return m;
@@ -151,12 +148,12 @@ workload::Api parse_api(const std::string& api) {
   throw UsageError("--api: '" + api + "' is not an API; use chat or completions");
 }
 
-void validate_common(const RunOptions& o) {
+void validate_target(const TargetOptions& o, const telemetry::TelemetryOptions& t) {
   // Each numeric flag's range is checked as it is parsed (app/flag_values.h); these are the
   // checks of words and of flags together.
   parse_api(o.api);
-  if (o.telemetry != "auto" && o.telemetry != "off") {
-    throw UsageError("--telemetry: '" + o.telemetry + "'; use auto or off");
+  if (t.mode != "auto" && t.mode != "off") {
+    throw UsageError("--telemetry: '" + t.mode + "'; use auto or off");
   }
   if (o.url && o.engine_spec) {
     throw UsageError(
@@ -201,18 +198,19 @@ std::filesystem::path resolve_plugin_path(const std::string& given) {
 
 }  // namespace
 
-EngineSession::EngineSession(const RunOptions& options, workload::Api api) {
-  RunOptions o = options;
+EngineSession::EngineSession(const TargetOptions& target,
+                             const telemetry::TelemetryOptions& telemetry, std::uint64_t seed,
+                             workload::Api api, const std::atomic<bool>& stop)
+    : options_(target), telemetry_(telemetry) {
+  TargetOptions& o = options_;
   std::string url_text;
   if (o.plugin) {
     // An in-process engine: loaded and created once for the whole command.
     const std::filesystem::path path = resolve_plugin_path(*o.plugin);
     plugin_config_ = o.plugin_config.value_or("");
-    try {
-      plugin_ = std::make_unique<transport::PluginEngine>(path.string(), plugin_config_);
-    } catch (const transport::PluginError& e) {
-      throw UsageError(std::string("--plugin: ") + e.what());
-    }
+    plugin_ = about("--plugin", [&] {
+      return std::make_unique<transport::PluginEngine>(path.string(), plugin_config_);
+    });
     plugin_file_ = path.filename().string();
     plugin_sha256_ = record::sha256_hex_file(path);
     const transport::PluginIdentity& id = plugin_->identity();
@@ -226,46 +224,32 @@ EngineSession::EngineSession(const RunOptions& options, workload::Api api) {
     }
     metrics_missing_ = true;  // no /metrics to scrape in-process
   } else if (o.engine_spec) {
-    engine::EngineSpec spec;
-    try {
-      spec = engine::load_spec(*o.engine_spec);
-    } catch (const engine::SpecError& e) {
-      throw UsageError(std::string("--engine: ") + e.what());
-    }
+    engine::EngineSpec spec = about("--engine", [&] { return engine::load_spec(*o.engine_spec); });
     // The spec's model file and revision identify the model unless the flags say otherwise.
     if (!o.model_file && spec.model_file) o.model_file = spec.model_file;
     if (!o.model_revision && spec.model_revision) o.model_revision = spec.model_revision;
     source_ = source_identity(spec.checkout);
-    launched_ = std::make_unique<LaunchedEngine>(std::move(spec), api, api_key_from_env(),
-                                                 install_stop_signals());
+    launched_ =
+        std::make_unique<engine::LaunchedEngine>(std::move(spec), api, api_key_from_env(), stop);
     url_text = launched_->base_url();
     model_ = o.model.value_or(launched_->spec().model);
   } else if (o.url) {
     url_text = *o.url;
     model_ = *o.model;
   } else {
-    try {
-      profile_ = sim::resolve_profile(o.profile);
-    } catch (const sim::ProfileError& e) {
-      throw UsageError(std::string("--profile: ") + e.what());
-    }
+    profile_ = about("--profile", [&] { return sim::resolve_profile(o.profile); });
     sim::ServerOptions so;
     so.profile = *profile_;
-    so.seed = o.seed;
+    so.seed = seed;
     embedded_ = std::make_unique<sim::Server>(so);
     url_text = "http://127.0.0.1:" + std::to_string(embedded_->start()) + "/v1";
     model_ = o.model.value_or(profile_->model_name);
   }
-  try {
-    if (!plugin_) config_.url = transport::BaseUrl::parse(url_text);
-  } catch (const transport::UrlError& e) {
-    throw UsageError(std::string("--url: ") + e.what());
-  }
+  if (!plugin_) config_.url = about("--url", [&] { return transport::BaseUrl::parse(url_text); });
   config_.model = model_;
   config_.api = api;
   config_.stream = !o.no_stream;
   config_.api_key = api_key_from_env();
-  config_.keep_output_text = o.keep_outputs;
   config_.tls_verify = !o.insecure;
   config_.ca_file = o.ca_file;
   config_.connect_timeout = to_ms(o.connect_timeout_s);
@@ -275,29 +259,26 @@ EngineSession::EngineSession(const RunOptions& options, workload::Api api) {
   if (o.idle_timeout_s > 0) config_.idle_timeout = to_ms(o.idle_timeout_s);
   model_json_ = model_identity(o, model_);
   if (o.url) {  // what the server says it is (name, version, model), from its own endpoints
-    reported_ = query_engine_identity(url_text, known_identity_paths(), config_.api_key,
-                                      config_.tls_verify, config_.ca_file);
+    reported_ = engine::query_engine_identity(url_text, engine::known_identity_paths(),
+                                              config_.api_key, config_.tls_verify, config_.ca_file);
   }
-  start_telemetry(o);
+  start_telemetry();
   if (config_.ca_file) {  // fail on a bad CA file now, before any record exists
     transport::EventLoop probe_loop;
-    try {
-      transport::HttpTarget probe(probe_loop, config_);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(std::string("--ca-file: ") + e.what());
-    }
+    about("--ca-file", [&] { transport::HttpTarget probe(probe_loop, config_); });
   }
 }
 
-void EngineSession::start_telemetry(const RunOptions& o) {
-  if (o.telemetry == "off") return;
+void EngineSession::start_telemetry() {
+  const telemetry::TelemetryOptions& o = telemetry_;
+  if (o.off()) return;
   // The engine's processes: this one when the simulated engine runs in it.
   std::vector<int> pids;
   if (embedded_ || plugin_) pids.push_back(static_cast<int>(::getpid()));
   if (launched_) pids.push_back(launched_->pid());
   monitor_ = std::make_unique<telemetry::Monitor>(
       telemetry::default_samplers(o.nvml_library, o.sysfs_root, o.proc_root),
-      static_cast<std::int64_t>(o.telemetry_period_ms * 1e6), pids);
+      static_cast<std::int64_t>(o.period_ms * 1e6), pids);
   monitor_->start();
   if (!monitor_->active()) return;
   // Idle baseline: after the engine is ready, before any request (warm-up included).
@@ -318,10 +299,12 @@ EngineSession::~EngineSession() {
   if (launched_) {
     const auto r = launched_->stop();
     if (r.was_running) {
+      std::ostringstream took;
+      took << std::fixed << std::setprecision(1) << r.stop_s;
       std::cerr << "dyno: engine " << launched_->spec().name << " stopped ("
                 << (r.graceful ? launched_->spec().stop_signal
                                : std::string("SIGKILL after ") + launched_->spec().stop_signal)
-                << ", " << fmt(r.stop_s, 1) << " s)\n";
+                << ", " << took.str() << " s)\n";
     }
   }
 }
@@ -452,62 +435,4 @@ std::string EngineSession::display() const {
                    : config_.url.to_string();
 }
 
-void fill_sampling_defaults(std::vector<workload::Request>& requests, const RunOptions& o) {
-  for (auto& r : requests) {
-    if (!r.sampling.max_tokens && o.max_tokens) r.sampling.max_tokens = o.max_tokens;
-    if (!r.sampling.temperature) r.sampling.temperature = o.temperature;
-  }
-}
-
-workload::RequestStream stream_as_given(const RunOptions& o, workload::Api api,
-                                        std::uint64_t synthetic_count) {
-  workload::RequestStream stream;
-  if (o.stream_file) {
-    try {
-      stream = workload::read_stream_file(*o.stream_file);
-    } catch (const workload::StreamError& e) {
-      throw UsageError(std::string("--stream: ") + e.what());
-    }
-    if (stream.requests.empty()) {
-      throw UsageError("--stream: " + *o.stream_file + " holds no request");
-    }
-    for (const auto& r : stream.requests) {
-      if ((api == workload::Api::kChat) != r.is_chat()) {
-        throw UsageError("--stream: request '" + r.id + "' is a " +
-                         (r.is_chat() ? "chat" : "completion") + " request but --api is " + o.api +
-                         "; use --api " + (r.is_chat() ? "chat" : "completions"));
-      }
-    }
-  } else {
-    workload::SyntheticOptions syn;
-    syn.api = api;
-    syn.input_tokens = o.input_tokens;
-    syn.output_tokens = o.output_tokens;
-    syn.seed = o.seed;
-    syn.count = std::max<std::uint64_t>(1, synthetic_count);
-    // Both factors are bounded by their flags; their product is the memory the prompts take.
-    const std::uint64_t tokens = syn.count * static_cast<std::uint64_t>(o.input_tokens);
-    if (tokens > flags::kMaxSyntheticTokens) {
-      throw UsageError("the synthetic stream would hold " + std::to_string(syn.count) +
-                       " requests x --input-tokens " + std::to_string(o.input_tokens) + " = " +
-                       std::to_string(tokens) + " prompt tokens, more than the limit of " +
-                       std::to_string(flags::kMaxSyntheticTokens) +
-                       "; lower -n (or --warmup, --min-requests) or --input-tokens, or give a "
-                       "--stream");
-    }
-    stream = workload::make_synthetic_stream(syn);
-  }
-  return stream;  // sha256: the canonical hash of the requests as given
-}
-
-workload::RequestStream build_stream(const RunOptions& o, workload::Api api,
-                                     std::uint64_t synthetic_count) {
-  workload::RequestStream stream = stream_as_given(o, api, synthetic_count);
-  // Flags fill what the stream leaves unset (the stream's own values win); `sha256` stays the
-  // hash of the requests as given, the one `stream make` and `stream import` print. What the
-  // flags set is the manifest's workload.sampling.
-  fill_sampling_defaults(stream.requests, o);
-  return stream;
-}
-
-}  // namespace dyno::app
+}  // namespace dyno::session

@@ -1,0 +1,106 @@
+// What a person sees of a cell: the progress bar while it runs, then its table (or JSON) on
+// stdout, its warnings and the reason it failed on stderr; and its exit code.
+#include "app/cell_report.h"
+
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <iostream>
+
+#include "app/console.h"
+#include "app/exit_codes.h"
+#include "engine/launch.h"
+#include "record/record_json.h"
+
+namespace dyno::app {
+
+namespace json = boost::json;
+
+namespace {
+
+/// The console's headline of a finished cell.
+RunHeadline headline(const session::EngineSession& engine, const session::CellSpec& cell,
+                     const session::CellOutcome& out) {
+  const bool stream = out.streamed;
+  RunHeadline head;
+  head.run_id = out.run_id;
+  head.engine = engine.display();
+  head.model = engine.model();
+  head.api = std::string(engine.api() == workload::Api::kChat ? "chat" : "completions") +
+             (stream ? ", streamed" : ", not streamed");
+  head.load = cell.load_text;
+  head.status = out.status;
+  head.record_dir = out.dir.string();
+  head.slo_text = cell.slo_text;
+  head.server_timings = out.server_timings;
+  const json::object& summary = out.summary_json;
+  if (const auto* rate =
+          summary.at("server").as_object().if_contains("spec_decode_acceptance_rate");
+      rate != nullptr && rate->is_number()) {
+    head.metrics_acceptance_rate = rate->to_number<double>();
+  }
+  const auto& e = summary.at("energy").as_object();
+  if (const auto* j = e.if_contains("energy_j"); j != nullptr && !j->is_null()) {
+    const auto n = [&e](const char* k) -> std::optional<double> {
+      const auto* v = e.if_contains(k);
+      return v != nullptr && v->is_number() ? std::optional<double>(v->to_number<double>())
+                                            : std::nullopt;
+    };
+    head.energy = fmt(n("energy_j"), 1) + " J (" + std::string(e.at("scope").as_string()) + ") · " +
+                  fmt(n("output_tokens_per_j"), 3) + " tok/J · " +
+                  fmt(n("joules_per_output_token"), 3) + " J/token gross, " +
+                  fmt(n("idle_subtracted_joules_per_output_token"), 3) + " net of idle";
+  }
+  return head;
+}
+
+/// The exit code of a cell, with the message that explains a failure on stderr.
+int cell_exit_code(const session::CellOutcome& out, const std::string& engine_name,
+                   double error_budget) {
+  if (out.crash) {
+    std::cerr << "dyno: engine " << engine_name << " " << out.crash->describe()
+              << " during the run; the record keeps every finished request and the log's tail\n";
+    return kExitRunFailed;
+  }
+  if (out.interrupted) return kExitInterrupted;
+  if (out.status == "failed") return kExitRunFailed;
+  if (out.over_error_budget) {
+    std::cerr << "dyno: error rate " << fmt(*out.summary.error_rate * 100.0, 1)
+              << " % exceeds the error budget of " << fmt(error_budget * 100.0, 1)
+              << " % (--error-budget)\n";
+    return kExitRunFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+session::CellOutcome run_and_show(session::EngineSession& engine, const session::CellSpec& cell,
+                                  const RunOptions& o, const std::atomic<bool>& stop,
+                                  bool print_summary) {
+  const ConsoleStyle style = detect_style(o.console.color, o.console.quiet);
+  ProgressBar bar(style.progress);
+  session::CellHooks hooks;
+  hooks.on_progress = [&bar](const load::Progress& p, double measured_s) {
+    bar.update(p, measured_s);
+  };
+  hooks.on_load_done = [&bar] { bar.finish(); };
+  session::CellOutcome out = session::run_cell(engine, cell, o.record.runs_root, stop, hooks);
+  if (print_summary) {
+    if (o.console.json) {
+      json::object printed = out.summary_json;
+      printed["record_dir"] = out.dir.string();
+      std::cout << record::pretty_json(printed);
+    } else {
+      std::cout << render_summary(headline(engine, cell, out), out.summary, style.color);
+    }
+    std::cout.flush();
+  }
+  std::cerr << render_warnings(out.summary.warnings, detect_style(o.console.color, true).color &&
+                                                         ::isatty(STDERR_FILENO) != 0);
+  out.exit_code = cell_exit_code(
+      out, engine.launched() != nullptr ? engine.launched()->spec().name : "", cell.error_budget);
+  return out;
+}
+
+}  // namespace dyno::app

@@ -1,0 +1,24 @@
+// The load as the user asked for it (flags -c, --rate, --arrival, --burstiness, -n, --duration,
+// --warmup, --seed, --slo, --error-budget); commands turn it into a load::LoadConfig.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace dyno::load {
+
+struct LoadOptions {
+  std::optional<std::uint32_t> concurrency;
+  std::optional<double> rate;
+  std::string arrival = "poisson";
+  double burstiness = 1.0;
+  std::optional<std::uint64_t> requests;
+  std::optional<double> duration_s;
+  std::uint64_t warmup = 0;
+  std::uint64_t seed = 0;  ///< the arrival schedule's, the synthetic stream's, the sim's
+  std::optional<std::string> slo;
+  double error_budget = 0.05;
+};
+
+}  // namespace dyno::load

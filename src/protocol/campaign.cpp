@@ -1,0 +1,229 @@
+#include "protocol/campaign.h"
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cmath>
+
+#include "error/error.h"
+#include "record/record_json.h"
+#include "record/run_id.h"
+
+namespace dyno::protocol {
+
+namespace json = boost::json;
+
+namespace {
+
+/// The metrics a selection rule may name (all figures of docs/metrics.md).
+const std::vector<std::string> kMetrics = {
+    "output_tokens_per_s",    "requests_per_s",  "input_tokens_per_s", "decode_tokens_per_s",
+    "goodput_requests_per_s", "ttft_p50_ms",     "tpot_p50_ms",        "e2e_p50_ms",
+    "decode_rate_p50",        "prefill_rate_p50"};
+
+std::optional<double> metric_of(const metrics::Summary& s, const std::string& name) {
+  if (name == "output_tokens_per_s") return s.output_tokens_per_s;
+  if (name == "requests_per_s") return s.requests_per_s;
+  if (name == "input_tokens_per_s") return s.input_tokens_per_s;
+  if (name == "decode_tokens_per_s") return s.decode_tokens_per_s;
+  if (name == "goodput_requests_per_s") return s.goodput_requests_per_s;
+  if (name == "ttft_p50_ms") return s.ttft_ms.p50;
+  if (name == "tpot_p50_ms") return s.tpot_ms.p50;
+  if (name == "e2e_p50_ms") return s.e2e_ms.p50;
+  if (name == "decode_rate_p50") return s.decode_rate_per_user.p50;
+  if (name == "prefill_rate_p50") return s.prefill_rate_client.p50;
+  return std::nullopt;
+}
+
+std::string metric_list() {
+  std::string out;
+  for (const auto& m : kMetrics) out += (out.empty() ? "" : ", ") + m;
+  return out;
+}
+
+json::value num(std::optional<double> v) { return record::number_or_null(v); }
+
+}  // namespace
+
+json::object figure_spread(std::vector<double> values, const json::value& selected) {
+  std::erase_if(values, [](double x) { return !std::isfinite(x); });
+  json::object out{{"min", nullptr}, {"median", nullptr}, {"max", nullptr}};
+  if (!values.empty()) {
+    std::sort(values.begin(), values.end());
+    out["min"] = values.front();
+    out["median"] = values[(values.size() - 1) / 2];  // an even count: the lower middle value
+    out["max"] = values.back();
+  }
+  out["selected"] = selected.is_number() && std::isfinite(selected.to_number<double>())
+                        ? selected
+                        : json::value(nullptr);
+  return out;
+}
+
+namespace {
+
+/// Energy figures of a cell from its summary (absent without a power source): energy_j, mean
+/// power over the window, peak power summed over the devices in scope, output tokens per J.
+void add_energy_figures(const session::CellOutcome& c, json::object& figures) {
+  const auto* e = c.summary_json.if_contains("energy");
+  if (e == nullptr || !e->is_object() || e->at("energy_j").is_null()) return;
+  const auto& en = e->as_object();
+  const double energy = en.at("energy_j").to_number<double>();
+  const double window = en.at("window_s").to_number<double>();
+  std::optional<double> peak;
+  const std::string scope(en.at("scope").as_string());
+  for (const auto& d : en.at("devices").as_array()) {
+    const auto& dev = d.as_object();
+    const bool in_scope = (scope == "gpu") == (dev.at("kind").as_string() == "gpu");
+    if (in_scope && dev.at("power_peak_w").is_number()) {
+      peak = peak.value_or(0) + dev.at("power_peak_w").to_number<double>();
+    }
+  }
+  figures["energy_j"] = energy;
+  figures["power_mean_w"] = window > 0 ? json::value(energy / window) : json::value(nullptr);
+  figures["power_peak_w"] = num(peak);
+  figures["tok_per_j"] = en.at("output_tokens_per_j");
+}
+
+}  // namespace
+
+Campaign::Campaign(const Plan& plan, std::string label)
+    : plan_(plan),
+      label_(label.empty() ? plan.name : std::move(label)),
+      metric_(plan.rep.select.empty() ? plan.primary : plan.rep.select),
+      user_selected_(!plan.rep.select.empty()),
+      started_(std::chrono::system_clock::now()),
+      id_(record::make_run_id(started_, plan.name)) {
+  if (std::find(kMetrics.begin(), kMetrics.end(), metric_) == kMetrics.end()) {
+    throw UsageError("--select: unknown metric '" + metric_ + "'; use one of " + metric_list());
+  }
+}
+
+void Campaign::run(const CellRunner& run, const std::function<void(const std::string&)>& say) {
+  for (const CellPlan& cell : plan_.cells) {
+    if (stopped_) break;
+    run_cell(cell, run, say);
+  }
+}
+
+void Campaign::run_cell(const CellPlan& cell, const CellRunner& run,
+                        const std::function<void(const std::string&)>& say) {
+  CellResult result;
+  result.name = cell.name;
+  result.params = cell.params;
+  result.metric = !cell.metric.empty() && !user_selected_ ? cell.metric : metric_;
+  const std::uint32_t repeat = plan_.rep.repeat;
+  for (std::uint32_t r = 0; r < repeat && !stopped_; ++r) {
+    session::CellSpec spec = cell.spec_for(r);
+    spec.campaign = id_;
+    spec.label = label_;
+    spec.protocol =
+        json::object{{"name", plan_.name},         {"version", plan_.version},
+                     {"params", plan_.params},     {"cell", cell.name},
+                     {"cell_params", cell.params}, {"repetition", r + 1},
+                     {"repetitions", repeat},      {"selection", selection_json(result.metric)}};
+    std::string line = "dyno " + plan_.name + ": cell " + cell.name;
+    if (repeat > 1) {
+      line += " (repetition " + std::to_string(r + 1) + " of " + std::to_string(repeat) + ")";
+    }
+    say(line);
+    session::CellOutcome out = run(spec);
+    if (out.interrupted) stopped_ = true;
+    if (out.engine_crashed) {
+      stopped_ = true;  // the engine is gone: no later cell can be measured
+      crashed_ = true;
+    }
+    // A failed cell: its engine crashed, or (not interrupted) no request succeeded or more
+    // failed than the error budget allows.
+    if (out.crash || (!out.interrupted && (out.status == "failed" || out.over_error_budget))) {
+      failed_ = true;
+    }
+    result.reps.push_back(std::move(out));
+  }
+  cells_.push_back(std::move(result));
+}
+
+json::object Campaign::cell_json(const CellResult& c) const {
+  std::vector<std::pair<double, std::size_t>> ranked;
+  json::array runs;
+  // Every figure, in the protocol's order, with the values it took over the repetitions.
+  std::vector<std::pair<std::string, std::vector<double>>> values;
+  std::vector<json::object> rep_figures;
+  for (std::size_t i = 0; i < c.reps.size(); ++i) {
+    const session::CellOutcome& rep = c.reps[i];
+    json::object figs = plan_.figures(rep);
+    add_energy_figures(rep, figs);  // every protocol's cells, when energy was measured
+    rep_figures.push_back(figs);
+    for (const auto& kv : figs) {
+      auto it = std::find_if(values.begin(), values.end(),
+                             [&](const auto& v) { return v.first == kv.key(); });
+      if (it == values.end()) it = values.insert(values.end(), {std::string(kv.key()), {}});
+      if (kv.value().is_number()) it->second.push_back(kv.value().to_number<double>());
+    }
+    const auto m = metric_of(rep.summary, c.metric);
+    if (m && std::isfinite(*m)) ranked.emplace_back(*m, i);
+    runs.push_back(json::object{
+        {"run_id", rep.run_id}, {"status", rep.status}, {c.metric, num(m)}, {"figures", figs}});
+  }
+  json::value selected = nullptr;
+  const json::object* selected_figures = nullptr;
+  if (!ranked.empty()) {
+    // The median repetition by the declared metric (the lower middle one for an even count).
+    std::sort(ranked.begin(), ranked.end());
+    const std::size_t pick = ranked[(ranked.size() - 1) / 2].second;
+    selected = c.reps[pick].run_id;
+    selected_figures = &rep_figures[pick];
+  }
+  json::object spreads;
+  for (auto& [k, v] : values) {
+    const json::value* mine =
+        selected_figures != nullptr ? selected_figures->if_contains(k) : nullptr;
+    spreads[k] = figure_spread(v, mine != nullptr ? *mine : json::value(nullptr));
+  }
+  return json::object{{"cell", c.name},
+                      {"params", c.params},
+                      {"selection", selection_json(c.metric)},
+                      {"runs", std::move(runs)},
+                      {"selected_run", selected},
+                      {"figures", std::move(spreads)}};
+}
+
+std::string Campaign::status() const {
+  return crashed_ ? "engine_crashed" : stopped_ ? "interrupted" : failed_ ? "partial" : "ok";
+}
+
+json::object Campaign::document(const json::object& engine, const std::string& model) const {
+  json::array cells;
+  for (const CellResult& c : cells_) cells.push_back(cell_json(c));
+  return json::object{
+      {"schema_version", record::kSchemaVersion},
+      {"campaign_id", id_},
+      {"status", status()},
+      {"started_at", record::iso8601_utc(started_)},
+      {"ended_at", record::iso8601_utc(std::chrono::system_clock::now())},
+      {"protocol",
+       json::object{{"name", plan_.name}, {"version", plan_.version}, {"params", plan_.params}}},
+      {"selection", selection_json(metric_)},
+      {"engine", engine},
+      {"model", model},
+      {"cells", std::move(cells)}};
+}
+
+json::object Campaign::selection_json(const std::string& metric) const {
+  return json::object{{"rule", "median"}, {"metric", metric}, {"repetitions", plan_.rep.repeat}};
+}
+
+std::vector<std::string> Campaign::columns() const {
+  std::vector<std::string> columns;  // the protocol's figure order
+  for (const CellResult& c : cells_) {
+    if (c.reps.empty()) continue;
+    json::object first = plan_.figures(c.reps.front());
+    add_energy_figures(c.reps.front(), first);
+    for (const auto& kv : first) {
+      const std::string key(kv.key());
+      if (std::find(columns.begin(), columns.end(), key) == columns.end()) columns.push_back(key);
+    }
+  }
+  return columns;
+}
+
+}  // namespace dyno::protocol

@@ -1,0 +1,76 @@
+// A protocol's campaign: runs its cells (every repetition kept, one record each, through the
+// runner the command gives), selects one repetition per cell by the declared rule, and makes
+// the campaign document (<runs-root>/campaigns/<id>.json, docs/protocols.md). The document is
+// built from the outcomes alone: no file is read or written here.
+#pragma once
+
+#include <atomic>
+#include <boost/json/object.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "protocol/plan.h"
+#include "session/run_cell.h"
+
+namespace dyno::protocol {
+
+/// A figure's spread over a cell's repetitions (the campaign file's `figures`): min, median and
+/// max of its finite values — the median of an even count is the lower middle value, one a
+/// repetition had, never a mean of two — and `selected`, the selected repetition's own value
+/// (null when it is not a finite number).
+boost::json::object figure_spread(std::vector<double> values, const boost::json::value& selected);
+
+/// Runs one cell spec into a record and returns its outcome (the command shows it).
+using CellRunner = std::function<session::CellOutcome(const session::CellSpec&)>;
+
+class Campaign {
+ public:
+  /// `label`: the records' label ("" = the protocol's name). Throws UsageError when --select
+  /// names no known metric.
+  Campaign(const Plan& plan, std::string label);
+
+  const std::string& id() const { return id_; }
+  bool stopped() const { return stopped_; }
+
+  /// Runs every cell of the plan, each repetition through `run` (announced on `say`), until
+  /// a cell is interrupted or the engine is lost.
+  void run(const CellRunner& run, const std::function<void(const std::string&)>& say);
+
+  /// The campaign document; `engine` and `model` are the engine session's (manifest.engine
+  /// and the model requested).
+  boost::json::object document(const boost::json::object& engine, const std::string& model) const;
+  /// ok | partial (a cell failed) | interrupted | engine_crashed.
+  std::string status() const;
+  /// The figures of the first repetition of each cell, in the protocol's order: the columns
+  /// of the console's table.
+  std::vector<std::string> columns() const;
+
+ private:
+  struct CellResult {
+    std::string name;
+    boost::json::object params;
+    std::string metric;  // the selection metric of this cell
+    std::vector<session::CellOutcome> reps;
+  };
+
+  void run_cell(const CellPlan& cell, const CellRunner& run,
+                const std::function<void(const std::string&)>& say);
+  boost::json::object cell_json(const CellResult& c) const;
+  boost::json::object selection_json(const std::string& metric) const;
+
+  const Plan& plan_;
+  std::string label_;
+  std::string metric_;
+  bool user_selected_;
+  std::chrono::system_clock::time_point started_;
+  std::string id_;
+  std::vector<CellResult> cells_;
+  bool stopped_ = false;
+  bool crashed_ = false;
+  bool failed_ = false;
+};
+
+}  // namespace dyno::protocol

@@ -1,0 +1,120 @@
+// Named, versioned protocols — sweep, ladder, speed, real — as plans: the protocol's options
+// and the flags the cells share become a list of cells (each repetition's CellSpec), the
+// campaign's parameters and the figures each cell reports (docs/protocols.md). Pure: no
+// request is sent and no file is written here; a ladder's exact prompt lengths come from a
+// counter the caller gives (the engine's /tokenize).
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "load/options.h"
+#include "metrics/summary.h"
+#include "record/options.h"
+#include "session/run_cell.h"
+#include "workload/request.h"
+#include "workload/request_stream.h"
+#include "workload/stream_options.h"
+
+namespace dyno::protocol {
+
+/// Selection of one repetition among K: the median by `select` (a metric name, see
+/// docs/protocols.md); every repetition stays in the campaign file.
+struct RepeatOptions {
+  std::uint32_t repeat = 1;
+  std::string select;  ///< "" = the protocol's primary metric
+};
+
+struct SweepOptions {
+  std::string concurrencies = "1,2,4,8";  ///< closed-loop cells
+  std::optional<std::string> rates;       ///< open-loop cells instead (req/s)
+  std::uint64_t min_requests = 32;        ///< each cell gets max(min_requests, k·C) requests
+  std::uint64_t per_slot = 8;             ///< k
+  double rate_duration_s = 30.0;          ///< open-loop cells: how long each sends
+  RepeatOptions rep;
+};
+
+struct LadderOptions {
+  std::string depths = "0,8000,16000,32000";    ///< decode cells: context depth in tokens
+  std::string prefill_sizes = "512,2048,8192";  ///< prefill-only cells: prompt size
+  std::int64_t decode_tokens = 256;             ///< output tokens of a decode cell
+  RepeatOptions rep{3, ""};
+};
+
+struct SpeedOptions {
+  std::string passes = "main";    ///< named passes, e.g. "fr,en,fr2"
+  std::uint32_t concurrency = 8;  ///< the aggregate burst
+  RepeatOptions rep;
+};
+
+struct RealOptions {
+  RepeatOptions rep;
+};
+
+/// The flags every cell of a protocol shares.
+struct Shared {
+  workload::Api api = workload::Api::kChat;
+  load::LoadOptions load;          ///< arrival, burstiness, seed, warm-up, error budget
+  workload::StreamOptions stream;  ///< sampling defaults, synthetic lengths, --stream
+  record::RecordOptions record;    ///< what the records keep
+  metrics::Slo slo;                ///< --slo, parsed (load.slo is its text)
+};
+
+/// A protocol's figures of one repetition of a cell (each protocol's own names).
+using Figures = std::function<boost::json::object(const session::CellOutcome&)>;
+
+struct CellPlan {
+  std::string name;            ///< e.g. "c8", "decode@8000", "fr/solo"
+  boost::json::object params;  ///< the campaign file's cell params
+  std::string metric;          ///< replaces the protocol's primary metric ("" = keep it)
+  /// The spec of repetition r (0-based); called just before it runs.
+  std::function<session::CellSpec(std::uint32_t)> spec_for;
+};
+
+struct Plan {
+  std::string name;  ///< sweep | ladder | speed | real
+  int version = 1;
+  boost::json::object params;
+  RepeatOptions rep;
+  std::string primary;  ///< the selection metric unless --select names one
+  Figures figures;
+  std::vector<CellPlan> cells;
+};
+
+/// Sweep: one closed-loop cell per level of `levels` (a concurrency: max(min_requests,
+/// per_slot·C) requests each), or with sweep.rates one open-loop cell per rate (rate_duration_s
+/// each), over `stream` cyclically. The caller checked the levels against the flags' limits.
+Plan plan_sweep(const SweepOptions& sweep, const std::vector<double>& levels, const Shared& shared,
+                const workload::RequestStream& stream);
+
+/// The requests a sweep needs of its stream besides the warm-up: the most any cell sends.
+std::uint64_t sweep_requests(const SweepOptions& sweep, const std::vector<double>& levels);
+
+/// Counts a request's prompt tokens with the engine's tokenizer.
+using PromptCounter = std::function<std::int64_t(const workload::Request&)>;
+
+/// Ladder: one decode cell per depth (decode_tokens each) and one prefill cell per size; each
+/// repetition sends a prompt no earlier request sent. With `count`, prompt lengths are exact
+/// (`tokenizer` names its flavour in the params) and `after_count` runs once a prompt is made
+/// (e.g. closing the tokenizer's connection before the cell runs); without, about one token a
+/// word.
+Plan plan_ladder(const LadderOptions& ladder, const std::vector<double>& depths,
+                 const std::vector<double>& sizes, const Shared& shared, PromptCounter count,
+                 const std::string& tokenizer, std::function<void()> after_count = {});
+
+/// Speed: per pass of `passes`, a solo streamed request (the session's one warm-up before the
+/// first) and a burst of speed.concurrency. Prompts: `file`'s requests tagged pass=<name> (a
+/// pass "fr2" without its own repeats "fr"), else synthetic prompts seeded by the pass's base
+/// name. Throws UsageError when a pass has no prompt in `file`.
+Plan plan_speed(const SpeedOptions& speed, const std::vector<std::string>& passes,
+                const Shared& shared, const std::optional<workload::RequestStream>& file);
+
+/// Real: one cell per case (requests tagged case=<name>, else each request its own case).
+Plan plan_real(const RealOptions& real, const Shared& shared,
+               const workload::RequestStream& stream);
+
+}  // namespace dyno::protocol

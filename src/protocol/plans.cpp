@@ -1,0 +1,391 @@
+// The cells of each protocol (docs/protocols.md), from its options and the shared flags.
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cctype>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "engine/server_timings.h"
+#include "error/error.h"
+#include "load/schedule.h"
+#include "protocol/plan.h"
+#include "record/record_json.h"
+#include "session/stream.h"
+#include "workload/exact_prompt.h"
+#include "workload/synthetic.h"
+
+namespace dyno::protocol {
+
+namespace json = boost::json;
+
+namespace {
+
+std::string number_text(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+std::string fixed1(double v) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(1) << v;
+  return s.str();
+}
+
+json::value num(std::optional<double> v) { return record::number_or_null(v); }
+
+json::array to_array(const std::vector<double>& values) {
+  json::array a;
+  for (double v : values) a.push_back(v);
+  return a;
+}
+
+/// A closed-loop cell spec over `requests`.
+session::CellSpec closed_cell(std::vector<workload::Request> requests, std::string source,
+                              std::uint32_t concurrency, std::uint64_t count, const Shared& o) {
+  session::CellSpec spec;
+  spec.requests = std::move(requests);
+  spec.stream_source = std::move(source);
+  spec.load.concurrency = concurrency;
+  spec.load.requests = count;
+  spec.load.keep_event_times = !o.record.no_chunk_times;
+  spec.load.keep_output_text = o.record.keep_outputs;
+  spec.load_text = "closed loop, concurrency " + std::to_string(concurrency) + ", " +
+                   std::to_string(count) + " requests";
+  spec.sampling = json::object{{"temperature", o.stream.temperature}};
+  spec.seed = o.load.seed;
+  spec.error_budget = o.load.error_budget;
+  if (o.load.slo) {
+    spec.slo = o.slo;
+    spec.slo_text = *o.load.slo;
+  }
+  return spec;
+}
+
+/// closed_cell over `requests` as a stream gave them: the cell's hash is theirs, taken before
+/// the flags fill sampling defaults (as `dyno run`'s is).
+session::CellSpec given_cell(std::vector<workload::Request> requests, std::string source,
+                             std::uint32_t concurrency, std::uint64_t count, const Shared& o) {
+  const std::string sha = workload::stream_sha256(requests);
+  session::fill_sampling_defaults(requests, o.stream);
+  session::CellSpec spec =
+      closed_cell(std::move(requests), std::move(source), concurrency, count, o);
+  spec.stream_sha256 = sha;
+  return spec;
+}
+
+/// `count` synthetic requests of about `tokens` prompt tokens each, distinct per `salt`.
+workload::RequestStream synthetic(const Shared& o, std::uint64_t count, std::int64_t tokens,
+                                  std::int64_t output_tokens, std::uint64_t salt) {
+  workload::SyntheticOptions syn;
+  syn.api = o.api;
+  syn.count = count;
+  syn.input_tokens = std::max<std::int64_t>(1, tokens);
+  syn.output_tokens = output_tokens;
+  syn.seed = o.load.seed * 1'000'003ull + salt;
+  return workload::make_synthetic_stream(syn);  // sampling defaults: fill_sampling_defaults
+}
+
+std::uint64_t salt_of(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+/// A cell whose every repetition is `spec`.
+CellPlan same_cell(std::string name, json::object params, session::CellSpec spec,
+                   std::string metric = "") {
+  return CellPlan{std::move(name), std::move(params), std::move(metric),
+                  [spec = std::move(spec)](std::uint32_t) { return spec; }};
+}
+
+}  // namespace
+
+std::uint64_t sweep_requests(const SweepOptions& s, const std::vector<double>& levels) {
+  // (Rates count as levels too: an open-loop sweep's stream is as long as a closed one's.)
+  std::uint64_t most = s.min_requests;
+  for (double c : levels) most = std::max(most, static_cast<std::uint64_t>(c) * s.per_slot);
+  return most;
+}
+
+Plan plan_sweep(const SweepOptions& s, const std::vector<double>& levels, const Shared& o,
+                const workload::RequestStream& stream) {
+  const bool open = s.rates.has_value();
+  Plan plan;
+  plan.name = "sweep";
+  plan.rep = s.rep;
+  plan.primary = "output_tokens_per_s";
+  plan.params = json::object{{"levels", open ? "rates" : "concurrencies"},
+                             {"min_requests", s.min_requests},
+                             {"per_slot", s.per_slot},
+                             {"warmup", o.load.warmup},
+                             {"request_stream_sha256", stream.sha256}};
+  plan.params["values"] = to_array(levels);
+  if (open) plan.params["rate_duration_s"] = s.rate_duration_s;
+  plan.figures = [](const session::CellOutcome& c) {
+    const auto& m = c.summary;
+    return json::object{{"requests_ok", m.requests_ok},
+                        {"achieved_concurrency", num(m.achieved_concurrency)},
+                        {"output_tokens_per_s", num(m.output_tokens_per_s)},
+                        {"requests_per_s", num(m.requests_per_s)},
+                        {"ttft_p50_ms", num(m.ttft_ms.p50)},
+                        {"ttft_p99_ms", num(m.ttft_ms.p99)},
+                        {"tpot_p50_ms", num(m.tpot_ms.p50)},
+                        {"e2e_p50_ms", num(m.e2e_ms.p50)},
+                        {"error_rate", num(m.error_rate)}};
+  };
+  const load::Arrival arrival =
+      open ? about("--arrival", [&] { return load::parse_arrival(o.load.arrival); })
+           : load::Arrival::kPoisson;
+  for (double level : levels) {
+    if (open) {
+      session::CellSpec spec = closed_cell(stream.requests, stream.source, 1, 1, o);
+      spec.stream_sha256 = stream.sha256;
+      spec.stream_cycles = true;  // as many requests as arrive in the duration, cyclically
+      load::ScheduleSpec sched;
+      sched.arrival = arrival;
+      sched.rate_per_s = level;
+      sched.burstiness = o.load.burstiness;
+      sched.seed = o.load.seed;
+      spec.load.open_loop = true;
+      spec.load.schedule = sched;
+      spec.load.requests.reset();
+      spec.load.duration_s = s.rate_duration_s;
+      spec.load.warmup = o.load.warmup;
+      spec.load_text = "open loop, " + number_text(level) + " req/s, " + o.load.arrival + ", " +
+                       fixed1(s.rate_duration_s) + " s";
+      plan.cells.push_back(
+          same_cell("r" + number_text(level), json::object{{"rate_per_s", level}}, spec));
+    } else {
+      const auto c = static_cast<std::uint32_t>(level);
+      // The declared concurrency is held only if every slot sends several requests.
+      const std::uint64_t count = std::max<std::uint64_t>(s.min_requests, s.per_slot * c);
+      session::CellSpec spec = closed_cell(stream.requests, stream.source, c, count, o);
+      spec.stream_sha256 = stream.sha256;
+      spec.stream_cycles = o.load.warmup + count > stream.requests.size();  // a short --stream
+      spec.load.warmup = o.load.warmup;
+      plan.cells.push_back(same_cell("c" + std::to_string(c),
+                                     json::object{{"concurrency", c}, {"requests", count}}, spec));
+    }
+  }
+  return plan;
+}
+
+namespace {
+
+/// Computed prompt tokens: what the engine had to prefill (llama.cpp's timings.prompt_n, or
+/// usage prompt − cached tokens), when every completed request says.
+std::optional<double> computed_prompt_tokens(const session::CellOutcome& c) {
+  std::optional<double> computed;
+  for (const auto& t : c.traces) {
+    if (!t.measured() || !t.ok()) continue;
+    const std::optional<std::int64_t> n = engine::computed_prompt_tokens(t);
+    if (!n) return std::nullopt;
+    computed = computed.value_or(0.0) + static_cast<double>(*n);
+  }
+  return computed;
+}
+
+}  // namespace
+
+Plan plan_ladder(const LadderOptions& l, const std::vector<double>& depths,
+                 const std::vector<double>& sizes, const Shared& o, PromptCounter count,
+                 const std::string& tokenizer, std::function<void()> after_count) {
+  Plan plan;
+  plan.name = "ladder";
+  plan.rep = l.rep;
+  plan.primary = "decode_rate_p50";
+  plan.params = json::object{{"depths", to_array(depths)},
+                             {"prefill_sizes", to_array(sizes)},
+                             {"decode_tokens", l.decode_tokens},
+                             {"prompt_lengths", count ? "exact" : "approximate"}};
+  if (count) plan.params["tokenizer"] = tokenizer;
+  plan.figures = [](const session::CellOutcome& c) {
+    const auto& m = c.summary;
+    return json::object{{"input_tokens", num(m.input_tokens.p50)},
+                        {"computed_prompt_tokens", num(computed_prompt_tokens(c))},
+                        {"ttft_ms", num(m.ttft_ms.p50)},
+                        {"prefill_tok_s", num(m.prefill_rate_client.p50)},
+                        {"decode_tok_s", num(m.decode_rate_per_user.p50)}};
+  };
+  // A repetition sends a prompt no earlier request sent, so a prefix cache cannot answer it
+  // (the salt counts every prompt made, in the order the cells run).
+  auto salt = std::make_shared<std::uint64_t>(0);
+  const auto cell_for = [&o, count, after_count, salt](std::int64_t tokens,
+                                                       std::int64_t max_tokens) {
+    return [o, count, after_count, salt, tokens, max_tokens](std::uint32_t) {
+      workload::RequestStream stream;
+      ++*salt;
+      if (count && tokens > 0) {
+        workload::ExactOptions eo;
+        eo.api = o.api;
+        eo.count = 1;
+        eo.input_tokens = tokens;
+        eo.output_tokens = max_tokens;
+        eo.seed = o.load.seed * 1'000'003ull + *salt;
+        stream = workload::make_exact_stream(eo, count);
+        if (after_count) after_count();  // the cell runs next: hold no idle connection
+      } else {
+        stream = synthetic(o, 1, tokens, max_tokens, *salt);
+      }
+      const std::string given = stream.sha256;
+      session::fill_sampling_defaults(stream.requests, o.stream);
+      session::CellSpec spec = closed_cell(stream.requests, stream.source, 1, 1, o);
+      spec.stream_sha256 = given;
+      spec.sampling["max_tokens"] = max_tokens;
+      if (max_tokens > 1) spec.sampling["ignore_eos"] = true;
+      return spec;
+    };
+  };
+  for (double depth : depths) {
+    const auto tokens = static_cast<std::int64_t>(depth);
+    plan.cells.push_back(CellPlan{"decode@" + std::to_string(tokens),
+                                  json::object{{"kind", "decode"}, {"target_tokens", tokens}}, "",
+                                  cell_for(tokens, l.decode_tokens)});
+  }
+  for (double size : sizes) {
+    const auto tokens = static_cast<std::int64_t>(size);
+    plan.cells.push_back(CellPlan{"prefill@" + std::to_string(tokens),
+                                  json::object{{"kind", "prefill"}, {"target_tokens", tokens}},
+                                  "prefill_rate_p50", cell_for(tokens, 1)});
+  }
+  return plan;
+}
+
+namespace {
+
+/// "fr2" → "fr": a pass named like an earlier one plus digits repeats its prompts (drift).
+std::string base_name(const std::string& pass) {
+  std::string b = pass;
+  while (!b.empty() && std::isdigit(static_cast<unsigned char>(b.back()))) b.pop_back();
+  return b.empty() ? pass : b;
+}
+
+std::vector<workload::Request> tagged(const workload::RequestStream& file,
+                                      const std::string& pass) {
+  std::vector<workload::Request> out;
+  for (const auto& r : file.requests) {
+    const auto it = r.tags.find("pass");
+    if (it != r.tags.end() && it->second == pass) out.push_back(r);
+  }
+  return out;
+}
+
+json::object speed_figures(const session::CellOutcome& c) {
+  const auto& m = c.summary;
+  const auto seconds = [](std::optional<double> ms) {
+    return ms ? std::optional<double>(*ms / 1000.0) : std::nullopt;
+  };
+  if (m.requests_total <= 1) {  // solo: one streamed request
+    std::optional<double> tok_s;
+    if (m.e2e_ms.p50 && m.output_tokens.p50 && *m.e2e_ms.p50 > 0) {
+      tok_s = *m.output_tokens.p50 / (*m.e2e_ms.p50 / 1000.0);
+    }
+    return json::object{{"ttft_ms", num(m.ttft_ms.p50)},
+                        {"tok_s", num(tok_s)},
+                        {"wall_s", num(seconds(m.e2e_ms.p50))},
+                        {"output_tokens", m.output_tokens_total},
+                        {"ok", m.requests_ok}};
+  }
+  return json::object{{"tok_s", num(m.output_tokens_per_s)},
+                      {"wall_s", num(m.service_window_s)},
+                      {"p50_latency_s", num(seconds(m.e2e_ms.p50))},
+                      {"output_tokens", m.output_tokens_total},
+                      {"ok", m.requests_ok}};
+}
+
+}  // namespace
+
+Plan plan_speed(const SpeedOptions& sp, const std::vector<std::string>& passes, const Shared& o,
+                const std::optional<workload::RequestStream>& file) {
+  // Prompts of each pass: stream requests tagged pass=<name>; a pass "fr2" with no requests of
+  // its own repeats pass "fr" (the session's drift). Without --stream: synthetic prompts
+  // seeded by the pass's base name.
+  std::map<std::string, std::vector<workload::Request>> prompts;
+  for (const auto& pass : passes) {
+    std::vector<workload::Request> reqs;
+    if (file) {
+      reqs = tagged(*file, pass);
+      if (reqs.empty()) reqs = tagged(*file, base_name(pass));
+      if (reqs.empty()) {
+        throw UsageError("--passes: no request of " + o.stream.file.value_or("--stream") +
+                         " is tagged pass=" + pass + " (or pass=" + base_name(pass) + ")");
+      }
+    } else {
+      reqs = synthetic(o, sp.concurrency, o.stream.input_tokens, o.stream.output_tokens,
+                       salt_of(base_name(pass)))
+                 .requests;
+    }
+    prompts[pass] = std::move(reqs);
+  }
+  Plan plan;
+  plan.name = "speed";
+  plan.rep = sp.rep;
+  plan.primary = "output_tokens_per_s";
+  json::array pl;
+  for (const auto& p : passes) pl.push_back(json::value(p));
+  plan.params = json::object{{"passes", pl}, {"burst", sp.concurrency}, {"warmup_requests", 1}};
+  plan.figures = speed_figures;
+  bool first = true;
+  for (const auto& pass : passes) {
+    const auto& reqs = prompts[pass];
+    // Solo: one streamed request; the session's one discarded warm-up goes before the first.
+    std::vector<workload::Request> solo_reqs;
+    std::uint64_t warmup = 0;
+    if (first) {
+      workload::Request w = reqs.front();
+      w.id += "#warmup";
+      w.sampling.max_tokens = 8;
+      solo_reqs.push_back(std::move(w));
+      warmup = 1;
+    }
+    solo_reqs.push_back(reqs.front());
+    session::CellSpec solo = given_cell(solo_reqs, "pass:" + pass, 1, 1, o);
+    solo.load.warmup = warmup;
+    plan.cells.push_back(
+        same_cell(pass + "/solo", json::object{{"pass", pass}, {"part", "solo"}}, solo));
+    first = false;
+    std::vector<workload::Request> burst;
+    for (std::uint32_t i = 0; i < sp.concurrency; ++i) burst.push_back(reqs[i % reqs.size()]);
+    session::CellSpec agg = given_cell(burst, "pass:" + pass, sp.concurrency, sp.concurrency, o);
+    agg.stream_cycles = sp.concurrency > reqs.size();  // the burst repeats the pass's prompts
+    plan.cells.push_back(same_cell(
+        pass + "/agg",
+        json::object{{"pass", pass}, {"part", "aggregate"}, {"concurrency", sp.concurrency}}, agg));
+  }
+  return plan;
+}
+
+Plan plan_real(const RealOptions& re, const Shared& o, const workload::RequestStream& stream) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<workload::Request>> cases;
+  for (const auto& r : stream.requests) {
+    const auto it = r.tags.find("case");
+    const std::string name = it != r.tags.end() ? it->second : r.id;
+    if (cases.find(name) == cases.end()) order.push_back(name);
+    cases[name].push_back(r);
+  }
+  Plan plan;
+  plan.name = "real";
+  plan.rep = re.rep;
+  plan.primary = "decode_rate_p50";
+  plan.params = json::object{{"cases", order.size()}, {"request_stream_sha256", stream.sha256}};
+  plan.figures = [](const session::CellOutcome& c) {
+    const auto& m = c.summary;
+    return json::object{{"input_tokens", num(m.input_tokens.p50)},
+                        {"output_tokens", num(m.output_tokens.p50)},
+                        {"ttft_ms", num(m.ttft_ms.p50)},
+                        {"decode_tok_s", num(m.decode_rate_per_user.p50)},
+                        {"e2e_s", num(m.e2e_ms.p50 ? std::optional<double>(*m.e2e_ms.p50 / 1000.0)
+                                                   : std::nullopt)}};
+  };
+  for (const auto& name : order) {
+    const auto& reqs = cases[name];
+    plan.cells.push_back(same_cell(name, json::object{{"case", name}, {"requests", reqs.size()}},
+                                   given_cell(reqs, stream.source, 1, reqs.size(), o)));
+  }
+  return plan;
+}
+
+}  // namespace dyno::protocol

@@ -1,0 +1,74 @@
+// The run of one cell into one run record (`dyno run` is one cell; protocols are many):
+// run_cell.cpp makes the target, opens the record, measures and closes the record. What is
+// shown of it, and the exit code, are the command's (app/cell_report.h).
+#pragma once
+
+#include <atomic>
+#include <boost/json/object.hpp>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/process.h"
+#include "engine/server_timings.h"
+#include "load/runner.h"
+#include "metrics/summary.h"
+#include "metrics/trace.h"
+#include "session/engine_session.h"
+#include "workload/request.h"
+
+namespace dyno::session {
+
+/// What varies between cells.
+struct CellSpec {
+  std::vector<workload::Request> requests;  ///< walked cyclically by the load
+  std::string stream_source;
+  /// The canonical hash of `requests` as the stream gave them, before flags filled defaults
+  /// (manifest workload.request_stream.sha256); empty: the hash of `requests`.
+  std::string stream_sha256;
+  /// The load may send `requests` again from the start (manifest request_stream.cycle).
+  bool stream_cycles = false;
+  load::LoadConfig load;
+  metrics::Slo slo;
+  std::string slo_text;
+  std::string load_text;         ///< for the console
+  boost::json::object protocol;  ///< manifest workload.protocol (name, version, params, cell…)
+  std::optional<std::string> campaign;
+  std::string label;
+  boost::json::object sampling;  ///< manifest workload.sampling
+  std::uint64_t seed = 0;        ///< manifest load.seed (--seed)
+  double error_budget = 0.05;    ///< the cell fails when more requests fail (--error-budget)
+};
+
+struct CellOutcome {
+  std::string run_id;
+  std::filesystem::path dir;
+  metrics::Summary summary;
+  std::vector<metrics::Trace> traces;
+  std::string status;  ///< ok | partial | interrupted | failed | engine_crashed
+  bool interrupted = false;
+  bool engine_crashed = false;              ///< the launched engine's process ended during the cell
+  std::optional<engine::ExitStatus> crash;  ///< how it ended
+  bool over_error_budget = false;           ///< error_rate > the cell's error budget
+  boost::json::object summary_json;
+  bool streamed = true;                        ///< the requests asked for streamed answers
+  engine::ServerTimingFigures server_timings;  ///< from the responses' `timings`
+  int exit_code = 0;  ///< set by the command that shows the cell (app/cell_report.h)
+};
+
+/// What the command sees while the load runs (both may be empty).
+struct CellHooks {
+  /// The load's progress; `measured_s`: seconds since the first measured request (0 before).
+  std::function<void(const load::Progress&, double measured_s)> on_progress;
+  std::function<void()> on_load_done;  ///< the load ended (before the record is closed)
+};
+
+/// Runs one cell against `engine` and writes its record under `runs_root`. Scores requests
+/// that carry an expected answer. Never throws for failed requests (they are data).
+CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
+                     const std::filesystem::path& runs_root, const std::atomic<bool>& stop,
+                     const CellHooks& hooks = {});
+
+}  // namespace dyno::session
