@@ -106,208 +106,253 @@ void check_heatmap(const Heatmap& h) {
   }
 }
 
+namespace {
+
+constexpr double kBarW = 18.0;         // the colour bar's width
+constexpr double kCaptionMax = 190.0;  // the colour bar's end captions are cut beyond this
+
+// Where draw_heatmap puts things: the grid, its labels and the colour bar block.
+struct Layout {
+  double limit = 1.0;  // the scale's ±limit
+  double axis_title_h = 0.0;
+  double bottom = 0.0;  // above the notes and the column title
+  double column_title_y = 0.0;
+  double row_label_w = 0.0;
+  double grid_left = 0.0;
+  double grid_top = 0.0;
+  double cell_w = 0.0;
+  double cell_h = 0.0;
+  double grid_w = 0.0;
+  double grid_h = 0.0;
+  bool horizontal = true;  // column labels upright (false) or level (true)
+  double column_label_h = 0.0;
+  std::vector<BarTick> ticks;
+  double tick_w = 0.0;
+  double caption_h = 0.0;
+};
+
+Layout heatmap_layout(Canvas& c, const Heatmap& h, double width, double height, double top,
+                      double bottom) {
+  Layout l;
+  const std::size_t nrows = h.rows.size();
+  const std::size_t ncols = h.columns.size();
+  l.limit = symmetric_limit(h);
+
+  c.set_font(font::kAxisTitle);
+  l.axis_title_h = c.line_height();
+  const double left = kMargin + (h.row_title.empty() ? 0.0 : l.axis_title_h + 8.0);
+  if (!h.column_title.empty()) bottom -= l.axis_title_h + 6.0;
+  l.bottom = bottom;
+  l.column_title_y = bottom + 4.0;
+
+  // Row labels, right-aligned against the grid; at most 30% of the width.
+  c.set_font(font::kLegend);
+  const double label_h = c.line_height();
+  for (const std::string& r : h.rows) l.row_label_w = std::max(l.row_label_w, c.text_width(r));
+  l.row_label_w = std::min(l.row_label_w, width * 0.3);
+  l.grid_left = left + l.row_label_w + 10.0;
+
+  // Colour bar block: gap, bar, tick labels, title (turned), and the end captions.
+  l.ticks = bar_ticks(l.limit, h.format);
+  c.set_font(font::kTick);
+  for (const BarTick& t : l.ticks) l.tick_w = std::max(l.tick_w, c.text_width(t.label));
+  double block_w =
+      24.0 + kBarW + 6.0 + l.tick_w + (h.scale_title.empty() ? 0.0 : 10.0 + l.axis_title_h);
+  c.set_font(font::kNote);
+  l.caption_h = c.line_height() + 6.0;
+  double caption_w = 0.0;
+  for (const std::string* s : {&h.positive_label, &h.negative_label}) {
+    if (!s->empty()) caption_w = std::max(caption_w, std::min(c.text_width(*s), kCaptionMax));
+  }
+  block_w = std::max(block_w, 24.0 + caption_w);
+  const double grid_right_max = width - kMargin - block_w;
+
+  l.cell_w = std::min(kMaxCellW,
+                      std::max(8.0, (grid_right_max - l.grid_left) / static_cast<double>(ncols)));
+  c.set_font(font::kLegend);
+  double column_label_w = 0.0;
+  for (const std::string& col : h.columns) {
+    column_label_w = std::max(column_label_w, c.text_width(col));
+  }
+  l.horizontal = column_label_w <= l.cell_w - 6.0;
+  l.column_label_h = l.horizontal
+                         ? label_h + 8.0
+                         : std::min({column_label_w, kMaxColumnLabel, height * 0.4}) + 10.0;
+  l.grid_top = top + 4.0;
+  l.cell_h = std::min(kMaxCellH, std::max(8.0, (bottom - l.column_label_h - l.grid_top) /
+                                                   static_cast<double>(nrows)));
+  l.grid_w = l.cell_w * static_cast<double>(ncols);
+  l.grid_h = l.cell_h * static_cast<double>(nrows);
+  return l;
+}
+
+// A cell's text at (cx, cy): the value, and its label under it or after it when that fits.
+void draw_cell_text(Canvas& c, const Rect& cell, const std::string& text, const std::string& label,
+                    double size, const Rgb& ink, bool halo) {
+  const double cx = cell.x + cell.w / 2.0;
+  const double cy = cell.y + cell.h / 2.0;
+  const double value_h = c.line_height();
+  if (!label.empty()) {
+    // Two lines when they fit: the value, then the label in the small size.
+    const double label_size = std::min(size, font::kSmall);
+    c.set_font(label_size);
+    const double second_h = c.line_height();
+    if (value_h + 2.0 + second_h <= cell.h - 4.0 && c.text_width(label) <= cell.w - 6.0) {
+      const double block_top = cy - (value_h + 2.0 + second_h) / 2.0;
+      c.text(label, cx, block_top + value_h + 2.0 + second_h / 2.0, HAlign::kCenter,
+             VAlign::kMiddle, ink, halo);
+      c.set_font(size);
+      c.text(text, cx, block_top + value_h / 2.0, HAlign::kCenter, VAlign::kMiddle, ink, halo);
+      return;
+    }
+    // One line, "value label", as small as 7 px; else the value alone.
+    const std::string line = text + " " + label;
+    double one = size;
+    c.set_font(one);
+    while (one > 7.0 && c.text_width(line) > cell.w - 6.0) {
+      one -= 0.5;
+      c.set_font(one);
+    }
+    if (c.text_width(line) <= cell.w - 6.0 && c.line_height() <= cell.h) {
+      c.text(line, cx, cy, HAlign::kCenter, VAlign::kMiddle, ink, halo);
+      return;
+    }
+  }
+  c.set_font(size);
+  c.text(text, cx, cy, HAlign::kCenter, VAlign::kMiddle, ink, halo);
+}
+
+// One cell: its colour (hatched grey when it has no value), value and label, white border.
+void draw_cell(Canvas& c, const Heatmap& h, const Layout& l, std::size_t r, std::size_t k,
+               double value_font) {
+  const Rect cell{l.grid_left + l.cell_w * static_cast<double>(k),
+                  l.grid_top + l.cell_h * static_cast<double>(r), l.cell_w, l.cell_h};
+  const std::optional<double>& v = h.values[r][k];
+  const std::string label = h.cell_labels.empty() ? std::string() : h.cell_labels[r][k];
+  const bool has_value = v && std::isfinite(*v);
+  Rgb ink = colour::kMuted;
+  if (has_value) {
+    const Rgb fill = diverging(*v / l.limit);
+    c.fill_rect(cell, fill);
+    ink = luminance(fill) < 0.33 ? colour::kWhite : colour::kText;
+  } else {
+    c.fill_rect(cell, kMissing);
+    hatch(c, cell);
+  }
+  const std::string text = has_value ? format_value(*v, h.format) : "n/a";
+  const bool halo = !has_value;  // over the hatching
+  double size = has_value ? value_font : std::min(value_font, font::kSmall);
+  c.set_font(size);
+  if (size > font::kSmall && c.text_width(text) > cell.w - 6.0) {
+    size = font::kSmall;
+    c.set_font(size);
+  }
+  while (size > 7.0 && c.text_width(text) > cell.w - 6.0) {
+    size -= 0.5;
+    c.set_font(size);
+  }
+  draw_cell_text(c, cell, text, label, size, ink, halo);
+  c.stroke_rect(cell, colour::kWhite, 2.0);
+}
+
+// Row and column labels, and the axis titles.
+void draw_grid_labels(Canvas& c, const Heatmap& h, const Layout& l, double width) {
+  c.set_font(font::kLegend);
+  for (std::size_t r = 0; r < h.rows.size(); ++r) {
+    const double cy = l.grid_top + l.cell_h * (static_cast<double>(r) + 0.5);
+    c.text(c.ellipsize(h.rows[r], l.row_label_w), l.grid_left - 8.0, cy, HAlign::kRight,
+           VAlign::kMiddle, colour::kText);
+  }
+  for (std::size_t k = 0; k < h.columns.size(); ++k) {
+    const double cx = l.grid_left + l.cell_w * (static_cast<double>(k) + 0.5);
+    if (l.horizontal) {
+      c.text(h.columns[k], cx, l.grid_top + l.grid_h + 6.0, HAlign::kCenter, VAlign::kTop,
+             colour::kText);
+    } else {
+      c.text_vertical_end(c.ellipsize(h.columns[k], l.column_label_h - 10.0), cx,
+                          l.grid_top + l.grid_h + 6.0, colour::kText);
+    }
+  }
+  c.set_font(font::kAxisTitle);
+  if (!h.row_title.empty()) {
+    c.text_vertical(c.ellipsize(h.row_title, std::max(l.grid_h, 60.0)),
+                    kMargin + l.axis_title_h / 2.0, l.grid_top + l.grid_h / 2.0, colour::kText);
+  }
+  if (!h.column_title.empty()) {
+    c.text(c.ellipsize(h.column_title, width - 2.0 * kMargin), l.grid_left + l.grid_w / 2.0,
+           std::min(l.column_title_y, l.grid_top + l.grid_h + l.column_label_h), HAlign::kCenter,
+           VAlign::kTop, colour::kText);
+  }
+}
+
+// Colour bar beside the grid: a gradient through the scale's stops, ticks, captions.
+void draw_colour_bar(Canvas& c, const Heatmap& h, const Layout& l) {
+  const double bar_x = l.grid_left + l.grid_w + 24.0;
+  const double room = l.bottom - l.grid_top - 2.0 * l.caption_h;
+  const double bar_h =
+      std::min(std::max(l.grid_h - 2.0 * l.caption_h, 140.0), std::min(room, 320.0));
+  const double bar_y = l.grid_top + l.caption_h;
+  cairo_t* cr = c.cr();
+  cairo_pattern_t* gradient = cairo_pattern_create_linear(0.0, bar_y + bar_h, 0.0, bar_y);
+  for (const auto& [t, rgb] : diverging_stops()) {
+    cairo_pattern_add_color_stop_rgb(gradient, (t + 1.0) / 2.0, rgb.r, rgb.g, rgb.b);
+  }
+  cairo_rectangle(cr, bar_x, bar_y, kBarW, bar_h);
+  cairo_set_source(cr, gradient);
+  cairo_fill(cr);
+  cairo_pattern_destroy(gradient);
+  c.stroke_rect({bar_x, bar_y, kBarW, bar_h}, {0.6, 0.6, 0.6}, 1.0);
+  c.set_font(font::kTick);
+  for (const BarTick& t : l.ticks) {
+    const double y = bar_y + bar_h * (1.0 - (t.value + l.limit) / (2.0 * l.limit));
+    c.line(bar_x + kBarW, y, bar_x + kBarW + 4.0, y, colour::kAxis, 1.0);
+    c.text(t.label, bar_x + kBarW + 6.0, y, HAlign::kLeft, VAlign::kMiddle, colour::kText);
+  }
+  if (!h.scale_title.empty()) {
+    c.set_font(font::kAxisTitle);
+    c.text_vertical(c.ellipsize(h.scale_title, std::max(bar_h + 2.0 * l.caption_h, 80.0)),
+                    bar_x + kBarW + 6.0 + l.tick_w + 10.0 + l.axis_title_h / 2.0,
+                    bar_y + bar_h / 2.0, colour::kText);
+  }
+  c.set_font(font::kNote);
+  if (!h.positive_label.empty()) {
+    c.text(c.ellipsize(h.positive_label, kCaptionMax), bar_x, bar_y - 5.0, HAlign::kLeft,
+           VAlign::kBottom, colour::kMuted);
+  }
+  if (!h.negative_label.empty()) {
+    c.text(c.ellipsize(h.negative_label, kCaptionMax), bar_x, bar_y + bar_h + 5.0, HAlign::kLeft,
+           VAlign::kTop, colour::kMuted);
+  }
+}
+
+}  // namespace
+
 void draw_heatmap(Canvas& c, const Heatmap& h, double width, double height) {
   c.fill_rect({0.0, 0.0, width, height}, colour::kWhite);
   const double top = draw_header(c, h.title, h.subtitle, width) + 4.0;
   std::vector<std::string> notes;
   if (!h.note.empty()) notes.push_back(h.note);
   if (any_missing(h)) notes.push_back("n/a: no value for this cell.");
-  double bottom = draw_notes(c, notes, width, height);
+  const double bottom = draw_notes(c, notes, width, height);
 
-  const std::size_t nrows = h.rows.size();
-  const std::size_t ncols = h.columns.size();
-  if (nrows == 0 || ncols == 0) {
+  if (h.rows.empty() || h.columns.empty()) {
     c.set_font(font::kAxisTitle);
     c.text("no data", width / 2.0, (top + bottom) / 2.0, HAlign::kCenter, VAlign::kMiddle,
            colour::kMuted);
     return;
   }
-  const double limit = symmetric_limit(h);
-
-  c.set_font(font::kAxisTitle);
-  const double axis_title_h = c.line_height();
-  const double left = kMargin + (h.row_title.empty() ? 0.0 : axis_title_h + 8.0);
-  if (!h.column_title.empty()) bottom -= axis_title_h + 6.0;
-  const double column_title_y = bottom + 4.0;
-
-  // Row labels, right-aligned against the grid; at most 30% of the width.
-  c.set_font(font::kLegend);
-  const double label_h = c.line_height();
-  double row_label_w = 0.0;
-  for (const std::string& r : h.rows) row_label_w = std::max(row_label_w, c.text_width(r));
-  row_label_w = std::min(row_label_w, width * 0.3);
-  const double grid_left = left + row_label_w + 10.0;
-
-  // Colour bar block: gap, bar, tick labels, title (turned), and the end captions.
-  const std::vector<BarTick> ticks = bar_ticks(limit, h.format);
-  c.set_font(font::kTick);
-  double tick_w = 0.0;
-  for (const BarTick& t : ticks) tick_w = std::max(tick_w, c.text_width(t.label));
-  const double bar_w = 18.0;
-  double block_w =
-      24.0 + bar_w + 6.0 + tick_w + (h.scale_title.empty() ? 0.0 : 10.0 + axis_title_h);
-  c.set_font(font::kNote);
-  const double caption_h = c.line_height() + 6.0;
-  const double caption_max = 190.0;
-  double caption_w = 0.0;
-  for (const std::string* s : {&h.positive_label, &h.negative_label}) {
-    if (!s->empty()) caption_w = std::max(caption_w, std::min(c.text_width(*s), caption_max));
-  }
-  block_w = std::max(block_w, 24.0 + caption_w);
-  const double grid_right_max = width - kMargin - block_w;
-
-  const double cell_w =
-      std::min(kMaxCellW, std::max(8.0, (grid_right_max - grid_left) / static_cast<double>(ncols)));
-  c.set_font(font::kLegend);
-  double column_label_w = 0.0;
-  for (const std::string& col : h.columns) {
-    column_label_w = std::max(column_label_w, c.text_width(col));
-  }
-  const bool horizontal = column_label_w <= cell_w - 6.0;
-  const double column_label_h =
-      horizontal ? label_h + 8.0 : std::min({column_label_w, kMaxColumnLabel, height * 0.4}) + 10.0;
-  const double grid_top = top + 4.0;
-  const double cell_h = std::min(
-      kMaxCellH, std::max(8.0, (bottom - column_label_h - grid_top) / static_cast<double>(nrows)));
-  const double grid_w = cell_w * static_cast<double>(ncols);
-  const double grid_h = cell_h * static_cast<double>(nrows);
+  const Layout l = heatmap_layout(c, h, width, height, top, bottom);
 
   // Cells.
   // Cell values in one of the two standard sizes when they fit (fewer glyph sets in the SVG),
   // smaller only when the cells are.
   const double value_font =
-      cell_h >= 34.0 ? font::kLarge : std::clamp(cell_h * 0.45, 7.0, font::kSmall);
-  for (std::size_t r = 0; r < nrows; ++r) {
-    for (std::size_t k = 0; k < ncols; ++k) {
-      const Rect cell{grid_left + cell_w * static_cast<double>(k),
-                      grid_top + cell_h * static_cast<double>(r), cell_w, cell_h};
-      const std::optional<double>& v = h.values[r][k];
-      const double cx = cell.x + cell.w / 2.0;
-      const double cy = cell.y + cell.h / 2.0;
-      const std::string label = h.cell_labels.empty() ? std::string() : h.cell_labels[r][k];
-      const bool has_value = v && std::isfinite(*v);
-      Rgb ink = colour::kMuted;
-      if (has_value) {
-        const Rgb fill = diverging(*v / limit);
-        c.fill_rect(cell, fill);
-        ink = luminance(fill) < 0.33 ? colour::kWhite : colour::kText;
-      } else {
-        c.fill_rect(cell, kMissing);
-        hatch(c, cell);
-      }
-      const std::string text = has_value ? format_value(*v, h.format) : "n/a";
-      const bool halo = !has_value;  // over the hatching
-      double size = has_value ? value_font : std::min(value_font, font::kSmall);
-      c.set_font(size);
-      if (size > font::kSmall && c.text_width(text) > cell.w - 6.0) {
-        size = font::kSmall;
-        c.set_font(size);
-      }
-      while (size > 7.0 && c.text_width(text) > cell.w - 6.0) {
-        size -= 0.5;
-        c.set_font(size);
-      }
-      const double value_h = c.line_height();
-      bool drawn = false;
-      if (!label.empty()) {
-        // Two lines when they fit: the value, then the label in the small size.
-        const double label_size = std::min(size, font::kSmall);
-        c.set_font(label_size);
-        const double second_h = c.line_height();
-        if (value_h + 2.0 + second_h <= cell.h - 4.0 && c.text_width(label) <= cell.w - 6.0) {
-          const double block_top = cy - (value_h + 2.0 + second_h) / 2.0;
-          c.text(label, cx, block_top + value_h + 2.0 + second_h / 2.0, HAlign::kCenter,
-                 VAlign::kMiddle, ink, halo);
-          c.set_font(size);
-          c.text(text, cx, block_top + value_h / 2.0, HAlign::kCenter, VAlign::kMiddle, ink, halo);
-          drawn = true;
-        } else {
-          // One line, "value label", as small as 7 px; else the value alone.
-          const std::string line = text + " " + label;
-          double one = size;
-          c.set_font(one);
-          while (one > 7.0 && c.text_width(line) > cell.w - 6.0) {
-            one -= 0.5;
-            c.set_font(one);
-          }
-          if (c.text_width(line) <= cell.w - 6.0 && c.line_height() <= cell.h) {
-            c.text(line, cx, cy, HAlign::kCenter, VAlign::kMiddle, ink, halo);
-            drawn = true;
-          }
-        }
-      }
-      if (!drawn) {
-        c.set_font(size);
-        c.text(text, cx, cy, HAlign::kCenter, VAlign::kMiddle, ink, halo);
-      }
-      c.stroke_rect(cell, colour::kWhite, 2.0);
-    }
+      l.cell_h >= 34.0 ? font::kLarge : std::clamp(l.cell_h * 0.45, 7.0, font::kSmall);
+  for (std::size_t r = 0; r < h.rows.size(); ++r) {
+    for (std::size_t k = 0; k < h.columns.size(); ++k) draw_cell(c, h, l, r, k, value_font);
   }
-
-  // Row and column labels.
-  c.set_font(font::kLegend);
-  for (std::size_t r = 0; r < nrows; ++r) {
-    const double cy = grid_top + cell_h * (static_cast<double>(r) + 0.5);
-    c.text(c.ellipsize(h.rows[r], row_label_w), grid_left - 8.0, cy, HAlign::kRight,
-           VAlign::kMiddle, colour::kText);
-  }
-  for (std::size_t k = 0; k < ncols; ++k) {
-    const double cx = grid_left + cell_w * (static_cast<double>(k) + 0.5);
-    if (horizontal) {
-      c.text(h.columns[k], cx, grid_top + grid_h + 6.0, HAlign::kCenter, VAlign::kTop,
-             colour::kText);
-    } else {
-      c.text_vertical_end(c.ellipsize(h.columns[k], column_label_h - 10.0), cx,
-                          grid_top + grid_h + 6.0, colour::kText);
-    }
-  }
-  c.set_font(font::kAxisTitle);
-  if (!h.row_title.empty()) {
-    c.text_vertical(c.ellipsize(h.row_title, std::max(grid_h, 60.0)), kMargin + axis_title_h / 2.0,
-                    grid_top + grid_h / 2.0, colour::kText);
-  }
-  if (!h.column_title.empty()) {
-    c.text(c.ellipsize(h.column_title, width - 2.0 * kMargin), grid_left + grid_w / 2.0,
-           std::min(column_title_y, grid_top + grid_h + column_label_h), HAlign::kCenter,
-           VAlign::kTop, colour::kText);
-  }
-
-  // Colour bar beside the grid: a gradient through the scale's stops, ticks, captions.
-  const double bar_x = grid_left + grid_w + 24.0;
-  const double room = bottom - grid_top - 2.0 * caption_h;
-  const double bar_h = std::min(std::max(grid_h - 2.0 * caption_h, 140.0), std::min(room, 320.0));
-  const double bar_y = grid_top + caption_h;
-  cairo_t* cr = c.cr();
-  cairo_pattern_t* gradient = cairo_pattern_create_linear(0.0, bar_y + bar_h, 0.0, bar_y);
-  for (const auto& [t, rgb] : diverging_stops()) {
-    cairo_pattern_add_color_stop_rgb(gradient, (t + 1.0) / 2.0, rgb.r, rgb.g, rgb.b);
-  }
-  cairo_rectangle(cr, bar_x, bar_y, bar_w, bar_h);
-  cairo_set_source(cr, gradient);
-  cairo_fill(cr);
-  cairo_pattern_destroy(gradient);
-  c.stroke_rect({bar_x, bar_y, bar_w, bar_h}, {0.6, 0.6, 0.6}, 1.0);
-  c.set_font(font::kTick);
-  for (const BarTick& t : ticks) {
-    const double y = bar_y + bar_h * (1.0 - (t.value + limit) / (2.0 * limit));
-    c.line(bar_x + bar_w, y, bar_x + bar_w + 4.0, y, colour::kAxis, 1.0);
-    c.text(t.label, bar_x + bar_w + 6.0, y, HAlign::kLeft, VAlign::kMiddle, colour::kText);
-  }
-  if (!h.scale_title.empty()) {
-    c.set_font(font::kAxisTitle);
-    c.text_vertical(c.ellipsize(h.scale_title, std::max(bar_h + 2.0 * caption_h, 80.0)),
-                    bar_x + bar_w + 6.0 + tick_w + 10.0 + axis_title_h / 2.0, bar_y + bar_h / 2.0,
-                    colour::kText);
-  }
-  c.set_font(font::kNote);
-  if (!h.positive_label.empty()) {
-    c.text(c.ellipsize(h.positive_label, caption_max), bar_x, bar_y - 5.0, HAlign::kLeft,
-           VAlign::kBottom, colour::kMuted);
-  }
-  if (!h.negative_label.empty()) {
-    c.text(c.ellipsize(h.negative_label, caption_max), bar_x, bar_y + bar_h + 5.0, HAlign::kLeft,
-           VAlign::kTop, colour::kMuted);
-  }
+  draw_grid_labels(c, h, l, width);
+  draw_colour_bar(c, h, l);
 }
 
 // The size at which cells are about 100 × 48 px: text is measured on a scratch surface with

@@ -311,29 +311,10 @@ std::optional<int> signal_number(const std::string& name) {
   return it == table.end() ? std::nullopt : std::optional<int>(it->second);
 }
 
-EngineSpec parse_spec(const std::string& text, const std::string& source) {
-  TomlDocument doc;
-  try {
-    doc = parse_toml(text, source);
-  } catch (const TomlError& e) {
-    throw SpecError(e.what());
-  }
-  const Reader r(doc, source);
-  const json::object& root = doc.root;
-  r.only_keys(root, {"name",        "preset",
-                     "command",     "args",
-                     "env",         "workdir",
-                     "port",        "host",
-                     "api_path",    "model",
-                     "model_file",  "model_revision",
-                     "checkout",    "container_image",
-                     "ready",       "stop",
-                     "engine_args", "engine_args_as_flags",
-                     "topology",    "identity"},
-              "");
-  EngineSpec spec;
-  spec.file = source;
-  spec.file_sha256 = sha256_hex(text);
+namespace {
+
+// The preset the spec names, if any; a name that is not a preset fails.
+const Preset* read_preset(const Reader& r, const json::object& root, EngineSpec& spec) {
   spec.preset = r.str(root, "preset", "preset").value_or("");
   const Preset* preset = nullptr;
   if (!spec.preset.empty()) {
@@ -345,6 +326,12 @@ EngineSpec parse_spec(const std::string& text, const std::string& source) {
                            " (or leave it out and write command and ready yourself)");
     }
   }
+  return preset;
+}
+
+// The engine's name and the process to launch: command, args, env, workdir.
+void read_process(const Reader& r, const json::object& root, const Preset* preset,
+                  EngineSpec& spec) {
   const std::optional<std::string> name = r.str(root, "name", "name");
   if (!name || name->empty()) {
     r.fail("", "'name' is missing: give the engine a name, e.g. name = \"vllm-0.6\"");
@@ -372,6 +359,11 @@ EngineSpec parse_spec(const std::string& text, const std::string& source) {
     }
   }
   spec.workdir = r.str(root, "workdir", "workdir");
+}
+
+// Where the engine listens (port, host, api_path) and what it serves (model and its files).
+void read_endpoint(const Reader& r, const json::object& root, const Preset* preset,
+                   EngineSpec& spec) {
   if (const json::value* port = root.if_contains("port")) {
     if (port->is_string() && port->as_string() == "auto") {
       spec.port = std::nullopt;
@@ -405,8 +397,10 @@ EngineSpec parse_spec(const std::string& text, const std::string& source) {
     r.fail("", std::string("preset ") + preset->name +
                    " needs 'model_file' (the path of the weights the server loads)");
   }
+}
 
-  // Readiness.
+// Readiness: the preset's probe, then [ready] over it; there must be a probe.
+void read_ready(const Reader& r, const json::object& root, const Preset* preset, EngineSpec& spec) {
   if (preset != nullptr) {
     spec.ready.http_path = preset->ready_path;
     spec.ready.http_status = preset->ready_status;
@@ -446,8 +440,10 @@ EngineSpec parse_spec(const std::string& text, const std::string& source) {
            "no readiness probe: add [ready] with http_path = \"/health\" (and http_status) "
            "or log_line = \"<text the engine logs when it is up>\"");
   }
+}
 
-  // Stopping.
+// Stopping: the preset's signal and grace, then [stop] over them.
+void read_stop(const Reader& r, const json::object& root, const Preset* preset, EngineSpec& spec) {
   if (preset != nullptr) {
     spec.stop_signal = preset->stop_signal;
     spec.stop_grace_s = preset->grace_s;
@@ -466,7 +462,11 @@ EngineSpec parse_spec(const std::string& text, const std::string& source) {
       spec.stop_grace_s = *g;
     }
   }
+}
 
+// The engine's own arguments, its topology and the endpoints that identify it.
+void read_engine_config(const Reader& r, const json::object& root, const Preset* preset,
+                        EngineSpec& spec) {
   if (const json::object* ea = r.table(root, "engine_args", "engine_args")) {
     for (const auto& kv : *ea) {
       if (kv.value().is_object()) {
@@ -504,6 +504,39 @@ EngineSpec parse_spec(const std::string& text, const std::string& source) {
   } else {
     spec.identity_paths = {"/version", "/v1/models"};
   }
+}
+
+}  // namespace
+
+EngineSpec parse_spec(const std::string& text, const std::string& source) {
+  TomlDocument doc;
+  try {
+    doc = parse_toml(text, source);
+  } catch (const TomlError& e) {
+    throw SpecError(e.what());
+  }
+  const Reader r(doc, source);
+  const json::object& root = doc.root;
+  r.only_keys(root, {"name",        "preset",
+                     "command",     "args",
+                     "env",         "workdir",
+                     "port",        "host",
+                     "api_path",    "model",
+                     "model_file",  "model_revision",
+                     "checkout",    "container_image",
+                     "ready",       "stop",
+                     "engine_args", "engine_args_as_flags",
+                     "topology",    "identity"},
+              "");
+  EngineSpec spec;
+  spec.file = source;
+  spec.file_sha256 = sha256_hex(text);
+  const Preset* preset = read_preset(r, root, spec);
+  read_process(r, root, preset, spec);
+  read_endpoint(r, root, preset, spec);
+  read_ready(r, root, preset, spec);
+  read_stop(r, root, preset, spec);
+  read_engine_config(r, root, preset, spec);
   // Catch an engine_arg the preset cannot express now, not at launch.
   launch_line(spec, LaunchValues{1, "dyno"});
   return spec;

@@ -140,11 +140,17 @@ double union_length(std::vector<std::pair<std::int64_t, std::int64_t>> intervals
   return static_cast<double>(total);
 }
 
-Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& options) {
-  Summary s;
+namespace {
 
+/// The measured requests that ended, and those of them that completed.
+struct Outcomes {
   std::vector<const Trace*> ok;
   std::vector<const Trace*> ended;  // measured ok + failed
+};
+
+/// Counts every trace by outcome (warm-up, cancelled, ok, failed) into `s`.
+Outcomes tally_outcomes(std::span<const Trace> traces, Summary& s) {
+  Outcomes o;
   for (const Trace& t : traces) {
     if (!t.measured()) {
       ++s.warmup_requests;
@@ -156,21 +162,24 @@ Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& optio
         continue;
       case RequestStatus::kOk:
         ++s.requests_ok;
-        ok.push_back(&t);
+        o.ok.push_back(&t);
         break;
       case RequestStatus::kError:
         ++s.requests_failed;
         ++s.errors_by_category[t.error_category.empty() ? "unknown" : t.error_category];
         break;
     }
-    ended.push_back(&t);
+    o.ended.push_back(&t);
   }
   s.requests_total = s.requests_ok + s.requests_failed;
   if (s.requests_total > 0) {
     s.error_rate = static_cast<double>(s.requests_failed) / static_cast<double>(s.requests_total);
   }
+  return o;
+}
 
-  // Service window W and Little's-law concurrency over every ended request.
+/// Service window W and Little's-law concurrency over every ended request.
+void service_window(std::span<const Trace* const> ended, Summary& s) {
   std::optional<std::int64_t> first_sent;
   std::optional<std::int64_t> last_done;
   double e2e_sum_s = 0.0;
@@ -185,8 +194,13 @@ Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& optio
   const std::optional<double>& window = s.service_window_s;
   s.requests_per_s = per_window(static_cast<double>(s.requests_ok), window);
   s.achieved_concurrency = per_window(e2e_sum_s, window);
+}
 
-  // Per-request figures of completed requests.
+/// Per-request figures of completed requests: token totals and rates, the latency
+/// distributions and goodput.
+void completed_figures(std::span<const Trace* const> ok, const SummaryOptions& options,
+                       Summary& s) {
+  const std::optional<double>& window = s.service_window_s;
   bool any_input = false;
   bool any_output = false;
   std::int64_t decode_steps = 0;
@@ -240,19 +254,6 @@ Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& optio
   if (events > 0) {
     s.tokens_per_event = static_cast<double>(event_tokens) / static_cast<double>(events);
   }
-  // Answer quality: a failed request that had an expected answer counts as incorrect.
-  std::uint64_t scored = 0;
-  std::uint64_t correct = 0;
-  for (const Trace* t : ended) {
-    if (!t->correct) continue;
-    ++scored;
-    if (t->ok() && *t->correct) ++correct;
-  }
-  if (scored > 0) {
-    s.scored_requests = scored;
-    s.correct_requests = correct;
-    s.accuracy = static_cast<double>(correct) / static_cast<double>(scored);
-  }
   if (options.slo.any()) {
     s.goodput_requests = good;
     s.goodput_requests_per_s = per_window(static_cast<double>(good), window);
@@ -267,15 +268,36 @@ Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& optio
   s.prefill_rate_client = summarize(std::move(prefill_rate));
   s.input_tokens = summarize(std::move(input_tokens));
   s.output_tokens = summarize(std::move(output_tokens));
+}
 
+/// Answer quality: a failed request that had an expected answer counts as incorrect.
+void answer_quality(std::span<const Trace* const> ended, Summary& s) {
+  std::uint64_t scored = 0;
+  std::uint64_t correct = 0;
+  for (const Trace* t : ended) {
+    if (!t->correct) continue;
+    ++scored;
+    if (t->ok() && *t->correct) ++correct;
+  }
+  if (scored > 0) {
+    s.scored_requests = scored;
+    s.correct_requests = correct;
+    s.accuracy = static_cast<double>(correct) / static_cast<double>(scored);
+  }
+}
+
+/// The client's own CPU time, memory and event-loop lag.
+void client_figures(const SummaryOptions& options, Summary& s) {
   s.client_cpu_s = options.client.cpu_s;
   s.client_peak_rss_bytes = options.client.peak_rss_bytes;
   std::vector<double> lag_ms;
   lag_ms.reserve(options.client.loop_lag_s.size());
   for (double v : options.client.loop_lag_s) lag_ms.push_back(v * 1e3);
   s.client_loop_lag_ms = summarize(std::move(lag_ms));
+}
 
-  // Warnings.
+/// Warnings on the run's outcome: nothing completed, too many errors, concurrency underfilled.
+void warn_outcome(const SummaryOptions& options, Summary& s) {
   if (s.requests_ok == 0) {
     s.warnings.push_back({WarningCode::kNoCompletedRequests,
                           "no measured request completed (" + std::to_string(s.requests_failed) +
@@ -305,42 +327,50 @@ Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& optio
          "raise --requests or --duration so that ramp-up and drain are a small part of the "
          "window, or check the engine's limit on running sequences"});
   }
+}
 
+/// Open loop: why the queue delay says the client fell behind its schedule (its p99, its
+/// growth from the first quarter of the run to the last), appended to `reasons`.
+void queue_delay_reasons(std::span<const Trace* const> ended, std::vector<std::string>& reasons) {
+  // Queue delay of every ended request, in sent order (a failed request waited too).
+  std::vector<std::pair<std::int64_t, double>> delays;  // (sent_ns, delay_ms)
+  for (const Trace* t : ended) {
+    if (t->sent_ns && t->scheduled_ns) {
+      delays.emplace_back(*t->sent_ns, ns_to_s(*t->sent_ns - *t->scheduled_ns) * 1e3);
+    }
+  }
+  std::stable_sort(delays.begin(), delays.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<double> sorted_ms;
+  sorted_ms.reserve(delays.size());
+  for (const auto& d : delays) sorted_ms.push_back(d.second);
+  std::vector<double> in_order = sorted_ms;
+  std::sort(sorted_ms.begin(), sorted_ms.end());
+  const auto p99 = percentile_sorted(sorted_ms, 99.0);
+  if (p99 && *p99 > kQueueDelayP99WarnS * 1e3) {
+    reasons.push_back("queue delay p99 " + num(*p99) + " ms > " + num(kQueueDelayP99WarnS * 1e3) +
+                      " ms");
+  }
+  const std::size_t quarter = in_order.size() / 4;
+  if (quarter >= 1) {
+    const double first = mean_of(std::span(in_order).first(quarter));
+    const double last = mean_of(std::span(in_order).last(quarter));
+    if (last - first > kQueueDelayGrowthWarnS * 1e3) {
+      reasons.push_back("mean queue delay grew from " + num(first) + " ms (first quarter) to " +
+                        num(last) + " ms (last quarter)");
+    }
+  }
+}
+
+/// The warning that the client itself may have distorted the timing (loop lag, queue delay).
+void warn_client_saturated(std::span<const Trace* const> ended, const SummaryOptions& options,
+                           Summary& s) {
   std::vector<std::string> reasons;
   if (s.client_loop_lag_ms.p99 && *s.client_loop_lag_ms.p99 > kLoopLagP99WarnS * 1e3) {
     reasons.push_back("event-loop lag p99 " + num(*s.client_loop_lag_ms.p99) + " ms > " +
                       num(kLoopLagP99WarnS * 1e3) + " ms");
   }
-  if (options.open_loop) {
-    // Queue delay of every ended request, in sent order (a failed request waited too).
-    std::vector<std::pair<std::int64_t, double>> delays;  // (sent_ns, delay_ms)
-    for (const Trace* t : ended) {
-      if (t->sent_ns && t->scheduled_ns) {
-        delays.emplace_back(*t->sent_ns, ns_to_s(*t->sent_ns - *t->scheduled_ns) * 1e3);
-      }
-    }
-    std::stable_sort(delays.begin(), delays.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<double> sorted_ms;
-    sorted_ms.reserve(delays.size());
-    for (const auto& d : delays) sorted_ms.push_back(d.second);
-    std::vector<double> in_order = sorted_ms;
-    std::sort(sorted_ms.begin(), sorted_ms.end());
-    const auto p99 = percentile_sorted(sorted_ms, 99.0);
-    if (p99 && *p99 > kQueueDelayP99WarnS * 1e3) {
-      reasons.push_back("queue delay p99 " + num(*p99) + " ms > " + num(kQueueDelayP99WarnS * 1e3) +
-                        " ms");
-    }
-    const std::size_t quarter = in_order.size() / 4;
-    if (quarter >= 1) {
-      const double first = mean_of(std::span(in_order).first(quarter));
-      const double last = mean_of(std::span(in_order).last(quarter));
-      if (last - first > kQueueDelayGrowthWarnS * 1e3) {
-        reasons.push_back("mean queue delay grew from " + num(first) + " ms (first quarter) to " +
-                          num(last) + " ms (last quarter)");
-      }
-    }
-  }
+  if (options.open_loop) queue_delay_reasons(ended, reasons);
   if (!reasons.empty()) {
     std::string message = "the client may have distorted the timing: ";
     for (std::size_t i = 0; i < reasons.size(); ++i) message += (i ? "; " : "") + reasons[i];
@@ -349,6 +379,19 @@ Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& optio
          "lower the rate or concurrency, or run the client on a faster machine; dyno's own CPU "
          "use is in client_cpu_s"});
   }
+}
+
+}  // namespace
+
+Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& options) {
+  Summary s;
+  const Outcomes outcomes = tally_outcomes(traces, s);
+  service_window(outcomes.ended, s);
+  completed_figures(outcomes.ok, options, s);
+  answer_quality(outcomes.ended, s);
+  client_figures(options, s);
+  warn_outcome(options, s);
+  warn_client_saturated(outcomes.ended, options, s);
   return s;
 }
 

@@ -368,19 +368,8 @@ struct TensorInfo {
   std::uint64_t elements = 0;
 };
 
-}  // namespace
-
-ModelFileError::ModelFileError(const fs::path& file, const std::string& problem)
-    : Error(ErrorKind::input, error_text(file, std::nullopt, problem)), file_(file) {}
-
-ModelFileError::ModelFileError(const fs::path& file, std::uint64_t offset,
-                               const std::string& problem)
-    : Error(ErrorKind::input, error_text(file, offset, problem)), file_(file), offset_(offset) {}
-
-GgufInfo read_gguf(const fs::path& file) {
-  BoundedReader r(file);
-  GgufInfo info;
-
+// The header: magic, version, and the tensor and metadata counts (each checked to fit).
+void read_gguf_header(BoundedReader& r, GgufInfo& info) {
   std::array<char, 4> magic{};
   r.read(magic.data(), magic.size(), "magic");
   if (std::string_view(magic.data(), magic.size()) != "GGUF") {
@@ -403,7 +392,10 @@ GgufInfo read_gguf(const fs::path& file) {
     r.fail(8, "tensor count " + std::to_string(info.tensor_count) + " cannot fit in the " +
                   std::to_string(r.remaining()) + " bytes left in the file");
   }
+}
 
+// The metadata key/values, as text into info.metadata; returns the non-negative integer ones.
+std::map<std::string, std::uint64_t> read_metadata(BoundedReader& r, GgufInfo& info) {
   std::map<std::string, std::uint64_t> uint_values;
   for (std::uint64_t i = 0; i < info.metadata_count; ++i) {
     const std::uint64_t kv_at = r.offset();
@@ -420,7 +412,12 @@ GgufInfo read_gguf(const fs::path& file) {
     }
     info.metadata.emplace(std::move(key), std::move(text));
   }
+  return uint_values;
+}
 
+// The metadata keys dyno reports (architecture, name, ...); returns the tensor data alignment.
+std::uint64_t read_known_keys(const BoundedReader& r, GgufInfo& info,
+                              const std::map<std::string, std::uint64_t>& uint_values) {
   const auto text_of = [&](const std::string& key) {
     const auto it = info.metadata.find(key);
     return it == info.metadata.end() ? std::string() : it->second;
@@ -445,7 +442,11 @@ GgufInfo read_gguf(const fs::path& file) {
     }
     alignment = *a;
   }
+  return alignment;
+}
 
+// The tensor info table; sums the parameter count into info.
+std::vector<TensorInfo> read_tensor_table(BoundedReader& r, GgufInfo& info) {
   std::vector<TensorInfo> tensors;
   // Reserve no more than a bounded amount: the count is only known to fit the file size.
   tensors.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(info.tensor_count, 4096)));
@@ -474,44 +475,66 @@ GgufInfo read_gguf(const fs::path& file) {
     }
     tensors.push_back(std::move(t));
   }
-  info.header_size = r.offset();
-  info.fingerprint = r.fingerprint();
+  return tensors;
+}
 
-  // Tensor data must lie inside the file: it starts at the next multiple of the alignment.
-  if (!tensors.empty()) {
-    const std::uint64_t data_start = (info.header_size + alignment - 1) / alignment * alignment;
-    if (data_start < info.header_size || data_start > r.size()) {
-      r.fail(info.header_size, "tensor data would start at " + std::to_string(data_start) +
-                                   ", past the end of the file (" + std::to_string(r.size()) +
-                                   " bytes)");
+// Tensor data must lie inside the file: it starts at the next multiple of the alignment.
+void check_tensor_data(const BoundedReader& r, const GgufInfo& info,
+                       const std::vector<TensorInfo>& tensors, std::uint64_t alignment) {
+  if (tensors.empty()) return;
+  const std::uint64_t data_start = (info.header_size + alignment - 1) / alignment * alignment;
+  if (data_start < info.header_size || data_start > r.size()) {
+    r.fail(info.header_size, "tensor data would start at " + std::to_string(data_start) +
+                                 ", past the end of the file (" + std::to_string(r.size()) +
+                                 " bytes)");
+  }
+  const std::uint64_t data_size = r.size() - data_start;
+  for (const TensorInfo& t : tensors) {
+    if (t.offset % alignment != 0) {
+      r.fail(t.table_offset, "tensor '" + t.name + "' data offset " + std::to_string(t.offset) +
+                                 " is not a multiple of " + std::to_string(alignment));
     }
-    const std::uint64_t data_size = r.size() - data_start;
-    for (const TensorInfo& t : tensors) {
-      if (t.offset % alignment != 0) {
-        r.fail(t.table_offset, "tensor '" + t.name + "' data offset " + std::to_string(t.offset) +
-                                   " is not a multiple of " + std::to_string(alignment));
+    std::uint64_t nbytes = 0;
+    const GgmlType* gt = t.type < kGgmlTypes.size() ? &kGgmlTypes[t.type] : nullptr;
+    if (gt != nullptr && gt->block > 0) {
+      const std::uint64_t ne0 = t.dims.empty() ? 1 : t.dims[0];
+      if (ne0 % gt->block != 0) {
+        r.fail(t.table_offset, "tensor '" + t.name + "' first dim " + std::to_string(ne0) +
+                                   " is not a multiple of the " + gt->name + " block size " +
+                                   std::to_string(gt->block));
       }
-      std::uint64_t nbytes = 0;
-      const GgmlType* gt = t.type < kGgmlTypes.size() ? &kGgmlTypes[t.type] : nullptr;
-      if (gt != nullptr && gt->block > 0) {
-        const std::uint64_t ne0 = t.dims.empty() ? 1 : t.dims[0];
-        if (ne0 % gt->block != 0) {
-          r.fail(t.table_offset, "tensor '" + t.name + "' first dim " + std::to_string(ne0) +
-                                     " is not a multiple of the " + gt->name + " block size " +
-                                     std::to_string(gt->block));
-        }
-        if (t.elements > 0 && mul_overflows(t.elements / gt->block, gt->bytes, nbytes)) {
-          r.fail(t.table_offset, "byte size of tensor '" + t.name + "' overflows 64 bits");
-        }
+      if (t.elements > 0 && mul_overflows(t.elements / gt->block, gt->bytes, nbytes)) {
+        r.fail(t.table_offset, "byte size of tensor '" + t.name + "' overflows 64 bits");
       }
-      if (t.offset > data_size || nbytes > data_size - t.offset) {
-        r.fail(t.table_offset, "data of tensor '" + t.name + "' (" + std::to_string(nbytes) +
-                                   " bytes at data offset " + std::to_string(t.offset) +
-                                   ") runs past the end of the file (" + std::to_string(data_size) +
-                                   " data bytes)");
-      }
+    }
+    if (t.offset > data_size || nbytes > data_size - t.offset) {
+      r.fail(t.table_offset, "data of tensor '" + t.name + "' (" + std::to_string(nbytes) +
+                                 " bytes at data offset " + std::to_string(t.offset) +
+                                 ") runs past the end of the file (" + std::to_string(data_size) +
+                                 " data bytes)");
     }
   }
+}
+
+}  // namespace
+
+ModelFileError::ModelFileError(const fs::path& file, const std::string& problem)
+    : Error(ErrorKind::input, error_text(file, std::nullopt, problem)), file_(file) {}
+
+ModelFileError::ModelFileError(const fs::path& file, std::uint64_t offset,
+                               const std::string& problem)
+    : Error(ErrorKind::input, error_text(file, offset, problem)), file_(file), offset_(offset) {}
+
+GgufInfo read_gguf(const fs::path& file) {
+  BoundedReader r(file);
+  GgufInfo info;
+  read_gguf_header(r, info);
+  const std::map<std::string, std::uint64_t> uint_values = read_metadata(r, info);
+  const std::uint64_t alignment = read_known_keys(r, info, uint_values);
+  const std::vector<TensorInfo> tensors = read_tensor_table(r, info);
+  info.header_size = r.offset();
+  info.fingerprint = r.fingerprint();
+  check_tensor_data(r, info, tensors, alignment);
 
   std::map<std::uint32_t, std::uint64_t> by_id;
   for (const TensorInfo& t : tensors) ++by_id[t.type];

@@ -10,8 +10,11 @@
 #include <utility>
 
 #include "compare/chart_data.h"
+#include "report/board_chart_words.h"
 
 namespace dyno::report {
+
+using namespace chart_words;  // the words and board look-ups the charts share
 
 namespace {
 
@@ -20,181 +23,6 @@ using compare::Section;
 
 /// Panels per image: beyond this a chart is split into parts (12 rows of 3 columns).
 constexpr std::size_t kMaxPanels = 36;
-/// Run ids listed in a caption; more are counted instead (board.json lists them all).
-constexpr std::size_t kMaxListedRuns = 6;
-
-// ---- Words -------------------------------------------------------------------------------
-
-/// A number in its shortest plain form: 4, 2.5, 8000.
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
-/// The cell's x as a point label: c=4, 2.5/s, 8000 tok.
-std::string level_label(const std::string& kind, double level) {
-  if (kind == "concurrency") return "c=" + num(level);
-  if (kind == "rate") return num(level) + "/s";
-  if (kind.ends_with("_tokens")) return num(level) + " tok";
-  return num(level);
-}
-
-/// The level kind in a title and a stem: "concurrency", "rate", "context", "prompt".
-std::string level_word(const std::string& kind) {
-  if (kind == "concurrency" || kind == "rate") return kind;
-  if (kind == "decode_tokens") return "context";
-  if (kind == "prefill_tokens") return "prompt";
-  std::string w = kind;
-  std::replace(w.begin(), w.end(), '_', ' ');
-  return w;
-}
-
-chart::Axis level_axis(const std::string& kind) {
-  chart::Axis a;
-  a.ticks_at_data = true;
-  if (kind == "concurrency") {
-    a.title = "Concurrency";
-    a.unit = "requests in flight";
-    a.scale = chart::Scale::kLog2;
-  } else if (kind == "rate") {
-    a.title = "Request rate";
-    a.unit = "req/s";
-  } else if (kind == "decode_tokens") {
-    a.title = "Context";
-    a.unit = "tokens";
-    a.scale = chart::Scale::kLog2;
-  } else if (kind == "prefill_tokens") {
-    a.title = "Prompt";
-    a.unit = "tokens";
-    a.scale = chart::Scale::kLog2;
-  } else if (kind.ends_with("_tokens")) {
-    a.title = "Target length";
-    a.unit = "tokens";
-    a.scale = chart::Scale::kLog2;
-  } else {
-    a.title = level_word(kind);
-    if (!a.title.empty()) a.title[0] = static_cast<char>(std::toupper(a.title[0]));
-    a.unit = "level";
-  }
-  return a;
-}
-
-/// [a-z0-9-]+ from any text: lower case, every other run of characters one '-', at most 40.
-std::string slug(const std::string& text) {
-  std::string s;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) != 0 && c < 0x80) {
-      s += static_cast<char>(std::tolower(c));
-    } else if (!s.empty() && s.back() != '-') {
-      s += '-';
-    }
-  }
-  if (s.size() > 40) s.resize(40);
-  while (!s.empty() && s.back() == '-') s.pop_back();
-  return s.empty() ? "model" : s;
-}
-
-/// Text from records goes into the SVG's <title>/<desc> (XML-escaped there). report.html
-/// refuses an SVG holding "javascript:" anywhere, so that word's colon becomes U+2236 (∶):
-/// a model named so still gets its charts.
-std::string defuse(std::string text) {
-  std::string lower = text;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const std::string word = "javascript:";
-  for (auto pos = lower.rfind(word); pos != std::string::npos;
-       pos = pos == 0 ? std::string::npos : lower.rfind(word, pos - 1)) {
-    text.replace(pos + word.size() - 1, 1, "\u2236");
-  }
-  return text;
-}
-
-std::string device_label(const std::string& source, std::int64_t device) {
-  const std::string d = std::to_string(device);
-  if (source == "nvml" || source == "amdgpu") return "GPU " + d;
-  if (source == "rapl") return "CPU package " + d;
-  return source + " " + d;
-}
-
-std::string percent(double fraction) { return num(std::round(fraction * 1000.0) / 10.0) + " %"; }
-
-// ---- The board ---------------------------------------------------------------------------
-
-std::size_t arm_style(const Board& b, const std::string& arm) {
-  const auto it = std::find(b.arms.begin(), b.arms.end(), arm);
-  return static_cast<std::size_t>(it - b.arms.begin());
-}
-
-std::string arm_name(const Board& b, const std::string& arm) {
-  return arm == b.baseline ? arm + " (baseline)" : arm;
-}
-
-/// Models in board cell order.
-std::vector<std::string> models_of(const Board& b) {
-  std::vector<std::string> out;
-  for (const auto& c : b.cells) {
-    if (std::find(out.begin(), out.end(), c.model) == out.end()) out.push_back(c.model);
-  }
-  return out;
-}
-
-std::size_t protocol_count(const Board& b) {
-  std::set<std::string> p;
-  for (const auto& c : b.cells) p.insert(c.protocol);
-  return p.size();
-}
-
-/// A cell as a panel title or a heatmap column: c=4 (or the cell's name), with its protocol
-/// when the board has several.
-std::string cell_label(const Board& b, const compare::Cell& c) {
-  std::string l = c.level ? level_label(c.level_kind, *c.level) : c.name;
-  if (protocol_count(b) > 1) l = c.protocol + " " + l;
-  return defuse(l);
-}
-
-/// The selected runs behind some cells: listed when few, else counted with the arms'
-/// selectors (board.json lists every cell's runs).
-std::string runs_phrase(const Board& b, const std::vector<const compare::Cell*>& cells) {
-  std::vector<std::string> ids;
-  std::vector<std::string> arms;
-  for (const compare::Cell* c : cells) {
-    for (const auto& a : c->arms) {
-      if (std::find(ids.begin(), ids.end(), a.run().run_id) == ids.end()) {
-        ids.push_back(a.run().run_id);
-      }
-      if (std::find(arms.begin(), arms.end(), a.arm) == arms.end()) arms.push_back(a.arm);
-    }
-  }
-  if (ids.empty()) return "";
-  if (ids.size() <= kMaxListedRuns) {
-    std::string s = "Runs: ";
-    for (std::size_t i = 0; i < ids.size(); ++i) s += (i == 0 ? "" : ", ") + ids[i];
-    return s + ".";
-  }
-  std::string sel;
-  for (const auto& arm : b.arms) {
-    if (std::find(arms.begin(), arms.end(), arm) == arms.end()) continue;
-    sel += (sel.empty() ? "" : "; ") + arm;
-    const auto it = b.selectors.find(arm);
-    if (it != b.selectors.end()) {
-      for (std::size_t i = 0; i < it->second.size(); ++i) {
-        sel += (i == 0 ? ": " : ", ") + defuse(it->second[i]);
-      }
-    }
-  }
-  return "From " + std::to_string(ids.size()) + " runs, each arm's selected run per cell (" + sel +
-         "); board.json lists them by cell.";
-}
-
-std::vector<const compare::Cell*> cells_where(const Board& b,
-                                              const std::function<bool(const compare::Cell&)>& f) {
-  std::vector<const compare::Cell*> out;
-  for (const auto& c : b.cells) {
-    if (f(c)) out.push_back(&c);
-  }
-  return out;
-}
 
 // ---- Splitting and naming ----------------------------------------------------------------
 
@@ -305,6 +133,91 @@ void add_line_charts(std::vector<BoardChart>& out, Stems& stems, const Board& b,
 
 // ---- Delta heatmap -----------------------------------------------------------------------
 
+/// A heatmap column: one cell name of one protocol.
+struct HeatColumn {
+  std::string protocol, name, label;
+  std::optional<double> level;
+  bool concurrency = false;
+};
+
+/// Columns: (protocol, cell name) of the compared cells, ordered by protocol (first
+/// appearance), then level, then name.
+std::vector<HeatColumn> heatmap_columns(const Board& b) {
+  std::vector<std::string> protocol_order;
+  std::vector<HeatColumn> columns;
+  for (const auto& c : b.cells) {
+    if (c.comparisons.empty()) continue;
+    if (std::find(protocol_order.begin(), protocol_order.end(), c.protocol) ==
+        protocol_order.end()) {
+      protocol_order.push_back(c.protocol);
+    }
+    if (std::none_of(columns.begin(), columns.end(), [&c](const HeatColumn& k) {
+          return k.protocol == c.protocol && k.name == c.name;
+        })) {
+      columns.push_back(
+          {c.protocol, c.name, cell_label(b, c), c.level, c.level_kind == "concurrency"});
+    }
+  }
+  const auto rank = [&protocol_order](const std::string& p) {
+    return std::find(protocol_order.begin(), protocol_order.end(), p) - protocol_order.begin();
+  };
+  std::stable_sort(columns.begin(), columns.end(),
+                   [&rank](const HeatColumn& x, const HeatColumn& y) {
+                     if (rank(x.protocol) != rank(y.protocol)) {
+                       return rank(x.protocol) < rank(y.protocol);
+                     }
+                     const double lx = x.level.value_or(INFINITY), ly = y.level.value_or(INFINITY);
+                     if (lx != ly) return lx < ly;
+                     return x.name < y.name;
+                   });
+  return columns;
+}
+
+/// A delta's verdict as its cell's label ("" when it has none).
+std::string verdict_label(compare::Verdict v) {
+  switch (v) {
+    case compare::Verdict::kWin:
+      return "win";
+    case compare::Verdict::kTie:
+      return "tie";
+    case compare::Verdict::kLoss:
+      return "loss";
+    case compare::Verdict::kNoInterval:
+      return "no interval";
+    case compare::Verdict::kNotApplicable:
+      break;
+  }
+  return "";
+}
+
+/// One row of the heatmap, (model, arm): a delta and its verdict per column; no value for a
+/// cell not compared, nothing for one without a comparison.
+void add_heatmap_row(chart::Heatmap& h, const std::vector<compare::DeltaPoint>& grid,
+                     const std::string& model, const std::string& arm,
+                     const std::vector<HeatColumn>& columns) {
+  std::vector<std::optional<double>> values;
+  std::vector<std::string> labels;
+  for (const auto& k : columns) {
+    const auto it = std::find_if(grid.begin(), grid.end(), [&](const compare::DeltaPoint& p) {
+      return p.model == model && p.arm == arm && p.protocol == k.protocol && p.cell_name == k.name;
+    });
+    if (it == grid.end()) {
+      values.emplace_back();
+      labels.emplace_back();
+      continue;
+    }
+    if (!it->compared) {
+      values.emplace_back();
+      labels.emplace_back("not compared");
+      continue;
+    }
+    values.push_back(it->delta.value);
+    labels.push_back(verdict_label(it->delta.verdict));
+  }
+  h.values.push_back(std::move(values));
+  h.cell_labels.push_back(std::move(labels));
+}
+
 void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
   const std::string metric = "output_tokens_per_s";
   const auto grid = compare::delta_grid(b, metric);
@@ -316,8 +229,7 @@ void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
     }
   }
   const bool several_arms = arms.size() > 1;
-  // Rows: (model, arm) in board order. Columns: (protocol, cell name), ordered by protocol (first
-  // appearance), then level, then name.
+  // Rows: (model, arm) in board order. Columns: heatmap_columns().
   std::vector<std::pair<std::string, std::string>> rows;
   for (const auto& model : models_of(b)) {
     for (const auto& a : arms) {
@@ -327,35 +239,7 @@ void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
       }
     }
   }
-  std::vector<std::string> protocol_order;
-  struct Column {
-    std::string protocol, name, label;
-    std::optional<double> level;
-    bool concurrency = false;
-  };
-  std::vector<Column> columns;
-  for (const auto& c : b.cells) {
-    if (c.comparisons.empty()) continue;
-    if (std::find(protocol_order.begin(), protocol_order.end(), c.protocol) ==
-        protocol_order.end()) {
-      protocol_order.push_back(c.protocol);
-    }
-    if (std::none_of(columns.begin(), columns.end(), [&c](const Column& k) {
-          return k.protocol == c.protocol && k.name == c.name;
-        })) {
-      columns.push_back(
-          {c.protocol, c.name, cell_label(b, c), c.level, c.level_kind == "concurrency"});
-    }
-  }
-  const auto rank = [&protocol_order](const std::string& p) {
-    return std::find(protocol_order.begin(), protocol_order.end(), p) - protocol_order.begin();
-  };
-  std::stable_sort(columns.begin(), columns.end(), [&rank](const Column& x, const Column& y) {
-    if (rank(x.protocol) != rank(y.protocol)) return rank(x.protocol) < rank(y.protocol);
-    const double lx = x.level.value_or(INFINITY), ly = y.level.value_or(INFINITY);
-    if (lx != ly) return lx < ly;
-    return x.name < y.name;
-  });
+  const std::vector<HeatColumn> columns = heatmap_columns(b);
 
   chart::Heatmap h;
   const std::string arm_word = several_arms ? "each arm" : arms.front();
@@ -364,7 +248,7 @@ void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
   h.subtitle = "Δ output tok/s in % of " + b.baseline + ", per model and cell, with its verdict";
   h.row_title = several_arms ? "Model · arm" : "Model";
   h.column_title =
-      std::all_of(columns.begin(), columns.end(), [](const Column& k) { return k.concurrency; })
+      std::all_of(columns.begin(), columns.end(), [](const HeatColumn& k) { return k.concurrency; })
           ? "Cell (concurrency)"
           : "Cell";
   h.format = chart::ValueFormat{1, true, "%"};
@@ -378,44 +262,7 @@ void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
   for (const auto& k : columns) h.columns.push_back(k.label);
   for (const auto& [model, arm] : rows) {
     h.rows.push_back(defuse(several_arms ? model + " · " + arm : model));
-    std::vector<std::optional<double>> values;
-    std::vector<std::string> labels;
-    for (const auto& k : columns) {
-      const auto it = std::find_if(grid.begin(), grid.end(), [&](const compare::DeltaPoint& p) {
-        return p.model == model && p.arm == arm && p.protocol == k.protocol &&
-               p.cell_name == k.name;
-      });
-      if (it == grid.end()) {
-        values.emplace_back();
-        labels.emplace_back();
-        continue;
-      }
-      if (!it->compared) {
-        values.emplace_back();
-        labels.emplace_back("not compared");
-        continue;
-      }
-      values.push_back(it->delta.value);
-      switch (it->delta.verdict) {
-        case compare::Verdict::kWin:
-          labels.emplace_back("win");
-          break;
-        case compare::Verdict::kTie:
-          labels.emplace_back("tie");
-          break;
-        case compare::Verdict::kLoss:
-          labels.emplace_back("loss");
-          break;
-        case compare::Verdict::kNoInterval:
-          labels.emplace_back("no interval");
-          break;
-        case compare::Verdict::kNotApplicable:
-          labels.emplace_back();
-          break;
-      }
-    }
-    h.values.push_back(std::move(values));
-    h.cell_labels.push_back(std::move(labels));
+    add_heatmap_row(h, grid, model, arm, columns);
   }
   const std::string caption =
       "Δ output tok/s = (arm / " + b.baseline +

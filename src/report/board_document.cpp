@@ -1,7 +1,7 @@
 // The board as one document model (README.md, report.html and console text render it): one
-// Builder method per section, all reading the same board and placing the same figures. Over
-// 700 lines because it is one builder; splitting it by section is open work of issue 12
-// (its `methodology` section alone is 142 lines).
+// Builder method per section, all reading the same board and placing the same figures. The
+// methodology section, which reads nothing but the board, is its own file
+// (board_methodology.cpp).
 #include "report/board_document.h"
 
 #include <algorithm>
@@ -10,11 +10,12 @@
 #include <set>
 
 #include "compare/select.h"
+#include "report/board_methodology.h"
+#include "report/document_blocks.h"
 #include "report/format.h"
 
 namespace dyno::report {
 
-namespace json = boost::json;
 using compare::ArmCell;
 using compare::Board;
 using compare::Cell;
@@ -24,40 +25,19 @@ using compare::Comparison;
 using compare::ComparisonStatus;
 using compare::Delta;
 using compare::MetricDef;
-using compare::RunRecord;
 using Part = compare::Section;
 using compare::Verdict;
 
+using blocks::b;
+using blocks::bullets;
+using blocks::c;
+using blocks::cell_text;
+using blocks::join;
+using blocks::paragraph;
+using blocks::t;
+using blocks::table_block;
+
 namespace {
-
-Span t(std::string s) { return {std::move(s), false, false}; }
-Span b(std::string s) { return {std::move(s), true, false}; }
-Span c(std::string s) { return {std::move(s), false, true}; }
-
-TableCell cell_text(std::string s, std::optional<double> sort = std::nullopt) {
-  return {{t(std::move(s))}, sort};
-}
-
-Block paragraph(Inline text) {
-  Block bl;
-  bl.kind = Block::Kind::kParagraph;
-  bl.text = std::move(text);
-  return bl;
-}
-
-Block bullets(std::vector<Inline> items, bool numbered = false) {
-  Block bl;
-  bl.kind = numbered ? Block::Kind::kNumbered : Block::Kind::kBullets;
-  bl.items = std::move(items);
-  return bl;
-}
-
-Block table_block(Table tb) {
-  Block bl;
-  bl.kind = Block::Kind::kTable;
-  bl.table = std::move(tb);
-  return bl;
-}
 
 const MetricDef& metric(const std::string& key) { return *compare::find_metric(key); }
 
@@ -141,12 +121,6 @@ std::vector<std::string> compared_arms(const Board& bd) {
   for (const auto& a : bd.arms) {
     if (a != bd.baseline) out.push_back(a);
   }
-  return out;
-}
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
   return out;
 }
 
@@ -640,189 +614,9 @@ class Builder {
     s.blocks.push_back(table_block(std::move(tb)));
   }
 
-  // ---- methodology ----------------------------------------------------------------------
+  // ---- methodology (board_methodology.cpp) ----------------------------------------------
 
-  /// Distinct descriptions of the runs per arm: "all arms: X" when they agree.
-  template <typename Describe>
-  Inline per_arm(const std::string& what, Describe describe) const {
-    std::vector<std::pair<std::string, std::vector<std::string>>> values;
-    for (const auto& arm : bd_.arms) {
-      std::vector<std::string> distinct;
-      for (const auto& cl : bd_.cells) {
-        const ArmCell* a = cl.arm(arm);
-        if (a == nullptr) continue;
-        for (const auto& r : a->runs) {
-          const std::string d = describe(*r);
-          if (std::find(distinct.begin(), distinct.end(), d) == distinct.end()) {
-            distinct.push_back(d);
-          }
-        }
-      }
-      if (!distinct.empty()) values.emplace_back(arm, distinct);
-    }
-    Inline out{b(what + ": ")};
-    bool same = !values.empty();
-    for (const auto& v : values) same = same && v.second == values.front().second;
-    if (same) {
-      out.push_back(t("all arms: " + join(values.front().second, "; ") + "."));
-      return out;
-    }
-    std::vector<std::string> parts;
-    for (const auto& [arm, ds] : values) parts.push_back(arm + ": " + join(ds, "; "));
-    out.push_back(t(join(parts, " · ") + "."));
-    return out;
-  }
-
-  static std::string text_at(const json::object& o, const std::string& path,
-                             const std::string& fallback = "unknown") {
-    const json::value* v = compare::find_path(o, path);
-    if (v == nullptr || v->is_null()) return fallback;
-    if (v->is_object() || v->is_array()) return compare::canonical_text(*v);
-    return compare::scalar_text(*v);
-  }
-
-  void methodology() {
-    Section& s = section("Methodology");
-    std::vector<Inline> items;
-    {
-      std::vector<std::string> parts;
-      for (const auto& arm : bd_.arms) {
-        const auto it = bd_.selectors.find(arm);
-        std::string p = arm + (arm == bd_.baseline ? " (baseline)" : "");
-        if (it != bd_.selectors.end() && !it->second.empty()) p += " = " + join(it->second, " + ");
-        parts.push_back(p);
-      }
-      items.push_back(
-          {b("Arms: "), t(join(parts, "; ") +
-                          ". Runs are paired by model, "
-                          "protocol and protocol cell" +
-                          (bd_.spec_file_sha256.empty() ? std::string(".")
-                                                        : "; the board spec file (sha256 " +
-                                                              short_hash(bd_.spec_file_sha256) +
-                                                              ") maps cells explicitly."))});
-    }
-    items.push_back(per_arm("Engine", [](const RunRecord& r) {
-      const json::object& m = r.manifest;
-      std::string d = text_at(m, "engine.name", "unidentified engine") + " " +
-                      text_at(m, "engine.version", "(version unknown)") + " (" +
-                      text_at(m, "engine.reached.kind") + ")";
-      if (const auto p = compare::string_at(m, "engine.sim_profile.name")) d += ", profile " + *p;
-      d += ", engine args " + text_at(m, "engine.engine_args", "{}");
-      return d;
-    }));
-    items.push_back(per_arm("Model", [](const RunRecord& r) {
-      const json::object& m = r.manifest;
-      return text_at(m, "model.id") + ", revision " + text_at(m, "model.revision") +
-             ", fingerprint " + short_hash(text_at(m, "model.fingerprint"));
-    }));
-    items.push_back(per_arm("Protocol", [](const RunRecord& r) {
-      const json::object& m = r.manifest;
-      std::string d = text_at(m, "workload.protocol.name", "run") + " v" +
-                      text_at(m, "workload.protocol.version", "1");
-      const json::value* params = compare::find_path(m, "workload.protocol.params");
-      if (params != nullptr && params->is_object() && !params->get_object().empty()) {
-        std::vector<std::string> kv;
-        for (const auto& p : params->get_object()) {
-          const std::string v = p.value().is_object() || p.value().is_array()
-                                    ? compare::canonical_text(p.value())
-                                    : compare::scalar_text(p.value());
-          kv.push_back(std::string(p.key()) + "=" + short_hash(v));
-        }
-        d += " (" + join(kv, ", ") + ")";
-      }
-      return d;
-    }));
-    items.push_back(per_arm("Workload", [](const RunRecord& r) {
-      const json::object& m = r.manifest;
-      return text_at(m, "workload.api") + " API, stream " +
-             text_at(m, "workload.request_stream.source") + " (sha256 " +
-             short_hash(text_at(m, "workload.request_stream.sha256")) + ", " +
-             text_at(m, "workload.request_stream.count") + " requests), sampling " +
-             text_at(m, "workload.sampling") + ", " + text_at(m, "workload.warmup_requests", "0") +
-             " warm-up";
-    }));
-    items.push_back(per_arm("Load", [](const RunRecord& r) {
-      const json::object& m = r.manifest;
-      const std::string mode = text_at(m, "load.mode");
-      if (mode == "open") {
-        return "open loop, " + text_at(m, "load.rate_per_s") + " req/s, " +
-               text_at(m, "load.arrival") + " arrivals";
-      }
-      return "closed loop, concurrency " + text_at(m, "load.concurrency") + ", " +
-             text_at(m, "load.requests") + " requests";
-    }));
-    items.push_back(per_arm("Hardware", [](const RunRecord& r) {
-      const json::object& m = r.manifest;
-      std::string d =
-          text_at(m, "hardware.cpu_model") + " (" + text_at(m, "hardware.cpu_cores") + " cores)";
-      const json::value* gpus = compare::find_path(m, "hardware.gpus");
-      if (gpus == nullptr || !gpus->is_array() || gpus->get_array().empty()) {
-        return d + ", no GPU recorded";
-      }
-      std::map<std::string, int> names;
-      std::set<std::string> drivers;
-      for (const auto& g : gpus->get_array()) {
-        if (!g.is_object()) continue;
-        names[text_at(g.get_object(), "name")] += 1;
-        drivers.insert(text_at(g.get_object(), "driver"));
-      }
-      std::vector<std::string> parts;
-      for (const auto& [n, k] : names) parts.push_back(std::to_string(k) + "× " + n);
-      return d + ", " + join(parts, ", ") + ", driver " +
-             join(std::vector<std::string>(drivers.begin(), drivers.end()), "/");
-    }));
-    items.push_back(per_arm("Harness", [](const RunRecord& r) {
-      const json::object& m = r.manifest;
-      const json::value* dirty = compare::find_path(m, "harness.git_dirty");
-      return text_at(m, "harness.name", "dyno") + " " + text_at(m, "harness.version") + " at " +
-             short_hash(text_at(m, "harness.git_commit")) +
-             (dirty != nullptr && dirty->is_bool()
-                  ? (dirty->get_bool() ? " (modified tree)" : " (clean tree)")
-                  : "") +
-             ", executable sha256 " + short_hash(text_at(m, "harness.executable_sha256"));
-    }));
-    items.push_back(per_arm("Telemetry", [](const RunRecord& r) {
-      return text_at(r.manifest, "telemetry.mode") + ", energy " +
-             (compare::number_at(r.summary, "energy.energy_j")
-                  ? "scope " + text_at(r.summary, "energy.scope")
-                  : "not measured");
-    }));
-    items.push_back(per_arm("Figures", [](const RunRecord& r) {
-      return text_at(r.summary, "definition_set") +
-             "; percentiles: " + text_at(r.summary, "percentile_method");
-    }));
-    const auto& bs = bd_.bootstrap;
-    items.push_back(
-        {b("Intervals: "),
-         t(number(bs.confidence * 100.0, 0) + " % percentile bootstrap, " +
-           std::to_string(bs.resamples) + " resamples, seed " + std::to_string(bs.seed) +
-           ". Over requests: each arm's measured requests are resampled with replacement and "
-           "the figure recomputed (rates as ratios of per-request sums over per-request "
-           "occupancy, latencies as percentiles); at least " +
-           std::to_string(bs.min_requests) +
-           " requests per arm. Over repetitions when each arm "
-           "has at least " +
-           std::to_string(bs.min_repetitions) +
-           ": the repetitions' figures are resampled and their medians compared.")});
-    items.push_back({b("Verdicts: "),
-                     t("a delta is a win when its whole interval is above 0, a loss when below, "
-                       "otherwise a tie; without an interval it is neither.")});
-    {
-      std::vector<std::string> req, rep, ign;
-      for (const auto& d : compare::check_catalog()) {
-        const auto l = bd_.policy.level(d.name);
-        (l == CheckLevel::kRequired   ? req
-         : l == CheckLevel::kReported ? rep
-                                      : ign)
-            .push_back(d.label);
-      }
-      std::string p = "required (a failure means the cell is not compared): " + join(req, ", ");
-      if (!rep.empty()) p += "; reported: " + join(rep, ", ");
-      if (!ign.empty()) p += "; ignored: " + join(ign, ", ");
-      items.push_back({b("Fairness policy: "), t(p + ".")});
-    }
-    s.blocks.push_back(bullets(std::move(items)));
-  }
+  void methodology() { doc_.sections.push_back(methodology_section(bd_)); }
 
   // ---- findings, unpaired, files --------------------------------------------------------
 

@@ -132,17 +132,11 @@ struct Conn {
 // socket, read without consuming them; steady now when the kernel gave none.
 inline std::int64_t peek_arrival_ns(tcp::socket& socket) {
   char byte = 0;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
   const std::int64_t now = steady_ns();
-  if (::recvmsg(socket.native_handle(), &msg, MSG_PEEK | MSG_DONTWAIT) < 1) return now;
-  const std::optional<std::int64_t> t = transport::kernel_receive_ns(msg);
-  return t ? std::min(now, *t) : now;
+  const transport::TimedRecv r =
+      transport::recv_timed(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (r.bytes < 1) return now;
+  return r.receive_ns ? std::min(now, *r.receive_ns) : now;
 }
 
 // One completion request in flight: what the engine renders for its connection's writer.

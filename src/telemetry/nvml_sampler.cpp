@@ -136,6 +136,14 @@ class NvmlSampler final : public Sampler {
   }
   void close();
   std::string describe(Return rc) const;
+  // The steps of probe(); each that can fail returns why the source is unavailable.
+  std::optional<std::string> open_library(Probe& p);
+  std::optional<std::string> resolve_required();
+  void resolve_optional(Probe& p);
+  std::optional<std::string> initialise();
+  std::string read_driver_version(Probe& p) const;
+  /// Probes each device into devices_ and p.devices; false when none has a capability.
+  bool probe_devices(Probe& p, unsigned count, const std::string& driver);
   void probe_device(Device& d, DeviceIdentity& id);
   Return read_fields(const Device& d, const std::vector<unsigned>& ids,
                      std::vector<nvml::FieldValue>& values) const;
@@ -304,12 +312,7 @@ void NvmlSampler::probe_device(Device& d, DeviceIdentity& id) {
   if (!probe_errors.empty()) id.details["probe_errors"] = probe_errors;
 }
 
-Probe NvmlSampler::probe() {
-  if (probed_) return probe_;
-  probed_ = true;
-  Probe p;
-  p.source = "nvml";
-
+std::optional<std::string> NvmlSampler::open_library(Probe& p) {
   library_ = requested_library_;
   if (library_.empty()) {
     const char* env = std::getenv("DYNO_NVML_LIBRARY");
@@ -321,10 +324,12 @@ Probe NvmlSampler::probe() {
   lib_ = dlopen(library_.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib_ == nullptr) {
     const char* err = dlerror();
-    return probe_ = unavailable(p, library_ + " not found (no NVIDIA driver?): " +
-                                       (err != nullptr ? err : "dlopen failed"));
+    return library_ + " not found (no NVIDIA driver?): " + (err != nullptr ? err : "dlopen failed");
   }
+  return std::nullopt;
+}
 
+std::optional<std::string> NvmlSampler::resolve_required() {
   resolve(lib_, "nvmlInit_v2", api_.init);
   resolve(lib_, "nvmlShutdown", api_.shutdown);
   resolve(lib_, "nvmlDeviceGetCount_v2", api_.device_count);
@@ -340,10 +345,13 @@ Probe NvmlSampler::probe() {
   require(reinterpret_cast<const void*>(api_.device_count), "nvmlDeviceGetCount_v2");
   require(reinterpret_cast<const void*>(api_.handle_by_index), "nvmlDeviceGetHandleByIndex_v2");
   if (!missing_required.empty()) {
-    return probe_ = unavailable(p, library_ + " lacks required NVML symbol(s) " + missing_required +
-                                       " (driver too old or not NVML?)");
+    return library_ + " lacks required NVML symbol(s) " + missing_required +
+           " (driver too old or not NVML?)";
   }
+  return std::nullopt;
+}
 
+void NvmlSampler::resolve_optional(Probe& p) {
   std::string missing;
   auto optional = [&](const char* symbol, auto& fn) {
     resolve(lib_, symbol, fn);
@@ -377,17 +385,22 @@ Probe NvmlSampler::probe() {
   if (api_.clocks_event_reasons == nullptr) p.details.erase("throttle_symbol");
   if (api_.compute_processes == nullptr) p.details.erase("processes_symbol");
   if (!missing.empty()) p.details["missing_symbols"] = missing;
+}
 
-  Return rc = api_.init();
+std::optional<std::string> NvmlSampler::initialise() {
+  const Return rc = api_.init();
   if (rc != nvml::kSuccess) {
     std::string hint;
     if (rc == nvml::kDriverNotLoaded) hint = " - is the NVIDIA kernel driver loaded?";
     if (rc == nvml::kNoPermission) hint = " - no permission to the NVIDIA device files";
     if (rc == nvml::kLibRmVersionMismatch) hint = " - driver/library version mismatch: reboot?";
-    return probe_ = unavailable(p, "nvmlInit_v2 failed: " + describe(rc) + hint);
+    return "nvmlInit_v2 failed: " + describe(rc) + hint;
   }
   initialised_ = true;
+  return std::nullopt;
+}
 
+std::string NvmlSampler::read_driver_version(Probe& p) const {
   std::string driver;
   if (api_.driver_version != nullptr) {
     char buf[nvml::kDriverVersionBufferSize] = {};
@@ -396,14 +409,10 @@ Probe NvmlSampler::probe() {
       p.details["driver_version"] = driver;
     }
   }
+  return driver;
+}
 
-  unsigned count = 0;
-  rc = api_.device_count(&count);
-  if (rc != nvml::kSuccess) {
-    return probe_ = unavailable(p, "nvmlDeviceGetCount_v2 failed: " + describe(rc));
-  }
-  if (count == 0) return probe_ = unavailable(p, "NVML initialised but reports 0 devices");
-
+bool NvmlSampler::probe_devices(Probe& p, unsigned count, const std::string& driver) {
   bool any_capability = false;
   for (unsigned i = 0; i < count; ++i) {
     Device d;
@@ -412,7 +421,7 @@ Probe NvmlSampler::probe() {
     id.kind = "gpu";
     id.index = static_cast<int>(i);
     id.driver = driver;
-    rc = api_.handle_by_index(i, &d.handle);
+    const Return rc = api_.handle_by_index(i, &d.handle);
     if (rc != nvml::kSuccess) {
       d.handle = nullptr;
       id.details["error"] = "nvmlDeviceGetHandleByIndex_v2 failed: " + describe(rc);
@@ -424,7 +433,27 @@ Probe NvmlSampler::probe() {
     devices_.push_back(std::move(d));
     p.devices.push_back(std::move(id));
   }
-  if (!any_capability) {
+  return any_capability;
+}
+
+Probe NvmlSampler::probe() {
+  if (probed_) return probe_;
+  probed_ = true;
+  Probe p;
+  p.source = "nvml";
+  if (auto failure = open_library(p)) return probe_ = unavailable(p, *failure);
+  if (auto failure = resolve_required()) return probe_ = unavailable(p, *failure);
+  resolve_optional(p);
+  if (auto failure = initialise()) return probe_ = unavailable(p, *failure);
+  const std::string driver = read_driver_version(p);
+
+  unsigned count = 0;
+  const Return rc = api_.device_count(&count);
+  if (rc != nvml::kSuccess) {
+    return probe_ = unavailable(p, "nvmlDeviceGetCount_v2 failed: " + describe(rc));
+  }
+  if (count == 0) return probe_ = unavailable(p, "NVML initialised but reports 0 devices");
+  if (!probe_devices(p, count, driver)) {
     return probe_ = unavailable(p, "NVML initialised but reports no supported metric");
   }
   p.available = true;

@@ -259,14 +259,9 @@ void Connection::on_readable(std::uint64_t generation, const error_code& ec) {
       });
       return;
     }
-    iovec iov{read_buffer_.get(), kReadBufferSize};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    const ssize_t n = ::recvmsg(plain_->native_handle(), &msg, MSG_DONTWAIT);
+    const TimedRecv r =
+        recv_timed(plain_->native_handle(), read_buffer_.get(), kReadBufferSize, MSG_DONTWAIT);
+    const ssize_t n = r.bytes;
     const std::int64_t now = steady_now_ns();
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -280,7 +275,7 @@ void Connection::on_readable(std::uint64_t generation, const error_code& ec) {
     }
     acknowledge_now();
     // Never before the request was sent or after now (the clocks' offset is read per call).
-    std::int64_t t_ns = kernel_receive_ns(msg).value_or(now);
+    std::int64_t t_ns = r.receive_ns.value_or(now);
     t_ns = std::clamp(t_ns, std::max(sent_ns_, read_ns_), std::max(now, sent_ns_));
     response_started_ = true;
     if (!process(t_ns, read_buffer_.get(), static_cast<std::size_t>(n))) return;

@@ -1,5 +1,6 @@
 #include "transport/kernel_time.h"
 
+#include <sys/uio.h>
 #include <time.h>
 
 #include <cstring>
@@ -27,6 +28,20 @@ std::optional<std::int64_t> kernel_receive_ns(const msghdr& msg) {
     return rx.tv_sec * 1'000'000'000LL + rx.tv_nsec - offset;
   }
   return std::nullopt;
+}
+
+TimedRecv recv_timed(int fd, void* data, std::size_t size, int flags) {
+  iovec iov{data, size};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  TimedRecv r;
+  r.bytes = ::recvmsg(fd, &msg, flags);
+  if (r.bytes > 0) r.receive_ns = kernel_receive_ns(msg);
+  return r;
 }
 
 }  // namespace dyno::transport

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <sys/socket.h>
+#include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -18,5 +20,16 @@ void enable_receive_timestamps(int fd);
 /// recvmsg() returned, moved onto CLOCK_MONOTONIC (the clocks' offset read now); nullopt when
 /// the message carried no timestamp.
 std::optional<std::int64_t> kernel_receive_ns(const msghdr& msg);
+
+/// What recv_timed() read.
+struct TimedRecv {
+  ssize_t bytes = 0;                       ///< recvmsg()'s result; errno is set when < 0
+  std::optional<std::int64_t> receive_ns;  ///< kernel_receive_ns() when bytes > 0
+};
+
+/// One recvmsg() of up to `size` bytes into `data` (`flags`: MSG_DONTWAIT, MSG_PEEK, ...) with
+/// room for the receive timestamp, and that timestamp. One syscall, no allocation: for the
+/// client's read loop and the simulated engine's peek alike.
+TimedRecv recv_timed(int fd, void* data, std::size_t size, int flags);
 
 }  // namespace dyno::transport

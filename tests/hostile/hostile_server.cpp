@@ -43,6 +43,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -102,9 +103,9 @@ void hang(int fd) {
   }
 }
 
-/// Serves one completion request; returns false when the connection must end.
-bool serve_completion(int fd, const std::string& authorization) {
-  const std::string& m = g_mode;
+/// A correct stream, maybe slow or oddly framed: ok, slow_headers, close_each, nagle,
+/// two_threads. Nothing when the mode is none of these.
+std::optional<bool> serve_correct(int fd, const std::string& m) {
   if (m == "ok" || m == "slow_headers" || m == "close_each" || m == "nagle" || m == "two_threads") {
     std::string head =
         std::string(kSseHead) + (m == "close_each" ? "Connection: close\r\n" : "") + "\r\n";
@@ -127,24 +128,13 @@ bool serve_completion(int fd, const std::string& authorization) {
     }
     return send_all(fd, head + answer_body(true)) && m != "close_each";
   }
-  if (m == "no_done") return send_all(fd, std::string(kSseHead) + "\r\n" + answer_body(false));
-  if (m == "reset_mid") {
-    send_all(fd, std::string(kSseHead) + "\r\n" + chunk(event("a")) + chunk(event("b")));
-    sleep_ms(20);
-    linger l{1, 0};  // close with RST
-    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-    return false;
-  }
-  if (m == "stall_before") {
-    send_all(fd, std::string(kSseHead) + "\r\n");
-    hang(fd);
-    return false;
-  }
-  if (m == "stall_after") {
-    send_all(fd, std::string(kSseHead) + "\r\n" + chunk(event("a")));
-    hang(fd);
-    return false;
-  }
+  return std::nullopt;
+}
+
+/// A response that is not a stream: an error status, a redirect, gzip, an empty or HTML
+/// 200, the API key echoed. Nothing when the mode is none of these.
+std::optional<bool> serve_error_response(int fd, const std::string& m,
+                                         const std::string& authorization) {
   if (m == "status_429") {
     return send_all(fd, plain_response("429 Too Many Requests", "application/json",
                                        R"({"error":{"message":"slow down","code":429}})",
@@ -154,6 +144,34 @@ bool serve_completion(int fd, const std::string& authorization) {
     return send_all(fd, plain_response("500 Internal Server Error", "text/plain",
                                        "engine failed: \xff\xfe\xc3( bad bytes \xed\xa0\x80"));
   }
+  if (m == "redirect") {
+    return send_all(fd, plain_response("307 Temporary Redirect", "text/plain", "moved",
+                                       "Location: http://127.0.0.1:1/v1/chat/completions\r\n"));
+  }
+  if (m == "gzip") {
+    const std::string gz(
+        "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00", 20);
+    return send_all(
+        fd, plain_response("200 OK", "text/event-stream", gz, "Content-Encoding: gzip\r\n"));
+  }
+  if (m == "empty_200") return send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+  if (m == "html_200") {
+    return send_all(fd, plain_response("200 OK", "text/html; charset=utf-8",
+                                       "<html><body><form>Sign in</form></body></html>"));
+  }
+  if (m == "echo_key") {
+    return send_all(
+        fd, plain_response("401 Unauthorized", "application/json",
+                           "{\"error\":{\"message\":\"invalid key: " + authorization + "\"}}"));
+  }
+  return std::nullopt;
+}
+
+/// A stream whose content is wrong: no [DONE], garbage between events, bad JSON, a huge
+/// line, NUL bytes, bad UTF-8, the API key streamed back. Nothing when the mode is none of these.
+std::optional<bool> serve_bad_stream(int fd, const std::string& m,
+                                     const std::string& authorization) {
+  if (m == "no_done") return send_all(fd, std::string(kSseHead) + "\r\n" + answer_body(false));
   if (m == "garbage_sse") {
     std::string body = chunk("this is not an SSE field\n") + chunk("::::\nretry: x\n\n");
     body += chunk("event: nonsense\nid: 7\n");
@@ -187,24 +205,40 @@ bool serve_completion(int fd, const std::string& authorization) {
     }
     return send_all(fd, std::string(kSseHead) + "\r\n" + body + answer_body(true));
   }
+  if (m == "echo_key_stream") {
+    const std::string key =
+        authorization.rfind("Bearer ", 0) == 0 ? authorization.substr(7) : authorization;
+    const std::size_t half = key.size() / 2;
+    std::string body = chunk(event("your key is ")) + chunk(event(key.substr(0, half))) +
+                       chunk(event(key.substr(half)));
+    return send_all(fd, std::string(kSseHead) + "\r\n" + body + answer_body(true));
+  }
+  return std::nullopt;
+}
+
+/// A connection that breaks: reset, stalled, cut mid-chunk, closed to end the body, huge
+/// headers, never ending. Nothing when the mode is none of these.
+std::optional<bool> serve_bad_connection(int fd, const std::string& m) {
+  if (m == "reset_mid") {
+    send_all(fd, std::string(kSseHead) + "\r\n" + chunk(event("a")) + chunk(event("b")));
+    sleep_ms(20);
+    linger l{1, 0};  // close with RST
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    return false;
+  }
+  if (m == "stall_before") {
+    send_all(fd, std::string(kSseHead) + "\r\n");
+    hang(fd);
+    return false;
+  }
+  if (m == "stall_after") {
+    send_all(fd, std::string(kSseHead) + "\r\n" + chunk(event("a")));
+    hang(fd);
+    return false;
+  }
   if (m == "truncated") {
     send_all(fd, std::string(kSseHead) + "\r\n" + chunk(event("a")) + "40\r\ndata: {\"cho");
     return false;
-  }
-  if (m == "redirect") {
-    return send_all(fd, plain_response("307 Temporary Redirect", "text/plain", "moved",
-                                       "Location: http://127.0.0.1:1/v1/chat/completions\r\n"));
-  }
-  if (m == "gzip") {
-    const std::string gz(
-        "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00", 20);
-    return send_all(
-        fd, plain_response("200 OK", "text/event-stream", gz, "Content-Encoding: gzip\r\n"));
-  }
-  if (m == "empty_200") return send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
-  if (m == "html_200") {
-    return send_all(fd, plain_response("200 OK", "text/html; charset=utf-8",
-                                       "<html><body><form>Sign in</form></body></html>"));
   }
   if (m == "http10") {
     std::string body;
@@ -232,19 +266,16 @@ bool serve_completion(int fd, const std::string& authorization) {
     }
     return false;
   }
-  if (m == "echo_key") {
-    return send_all(
-        fd, plain_response("401 Unauthorized", "application/json",
-                           "{\"error\":{\"message\":\"invalid key: " + authorization + "\"}}"));
-  }
-  if (m == "echo_key_stream") {
-    const std::string key =
-        authorization.rfind("Bearer ", 0) == 0 ? authorization.substr(7) : authorization;
-    const std::size_t half = key.size() / 2;
-    std::string body = chunk(event("your key is ")) + chunk(event(key.substr(0, half))) +
-                       chunk(event(key.substr(half)));
-    return send_all(fd, std::string(kSseHead) + "\r\n" + body + answer_body(true));
-  }
+  return std::nullopt;
+}
+
+/// Serves one completion request; returns false when the connection must end.
+bool serve_completion(int fd, const std::string& authorization) {
+  const std::string& m = g_mode;
+  if (const auto r = serve_correct(fd, m)) return *r;
+  if (const auto r = serve_error_response(fd, m, authorization)) return *r;
+  if (const auto r = serve_bad_stream(fd, m, authorization)) return *r;
+  if (const auto r = serve_bad_connection(fd, m)) return *r;
   std::fprintf(stderr, "hostile_server: unknown mode %s\n", m.c_str());
   return false;
 }

@@ -27,6 +27,19 @@ struct Result {
   std::string err;
 };
 
+/// The board's charts (SVG and PNG each); no telemetry, so no power or energy.
+const std::vector<std::string> kCharts = {"throughput-by-concurrency",
+                                          "delta-heatmap",
+                                          "serving-tradeoff",
+                                          "prefill-by-concurrency",
+                                          "prefill-per-user-by-concurrency",
+                                          "e2e-latency-cdf",
+                                          "ttft-cdf"};
+
+std::string verdict(const json::object& comparison, const char* metric) {
+  return std::string(comparison.at("deltas").at(metric).at("verdict").as_string());
+}
+
 class Report : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = dyno::testing::make_temp_dir("dyno-report-it"); }
@@ -73,13 +86,99 @@ class Report : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 
+  /// SHA256SUMS holds every file, and sha256sum agrees; returns how many it lists.
+  int expect_sums_agree(const fs::path& board) {
+    std::ifstream sums(board / "SHA256SUMS");
+    std::string line;
+    int listed = 0;
+    while (std::getline(sums, line)) {
+      Child c({"/usr/bin/sha256sum", (board / line.substr(66)).string()},
+              (dir_ / "sum.out").string(), (dir_ / "sum.err").string());
+      EXPECT_EQ(c.wait(), 0);
+      EXPECT_EQ(c.out().substr(0, 64), line.substr(0, 64)) << line;
+      ++listed;
+    }
+    return listed;
+  }
+
+  /// The charts: SVG and PNG of each, in README.md and report.html, and none of power or energy.
+  void expect_charts(const fs::path& board, const std::string& report_out) {
+    EXPECT_NE(report_out.find(std::to_string(kCharts.size()) + " charts"), std::string::npos)
+        << report_out;
+    const std::string readme_text = Child::slurp((board / "README.md").string());
+    const std::string html = Child::slurp((board / "report.html").string());
+    for (const auto& stem : kCharts) {
+      SCOPED_TRACE(stem);
+      const std::string png = Child::slurp((board / (stem + ".png")).string());
+      ASSERT_GT(png.size(), 24u);
+      EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+      const std::string svg = Child::slurp((board / (stem + ".svg")).string());
+      EXPECT_NE(svg.find("<svg"), std::string::npos);
+      EXPECT_NE(readme_text.find("](" + stem + ".png)"), std::string::npos);
+      EXPECT_NE(html.find("<figure id=\"fig-" + stem + "\">"), std::string::npos);
+    }
+    EXPECT_FALSE(fs::exists(board / "power-timeline.png"));
+    // One panel, one model: the throughput chart at its default size, 960 × 600.
+    const std::string png = Child::slurp((board / "throughput-by-concurrency.png").string());
+    const auto be32 = [&png](std::size_t at) {
+      std::uint32_t v = 0;
+      for (std::size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(png[at + i]);
+      return v;
+    };
+    EXPECT_EQ(png.substr(12, 4), "IHDR");
+    EXPECT_EQ(be32(16), 960u);
+    EXPECT_EQ(be32(20), 600u);
+    std::size_t inlined = 0;
+    for (auto pos = html.find("<svg "); pos != std::string::npos;
+         pos = html.find("<svg ", pos + 1)) {
+      ++inlined;
+    }
+    EXPECT_EQ(inlined, kCharts.size());
+  }
+
+  /// board.json: in every cell the faster engine wins the headline figures; the checks a sim
+  /// can pass pass, and the identities it lacks are unresolved.
+  void expect_fast_wins(const fs::path& board) {
+    const json::object ledger =
+        json::parse(Child::slurp((board / "board.json").string())).as_object();
+    EXPECT_EQ(ledger.at("status").as_string(), "unresolved_allowed");
+    const auto& cells = ledger.at("cells").as_array();
+    ASSERT_EQ(cells.size(), 2u);
+    for (const auto& cv : cells) {
+      const auto& cell = cv.as_object();
+      const auto& cmp = cell.at("comparisons").as_array().at(0).as_object();
+      SCOPED_TRACE(std::string(cell.at("id").as_string()));
+      EXPECT_EQ(cmp.at("status").as_string(), "compared");
+      // The faster engine: more tokens and requests per second, faster decode, lower latency.
+      EXPECT_EQ(verdict(cmp, "output_tokens_per_s"), "win");
+      EXPECT_EQ(verdict(cmp, "requests_per_s"), "win");
+      EXPECT_EQ(verdict(cmp, "decode_tokens_per_s"), "win");
+      EXPECT_EQ(verdict(cmp, "tpot_p50_ms"), "win");
+      EXPECT_EQ(verdict(cmp, "e2e_p50_ms"), "win");
+      const auto& d = cmp.at("deltas").at("output_tokens_per_s").as_object();
+      EXPECT_GT(d.at("low").to_number<double>(), 0.0);
+      EXPECT_EQ(d.at("method").as_string(), "bootstrap_requests");
+      // The requests, stream, load and harness match; the identities a sim lacks are unresolved.
+      for (const auto& ch : cmp.at("checks").as_array()) {
+        const std::string name(ch.at("name").as_string());
+        const std::string outcome(ch.at("outcome").as_string());
+        if (name == "request_stream" || name == "request_count" || name == "sampling" ||
+            name == "load" || name == "harness") {
+          EXPECT_EQ(outcome, "pass") << name;
+        }
+        if (name == "model_fingerprint" || name == "driver" || name == "gpu_model") {
+          EXPECT_EQ(outcome, "unresolved") << name;
+        }
+      }
+    }
+    for (const auto& t : ledger.at("tallies").as_array()) {
+      EXPECT_EQ(t.at("wins").to_number<int>(), 2) << json::serialize(t);
+    }
+  }
+
   fs::path runs() const { return dir_ / "runs"; }
   fs::path dir_;
 };
-
-std::string verdict(const json::object& comparison, const char* metric) {
-  return std::string(comparison.at("deltas").at(metric).at("verdict").as_string());
-}
 
 TEST_F(Report, AFasterSimulatedEngineWinsEveryCellOfTheBoard) {
   // The same model, workload and harness; only the engine step time differs (2 ms vs 12 ms).
@@ -107,91 +206,10 @@ TEST_F(Report, AFasterSimulatedEngineWinsEveryCellOfTheBoard) {
   for (const char* f : {"README.md", "report.html", "board.json", "board.csv", "SHA256SUMS"}) {
     EXPECT_TRUE(fs::exists(board / f)) << f;
   }
-  // SHA256SUMS holds every file, and sha256sum agrees.
-  std::ifstream sums(board / "SHA256SUMS");
-  std::string line;
-  int listed = 0;
-  while (std::getline(sums, line)) {
-    Child c({"/usr/bin/sha256sum", (board / line.substr(66)).string()}, (dir_ / "sum.out").string(),
-            (dir_ / "sum.err").string());
-    EXPECT_EQ(c.wait(), 0);
-    EXPECT_EQ(c.out().substr(0, 64), line.substr(0, 64)) << line;
-    ++listed;
-  }
-  // The charts: SVG and PNG of each, from the board; no telemetry, so no power or energy.
-  const std::vector<std::string> charts = {"throughput-by-concurrency",
-                                           "delta-heatmap",
-                                           "serving-tradeoff",
-                                           "prefill-by-concurrency",
-                                           "prefill-per-user-by-concurrency",
-                                           "e2e-latency-cdf",
-                                           "ttft-cdf"};
-  EXPECT_EQ(listed, 4 + 2 * static_cast<int>(charts.size()));
-  EXPECT_NE(r.out.find(std::to_string(charts.size()) + " charts"), std::string::npos) << r.out;
-  const std::string readme_text = Child::slurp((board / "README.md").string());
-  const std::string html = Child::slurp((board / "report.html").string());
-  for (const auto& stem : charts) {
-    SCOPED_TRACE(stem);
-    const std::string png = Child::slurp((board / (stem + ".png")).string());
-    ASSERT_GT(png.size(), 24u);
-    EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
-    const std::string svg = Child::slurp((board / (stem + ".svg")).string());
-    EXPECT_NE(svg.find("<svg"), std::string::npos);
-    EXPECT_NE(readme_text.find("](" + stem + ".png)"), std::string::npos);
-    EXPECT_NE(html.find("<figure id=\"fig-" + stem + "\">"), std::string::npos);
-  }
-  EXPECT_FALSE(fs::exists(board / "power-timeline.png"));
-  // One panel, one model: the throughput chart at its default size, 960 × 600.
-  const std::string png = Child::slurp((board / "throughput-by-concurrency.png").string());
-  const auto be32 = [&png](std::size_t at) {
-    std::uint32_t v = 0;
-    for (std::size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(png[at + i]);
-    return v;
-  };
-  EXPECT_EQ(png.substr(12, 4), "IHDR");
-  EXPECT_EQ(be32(16), 960u);
-  EXPECT_EQ(be32(20), 600u);
-  std::size_t inlined = 0;
-  for (auto pos = html.find("<svg "); pos != std::string::npos; pos = html.find("<svg ", pos + 1)) {
-    ++inlined;
-  }
-  EXPECT_EQ(inlined, charts.size());
+  EXPECT_EQ(expect_sums_agree(board), 4 + 2 * static_cast<int>(kCharts.size()));
+  ASSERT_NO_FATAL_FAILURE(expect_charts(board, r.out));
 
-  const json::object ledger =
-      json::parse(Child::slurp((board / "board.json").string())).as_object();
-  EXPECT_EQ(ledger.at("status").as_string(), "unresolved_allowed");
-  const auto& cells = ledger.at("cells").as_array();
-  ASSERT_EQ(cells.size(), 2u);
-  for (const auto& cv : cells) {
-    const auto& cell = cv.as_object();
-    const auto& cmp = cell.at("comparisons").as_array().at(0).as_object();
-    SCOPED_TRACE(std::string(cell.at("id").as_string()));
-    EXPECT_EQ(cmp.at("status").as_string(), "compared");
-    // The faster engine: more tokens and requests per second, faster decode, lower latency.
-    EXPECT_EQ(verdict(cmp, "output_tokens_per_s"), "win");
-    EXPECT_EQ(verdict(cmp, "requests_per_s"), "win");
-    EXPECT_EQ(verdict(cmp, "decode_tokens_per_s"), "win");
-    EXPECT_EQ(verdict(cmp, "tpot_p50_ms"), "win");
-    EXPECT_EQ(verdict(cmp, "e2e_p50_ms"), "win");
-    const auto& d = cmp.at("deltas").at("output_tokens_per_s").as_object();
-    EXPECT_GT(d.at("low").to_number<double>(), 0.0);
-    EXPECT_EQ(d.at("method").as_string(), "bootstrap_requests");
-    // The requests, stream, load and harness match; the identities a sim lacks are unresolved.
-    for (const auto& ch : cmp.at("checks").as_array()) {
-      const std::string name(ch.at("name").as_string());
-      const std::string outcome(ch.at("outcome").as_string());
-      if (name == "request_stream" || name == "request_count" || name == "sampling" ||
-          name == "load" || name == "harness") {
-        EXPECT_EQ(outcome, "pass") << name;
-      }
-      if (name == "model_fingerprint" || name == "driver" || name == "gpu_model") {
-        EXPECT_EQ(outcome, "unresolved") << name;
-      }
-    }
-  }
-  for (const auto& t : ledger.at("tallies").as_array()) {
-    EXPECT_EQ(t.at("wins").to_number<int>(), 2) << json::serialize(t);
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_fast_wins(board));
   // The board says at the top that it was rendered with unresolved identities.
   const std::string readme = Child::slurp((board / "README.md").string());
   const auto first_section = readme.find("\n## ");

@@ -47,6 +47,12 @@ std::string sqlite_text(const fs::path& db, const std::string& sql) {
   return out;
 }
 
+std::vector<std::string> ids(const json::array& rows) {
+  std::vector<std::string> out;
+  for (const auto& r : rows) out.emplace_back(r.at("run_id").as_string());
+  return out;
+}
+
 class Runs : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -106,17 +112,144 @@ class Runs : public ::testing::Test {
     return m[1];
   }
 
+  // The steps of ListShowDiffVerifyRemoveReindex, over runs a, b (a duplicate of a) and c.
+
+  /// list: the duplicate, every filter and sort, and the usage errors.
+  void check_list(const std::string& a, const std::string& b, const std::string& c) {
+    json::array rows = list_json();
+    ASSERT_EQ(ids(rows), (std::vector<std::string>{a, b, c}));
+    EXPECT_TRUE(rows[0].at("duplicate_of").is_null());
+    EXPECT_EQ(rows[1].at("duplicate_of"), json::value(a));
+    EXPECT_TRUE(rows[2].at("duplicate_of").is_null());
+    EXPECT_EQ(rows[2].at("concurrency"), json::value(4));
+    EXPECT_EQ(ids(list_json({"--label", "wide"})), std::vector<std::string>{c});
+    EXPECT_EQ(
+        ids(list_json({"--engine", "dyno-sim", "--protocol", "run", "--status", "ok"})).size(), 3u);
+    EXPECT_EQ(ids(list_json({"--sort", "started", "--desc", "--limit", "1"})),
+              std::vector<std::string>{c});
+    const std::vector<std::string> by_id = ids(list_json({"--sort", "id"}));
+    EXPECT_EQ(by_id.size(), 3u);
+    EXPECT_TRUE(std::is_sorted(by_id.begin(), by_id.end()));
+    EXPECT_EQ(ids(list_json({"--since", "2999-01-01"})).size(), 0u);
+
+    Result r = dyno({"runs", "list", "--runs-root", root_.string()});
+    EXPECT_EQ(r.code, 0);
+    EXPECT_NE(r.out.find("DUPLICATE OF"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("3 runs"), std::string::npos);
+    r = dyno({"runs", "list", "--runs-root", root_.string(), "--sort", "speed"});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("--sort"), std::string::npos);
+    r = dyno({"runs", "list", "--runs-root", root_.string(), "--since", "yesterday"});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("--since"), std::string::npos);
+    r = dyno({"runs", "list", "--runs-root", (dir_ / "nowhere").string()});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("does not exist"), std::string::npos);
+  }
+
+  /// show: by a unique prefix (the label makes c's id unique from its end, so use the path too)
+  void check_show(const std::string& a, const std::string& b, const std::string& c) {
+    Result r = dyno({"runs", "show", "--runs-root", root_.string(), b});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("duplicate of  " + a), std::string::npos) << r.out;
+    r = dyno({"runs", "show", "--json", (root_ / c).string()});
+    EXPECT_EQ(r.code, 0) << r.err;
+    const json::object shown = json::parse(r.out).as_object();
+    EXPECT_EQ(shown.at("manifest").at("run_id"), json::value(c));
+    EXPECT_EQ(shown.at("headline").at("label"), json::value("wide"));
+    r = dyno({"runs", "show", "--runs-root", root_.string(), "2"});  // every id starts with 2
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("matches 3 runs"), std::string::npos) << r.err;
+    r = dyno({"runs", "show", "--runs-root", root_.string(), "nope"});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("no run 'nope'"), std::string::npos) << r.err;
+  }
+
+  /// diff: a against c differs in its load and model revision, not in the engine.
+  void check_diff(const std::string& a, const std::string& b, const std::string& c) {
+    Result r = dyno({"runs", "diff", "--runs-root", root_.string(), a, c});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("load.concurrency"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("model.revision"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("engine: same"), std::string::npos) << r.out;
+    r = dyno({"runs", "diff", "--json", "--runs-root", root_.string(), a, c});
+    EXPECT_EQ(r.code, 0) << r.err;
+    bool found = false;
+    const json::value diff = json::parse(r.out);
+    for (const auto& s : diff.at("sections").as_array()) {
+      for (const auto& f : s.at("differ").as_array()) {
+        if (f.at("field") == json::value("load.concurrency")) {
+          found = true;
+          EXPECT_EQ(f.at("a"), json::value(2));
+          EXPECT_EQ(f.at("b"), json::value(4));
+        }
+      }
+    }
+    EXPECT_TRUE(found) << r.out;
+    r = dyno({"runs", "diff", "--runs-root", root_.string(), a, b});
+    EXPECT_NE(r.out.find("0 fields differ"), std::string::npos) << r.out;
+  }
+
+  /// verify: all good, then a tampered file is found.
+  void check_verify(const std::string& a) {
+    Result r = dyno({"runs", "verify", "--all", "--runs-root", root_.string()});
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("3 of 3 runs verify"), std::string::npos) << r.out;
+    {
+      std::ofstream tamper(root_ / a / "summary.json", std::ios::app);
+      tamper << "\n";
+    }
+    r = dyno({"runs", "verify", "--runs-root", root_.string(), a});
+    EXPECT_EQ(r.code, 3);
+    EXPECT_NE(r.out.find("summary.json: content differs from its SHA256SUMS digest"),
+              std::string::npos)
+        << r.out;
+    r = dyno({"runs", "verify", "--json", "--all", "--runs-root", root_.string()});
+    EXPECT_EQ(r.code, 3);
+    EXPECT_EQ(json::parse(r.out).as_array().size(), 3u);
+  }
+
+  /// rm, then reindex.
+  void check_remove_and_reindex(const std::string& a, const std::string& b, const std::string& c) {
+    Result r = dyno({"runs", "rm", "--runs-root", root_.string(), a});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_FALSE(fs::exists(root_ / a));
+    const json::array rows = list_json();
+    EXPECT_EQ(ids(rows), (std::vector<std::string>{b, c}));
+    EXPECT_TRUE(rows[0].at("duplicate_of").is_null());  // b is now the first of its kind
+    r = dyno({"runs", "reindex", "--runs-root", root_.string()});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("indexed 2 runs"), std::string::npos) << r.out;
+  }
+
+  /// The index is a cache: deleted or overwritten, it comes back from the directories.
+  void check_index_rebuilds() {
+    fs::remove(root_ / "index.sqlite");
+    fs::remove(root_ / "index.sqlite-wal");
+    fs::remove(root_ / "index.sqlite-shm");
+    Result r = dyno({"runs", "list", "--json", "--runs-root", root_.string()});
+    EXPECT_EQ(json::parse(r.out).as_array().size(), 2u);
+    EXPECT_NE(r.err.find("was missing; rebuilt"), std::string::npos) << r.err;
+    {
+      std::ofstream garbage(root_ / "index.sqlite", std::ios::trunc | std::ios::binary);
+      garbage << std::string(8192, 'x');
+    }
+    fs::remove(root_ / "index.sqlite-wal");
+    fs::remove(root_ / "index.sqlite-shm");
+    r = dyno({"runs", "list", "--json", "--runs-root", root_.string()});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(json::parse(r.out).as_array().size(), 2u);
+    EXPECT_NE(r.err.find("is not a usable run index"), std::string::npos) << r.err;
+    const std::string d = run();  // indexing on finish works on the rebuilt index
+    EXPECT_EQ(sqlite_text(root_ / "index.sqlite", "SELECT count(*) FROM runs"), "3");
+    EXPECT_EQ(ids(list_json({"--sort", "started"})).back(), d);
+  }
+
   fs::path dir_;
   fs::path root_;
   int calls_ = 0;
   std::vector<std::unique_ptr<Child>> sims_;
 };
-
-std::vector<std::string> ids(const json::array& rows) {
-  std::vector<std::string> out;
-  for (const auto& r : rows) out.emplace_back(r.at("run_id").as_string());
-  return out;
-}
 
 }  // namespace
 
@@ -127,123 +260,12 @@ TEST_F(Runs, ListShowDiffVerifyRemoveReindex) {
   // Every finished run was indexed when it ended (no listing has run yet).
   EXPECT_EQ(sqlite_text(root_ / "index.sqlite", "SELECT count(*) FROM runs"), "3");
 
-  json::array rows = list_json();
-  ASSERT_EQ(ids(rows), (std::vector<std::string>{a, b, c}));
-  EXPECT_TRUE(rows[0].at("duplicate_of").is_null());
-  EXPECT_EQ(rows[1].at("duplicate_of"), json::value(a));
-  EXPECT_TRUE(rows[2].at("duplicate_of").is_null());
-  EXPECT_EQ(rows[2].at("concurrency"), json::value(4));
-  EXPECT_EQ(ids(list_json({"--label", "wide"})), std::vector<std::string>{c});
-  EXPECT_EQ(ids(list_json({"--engine", "dyno-sim", "--protocol", "run", "--status", "ok"})).size(),
-            3u);
-  EXPECT_EQ(ids(list_json({"--sort", "started", "--desc", "--limit", "1"})),
-            std::vector<std::string>{c});
-  const std::vector<std::string> by_id = ids(list_json({"--sort", "id"}));
-  EXPECT_EQ(by_id.size(), 3u);
-  EXPECT_TRUE(std::is_sorted(by_id.begin(), by_id.end()));
-  EXPECT_EQ(ids(list_json({"--since", "2999-01-01"})).size(), 0u);
-
-  Result r = dyno({"runs", "list", "--runs-root", root_.string()});
-  EXPECT_EQ(r.code, 0);
-  EXPECT_NE(r.out.find("DUPLICATE OF"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("3 runs"), std::string::npos);
-  r = dyno({"runs", "list", "--runs-root", root_.string(), "--sort", "speed"});
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("--sort"), std::string::npos);
-  r = dyno({"runs", "list", "--runs-root", root_.string(), "--since", "yesterday"});
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("--since"), std::string::npos);
-  r = dyno({"runs", "list", "--runs-root", (dir_ / "nowhere").string()});
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("does not exist"), std::string::npos);
-
-  // show: by a unique prefix (the label makes c's id unique from its end, so use the path too)
-  r = dyno({"runs", "show", "--runs-root", root_.string(), b});
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("duplicate of  " + a), std::string::npos) << r.out;
-  r = dyno({"runs", "show", "--json", (root_ / c).string()});
-  EXPECT_EQ(r.code, 0) << r.err;
-  const json::object shown = json::parse(r.out).as_object();
-  EXPECT_EQ(shown.at("manifest").at("run_id"), json::value(c));
-  EXPECT_EQ(shown.at("headline").at("label"), json::value("wide"));
-  r = dyno({"runs", "show", "--runs-root", root_.string(), "2"});  // every id starts with 2
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("matches 3 runs"), std::string::npos) << r.err;
-  r = dyno({"runs", "show", "--runs-root", root_.string(), "nope"});
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("no run 'nope'"), std::string::npos) << r.err;
-
-  // diff: a against c differs in its load and model revision, not in the engine.
-  r = dyno({"runs", "diff", "--runs-root", root_.string(), a, c});
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("load.concurrency"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("model.revision"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("engine: same"), std::string::npos) << r.out;
-  r = dyno({"runs", "diff", "--json", "--runs-root", root_.string(), a, c});
-  EXPECT_EQ(r.code, 0) << r.err;
-  bool found = false;
-  const json::value diff = json::parse(r.out);
-  for (const auto& s : diff.at("sections").as_array()) {
-    for (const auto& f : s.at("differ").as_array()) {
-      if (f.at("field") == json::value("load.concurrency")) {
-        found = true;
-        EXPECT_EQ(f.at("a"), json::value(2));
-        EXPECT_EQ(f.at("b"), json::value(4));
-      }
-    }
-  }
-  EXPECT_TRUE(found) << r.out;
-  r = dyno({"runs", "diff", "--runs-root", root_.string(), a, b});
-  EXPECT_NE(r.out.find("0 fields differ"), std::string::npos) << r.out;
-
-  // verify: all good, then a tampered file is found.
-  r = dyno({"runs", "verify", "--all", "--runs-root", root_.string()});
-  EXPECT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("3 of 3 runs verify"), std::string::npos) << r.out;
-  {
-    std::ofstream tamper(root_ / a / "summary.json", std::ios::app);
-    tamper << "\n";
-  }
-  r = dyno({"runs", "verify", "--runs-root", root_.string(), a});
-  EXPECT_EQ(r.code, 3);
-  EXPECT_NE(r.out.find("summary.json: content differs from its SHA256SUMS digest"),
-            std::string::npos)
-      << r.out;
-  r = dyno({"runs", "verify", "--json", "--all", "--runs-root", root_.string()});
-  EXPECT_EQ(r.code, 3);
-  EXPECT_EQ(json::parse(r.out).as_array().size(), 3u);
-
-  // rm, then reindex.
-  r = dyno({"runs", "rm", "--runs-root", root_.string(), a});
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_FALSE(fs::exists(root_ / a));
-  rows = list_json();
-  EXPECT_EQ(ids(rows), (std::vector<std::string>{b, c}));
-  EXPECT_TRUE(rows[0].at("duplicate_of").is_null());  // b is now the first of its kind
-  r = dyno({"runs", "reindex", "--runs-root", root_.string()});
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("indexed 2 runs"), std::string::npos) << r.out;
-
-  // The index is a cache: deleted or overwritten, it comes back from the directories.
-  fs::remove(root_ / "index.sqlite");
-  fs::remove(root_ / "index.sqlite-wal");
-  fs::remove(root_ / "index.sqlite-shm");
-  r = dyno({"runs", "list", "--json", "--runs-root", root_.string()});
-  EXPECT_EQ(json::parse(r.out).as_array().size(), 2u);
-  EXPECT_NE(r.err.find("was missing; rebuilt"), std::string::npos) << r.err;
-  {
-    std::ofstream garbage(root_ / "index.sqlite", std::ios::trunc | std::ios::binary);
-    garbage << std::string(8192, 'x');
-  }
-  fs::remove(root_ / "index.sqlite-wal");
-  fs::remove(root_ / "index.sqlite-shm");
-  r = dyno({"runs", "list", "--json", "--runs-root", root_.string()});
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(json::parse(r.out).as_array().size(), 2u);
-  EXPECT_NE(r.err.find("is not a usable run index"), std::string::npos) << r.err;
-  const std::string d = run();  // indexing on finish works on the rebuilt index
-  EXPECT_EQ(sqlite_text(root_ / "index.sqlite", "SELECT count(*) FROM runs"), "3");
-  EXPECT_EQ(ids(list_json({"--sort", "started"})).back(), d);
+  ASSERT_NO_FATAL_FAILURE(check_list(a, b, c));
+  check_show(a, b, c);
+  check_diff(a, b, c);
+  check_verify(a);
+  check_remove_and_reindex(a, b, c);
+  check_index_rebuilds();
 }
 
 TEST_F(Runs, PublishWritesAScrubbedCopy) {

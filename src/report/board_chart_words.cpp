@@ -1,0 +1,184 @@
+#include "report/board_chart_words.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+namespace dyno::report::chart_words {
+
+using compare::Board;
+
+namespace {
+
+/// Run ids listed in a caption; more are counted instead (board.json lists them all).
+constexpr std::size_t kMaxListedRuns = 6;
+
+}  // namespace
+
+// ---- Words -------------------------------------------------------------------------------
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string level_label(const std::string& kind, double level) {
+  if (kind == "concurrency") return "c=" + num(level);
+  if (kind == "rate") return num(level) + "/s";
+  if (kind.ends_with("_tokens")) return num(level) + " tok";
+  return num(level);
+}
+
+std::string level_word(const std::string& kind) {
+  if (kind == "concurrency" || kind == "rate") return kind;
+  if (kind == "decode_tokens") return "context";
+  if (kind == "prefill_tokens") return "prompt";
+  std::string w = kind;
+  std::replace(w.begin(), w.end(), '_', ' ');
+  return w;
+}
+
+chart::Axis level_axis(const std::string& kind) {
+  chart::Axis a;
+  a.ticks_at_data = true;
+  if (kind == "concurrency") {
+    a.title = "Concurrency";
+    a.unit = "requests in flight";
+    a.scale = chart::Scale::kLog2;
+  } else if (kind == "rate") {
+    a.title = "Request rate";
+    a.unit = "req/s";
+  } else if (kind == "decode_tokens") {
+    a.title = "Context";
+    a.unit = "tokens";
+    a.scale = chart::Scale::kLog2;
+  } else if (kind == "prefill_tokens") {
+    a.title = "Prompt";
+    a.unit = "tokens";
+    a.scale = chart::Scale::kLog2;
+  } else if (kind.ends_with("_tokens")) {
+    a.title = "Target length";
+    a.unit = "tokens";
+    a.scale = chart::Scale::kLog2;
+  } else {
+    a.title = level_word(kind);
+    if (!a.title.empty()) a.title[0] = static_cast<char>(std::toupper(a.title[0]));
+    a.unit = "level";
+  }
+  return a;
+}
+
+std::string slug(const std::string& text) {
+  std::string s;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) != 0 && c < 0x80) {
+      s += static_cast<char>(std::tolower(c));
+    } else if (!s.empty() && s.back() != '-') {
+      s += '-';
+    }
+  }
+  if (s.size() > 40) s.resize(40);
+  while (!s.empty() && s.back() == '-') s.pop_back();
+  return s.empty() ? "model" : s;
+}
+
+// Text from records goes into the SVG's <title>/<desc> (XML-escaped there). report.html
+// refuses an SVG holding "javascript:" anywhere, so that word's colon becomes U+2236 (∶):
+// a model named so still gets its charts.
+std::string defuse(std::string text) {
+  std::string lower = text;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string word = "javascript:";
+  for (auto pos = lower.rfind(word); pos != std::string::npos;
+       pos = pos == 0 ? std::string::npos : lower.rfind(word, pos - 1)) {
+    text.replace(pos + word.size() - 1, 1, "\u2236");
+  }
+  return text;
+}
+
+std::string device_label(const std::string& source, std::int64_t device) {
+  const std::string d = std::to_string(device);
+  if (source == "nvml" || source == "amdgpu") return "GPU " + d;
+  if (source == "rapl") return "CPU package " + d;
+  return source + " " + d;
+}
+
+std::string percent(double fraction) { return num(std::round(fraction * 1000.0) / 10.0) + " %"; }
+
+// ---- The board ---------------------------------------------------------------------------
+
+std::size_t arm_style(const Board& b, const std::string& arm) {
+  const auto it = std::find(b.arms.begin(), b.arms.end(), arm);
+  return static_cast<std::size_t>(it - b.arms.begin());
+}
+
+std::string arm_name(const Board& b, const std::string& arm) {
+  return arm == b.baseline ? arm + " (baseline)" : arm;
+}
+
+std::vector<std::string> models_of(const Board& b) {
+  std::vector<std::string> out;
+  for (const auto& c : b.cells) {
+    if (std::find(out.begin(), out.end(), c.model) == out.end()) out.push_back(c.model);
+  }
+  return out;
+}
+
+std::size_t protocol_count(const Board& b) {
+  std::set<std::string> p;
+  for (const auto& c : b.cells) p.insert(c.protocol);
+  return p.size();
+}
+
+std::string cell_label(const Board& b, const compare::Cell& c) {
+  std::string l = c.level ? level_label(c.level_kind, *c.level) : c.name;
+  if (protocol_count(b) > 1) l = c.protocol + " " + l;
+  return defuse(l);
+}
+
+std::string runs_phrase(const Board& b, const std::vector<const compare::Cell*>& cells) {
+  std::vector<std::string> ids;
+  std::vector<std::string> arms;
+  for (const compare::Cell* c : cells) {
+    for (const auto& a : c->arms) {
+      if (std::find(ids.begin(), ids.end(), a.run().run_id) == ids.end()) {
+        ids.push_back(a.run().run_id);
+      }
+      if (std::find(arms.begin(), arms.end(), a.arm) == arms.end()) arms.push_back(a.arm);
+    }
+  }
+  if (ids.empty()) return "";
+  if (ids.size() <= kMaxListedRuns) {
+    std::string s = "Runs: ";
+    for (std::size_t i = 0; i < ids.size(); ++i) s += (i == 0 ? "" : ", ") + ids[i];
+    return s + ".";
+  }
+  std::string sel;
+  for (const auto& arm : b.arms) {
+    if (std::find(arms.begin(), arms.end(), arm) == arms.end()) continue;
+    sel += (sel.empty() ? "" : "; ") + arm;
+    const auto it = b.selectors.find(arm);
+    if (it != b.selectors.end()) {
+      for (std::size_t i = 0; i < it->second.size(); ++i) {
+        sel += (i == 0 ? ": " : ", ") + defuse(it->second[i]);
+      }
+    }
+  }
+  return "From " + std::to_string(ids.size()) + " runs, each arm's selected run per cell (" + sel +
+         "); board.json lists them by cell.";
+}
+
+std::vector<const compare::Cell*> cells_where(const Board& b,
+                                              const std::function<bool(const compare::Cell&)>& f) {
+  std::vector<const compare::Cell*> out;
+  for (const auto& c : b.cells) {
+    if (f(c)) out.push_back(&c);
+  }
+  return out;
+}
+
+}  // namespace dyno::report::chart_words

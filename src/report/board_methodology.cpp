@@ -1,0 +1,239 @@
+#include "report/board_methodology.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compare/fairness.h"
+#include "compare/run_record.h"
+#include "compare/select.h"
+#include "report/document_blocks.h"
+#include "report/format.h"
+
+namespace dyno::report {
+
+namespace json = boost::json;
+using blocks::b;
+using blocks::join;
+using blocks::t;
+using compare::ArmCell;
+using compare::Board;
+using compare::CheckLevel;
+using compare::RunRecord;
+
+namespace {
+
+/// Distinct descriptions of the runs per arm: "all arms: X" when they agree.
+template <typename Describe>
+Inline per_arm(const Board& bd, const std::string& what, Describe describe) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> values;
+  for (const auto& arm : bd.arms) {
+    std::vector<std::string> distinct;
+    for (const auto& cl : bd.cells) {
+      const ArmCell* a = cl.arm(arm);
+      if (a == nullptr) continue;
+      for (const auto& r : a->runs) {
+        const std::string d = describe(*r);
+        if (std::find(distinct.begin(), distinct.end(), d) == distinct.end()) {
+          distinct.push_back(d);
+        }
+      }
+    }
+    if (!distinct.empty()) values.emplace_back(arm, distinct);
+  }
+  Inline out{b(what + ": ")};
+  bool same = !values.empty();
+  for (const auto& v : values) same = same && v.second == values.front().second;
+  if (same) {
+    out.push_back(t("all arms: " + join(values.front().second, "; ") + "."));
+    return out;
+  }
+  std::vector<std::string> parts;
+  for (const auto& [arm, ds] : values) parts.push_back(arm + ": " + join(ds, "; "));
+  out.push_back(t(join(parts, " · ") + "."));
+  return out;
+}
+
+std::string text_at(const json::object& o, const std::string& path,
+                    const std::string& fallback = "unknown") {
+  const json::value* v = compare::find_path(o, path);
+  if (v == nullptr || v->is_null()) return fallback;
+  if (v->is_object() || v->is_array()) return compare::canonical_text(*v);
+  return compare::scalar_text(*v);
+}
+
+// ---- what one run was, from its manifest and summary -----------------------------------
+
+std::string describe_engine(const RunRecord& r) {
+  const json::object& m = r.manifest;
+  std::string d = text_at(m, "engine.name", "unidentified engine") + " " +
+                  text_at(m, "engine.version", "(version unknown)") + " (" +
+                  text_at(m, "engine.reached.kind") + ")";
+  if (const auto p = compare::string_at(m, "engine.sim_profile.name")) d += ", profile " + *p;
+  d += ", engine args " + text_at(m, "engine.engine_args", "{}");
+  return d;
+}
+
+std::string describe_model(const RunRecord& r) {
+  const json::object& m = r.manifest;
+  return text_at(m, "model.id") + ", revision " + text_at(m, "model.revision") + ", fingerprint " +
+         short_hash(text_at(m, "model.fingerprint"));
+}
+
+std::string describe_protocol(const RunRecord& r) {
+  const json::object& m = r.manifest;
+  std::string d = text_at(m, "workload.protocol.name", "run") + " v" +
+                  text_at(m, "workload.protocol.version", "1");
+  const json::value* params = compare::find_path(m, "workload.protocol.params");
+  if (params != nullptr && params->is_object() && !params->get_object().empty()) {
+    std::vector<std::string> kv;
+    for (const auto& p : params->get_object()) {
+      const std::string v = p.value().is_object() || p.value().is_array()
+                                ? compare::canonical_text(p.value())
+                                : compare::scalar_text(p.value());
+      kv.push_back(std::string(p.key()) + "=" + short_hash(v));
+    }
+    d += " (" + join(kv, ", ") + ")";
+  }
+  return d;
+}
+
+std::string describe_workload(const RunRecord& r) {
+  const json::object& m = r.manifest;
+  return text_at(m, "workload.api") + " API, stream " +
+         text_at(m, "workload.request_stream.source") + " (sha256 " +
+         short_hash(text_at(m, "workload.request_stream.sha256")) + ", " +
+         text_at(m, "workload.request_stream.count") + " requests), sampling " +
+         text_at(m, "workload.sampling") + ", " + text_at(m, "workload.warmup_requests", "0") +
+         " warm-up";
+}
+
+std::string describe_load(const RunRecord& r) {
+  const json::object& m = r.manifest;
+  const std::string mode = text_at(m, "load.mode");
+  if (mode == "open") {
+    return "open loop, " + text_at(m, "load.rate_per_s") + " req/s, " + text_at(m, "load.arrival") +
+           " arrivals";
+  }
+  return "closed loop, concurrency " + text_at(m, "load.concurrency") + ", " +
+         text_at(m, "load.requests") + " requests";
+}
+
+std::string describe_hardware(const RunRecord& r) {
+  const json::object& m = r.manifest;
+  std::string d =
+      text_at(m, "hardware.cpu_model") + " (" + text_at(m, "hardware.cpu_cores") + " cores)";
+  const json::value* gpus = compare::find_path(m, "hardware.gpus");
+  if (gpus == nullptr || !gpus->is_array() || gpus->get_array().empty()) {
+    return d + ", no GPU recorded";
+  }
+  std::map<std::string, int> names;
+  std::set<std::string> drivers;
+  for (const auto& g : gpus->get_array()) {
+    if (!g.is_object()) continue;
+    names[text_at(g.get_object(), "name")] += 1;
+    drivers.insert(text_at(g.get_object(), "driver"));
+  }
+  std::vector<std::string> parts;
+  for (const auto& [n, k] : names) parts.push_back(std::to_string(k) + "× " + n);
+  return d + ", " + join(parts, ", ") + ", driver " +
+         join(std::vector<std::string>(drivers.begin(), drivers.end()), "/");
+}
+
+std::string describe_harness(const RunRecord& r) {
+  const json::object& m = r.manifest;
+  const json::value* dirty = compare::find_path(m, "harness.git_dirty");
+  return text_at(m, "harness.name", "dyno") + " " + text_at(m, "harness.version") + " at " +
+         short_hash(text_at(m, "harness.git_commit")) +
+         (dirty != nullptr && dirty->is_bool()
+              ? (dirty->get_bool() ? " (modified tree)" : " (clean tree)")
+              : "") +
+         ", executable sha256 " + short_hash(text_at(m, "harness.executable_sha256"));
+}
+
+std::string describe_telemetry(const RunRecord& r) {
+  return text_at(r.manifest, "telemetry.mode") + ", energy " +
+         (compare::number_at(r.summary, "energy.energy_j")
+              ? "scope " + text_at(r.summary, "energy.scope")
+              : "not measured");
+}
+
+std::string describe_figures(const RunRecord& r) {
+  return text_at(r.summary, "definition_set") +
+         "; percentiles: " + text_at(r.summary, "percentile_method");
+}
+
+// ---- how the board compares them -------------------------------------------------------
+
+Inline arms_item(const Board& bd) {
+  std::vector<std::string> parts;
+  for (const auto& arm : bd.arms) {
+    const auto it = bd.selectors.find(arm);
+    std::string p = arm + (arm == bd.baseline ? " (baseline)" : "");
+    if (it != bd.selectors.end() && !it->second.empty()) p += " = " + join(it->second, " + ");
+    parts.push_back(p);
+  }
+  return {b("Arms: "), t(join(parts, "; ") +
+                         ". Runs are paired by model, "
+                         "protocol and protocol cell" +
+                         (bd.spec_file_sha256.empty()
+                              ? std::string(".")
+                              : "; the board spec file (sha256 " + short_hash(bd.spec_file_sha256) +
+                                    ") maps cells explicitly."))};
+}
+
+Inline intervals_item(const Board& bd) {
+  const auto& bs = bd.bootstrap;
+  return {b("Intervals: "),
+          t(number(bs.confidence * 100.0, 0) + " % percentile bootstrap, " +
+            std::to_string(bs.resamples) + " resamples, seed " + std::to_string(bs.seed) +
+            ". Over requests: each arm's measured requests are resampled with replacement and "
+            "the figure recomputed (rates as ratios of per-request sums over per-request "
+            "occupancy, latencies as percentiles); at least " +
+            std::to_string(bs.min_requests) +
+            " requests per arm. Over repetitions when each arm "
+            "has at least " +
+            std::to_string(bs.min_repetitions) +
+            ": the repetitions' figures are resampled and their medians compared.")};
+}
+
+Inline fairness_item(const Board& bd) {
+  std::vector<std::string> req, rep, ign;
+  for (const auto& d : compare::check_catalog()) {
+    const auto l = bd.policy.level(d.name);
+    (l == CheckLevel::kRequired ? req : l == CheckLevel::kReported ? rep : ign).push_back(d.label);
+  }
+  std::string p = "required (a failure means the cell is not compared): " + join(req, ", ");
+  if (!rep.empty()) p += "; reported: " + join(rep, ", ");
+  if (!ign.empty()) p += "; ignored: " + join(ign, ", ");
+  return {b("Fairness policy: "), t(p + ".")};
+}
+
+}  // namespace
+
+Section methodology_section(const Board& board) {
+  Section s{"Methodology", 2, {}};
+  std::vector<Inline> items;
+  items.push_back(arms_item(board));
+  items.push_back(per_arm(board, "Engine", describe_engine));
+  items.push_back(per_arm(board, "Model", describe_model));
+  items.push_back(per_arm(board, "Protocol", describe_protocol));
+  items.push_back(per_arm(board, "Workload", describe_workload));
+  items.push_back(per_arm(board, "Load", describe_load));
+  items.push_back(per_arm(board, "Hardware", describe_hardware));
+  items.push_back(per_arm(board, "Harness", describe_harness));
+  items.push_back(per_arm(board, "Telemetry", describe_telemetry));
+  items.push_back(per_arm(board, "Figures", describe_figures));
+  items.push_back(intervals_item(board));
+  items.push_back(
+      {b("Verdicts: "), t("a delta is a win when its whole interval is above 0, a loss when below, "
+                          "otherwise a tie; without an interval it is neither.")});
+  items.push_back(fairness_item(board));
+  s.blocks.push_back(blocks::bullets(std::move(items)));
+  return s;
+}
+
+}  // namespace dyno::report
