@@ -1,0 +1,130 @@
+// The fixture of the `dyno` binary's integration tests: a temporary directory, `dyno sim` in
+// other processes, `dyno run` with --json, and the checks every record must pass. In a named
+// namespace: one fixture class for the test files of one executable.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "integration/json_files.h"
+#include "integration/process.h"
+#include "integration/record_check.h"
+#include "record/record_schema.h"
+#include "temp_dir.h"
+#include "workload/stream_test_util.h"
+
+namespace dyno::integration {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using dyno::testing::Child;
+using dyno::testing::read_json;
+using dyno::testing::read_jsonl;
+
+inline std::int64_t i64(const json::value& v) {
+  return v.is_null() ? -1 : v.to_number<std::int64_t>();
+}
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  fs::path run_dir;
+  json::object summary;
+};
+
+class Integration : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = dyno::testing::make_temp_dir("dyno-it"); }
+  void TearDown() override {
+    dyno::testing::expect_records_conform(dir_ /
+                                          "runs");  // whatever the test ran, its records conform
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  /// Starts `dyno sim --port 0 ...`; returns its base URL.
+  std::string start_sim(std::vector<std::string> extra) {
+    std::vector<std::string> argv = {DYNO_BINARY, "sim", "--port", "0"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    sims_.push_back(
+        std::make_unique<Child>(argv, (dir_ / "sim.out").string(), (dir_ / "sim.err").string()));
+    const std::string out = sims_.back()->wait_for_output("/v1");
+    std::smatch m;
+    const std::regex re("listening on (http://[0-9.]+:[0-9]+/v1)");
+    if (!std::regex_search(out, m, re)) throw std::runtime_error("no address in: " + out);
+    return m[1];
+  }
+
+  void stop_sims() {
+    for (auto& s : sims_) {
+      s->signal(SIGTERM);
+      s->wait(std::chrono::seconds(10));
+    }
+  }
+
+  Outcome run_dyno(std::vector<std::string> args,
+                   const std::map<std::string, std::string>& env = {}) {
+    std::vector<std::string> argv = {DYNO_BINARY, "run",         "--json",
+                                     "-q",        "--runs-root", (dir_ / "runs").string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Child c(argv, (dir_ / "run.out").string(), (dir_ / "run.err").string(), env);
+    Outcome o;
+    o.exit_code = c.wait();
+    o.out = c.out();
+    o.err = c.err();
+    try {
+      o.summary = json::parse(o.out).as_object();
+      o.run_dir = std::string(o.summary.at("record_dir").as_string());
+    } catch (const std::exception&) {
+    }
+    return o;
+  }
+
+  /// Checks the invariants every record must satisfy; returns the request lines.
+  std::vector<json::object> check_record(const fs::path& run) {
+    EXPECT_TRUE(fs::exists(run / "manifest.json"));
+    EXPECT_TRUE(fs::exists(run / "summary.json"));
+    EXPECT_TRUE(fs::exists(run / "requests.jsonl"));
+    EXPECT_TRUE(fs::exists(run / "SHA256SUMS"));
+    // SHA256SUMS names every file and its digest matches.
+    std::ifstream sums(run / "SHA256SUMS");
+    std::string line;
+    int listed = 0;
+    while (std::getline(sums, line)) {
+      const std::string digest = line.substr(0, 64);
+      const std::string name = line.substr(66);
+      Child c({"/usr/bin/sha256sum", (run / name).string()}, (dir_ / "sum.out").string(),
+              (dir_ / "sum.err").string());
+      EXPECT_EQ(c.wait(), 0);
+      EXPECT_EQ(c.out().substr(0, 64), digest) << name;
+      ++listed;
+    }
+    EXPECT_GE(listed, 3);
+    const json::object manifest = read_json(run / "manifest.json");
+    EXPECT_EQ(manifest.at("schema_version").as_int64(), 1);
+    const auto lines = read_jsonl(run / "requests.jsonl");
+    for (std::size_t i = 1; i < lines.size(); ++i) {
+      EXPECT_LT(lines[i - 1].at("index").as_int64(), lines[i].at("index").as_int64());
+    }
+    return lines;
+  }
+
+  fs::path dir_;
+  std::vector<std::unique_ptr<Child>> sims_;
+};
+
+}  // namespace dyno::integration
