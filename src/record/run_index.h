@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "error/error.h"
+#include "record/index_error.h"
 
 struct sqlite3;
 
@@ -26,12 +26,6 @@ inline constexpr int kIndexSchemaVersion = 2;
 inline constexpr const char* kIndexFileName = "index.sqlite";
 /// Serialises opening, recovering and rebuilding the index between processes (flock).
 inline constexpr const char* kIndexLockName = "index.lock";
-
-/// The index cannot be opened or written; the message names the file and the cause.
-class IndexError : public Error {
- public:
-  explicit IndexError(const std::string& message) : Error(ErrorKind::io, message) {}
-};
 
 /// One run as the index knows it: identity from manifest.json, headline figures from
 /// summary.json. Absent or null values are nullopt.

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "record/run_index.h"
+#include "record/index_error.h"
 
 namespace dyno::record::sqlite {
 
