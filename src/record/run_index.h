@@ -22,7 +22,7 @@ namespace dyno::record {
 
 /// Version of the index's own table layout (PRAGMA user_version). An index of another version
 /// is dropped and rebuilt: it is only a cache.
-inline constexpr int kIndexSchemaVersion = 2;
+inline constexpr int kIndexSchemaVersion = 3;  ///< 3: the duplicate key holds the protocol cell
 inline constexpr const char* kIndexFileName = "index.sqlite";
 /// Serialises opening, recovering and rebuilding the index between processes (flock).
 inline constexpr const char* kIndexLockName = "index.lock";

@@ -158,6 +158,13 @@ TEST_F(Protocols, SpeedRunsSoloAndBurstPerPassAndRepeatsTheFirstPass) {
   // fr2 repeats fr's prompts (drift), en has its own.
   EXPECT_EQ(stream_of["fr2/agg"], stream_of["fr/agg"]);
   EXPECT_NE(stream_of["en/agg"], stream_of["fr/agg"]);
+  // ...on purpose: a drift pass is a planned re-measurement, not a duplicate of fr's runs.
+  Child list({DYNO_BINARY, "runs", "list", "--json", "--runs-root", (dir_ / "runs").string()},
+             (dir_ / "list.out").string(), (dir_ / "list.err").string());
+  ASSERT_EQ(list.wait(), 0) << list.err();
+  const json::array rows = json::parse(list.out()).as_array();
+  EXPECT_EQ(rows.size(), 6u);
+  for (const auto& row : rows) EXPECT_TRUE(row.at("duplicate_of").is_null()) << row;
   // One discarded warm-up request before the first solo request, none later.
   const fs::path first =
       dir_ / "runs" / std::string(cells[0].at("runs").as_array()[0].at("run_id").as_string());

@@ -310,6 +310,20 @@ TEST(RunIndex, MarksTheLaterOfTwoIdenticalRunsAsADuplicate) {
   m = base;
   m["workload"].as_object()["sampling"].as_object()["temperature"] = 0.7;
   EXPECT_NE(dyno::record::duplicate_key(m), key);
+  // Its place in a protocol: a cell's repetition, a drift pass (another cell, the same prompts).
+  m = base;
+  m["workload"].as_object()["protocol"] =
+      json::object{{"name", "speed"}, {"cell", "fr/solo"}, {"repetition", 1}};
+  const std::string fr = dyno::record::duplicate_key(m);
+  EXPECT_NE(fr, key);
+  m["workload"].as_object()["protocol"].as_object()["cell"] = "fr2/solo";
+  EXPECT_NE(dyno::record::duplicate_key(m), fr);
+  m["workload"].as_object()["protocol"].as_object()["cell"] = "fr/solo";
+  m["workload"].as_object()["protocol"].as_object()["repetition"] = 2;
+  EXPECT_NE(dyno::record::duplicate_key(m), fr);
+  m["workload"].as_object()["protocol"].as_object()["repetition"] = 1;
+  m["campaign"] = "another-campaign";  // the same cell of the same campaign run again
+  EXPECT_EQ(dyno::record::duplicate_key(m), fr);
   m = base;  // not part of it: when, where, label
   m["run_id"] = "y";
   m["started_at"] = "u";
