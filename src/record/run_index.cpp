@@ -321,10 +321,10 @@ std::string duplicate_key(const json::object& m) {
   key["load"] = value_or_null(m, {"load"});
   // Its place in a protocol: a repetition of a cell, or a pass that measures an earlier pass's
   // prompts again on purpose (speed's fr2 after fr), is planned, not a duplicate.
-  key["protocol"] = json::object{{"name", value_or_null(m, {"workload", "protocol", "name"})},
-                                 {"cell", value_or_null(m, {"workload", "protocol", "cell"})},
-                                 {"repetition",
-                                  value_or_null(m, {"workload", "protocol", "repetition"})}};
+  key["protocol"] =
+      json::object{{"name", value_or_null(m, {"workload", "protocol", "name"})},
+                   {"cell", value_or_null(m, {"workload", "protocol", "cell"})},
+                   {"repetition", value_or_null(m, {"workload", "protocol", "repetition"})}};
   return json_text::compact(canonical(key));
 }
 

@@ -1,5 +1,6 @@
 #include "report/format.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -58,7 +59,8 @@ std::string short_hash(const std::string& s) { return s.size() > 16 ? s.substr(0
 std::string markdown_escape(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  for (char c : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     switch (c) {
       case '\\':
       case '`':
@@ -72,14 +74,18 @@ std::string markdown_escape(const std::string& text) {
         out += '\\';
         out += c;
         break;
-      case '<':
-        out += "&lt;";
+      case '<':  // no HTML tag or autolink can start: the backslash makes it a plain '<'
+        out += "\\<";
         break;
-      case '>':
-        out += "&gt;";
+      case '>':  // plain text unless it would open a block quote
+        out += out.empty() ? "\\>" : ">";
         break;
-      case '&':
-        out += "&amp;";
+      case '&':  // plain text unless it could start an entity (&gt; &#62;)
+        if (i + 1 < text.size() &&
+            (std::isalnum(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '#')) {
+          out += '\\';
+        }
+        out += '&';
         break;
       case '\n':
       case '\r':

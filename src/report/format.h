@@ -19,8 +19,10 @@ std::string gib(std::optional<double> bytes);
 /// The first 12 characters of a hash or id longer than 16 ("" stays "").
 std::string short_hash(const std::string& s);
 
-/// Markdown-safe text: characters Markdown or HTML would interpret (\ ` * _ [ ] | # ~ < > &)
-/// are escaped, line breaks become spaces. For every text that comes from a record.
+/// Markdown-safe text: characters Markdown or HTML would interpret are escaped with a
+/// backslash (\ ` * _ [ ] | # ~ and <; > at the start, & before a letter, digit or #), never
+/// with an HTML entity, so the text reads the same raw and rendered; line breaks become
+/// spaces. For every text that comes from a record.
 std::string markdown_escape(const std::string& text);
 
 }  // namespace dyno::report

@@ -430,7 +430,8 @@ TEST(RunIndex, IndexingAFinishedRunNeverThrows) {
 TEST(RunVerify, AnIntactRecordVerifies) {
   TempDir tmp;
   write_three(tmp.path());
-  const auto rep = dyno::record::verify_run_dir(tmp.path() / "20261101T100000Z-aaaaaa", /*schema=*/false);
+  const auto rep =
+      dyno::record::verify_run_dir(tmp.path() / "20261101T100000Z-aaaaaa", /*schema=*/false);
   EXPECT_TRUE(rep.ok()) << rep.problems.front().message;
   EXPECT_EQ(rep.files_checked, 3u);
 }
