@@ -62,25 +62,19 @@ json::object figure_spread(std::vector<double> values, const json::value& select
 namespace {
 
 /// Energy figures of a cell from its summary (absent without a power source): energy_j, mean
-/// power over the window, peak power summed over the devices in scope, output tokens per J.
+/// power over the window, the peak of the summed power of the devices in scope (summary
+/// energy.power_peak_w: one instant's sum, not the sum of each device's peak), output tokens
+/// per J.
 void add_energy_figures(const session::CellOutcome& c, json::object& figures) {
   const auto* e = c.summary_json.if_contains("energy");
   if (e == nullptr || !e->is_object() || e->at("energy_j").is_null()) return;
   const auto& en = e->as_object();
   const double energy = en.at("energy_j").to_number<double>();
   const double window = en.at("window_s").to_number<double>();
-  std::optional<double> peak;
-  const std::string scope(en.at("scope").as_string());
-  for (const auto& d : en.at("devices").as_array()) {
-    const auto& dev = d.as_object();
-    const bool in_scope = (scope == "gpu") == (dev.at("kind").as_string() == "gpu");
-    if (in_scope && dev.at("power_peak_w").is_number()) {
-      peak = peak.value_or(0) + dev.at("power_peak_w").to_number<double>();
-    }
-  }
+  const json::value* peak = en.if_contains("power_peak_w");
   figures["energy_j"] = energy;
   figures["power_mean_w"] = window > 0 ? json::value(energy / window) : json::value(nullptr);
-  figures["power_peak_w"] = num(peak);
+  figures["power_peak_w"] = peak != nullptr ? *peak : json::value(nullptr);
   figures["tok_per_j"] = en.at("output_tokens_per_j");
 }
 

@@ -66,6 +66,43 @@ std::vector<double> values_in(const std::vector<TimedReading>& series, std::int6
 
 }  // namespace
 
+std::optional<double> summed_power_peak(const std::vector<std::vector<TimedReading>>& series,
+                                        std::int64_t begin, std::int64_t end) {
+  if (series.empty()) return std::nullopt;
+  // Every (time, device, watts) in the window, in time order; then a sweep holding each
+  // device's latest value.
+  struct Point {
+    std::int64_t t_ns;
+    std::size_t device;
+    double w;
+  };
+  std::vector<Point> points;
+  for (std::size_t d = 0; d < series.size(); ++d) {
+    for (const auto& s : series[d]) {
+      if (s.t_ns < begin || s.t_ns > end) continue;
+      const auto w =
+          s.reading.power_instant_w ? s.reading.power_instant_w : s.reading.power_average_w;
+      if (w) points.push_back({s.t_ns, d, *w});
+    }
+  }
+  std::stable_sort(points.begin(), points.end(),
+                   [](const Point& a, const Point& b) { return a.t_ns < b.t_ns; });
+  std::vector<std::optional<double>> latest(series.size());
+  std::size_t seen = 0;
+  std::optional<double> peak;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (!latest[points[i].device]) ++seen;
+    latest[points[i].device] = points[i].w;
+    // Readings of one tick share a time: sum once all of that time's readings are in.
+    if (i + 1 < points.size() && points[i + 1].t_ns == points[i].t_ns) continue;
+    if (seen < series.size()) continue;
+    double sum = 0;
+    for (const auto& w : latest) sum += *w;
+    peak = std::max(peak.value_or(sum), sum);
+  }
+  return peak;
+}
+
 std::optional<double> integrate_power(const Points& points, std::int64_t begin, std::int64_t end) {
   const auto c = clip(points, begin, end);
   if (!c) return std::nullopt;

@@ -54,6 +54,14 @@ struct WindowFigures {
 WindowFigures window_figures(const std::vector<TimedReading>& series, std::int64_t begin_ns,
                              std::int64_t end_ns);
 
+/// The peak of the summed power of several devices over [begin_ns, end_ns] (`series`: one per
+/// device, each in time order): at every sample time in the window, the sum of each device's
+/// latest reading in the window (instantaneous power, else averaged); a time before some
+/// device's first reading in the window is left out. Not the sum of each device's own peak,
+/// which need not happen at once. nullopt when no time has a reading of every device.
+std::optional<double> summed_power_peak(const std::vector<std::vector<TimedReading>>& series,
+                                        std::int64_t begin_ns, std::int64_t end_ns);
+
 /// Trapezoid integral (J) of a piecewise-linear power signal (t_ns, W) over [begin, end];
 /// nullopt when the samples do not cover the window.
 std::optional<double> integrate_power(const std::vector<std::pair<std::int64_t, double>>& points,

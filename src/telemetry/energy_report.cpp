@@ -116,6 +116,7 @@ json::object energy_section(const Monitor& monitor, const IdleBaseline* idle, st
   std::optional<double> gpu_energy, cpu_energy, gpu_idle, cpu_idle;
   std::optional<std::int64_t> vram_peak;
   std::vector<std::string> disagreeing, too_short;
+  std::vector<std::vector<TimedReading>> gpu_series, cpu_series;  // what each scope sums
   for_each_device(monitor, [&](std::size_t s, std::size_t d, const Probe& probe,
                                const DeviceIdentity& dev) {
     const auto f = window_figures(monitor.series(s, d), begin, end);
@@ -126,6 +127,9 @@ json::object energy_section(const Monitor& monitor, const IdleBaseline* idle, st
       flags.push_back(json::value(flag));
       if (flag == "energy_sources_disagree") disagreeing.push_back(label);
       if (flag == "window_too_short") too_short.push_back(label);
+    }
+    if (f.energy_j && (is_gpu(dev) || is_cpu_package(dev))) {
+      (is_gpu(dev) ? gpu_series : cpu_series).push_back(monitor.series(s, d));
     }
     if (f.energy_j) {
       auto& total = is_gpu(dev) ? gpu_energy : cpu_energy;
@@ -175,6 +179,8 @@ json::object energy_section(const Monitor& monitor, const IdleBaseline* idle, st
   const bool gpu = gpu_energy.has_value();
   const std::optional<double> energy = gpu ? gpu_energy : cpu_energy;
   const std::optional<double> idle_w = gpu ? gpu_idle : cpu_idle;
+  const std::optional<double> power_peak =
+      energy ? summed_power_peak(gpu ? gpu_series : cpu_series, begin, end) : std::nullopt;
   std::optional<double> per_j, j_per_token, net;
   if (energy && output_tokens > 0) {
     if (*energy > 0) per_j = static_cast<double>(output_tokens) / *energy;
@@ -210,6 +216,7 @@ json::object energy_section(const Monitor& monitor, const IdleBaseline* idle, st
       {"output_tokens_per_j", num(per_j)},
       {"joules_per_output_token", num(j_per_token)},
       {"idle_power_w", num(idle_w)},
+      {"power_peak_w", num(power_peak)},
       {"idle_subtracted_joules_per_output_token", num(net)},
       {"vram_peak_bytes", inum(vram_peak)},
       {"vram_after_load_bytes", inum(vram_after_load)},

@@ -44,6 +44,7 @@ TEST_F(Integration, EnergyFromAFakeGpuMatchesTheHandComputation) {
   EXPECT_EQ(dev.at("integral_source").as_string(), "power_instant");
   EXPECT_LT(dev.at("disagreement").as_double(), 0.15);
   EXPECT_NEAR(dev.at("power_p95_w").as_double(), 400.0, 1e-6);
+  EXPECT_NEAR(e.at("power_peak_w").as_double(), 400.0, 1e-6);  // one GPU: its own peak
   EXPECT_NEAR(dev.at("idle_power_w").as_double(), 400.0, 400.0 * 0.02);
   EXPECT_EQ(dev.at("temperature_max_c").as_double(), 70.0);
   EXPECT_EQ(dev.at("memory_used_peak_bytes").as_int64(), 5'000'000'000LL);

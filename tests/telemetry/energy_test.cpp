@@ -45,6 +45,39 @@ TEST(Energy, ConstantPowerGivesPowerTimesTime) {
   EXPECT_EQ(*f.memory_used_peak_bytes, 1012);
 }
 
+/// A device whose power is `watts[i]` at time i·period.
+std::vector<TimedReading> power_series(const std::vector<double>& watts, std::int64_t period,
+                                       std::int64_t offset = 0) {
+  std::vector<TimedReading> s;
+  for (std::size_t i = 0; i < watts.size(); ++i) {
+    TimedReading r;
+    r.t_ns = offset + static_cast<std::int64_t>(i) * period;
+    r.reading.power_instant_w = watts[i];
+    s.push_back(r);
+  }
+  return s;
+}
+
+TEST(Energy, ThePeakOfSummedPowerIsOneInstantsSumNotTheSumOfPeaks) {
+  // Two cards peak at different ticks: 400 W + 100 W, then 100 W + 400 W. Each card's peak is
+  // 400 W (their sum 800 W, a power no instant drew); the summed reading peaks at 500 W.
+  const std::int64_t p = 100 * kMs;
+  const auto a = power_series({100, 400, 100, 100}, p);
+  const auto b = power_series({100, 100, 400, 100}, p);
+  EXPECT_EQ(*window_figures(a, 0, 3 * p).power_peak_w + *window_figures(b, 0, 3 * p).power_peak_w,
+            800.0);
+  EXPECT_EQ(summed_power_peak({a, b}, 0, 3 * p), 500.0);
+  // Only the window counts; one card alone is its own peak.
+  EXPECT_EQ(summed_power_peak({a, b}, 3 * p, 3 * p), 200.0);
+  EXPECT_EQ(summed_power_peak({a}, 0, 3 * p), 400.0);
+  // Samples at other times: each card's latest reading is held; a time before the second
+  // card's first reading is left out (it would be one card's power, not the sum).
+  const auto late = power_series({50, 50, 900}, p, p / 2);    // at 50, 150, 250 ms
+  EXPECT_EQ(summed_power_peak({a, late}, 0, 3 * p), 1000.0);  // 100 + 900 from 250 ms
+  EXPECT_FALSE(summed_power_peak({a, power_series({}, p)}, 0, 3 * p).has_value());
+  EXPECT_FALSE(summed_power_peak({}, 0, 3 * p).has_value());
+}
+
 TEST(Energy, WindowEdgesAreInterpolated) {
   // Samples every 1 s; a window from 0.25 s to 2.75 s at 100 W is 250 J exactly.
   std::vector<std::pair<std::int64_t, double>> counter = {
