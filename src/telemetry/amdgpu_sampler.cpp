@@ -6,6 +6,7 @@
 // bytes and J. Capabilities are decided at probe() by what is readable; a read that fails
 // later leaves its field nullopt and counts one error.
 #include <fcntl.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -75,6 +76,19 @@ std::optional<int> numbered(std::string_view name, std::string_view prefix) {
   const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
   if (ec != std::errc() || p != digits.data() + digits.size()) return std::nullopt;
   return n;
+}
+
+/// The amdgpu driver with its version, so that runs on different drivers compare unequal
+/// (the fairness check `driver`): "amdgpu 6.7.0" from <sysfs>/module/amdgpu/version (an
+/// out-of-tree ROCm/DKMS driver sets it), else the kernel's in-tree driver, named by the
+/// kernel's release: "amdgpu (kernel 6.1.0-18-amd64)".
+std::string amdgpu_driver(const fs::path& root) {
+  if (const auto v = read_text(root / "module" / "amdgpu" / "version"); v && !v->empty()) {
+    return "amdgpu " + *v;
+  }
+  utsname u{};
+  if (::uname(&u) == 0) return std::string("amdgpu (kernel ") + u.release + ")";
+  return "amdgpu";
 }
 
 bool is_amdgpu(const fs::path& device) {
@@ -235,6 +249,7 @@ class AmdgpuSampler final : public Sampler {
     std::sort(found.begin(), found.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
 
+    const std::string driver = amdgpu_driver(root_);
     for (const auto& [number, card_dir] : found) {
       Card card;
       card.device = card_dir / "device";
@@ -243,7 +258,7 @@ class AmdgpuSampler final : public Sampler {
       id.vendor = "amd";
       id.kind = "gpu";
       id.index = static_cast<int>(result.devices.size());
-      id.driver = "amdgpu";
+      id.driver = driver;
       id.pci_bus_id = pci_bus_id(card.device);
       const auto product = read_text(card.device / "product_name");
       id.name =

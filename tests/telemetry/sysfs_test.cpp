@@ -56,6 +56,17 @@ TEST(Amdgpu, AverageOnly) {
   EXPECT_EQ(errors, 0u);
 }
 
+TEST(Amdgpu, TheDriverIsNamedWithItsVersionSoThatTwoDriversCompareUnequal) {
+  FakeSysfs fs;
+  const std::string hw = add_card(fs, 0, 0, "0000:03:00.0");
+  fs.write(hw + "/power1_average", 150'000'000);
+  fs.mkdir("module/amdgpu");
+  fs.write("module/amdgpu/version", "6.7.0");  // a ROCm (DKMS) driver
+  const Probe p = make_amdgpu_sampler(fs.root())->probe();
+  ASSERT_EQ(p.devices.size(), 1u);
+  EXPECT_EQ(p.devices[0].driver, "amdgpu 6.7.0");
+}
+
 TEST(Amdgpu, InputOnly) {
   FakeSysfs fs;
   const std::string hw = add_card(fs, 0, 0, "0000:03:00.0");
@@ -109,7 +120,8 @@ TEST(Amdgpu, FullCardIdentityUnitsAndTimeSeries) {
   EXPECT_EQ(d.name, "AMD Instinct MI210");
   EXPECT_EQ(d.uuid, "b1c2d3e4f5a6b7c8");
   EXPECT_EQ(d.pci_bus_id, "0000:c1:00.0");
-  EXPECT_EQ(d.driver, "amdgpu");
+  // No module version in this sysfs: the in-tree driver, named by the kernel's release.
+  EXPECT_EQ(d.driver.rfind("amdgpu (kernel ", 0), 0u) << d.driver;
   EXPECT_EQ(d.memory_total_bytes, 68'702'699'520);
   EXPECT_EQ(d.power_limit_w, 300.0);
   for (const Capability c :
