@@ -9,6 +9,7 @@
 #include "compare/board.h"
 #include "compare/inputs.h"
 #include "dyno/build_info.h"
+#include "record/run_writer.h"
 #include "report/board_charts.h"
 #include "report/board_document.h"
 #include "report/board_files.h"
@@ -110,7 +111,7 @@ compare::Board build(const ReportOptions& o) {
   bo.bootstrap.confidence = o.confidence;
   bo.bootstrap.seed = o.seed;
   bo.allow_unresolved = o.allow_unresolved || spec.allow_unresolved.value_or(false);
-  bo.generator = {"dyno", build_info::kVersion, build_info::kGitCommit};
+  bo.generator = {"dyno", build_info::kVersion, build_info::kGitCommit, ""};
   bo.spec_file_sha256 = spec.sha256;
   return compare::build_board(input, bo);
 }
@@ -131,7 +132,13 @@ int compare_command(const ReportOptions& o) {
 
 int report_command(const ReportOptions& o) {
   if (o.out.empty()) throw UsageError("report needs --out DIR (the board directory to write)");
-  const compare::Board board = build(o);
+  compare::Board board = build(o);
+  // The binary that makes the board, by hash (board.json, so SHA256SUMS covers it).
+  try {
+    board.generator.executable_sha256 = record::sha256_hex_file("/proc/self/exe");
+  } catch (const record::RecordError&) {
+    // unreadable: board.json says null
+  }
   // The charts, drawn from the board before anything is written (docs/compare.md "Charts").
   // (A malformed telemetry.jsonl is a compare::CompareError.)
   const std::vector<report::Figure> figures = report::board_figures(board);

@@ -75,6 +75,7 @@ struct Generator {
   std::string name = "dyno";
   std::string version;
   std::string git_commit;
+  std::string executable_sha256;  ///< of the binary that made the board ("" = unknown)
 };
 
 struct BoardOptions {

@@ -271,9 +271,13 @@ std::string board_json(const Board& b, const std::vector<Figure>& figures) {
       {"arms", std::move(arms)},
       {"provenance",
        json::object{
-           {"generator", json::object{{"name", b.generator.name},
-                                      {"version", b.generator.version},
-                                      {"git_commit", b.generator.git_commit}}},
+           {"generator",
+            json::object{{"name", b.generator.name},
+                         {"version", b.generator.version},
+                         {"git_commit", b.generator.git_commit},
+                         {"executable_sha256", b.generator.executable_sha256.empty()
+                                                   ? json::value(nullptr)
+                                                   : json::value(b.generator.executable_sha256)}}},
            {"spec_file_sha256",
             b.spec_file_sha256.empty() ? json::value(nullptr) : json::value(b.spec_file_sha256)},
            {"runs", std::move(runs)},

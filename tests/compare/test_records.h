@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -50,7 +50,8 @@ inline compare::BoardInput fixture_input(const std::string& a = "label=fast",
 /// Options with a fixed generator, as the golden files have it.
 inline compare::BoardOptions fixed_options() {
   compare::BoardOptions o;
-  o.generator = {"dyno", "golden", "0000000000000000000000000000000000000000"};
+  o.generator = {"dyno", "golden", "0000000000000000000000000000000000000000",
+                 std::string(64, 'e')};
   return o;
 }
 
@@ -154,18 +155,20 @@ inline compare::RunPtr make_run(const std::string& run_id, const std::string& la
       {"label", label},
       {"campaign", campaign.empty() ? json::value(nullptr) : json::value(campaign)},
       {"status", "ok"},
-      {"harness", json::object{{"name", "dyno"}, {"version", "test"}, {"git_commit", "abc"},
+      {"harness", json::object{{"name", "dyno"},
+                               {"version", "test"},
+                               {"git_commit", "abc"},
                                {"git_dirty", false},
                                {"executable_sha256", std::string(64, 'e')}}},
       {"engine", json::object{{"name", label}, {"version", "1"}, {"engine_args", json::object{}}}},
-      {"model", json::object{{"id", "m"}, {"revision", "r1"}, {"fingerprint", std::string(64, 'f')}}},
-      {"hardware",
-       json::object{{"cpu_model", "cpu"},
-                    {"cpu_cores", 8},
-                    {"gpus", json::array{json::object{{"name", "GPU X"},
-                                                      {"uuid", "GPU-1"},
-                                                      {"driver", "1.0"},
-                                                      {"memory_total_bytes", 1000}}}}}},
+      {"model",
+       json::object{{"id", "m"}, {"revision", "r1"}, {"fingerprint", std::string(64, 'f')}}},
+      {"hardware", json::object{{"cpu_model", "cpu"},
+                                {"cpu_cores", 8},
+                                {"gpus", json::array{json::object{{"name", "GPU X"},
+                                                                  {"uuid", "GPU-1"},
+                                                                  {"driver", "1.0"},
+                                                                  {"memory_total_bytes", 1000}}}}}},
       {"workload", json::object{{"protocol", protocol},
                                 {"api", "chat"},
                                 {"request_stream", json::object{{"source", "synthetic"},

@@ -13,6 +13,7 @@
 
 #include "integration/process.h"
 #include "integration/record_check.h"
+#include "record/run_writer.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -142,6 +143,9 @@ class Report : public ::testing::Test {
     const json::object ledger =
         json::parse(Child::slurp((board / "board.json").string())).as_object();
     EXPECT_EQ(ledger.at("status").as_string(), "unresolved_allowed");
+    // The binary that made the board, by hash (SHA256SUMS covers board.json, so this too).
+    EXPECT_EQ(ledger.at("provenance").at("generator").at("executable_sha256"),
+              json::value(dyno::record::sha256_hex_file(DYNO_BINARY)));
     const auto& cells = ledger.at("cells").as_array();
     ASSERT_EQ(cells.size(), 2u);
     for (const auto& cv : cells) {
