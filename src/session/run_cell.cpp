@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -72,6 +73,34 @@ std::string read_first_match(const char* path, const std::string& prefix) {
   return {};
 }
 
+/// A short line naming the hardware, e.g. "2× NVIDIA H200 (141 GiB) · AMD EPYC 9654 · 192
+/// cores" or "no GPU seen · Intel Xeon · 2 cores": GPUs grouped by name and memory, in order.
+std::string hardware_label(const json::object& hw) {
+  std::vector<std::pair<std::string, int>> groups;
+  for (const auto& g : hw.at("gpus").as_array()) {
+    const auto& o = g.as_object();
+    std::string name = o.at("name").is_string() ? std::string(o.at("name").as_string()) : "GPU";
+    if (const auto* mem = o.if_contains("memory_total_bytes"); mem != nullptr && mem->is_number()) {
+      const double gib = mem->to_number<double>() / (1024.0 * 1024.0 * 1024.0);
+      name += " (" + std::to_string(static_cast<long long>(std::lround(gib))) + " GiB)";
+    }
+    if (!groups.empty() && groups.back().first == name) {
+      ++groups.back().second;
+    } else {
+      groups.emplace_back(name, 1);
+    }
+  }
+  std::string label;
+  for (const auto& [name, n] : groups) {
+    label += (label.empty() ? "" : " + ") + (n > 1 ? std::to_string(n) + "\u00d7 " : "") + name;
+  }
+  if (label.empty()) label = "no GPU seen";
+  if (hw.at("cpu_model").is_string())
+    label += " \u00b7 " + std::string(hw.at("cpu_model").as_string());
+  return label + " \u00b7 " + std::to_string(hw.at("cpu_cores").to_number<std::int64_t>()) +
+         " cores";
+}
+
 /// The host's identity; `gpus` is filled from telemetry. Every field left null (and an empty
 /// `gpus`) has its reason in `unknown`.
 json::object hardware_identity(const telemetry::Monitor* monitor) {
@@ -103,6 +132,7 @@ json::object hardware_identity(const telemetry::Monitor* monitor) {
             : "no GPU telemetry source is available on this host (NVML, amdgpu; see dyno doctor)";
   }
   hw["unknown"] = std::move(unknown);
+  hw["label"] = hardware_label(hw);
   return hw;
 }
 

@@ -59,6 +59,10 @@ TEST_F(Integration, EnergyFromAFakeGpuMatchesTheHandComputation) {
   const json::object manifest = read_json(o.run_dir / "manifest.json");
   const auto& gpu = manifest.at("hardware").at("gpus").as_array().at(0).as_object();
   EXPECT_EQ(gpu.at("name").as_string(), "Fake GPU 0");
+  // ...and its short label: the GPU by name and memory, the CPU, the cores.
+  const std::string label(manifest.at("hardware").at("label").as_string());
+  EXPECT_EQ(label.rfind("Fake GPU 0 (", 0), 0u) << label;
+  EXPECT_TRUE(label.ends_with(" cores")) << label;
   EXPECT_FALSE(gpu.at("uuid").as_string().empty());
   EXPECT_FALSE(gpu.at("driver").as_string().empty());
   EXPECT_GT(manifest.at("telemetry").at("period_ms").at("achieved_mean").as_double(), 90.0);
