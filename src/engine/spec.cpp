@@ -464,6 +464,45 @@ void read_stop(const Reader& r, const json::object& root, const Preset* preset, 
   }
 }
 
+// [topology]: the keys dyno knows are checked by type; any other key (how a model is split,
+// offloaded or linked, in the engine's own words) is recorded as given, a value or an array of
+// values, never a table.
+void read_topology(const Reader& r, const json::object& topo) {
+  for (const char* k : {"tp", "pp", "dp", "ep", "nodes"}) {  // parallel degrees, node count
+    if (auto n = r.integer(topo, k, std::string("topology.") + k); n && *n < 1) {
+      r.fail(std::string("topology.") + k, "must be at least 1");
+    }
+  }
+  if (const json::value* g = topo.if_contains("gpus")) {
+    bool ok = g->is_array();
+    if (ok) {
+      for (const auto& e : g->as_array()) ok = ok && e.is_int64() && e.as_int64() >= 0;
+    }
+    if (!ok) r.fail("topology.gpus", "expected an array of GPU indices, e.g. [0, 1]");
+  }
+  r.boolean(topo, "p2p", "topology.p2p");
+  for (const char* k : {"link", "split"}) {  // e.g. link = "nvlink", split = "row"
+    if (const json::value* v = topo.if_contains(k); v != nullptr && !v->is_string()) {
+      r.fail(std::string("topology.") + k, "expected a string, e.g. \"nvlink\"");
+    }
+  }
+  if (const json::value* v = topo.if_contains("offload")) {  // layers on the GPU, or a word
+    const bool ok = (v->is_int64() && v->as_int64() >= 0) || v->is_string();
+    if (!ok) r.fail("topology.offload", "expected a number of layers (0 or more) or a string");
+  }
+  for (const auto& kv : topo) {
+    const json::value& v = kv.value();
+    bool ok = !v.is_object();
+    if (v.is_array()) {
+      for (const auto& e : v.as_array()) ok = ok && !e.is_object() && !e.is_array();
+    }
+    if (!ok) {
+      r.fail("topology." + std::string(kv.key()),
+             "expected a value (string, number, boolean) or an array of values, not a table");
+    }
+  }
+}
+
 // The engine's own arguments, its topology and the endpoints that identify it.
 void read_engine_config(const Reader& r, const json::object& root, const Preset* preset,
                         EngineSpec& spec) {
@@ -479,20 +518,7 @@ void read_engine_config(const Reader& r, const json::object& root, const Preset*
   spec.engine_args_as_flags =
       r.boolean(root, "engine_args_as_flags", "engine_args_as_flags").value_or(preset != nullptr);
   if (const json::object* topo = r.table(root, "topology", "topology")) {
-    r.only_keys(*topo, {"tp", "pp", "gpus", "p2p", "nodes"}, "topology");
-    for (const char* k : {"tp", "pp", "nodes"}) {
-      if (auto n = r.integer(*topo, k, std::string("topology.") + k); n && *n < 1) {
-        r.fail(std::string("topology.") + k, "must be at least 1");
-      }
-    }
-    if (const json::value* g = topo->if_contains("gpus")) {
-      bool ok = g->is_array();
-      if (ok) {
-        for (const auto& e : g->as_array()) ok = ok && e.is_int64() && e.as_int64() >= 0;
-      }
-      if (!ok) r.fail("topology.gpus", "expected an array of GPU indices, e.g. [0, 1]");
-    }
-    r.boolean(*topo, "p2p", "topology.p2p");
+    read_topology(r, *topo);
     spec.topology = *topo;
   }
   if (const json::object* id = r.table(root, "identity", "identity")) {

@@ -290,6 +290,35 @@ TEST(EngineSpec, EachPresetSpeaksItsEnginesFlags) {
   }
 }
 
+TEST(EngineSpec, TopologyTakesOpenKeysCheckedByType) {
+  // How a model is split, offloaded, parallelised and linked, in the engine's own words.
+  const EngineSpec s = parse_spec(
+      "name='s'\npreset='llamacpp'\nmodel='m'\nmodel_file='m.gguf'\n[topology]\ntp=2\nep=4\ndp="
+      "1\ngpus=[0, 1]\n"
+      "link='nvlink'\nsplit='row'\noffload=99\ncpu_moe=true\ntensor_split=[0.6, 0.4]\n",
+      "s.toml");
+  EXPECT_EQ(s.topology.at("link"), "nvlink");
+  EXPECT_EQ(s.topology.at("split"), "row");
+  EXPECT_EQ(s.topology.at("offload"), 99);
+  EXPECT_EQ(s.topology.at("cpu_moe"), true);  // an open key, recorded as given
+  EXPECT_EQ(s.topology.at("tensor_split").as_array().size(), 2u);
+  EXPECT_EQ(parse_spec("name='s'\npreset='vllm'\nmodel='m'\n[topology]\noffload='all'\n", "s.toml")
+                .topology.at("offload"),
+            "all");
+  // The known keys keep their types; an open key is a value or an array of values.
+  for (const auto& [body, key] :
+       std::vector<std::pair<std::string, std::string>>{{"ep=0", "topology.ep"},
+                                                        {"link=1", "topology.link"},
+                                                        {"offload=-1", "topology.offload"},
+                                                        {"[topology.extra]\nx=1", "topology.extra"},
+                                                        {"nested=[[1]]", "topology.nested"}}) {
+    EXPECT_NE(
+        spec_error("name='x'\npreset='vllm'\nmodel='m'\n[topology]\n" + body + "\n").find(key),
+        std::string::npos)
+        << body;
+  }
+}
+
 TEST(EngineSpec, ErrorsNameTheFileLineKeyAndWhatToDo) {
   EXPECT_NE(spec_error("preset = 'vllm'\nmodel='m'\n").find("'name' is missing"),
             std::string::npos);
