@@ -133,4 +133,45 @@ json::object server_timings_json(const ServerTimingFigures& f) {
   return o;
 }
 
+json::array timing_caveats(std::span<const metrics::Trace> traces, const ServerTimingFigures& f,
+                           std::optional<double> tokens_per_event) {
+  json::array out;
+  const auto add = [&out](const char* code, const std::string& text) {
+    out.push_back(json::object{{"code", code}, {"text", text}});
+  };
+  if (f.with_timings > 0) {
+    add("engine_timer_boundaries",
+        std::to_string(f.with_timings) +
+            " responses carried the engine's own timings (prompt_ms, predicted_ms): they start "
+            "and end where the engine starts and ends its work, not where the client sends and "
+            "receives, so they compare with each other, not with TTFT or TPOT");
+  }
+  std::int64_t prompt = 0;
+  std::int64_t cached_usage = 0;
+  for (const auto& t : traces) {
+    if (!t.measured() || !t.ok()) continue;
+    prompt += t.input_tokens.value_or(0);
+    cached_usage += t.cached_input_tokens.value_or(0);
+  }
+  const std::int64_t cached = f.prompt_tokens_cached.value_or(cached_usage);
+  if (cached > 0) {
+    add("prompt_cache",
+        std::to_string(cached) + " of " + std::to_string(prompt) +
+            " prompt tokens were served from the engine's prompt cache (" +
+            (f.prompt_tokens_cached ? "response timings" : "usage cached_tokens") +
+            "): TTFT and the client's prefill rate cover less prefill than the prompts' length");
+  }
+  if (tokens_per_event && *tokens_per_event > 1.05) {
+    std::ostringstream n;
+    n.precision(3);
+    n << *tokens_per_event;
+    add("tokens_per_event",
+        "token events carried " + n.str() +
+            " tokens on average (several tokens per chunk, or speculative decoding accepting "
+            "several at once): the time between events is not a time per token; TPOT divides "
+            "by tokens");
+  }
+  return out;
+}
+
 }  // namespace dyno::engine

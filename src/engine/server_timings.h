@@ -4,6 +4,7 @@
 // `server.timings`, next to (never instead of) dyno's client-side figures.
 #pragma once
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <cstdint>
 #include <optional>
@@ -59,5 +60,18 @@ std::optional<std::int64_t> computed_prompt_tokens(const metrics::Trace& trace);
 /// requests_without_timings, then the figures} or, when no response had timings, the counts and
 /// `reason`.
 boost::json::object server_timings_json(const ServerTimingFigures& figures);
+
+/// The timing caveats that apply to a run (summary.json `caveats`, docs/metrics.md "Timing
+/// caveats"), each {"code", "text"} with the run's own numbers:
+/// - `engine_timer_boundaries`: responses carried the engine's own timings, which start and
+///   end at the engine's boundaries, not at the client's send and receive;
+/// - `prompt_cache`: prompt tokens were served from the engine's prompt cache (timings'
+///   cache_n, or usage cached_tokens), so TTFT covers less prefill than the prompts' length;
+/// - `tokens_per_event`: token events carried more than one token on average
+///   (`tokens_per_event` > 1.05), so the time between events is not a time per token.
+/// Measured, ok traces only. Empty when none applies.
+boost::json::array timing_caveats(std::span<const metrics::Trace> traces,
+                                  const ServerTimingFigures& figures,
+                                  std::optional<double> tokens_per_event);
 
 }  // namespace dyno::engine

@@ -484,6 +484,9 @@ json::object summary_document(EngineSession& engine, CellTarget& target, Measure
   doc["energy"] = std::move(energy);
   doc["server"] =
       server_and_evidence(engine, m, out.crash.has_value(), out.server_timings, writer, manifest);
+  // What a reader must know to read the figures right (docs/metrics.md "Timing caveats").
+  doc["caveats"] =
+      engine::timing_caveats(m.result.traces, out.server_timings, out.summary.tokens_per_event);
   if (target.plugin() != nullptr) {
     client["note"] =
         "the engine ran in this process (--plugin): cpu_s is the event-loop thread's CPU time "
