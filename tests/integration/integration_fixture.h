@@ -1,6 +1,7 @@
 // The fixture of the `dyno` binary's integration tests: a temporary directory, `dyno sim` in
 // other processes, `dyno run` with --json, and the checks every record must pass. In a named
-// namespace: one fixture class for the test files of one executable.
+// namespace (one fixture class for the test files of one executable), with what every test
+// file uses: `using namespace dyno::integration;`.
 #pragma once
 
 #include <gtest/gtest.h>

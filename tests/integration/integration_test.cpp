@@ -3,14 +3,7 @@
 // telemetry and the server's side: server_side_test.cpp).
 #include "integration/integration_fixture.h"
 
-namespace fs = std::filesystem;
-namespace json = boost::json;
-using dyno::integration::i64;
-using dyno::integration::Integration;
-using dyno::integration::Outcome;
-using dyno::testing::Child;
-using dyno::testing::read_json;
-using dyno::testing::read_jsonl;
+using namespace dyno::integration;  // the fixture, fs, json, Child, read_json(l)
 
 namespace {
 

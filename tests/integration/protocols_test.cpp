@@ -1,14 +1,7 @@
 // The protocols and the stream imports end to end, through the `dyno` binary.
 #include "integration/integration_fixture.h"
 
-namespace fs = std::filesystem;
-namespace json = boost::json;
-using dyno::integration::i64;
-using dyno::integration::Integration;
-using dyno::integration::Outcome;
-using dyno::testing::Child;
-using dyno::testing::read_json;
-using dyno::testing::read_jsonl;
+using namespace dyno::integration;  // the fixture, fs, json, Child, read_json(l)
 
 // ---------------------------------------------------------------------------------------------
 // Protocols (embedded simulated engine: one engine for every cell).

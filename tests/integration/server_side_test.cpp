@@ -2,14 +2,7 @@
 // binary.
 #include "integration/integration_fixture.h"
 
-namespace fs = std::filesystem;
-namespace json = boost::json;
-using dyno::integration::i64;
-using dyno::integration::Integration;
-using dyno::integration::Outcome;
-using dyno::testing::Child;
-using dyno::testing::read_json;
-using dyno::testing::read_jsonl;
+using namespace dyno::integration;  // the fixture, fs, json, Child, read_json(l)
 
 // ---------------------------------------------------------------------------------------------
 // Telemetry end to end: dyno run with the fake NVML library (tests/telemetry/fake_nvml).
