@@ -93,6 +93,28 @@ std::uint64_t salt_of(const std::string& text) {
   return h;
 }
 
+/// `figures` with the engine's side beside the client's (ladder, speed and real tables): when
+/// responses carried the engine's timings, `server_prefill_tok_s` and `server_decode_tok_s`
+/// (medians of its own rates), `cached_prompt_tokens` and `draft_acceptance_timings`; when its
+/// /metrics counted drafts, `draft_acceptance_metrics`; always `tokens_per_event`. Named so
+/// that none is read as a client figure.
+json::object with_engine_figures(json::object figures, const session::CellOutcome& c) {
+  const engine::ServerTimingFigures& s = c.server_timings;
+  if (s.with_timings > 0) {
+    figures["server_prefill_tok_s"] = num(s.prefill_rate.p50);
+    figures["server_decode_tok_s"] = num(s.decode_rate_per_user.p50);
+    figures["cached_prompt_tokens"] =
+        s.prompt_tokens_cached ? json::value(*s.prompt_tokens_cached) : json::value(nullptr);
+    if (s.acceptance_rate) figures["draft_acceptance_timings"] = *s.acceptance_rate;
+  }
+  if (const auto* server = c.summary_json.if_contains("server"); server && server->is_object()) {
+    const auto* rate = server->as_object().if_contains("spec_decode_acceptance_rate");
+    if (rate != nullptr && rate->is_number()) figures["draft_acceptance_metrics"] = *rate;
+  }
+  figures["tokens_per_event"] = num(c.summary.tokens_per_event);
+  return figures;
+}
+
 /// A cell whose every repetition is `spec`.
 CellPlan same_cell(std::string name, json::object params, session::CellSpec spec,
                    std::string metric = "") {
@@ -203,11 +225,13 @@ Plan plan_ladder(const LadderOptions& l, const std::vector<double>& depths,
   if (count) plan.params["tokenizer"] = tokenizer;
   plan.figures = [](const session::CellOutcome& c) {
     const auto& m = c.summary;
-    return json::object{{"input_tokens", num(m.input_tokens.p50)},
-                        {"computed_prompt_tokens", num(computed_prompt_tokens(c))},
-                        {"ttft_ms", num(m.ttft_ms.p50)},
-                        {"prefill_tok_s", num(m.prefill_rate_client.p50)},
-                        {"decode_tok_s", num(m.decode_rate_per_user.p50)}};
+    return with_engine_figures(
+        json::object{{"input_tokens", num(m.input_tokens.p50)},
+                     {"computed_prompt_tokens", num(computed_prompt_tokens(c))},
+                     {"ttft_ms", num(m.ttft_ms.p50)},
+                     {"prefill_tok_s", num(m.prefill_rate_client.p50)},
+                     {"decode_tok_s", num(m.decode_rate_per_user.p50)}},
+        c);
   };
   // A repetition sends a prompt no earlier request sent, so a prefix cache cannot answer it
   // (the salt counts every prompt made, in the order the cells run).
@@ -326,7 +350,9 @@ Plan plan_speed(const SpeedOptions& sp, const std::vector<std::string>& passes, 
   json::array pl;
   for (const auto& p : passes) pl.push_back(json::value(p));
   plan.params = json::object{{"passes", pl}, {"burst", sp.concurrency}, {"warmup_requests", 1}};
-  plan.figures = speed_figures;
+  plan.figures = [](const session::CellOutcome& c) {
+    return with_engine_figures(speed_figures(c), c);
+  };
   bool first = true;
   for (const auto& pass : passes) {
     const auto& reqs = prompts[pass];
@@ -373,12 +399,14 @@ Plan plan_real(const RealOptions& re, const Shared& o, const workload::RequestSt
   plan.params = json::object{{"cases", order.size()}, {"request_stream_sha256", stream.sha256}};
   plan.figures = [](const session::CellOutcome& c) {
     const auto& m = c.summary;
-    return json::object{{"input_tokens", num(m.input_tokens.p50)},
-                        {"output_tokens", num(m.output_tokens.p50)},
-                        {"ttft_ms", num(m.ttft_ms.p50)},
-                        {"decode_tok_s", num(m.decode_rate_per_user.p50)},
-                        {"e2e_s", num(m.e2e_ms.p50 ? std::optional<double>(*m.e2e_ms.p50 / 1000.0)
-                                                   : std::nullopt)}};
+    return with_engine_figures(
+        json::object{{"input_tokens", num(m.input_tokens.p50)},
+                     {"output_tokens", num(m.output_tokens.p50)},
+                     {"ttft_ms", num(m.ttft_ms.p50)},
+                     {"decode_tok_s", num(m.decode_rate_per_user.p50)},
+                     {"e2e_s", num(m.e2e_ms.p50 ? std::optional<double>(*m.e2e_ms.p50 / 1000.0)
+                                                : std::nullopt)}},
+        c);
   };
   for (const auto& name : order) {
     const auto& reqs = cases[name];

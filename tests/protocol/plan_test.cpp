@@ -147,6 +147,37 @@ TEST(ProtocolPlan, RealHasOneCellPerCase) {
   EXPECT_EQ(plan.cells[0].params.at("requests"), 2);
 }
 
+TEST(ProtocolPlan, EngineTimedFiguresSitBesideTheClientsNamedAsTheEngines) {
+  session::CellOutcome c;
+  c.summary.decode_rate_per_user.p50 = 40.0;
+  c.summary.tokens_per_event = 2.5;
+  const auto ladder = protocol::plan_ladder({}, {0}, {}, shared(), {}, "");
+  // No timings and no /metrics: the client's figures and tokens per event only.
+  json::object f = ladder.figures(c);
+  EXPECT_EQ(f.at("decode_tok_s"), 40.0);
+  EXPECT_EQ(f.at("tokens_per_event"), 2.5);
+  EXPECT_FALSE(f.contains("server_decode_tok_s"));
+  EXPECT_FALSE(f.contains("draft_acceptance_metrics"));
+  // The engine's timings and its /metrics, each under its own name.
+  c.server_timings.with_timings = 2;
+  c.server_timings.prefill_rate.p50 = 1000.0;
+  c.server_timings.decode_rate_per_user.p50 = 45.0;
+  c.server_timings.prompt_tokens_cached = 60;
+  c.server_timings.acceptance_rate = 0.7;
+  c.summary_json["server"] = json::object{{"spec_decode_acceptance_rate", 0.65}};
+  for (const protocol::Plan& plan : {ladder, protocol::plan_real({}, shared(), stream_of(1)),
+                                     protocol::plan_speed({}, {"fr"}, shared(), std::nullopt)}) {
+    f = plan.figures(c);
+    SCOPED_TRACE(plan.name);
+    EXPECT_EQ(f.at("server_prefill_tok_s"), 1000.0);
+    EXPECT_EQ(f.at("server_decode_tok_s"), 45.0);
+    EXPECT_EQ(f.at("cached_prompt_tokens"), 60);
+    EXPECT_EQ(f.at("draft_acceptance_timings"), 0.7);
+    EXPECT_EQ(f.at("draft_acceptance_metrics"), 0.65);
+    EXPECT_EQ(f.at("tokens_per_event"), 2.5);
+  }
+}
+
 /// A campaign over a runner that makes outcomes up: decode rates by repetition.
 TEST(ProtocolCampaign, SelectsTheMedianRepetitionAndKeepsEveryRun) {
   protocol::LadderOptions l;
