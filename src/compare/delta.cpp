@@ -65,19 +65,8 @@ IntervalResult request_interval(const MetricDef& m, const Sample& a, const Sampl
 IntervalResult repetition_interval(const MetricDef& m, const std::vector<double>& a,
                                    const std::vector<double>& b, std::uint64_t seed_a,
                                    std::uint64_t seed_b, const BootstrapOptions& o) {
-  Rng ra(seed_a), rb(seed_b);
-  const Sample sa = Sample::values(Resample::kPercentile, 50, a);
-  const Sample sb = Sample::values(Resample::kPercentile, 50, b);
-  std::vector<std::uint32_t> buf;
-  std::vector<double> deltas;
-  deltas.reserve(o.resamples);
-  for (std::uint32_t i = 0; i < o.resamples; ++i) {
-    const auto va = sa.resampled(ra, buf);
-    const auto vb = sb.resampled(rb, buf);
-    const auto d = delta_of(m, va, vb);
-    if (d && std::isfinite(*d)) deltas.push_back(*d);
-  }
-  return percentile_interval(std::move(deltas), o.resamples, o.confidence);
+  return request_interval(m, Sample::values(Resample::kPercentile, 50, a),
+                          Sample::values(Resample::kPercentile, 50, b), seed_a, seed_b, o);
 }
 
 std::vector<double> finite_values(const ArmCell& a, const std::string& key) {

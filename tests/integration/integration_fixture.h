@@ -124,6 +124,24 @@ class Integration : public ::testing::Test {
     return lines;
   }
 
+  /// The run directory under dir_/runs once its requests.jsonl holds `n` finished requests, or
+  /// after 30 s as it is then (empty when no run directory appeared).
+  fs::path wait_for_finished_requests(std::size_t n) {
+    fs::path run_dir;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (fs::exists(dir_ / "runs")) {
+        for (const auto& e : fs::directory_iterator(dir_ / "runs")) run_dir = e.path();
+      }
+      if (!run_dir.empty() && fs::exists(run_dir / "requests.jsonl") &&
+          read_jsonl(run_dir / "requests.jsonl").size() >= n) {
+        return run_dir;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return run_dir;
+  }
+
   fs::path dir_;
   std::vector<std::unique_ptr<Child>> sims_;
 };

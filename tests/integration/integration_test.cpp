@@ -171,18 +171,7 @@ TEST_F(Integration, SigintLeavesAValidInterruptedRecord) {
       "64"};
   Child c(argv, (dir_ / "run.out").string(), (dir_ / "run.err").string());
   // Wait until some requests finished, then interrupt.
-  fs::path run_dir;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (fs::exists(dir_ / "runs")) {
-      for (const auto& e : fs::directory_iterator(dir_ / "runs")) run_dir = e.path();
-    }
-    if (!run_dir.empty() && fs::exists(run_dir / "requests.jsonl") &&
-        read_jsonl(run_dir / "requests.jsonl").size() >= 8) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const fs::path run_dir = wait_for_finished_requests(8);
   ASSERT_FALSE(run_dir.empty());
   c.signal(SIGINT);
   EXPECT_EQ(c.wait(std::chrono::seconds(30)), 130) << c.err();

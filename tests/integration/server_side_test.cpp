@@ -272,18 +272,7 @@ TEST_F(Integration, ARunKilledBySecondSignalLeavesARecordThatConforms) {
   Child c({DYNO_BINARY, "run", "-q", "--runs-root", (dir_ / "runs").string(), "--duration", "60",
            "-c", "2", "--output-tokens", "64"},
           (dir_ / "run.out").string(), (dir_ / "run.err").string());
-  fs::path run_dir;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (fs::exists(dir_ / "runs")) {
-      for (const auto& e : fs::directory_iterator(dir_ / "runs")) run_dir = e.path();
-    }
-    if (!run_dir.empty() && fs::exists(run_dir / "requests.jsonl") &&
-        !read_jsonl(run_dir / "requests.jsonl").empty()) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const fs::path run_dir = wait_for_finished_requests(1);
   ASSERT_FALSE(run_dir.empty());
   c.signal(SIGINT);
   c.signal(SIGINT);
