@@ -12,6 +12,7 @@
 #include "app/signals.h"
 #include "load/schedule.h"
 #include "protocol/campaign.h"
+#include "record/campaign_file.h"
 #include "record/record_json.h"
 #include "record/redact.h"
 #include "record/run_writer.h"
@@ -137,14 +138,17 @@ int run_campaign(session::EngineSession& engine, const protocol::Plan& plan, con
         return run_and_show(engine, spec, o, stop, /*print_summary=*/false);
       },
       [](const std::string& line) { std::cerr << line << "\n"; });
-  json::object doc = campaign.document(engine.engine_json(), engine.model());
+  json::object doc = campaign.document(engine.engine_json(), engine.model(),
+                                       telemetry::vram_snapshot_json(engine.vram_after_load()));
   const std::filesystem::path dir = std::filesystem::path(o.record.runs_root) / "campaigns";
   std::filesystem::create_directories(dir);
   const std::filesystem::path file = dir / (campaign.id() + ".json");
   // engine.reported holds what the server answered: never the key, even if it echoed it.
   if (const auto& key = engine.target_config().api_key) record::redact_literals(doc, {*key});
-  record::write_file_atomic(file, record::pretty_json(doc));
+  const std::string text = record::signed_campaign_text(doc);  // what runs verify checks
+  record::write_file_atomic(file, text);
   if (o.console.json) {
+    doc[record::kCampaignDigestKey] = record::campaign_digests(text)->recorded;
     doc["campaign_file"] = file.string();
     std::cout << record::pretty_json(doc);
   } else {

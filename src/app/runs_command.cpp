@@ -12,9 +12,9 @@
 #include "app/console.h"
 #include "app/flag_values.h"
 #include "app/run_command.h"
+#include "app/runs_verify.h"
 #include "json/json_text.h"
 #include "record/record_json.h"
-#include "record/run_verify.h"
 #include "record/run_writer.h"
 #include "record/scrub.h"
 
@@ -62,8 +62,8 @@ std::string pad(const std::string& s, std::size_t width) {
   return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
 }
 
-/// Rows of text as aligned columns (two spaces between), each line indented by `indent`.
-/// Cells come from records: control characters are escaped (terminal_text).
+}  // namespace
+
 std::string render_table(std::vector<std::vector<std::string>> rows, const std::string& indent) {
   for (auto& r : rows) {
     for (auto& cell : r) cell = terminal_text(cell, true);
@@ -84,6 +84,8 @@ std::string render_table(std::vector<std::vector<std::string>> rows, const std::
   }
   return out;
 }
+
+namespace {
 
 void flatten(const json::value& v, const std::string& name,
              std::vector<std::pair<std::string, json::value>>& out) {
@@ -120,12 +122,13 @@ std::string str_at(const json::object& o, std::initializer_list<std::string_view
   return v->is_string() ? std::string(v->get_string()) : json_text::compact(*v);
 }
 
+}  // namespace
+
 const std::regex& date_pattern() {
   static const std::regex re(R"(^\d{4}(-\d{2}(-\d{2}(T\d{2}(:\d{2}(:\d{2})?)?)?)?)?$)");
   return re;
 }
 
-/// The runs root named by --runs-root; throws UsageError when it does not exist.
 fs::path existing_root(const std::string& root) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
@@ -134,6 +137,8 @@ fs::path existing_root(const std::string& root) {
   }
   return root;
 }
+
+namespace {
 
 /// The index of a runs root, brought up to date; where index.sqlite cannot be written (a
 /// read-only copy), one built in memory, with a warning.
@@ -297,57 +302,6 @@ int cmd_diff(const RunsOptions& o, std::ostream& out) {
                    {"same", same},
                    {"differ", differ},
                    {"sections", std::move(secs)}});
-  return kExitOk;
-}
-
-int cmd_verify(const RunsOptions& o, std::ostream& out, std::ostream& err) {
-  std::vector<fs::path> dirs;
-  if (o.all) {
-    if (!o.ids.empty()) throw UsageError("runs verify: give run ids or --all, not both");
-    const fs::path root = existing_root(o.runs_root);
-    for (const auto& name : record::run_directory_names(root)) dirs.push_back(root / name);
-  } else {
-    if (o.ids.empty()) throw UsageError("runs verify: name the runs to verify, or --all");
-    for (const auto& id : o.ids) dirs.push_back(resolve_run(o.runs_root, id));
-  }
-  std::size_t failed = 0;
-  json::array reports;
-  for (const auto& dir : dirs) {
-    const record::VerifyReport rep = record::verify_run_dir(dir);
-    if (!rep.ok()) ++failed;
-    if (o.json) {
-      json::array problems;
-      for (const auto& p : rep.problems) {
-        problems.push_back(
-            json::object{{"check", p.check}, {"path", p.path}, {"message", p.message}});
-      }
-      reports.push_back(json::object{{"run_id", dir.filename().string()},
-                                     {"dir", dir.string()},
-                                     {"ok", rep.ok()},
-                                     {"files_checked", rep.files_checked},
-                                     {"problems", std::move(problems)}});
-      continue;
-    }
-    if (rep.ok()) {
-      out << "ok      " << terminal_text(dir.filename().string(), true) << " (" << rep.files_checked
-          << " files match SHA256SUMS)\n";
-    } else {
-      out << "FAILED  " << terminal_text(dir.filename().string(), true) << "\n";
-      for (const auto& p : rep.problems) {
-        out << "        " << p.check << ": "
-            << terminal_text((p.path.empty() ? "" : p.path + ": ") + p.message, true) << "\n";
-      }
-    }
-  }
-  if (o.json) {
-    out << record::pretty_json(reports);
-  } else if (dirs.size() > 1) {
-    out << dirs.size() - failed << " of " << dirs.size() << " runs verify\n";
-  }
-  if (failed > 0) {
-    err << "dyno: " << failed << (failed == 1 ? " run fails" : " runs fail") << " verification\n";
-    return kExitRunFailed;
-  }
   return kExitOk;
 }
 
@@ -623,6 +577,9 @@ RunsCli::RunsCli(CLI::App& app) {
   list_->add_flag("--desc", o_.filter.descending, "sort in descending order");
   list_->add_option("--limit", o_.limit, "at most N runs")
       ->transform(flags::integer(1, flags::kMaxU64));
+  list_->add_flag("--campaigns", o_.campaigns,
+                  "list campaign files instead of runs (filters: --campaign, --protocol, --status, "
+                  "--engine, --model, --since, --until)");
   list_->add_flag("--json", o_.json, "print the index rows as JSON");
 
   show_ = runs_->add_subcommand("show", "a run's identity, configuration and headline figures");
@@ -640,11 +597,13 @@ RunsCli::RunsCli(CLI::App& app) {
       ->expected(2);
   diff_->add_flag("--json", o_.json, "print the differences as JSON");
 
-  verify_ = runs_->add_subcommand(
-      "verify", "check SHA256SUMS, the manifest and the summary of runs (exit 3 on a failure)");
+  verify_ = runs_->add_subcommand("verify",
+                                  "check runs (SHA256SUMS, manifest, summary) and campaign files "
+                                  "(their digest and their runs) (exit 3 on a failure)");
   add_root(*verify_, o_);
-  verify_->add_option("runs", o_.ids, "run ids, unique prefixes or run directories");
-  verify_->add_flag("--all", o_.all, "every run under --runs-root");
+  verify_->add_option("runs", o_.ids,
+                      "run ids, unique prefixes, run directories, campaign ids or campaign files");
+  verify_->add_flag("--all", o_.all, "every run and every campaign under --runs-root");
   verify_->add_flag("--json", o_.json, "print the reports as JSON");
 
   rm_ = runs_->add_subcommand("rm", "remove runs (their directories and index rows)");
@@ -681,7 +640,8 @@ RunsCli::RunsCli(CLI::App& app) {
 bool RunsCli::parsed() const { return runs_->parsed(); }
 
 int RunsCli::execute(std::ostream& out, std::ostream& err) {
-  if (list_->parsed()) return cmd_list(o_, out, err);
+  if (list_->parsed())
+    return o_.campaigns ? cmd_list_campaigns(o_, out, err) : cmd_list(o_, out, err);
   if (show_->parsed()) return cmd_show(o_, out, err);
   if (diff_->parsed()) return cmd_diff(o_, out);
   if (verify_->parsed()) return cmd_verify(o_, out, err);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <ostream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct RunsOptions {
   // list
   record::RunFilter filter;
   std::optional<std::size_t> limit;
+  bool campaigns = false;  ///< list campaign files instead of runs
   // verify
   bool all = false;
   // publish
@@ -67,6 +69,16 @@ class RunsCli {
 /// run directory (a symbolic link to one is followed to the directory it names). Throws
 /// UsageError naming the argument when none or several runs match.
 std::filesystem::path resolve_run(const std::filesystem::path& runs_root, const std::string& arg);
+
+/// The runs root named by --runs-root; throws UsageError when it does not exist.
+std::filesystem::path existing_root(const std::string& root);
+
+/// What --since and --until accept: YYYY[-MM[-DD[THH[:MM[:SS]]]]].
+const std::regex& date_pattern();
+
+/// Rows of text as aligned columns (two spaces between), each line indented by `indent`.
+/// Cells come from records: control characters are escaped (terminal_text).
+std::string render_table(std::vector<std::vector<std::string>> rows, const std::string& indent);
 
 /// The fairness view of two runs: every identity and configuration field of their manifests
 /// (harness, engine, model, hardware, workload, load, slo, telemetry settings), per section,

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "error/error.h"
+#include "protocol/campaign_summary.h"
 #include "record/record_json.h"
 #include "record/run_id.h"
 
@@ -103,6 +104,7 @@ void Campaign::run_cell(const CellPlan& cell, const CellRunner& run,
                         const std::function<void(const std::string&)>& say) {
   CellResult result;
   result.name = cell.name;
+  result.key = cell.key.empty() ? std::vector<std::string>{cell.name} : cell.key;
   result.params = cell.params;
   result.metric = !cell.metric.empty() && !user_selected_ ? cell.metric : metric_;
   const std::uint32_t repeat = plan_.rep.repeat;
@@ -136,7 +138,7 @@ void Campaign::run_cell(const CellPlan& cell, const CellRunner& run,
   cells_.push_back(std::move(result));
 }
 
-json::object Campaign::cell_json(const CellResult& c) const {
+json::object Campaign::cell_json(const CellResult& c, json::object& headline) const {
   std::vector<std::pair<double, std::size_t>> ranked;
   json::array runs;
   // Every figure, in the protocol's order, with the values it took over the repetitions.
@@ -155,8 +157,11 @@ json::object Campaign::cell_json(const CellResult& c) const {
     }
     const auto m = metric_of(rep.summary, c.metric);
     if (m && std::isfinite(*m)) ranked.emplace_back(*m, i);
-    runs.push_back(json::object{
-        {"run_id", rep.run_id}, {"status", rep.status}, {c.metric, num(m)}, {"figures", figs}});
+    runs.push_back(json::object{{"run_id", rep.run_id},
+                                {"status", rep.status},
+                                {"record_sha256", rep.record_sha256},
+                                {c.metric, num(m)},
+                                {"figures", figs}});
   }
   json::value selected = nullptr;
   const json::object* selected_figures = nullptr;
@@ -173,6 +178,8 @@ json::object Campaign::cell_json(const CellResult& c) const {
         selected_figures != nullptr ? selected_figures->if_contains(k) : nullptr;
     spreads[k] = figure_spread(v, mine != nullptr ? *mine : json::value(nullptr));
   }
+  put_headline(headline, c.key,
+               selected_figures != nullptr ? json::value(*selected_figures) : json::value(nullptr));
   return json::object{{"cell", c.name},
                       {"params", c.params},
                       {"selection", selection_json(c.metric)},
@@ -185,9 +192,44 @@ std::string Campaign::status() const {
   return crashed_ ? "engine_crashed" : stopped_ ? "interrupted" : failed_ ? "partial" : "ok";
 }
 
-json::object Campaign::document(const json::object& engine, const std::string& model) const {
+namespace {
+
+/// How long the engine took to be ready (a launched engine's launch record), or why there is no
+/// such figure.
+json::object readiness(const json::object& engine) {
+  const json::value* launch = engine.if_contains("launch");
+  if (launch != nullptr && launch->is_object()) {
+    const auto& l = launch->as_object();
+    json::object out;
+    for (const char* k : {"ready_s", "probe_ready_s", "first_request_s", "launched_at"}) {
+      if (const auto* v = l.if_contains(k)) out[k] = *v;
+    }
+    return out;
+  }
+  const json::value* reached = engine.if_contains("reached");
+  const std::string kind = reached != nullptr && reached->is_object() &&
+                                   reached->as_object().if_contains("kind") != nullptr &&
+                                   reached->as_object().at("kind").is_string()
+                               ? std::string(reached->as_object().at("kind").as_string())
+                               : std::string();
+  return json::object{
+      {"ready_s", nullptr},
+      {"reason", kind == "embedded-sim" ? "the embedded simulated engine is ready at once"
+                 : kind == "plugin"     ? "an in-process plugin engine: nothing was launched"
+                                        : "reached at --url: dyno did not launch the engine"}};
+}
+
+}  // namespace
+
+json::object Campaign::document(const json::object& engine, const std::string& model,
+                                const json::value& vram_after_load) const {
   json::array cells;
-  for (const CellResult& c : cells_) cells.push_back(cell_json(c));
+  json::object headline;
+  std::vector<CellRep> reps;
+  for (const CellResult& c : cells_) {
+    cells.push_back(cell_json(c, headline));
+    for (const auto& rep : c.reps) reps.push_back({c.name, &rep});
+  }
   return json::object{
       {"schema_version", record::kSchemaVersion},
       {"campaign_id", id_},
@@ -198,7 +240,14 @@ json::object Campaign::document(const json::object& engine, const std::string& m
        json::object{{"name", plan_.name}, {"version", plan_.version}, {"params", plan_.params}}},
       {"selection", selection_json(metric_)},
       {"engine", engine},
+      {"readiness", readiness(engine)},
       {"model", model},
+      {"vram_after_load", vram_after_load},
+      {"headline", std::move(headline)},
+      {"session_telemetry", session_telemetry(reps)},
+      {"energy_flags", energy_flags(reps)},
+      {"warnings", cell_warnings(reps)},
+      {"caveats", cell_caveats(reps)},
       {"cells", std::move(cells)}};
 }
 

@@ -40,8 +40,11 @@ class Campaign {
   void run(const CellRunner& run, const std::function<void(const std::string&)>& say);
 
   /// The campaign document; `engine` and `model` are the engine session's (manifest.engine
-  /// and the model requested).
-  boost::json::object document(const boost::json::object& engine, const std::string& model) const;
+  /// and the model requested), `vram_after_load` its per-GPU snapshot once the engine was
+  /// ready (null without GPUs). The writer adds its digest (record/campaign_file.h) once secrets
+  /// are taken out.
+  boost::json::object document(const boost::json::object& engine, const std::string& model,
+                               const boost::json::value& vram_after_load) const;
   /// ok | partial (a cell failed) | interrupted | engine_crashed.
   std::string status() const;
   /// The figures of the first repetition of each cell, in the protocol's order: the columns
@@ -51,6 +54,7 @@ class Campaign {
  private:
   struct CellResult {
     std::string name;
+    std::vector<std::string> key;  // its place in `headline`
     boost::json::object params;
     std::string metric;  // the selection metric of this cell
     std::vector<session::CellOutcome> reps;
@@ -58,7 +62,7 @@ class Campaign {
 
   void run_cell(const CellPlan& cell, const CellRunner& run,
                 const std::function<void(const std::string&)>& say);
-  boost::json::object cell_json(const CellResult& c) const;
+  boost::json::object cell_json(const CellResult& c, boost::json::object& headline) const;
   boost::json::object selection_json(const std::string& metric) const;
 
   const Plan& plan_;

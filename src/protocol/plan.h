@@ -73,6 +73,10 @@ struct CellPlan {
   std::string metric;          ///< replaces the protocol's primary metric ("" = keep it)
   /// The spec of repetition r (0-based); called just before it runs.
   std::function<session::CellSpec(std::uint32_t)> spec_for;
+  /// Where the cell's headline figures sit in the campaign file's `headline` (nested keys):
+  /// a pass and its part for speed ({"fr", "solo"}), the kind and size for ladder
+  /// ({"decode", "8000"}), the case for real; empty: the cell's name.
+  std::vector<std::string> key = {};
 };
 
 struct Plan {

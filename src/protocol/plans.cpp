@@ -267,12 +267,14 @@ Plan plan_ladder(const LadderOptions& l, const std::vector<double>& depths,
     plan.cells.push_back(CellPlan{"decode@" + std::to_string(tokens),
                                   json::object{{"kind", "decode"}, {"target_tokens", tokens}}, "",
                                   cell_for(tokens, l.decode_tokens)});
+    plan.cells.back().key = {"decode", std::to_string(tokens)};
   }
   for (double size : sizes) {
     const auto tokens = static_cast<std::int64_t>(size);
     plan.cells.push_back(CellPlan{"prefill@" + std::to_string(tokens),
                                   json::object{{"kind", "prefill"}, {"target_tokens", tokens}},
                                   "prefill_rate_p50", cell_for(tokens, 1)});
+    plan.cells.back().key = {"prefill", std::to_string(tokens)};
   }
   return plan;
 }
@@ -371,6 +373,7 @@ Plan plan_speed(const SpeedOptions& sp, const std::vector<std::string>& passes, 
     solo.load.warmup = warmup;
     plan.cells.push_back(
         same_cell(pass + "/solo", json::object{{"pass", pass}, {"part", "solo"}}, solo));
+    plan.cells.back().key = {pass, "solo"};
     first = false;
     std::vector<workload::Request> burst;
     for (std::uint32_t i = 0; i < sp.concurrency; ++i) burst.push_back(reqs[i % reqs.size()]);
@@ -379,6 +382,7 @@ Plan plan_speed(const SpeedOptions& sp, const std::vector<std::string>& passes, 
     plan.cells.push_back(same_cell(
         pass + "/agg",
         json::object{{"pass", pass}, {"part", "aggregate"}, {"concurrency", sp.concurrency}}, agg));
+    plan.cells.back().key = {pass, "agg"};
   }
   return plan;
 }

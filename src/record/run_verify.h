@@ -19,6 +19,9 @@ struct VerifyReport {
   std::filesystem::path dir;
   std::size_t files_checked = 0;  ///< files whose digest was compared
   std::vector<VerifyProblem> problems;
+  /// What could not be checked without failing the record (e.g. a campaign file written before
+  /// campaign files were signed).
+  std::vector<std::string> notes;
   bool ok() const { return problems.empty(); }
 };
 

@@ -290,7 +290,7 @@ void EngineSession::start_telemetry() {
     // A couple of samples, for the VRAM snapshot after load.
     std::this_thread::sleep_for(std::chrono::nanoseconds(monitor_->period_ns() * 2));
   }
-  vram_after_load_ = telemetry::vram_used_now(*monitor_);
+  vram_after_load_ = telemetry::vram_snapshot(*monitor_);
 }
 
 EngineSession::~EngineSession() {

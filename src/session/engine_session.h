@@ -90,7 +90,7 @@ class EngineSession {
   /// up, with an idle baseline before the first cell when a source reports power.
   const telemetry::Monitor* monitor() const { return monitor_.get(); }
   const telemetry::IdleBaseline* idle() const { return idle_ ? &*idle_ : nullptr; }
-  std::optional<std::int64_t> vram_after_load() const { return vram_after_load_; }
+  const telemetry::VramSnapshot& vram_after_load() const { return vram_after_load_; }
 
  private:
   void start_telemetry();
@@ -112,7 +112,7 @@ class EngineSession {
   bool metrics_missing_ = false;
   std::unique_ptr<telemetry::Monitor> monitor_;
   std::optional<telemetry::IdleBaseline> idle_;
-  std::optional<std::int64_t> vram_after_load_;
+  telemetry::VramSnapshot vram_after_load_;
   std::optional<sim::Profile> profile_;
   transport::HttpTargetConfig config_;
   std::string model_;

@@ -571,6 +571,7 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
   close_manifest(engine, target, m, out, manifest);
   writer.write_json("manifest.json", record::manifest_to_json(manifest));
   writer.finalize(result.traces);
+  out.record_sha256 = record::sha256_hex_file(writer.dir() / "SHA256SUMS");
   if (auto w = writer.invalid_utf8_warning()) out.summary.warnings.push_back(std::move(*w));
   record::index_finished_run(runs_root, writer.dir(), std::cerr);  // a warning if it fails
   out.traces = std::move(result.traces);

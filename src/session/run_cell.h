@@ -55,6 +55,9 @@ struct CellOutcome {
   boost::json::object summary_json;
   bool streamed = true;                        ///< the requests asked for streamed answers
   engine::ServerTimingFigures server_timings;  ///< from the responses' `timings`
+  /// sha256 of the record's SHA256SUMS once it is closed: pins every file of the record (a
+  /// campaign file lists it beside the run id).
+  std::string record_sha256;
   int exit_code = 0;  ///< set by the command that shows the cell (app/cell_report.h)
 };
 

@@ -108,7 +108,7 @@ IdleBaseline measure_idle(const Monitor& monitor, double seconds) {
 
 json::object energy_section(const Monitor& monitor, const IdleBaseline* idle, std::int64_t begin,
                             std::int64_t end, std::int64_t output_tokens,
-                            std::optional<std::int64_t> vram_after_load,
+                            const VramSnapshot& vram_after_load,
                             std::vector<metrics::Warning>& warnings) {
   const double window_s = static_cast<double>(end - begin) * 1e-9;
   monitor.wait_past(end);
@@ -219,7 +219,8 @@ json::object energy_section(const Monitor& monitor, const IdleBaseline* idle, st
       {"power_peak_w", num(power_peak)},
       {"idle_subtracted_joules_per_output_token", num(net)},
       {"vram_peak_bytes", inum(vram_peak)},
-      {"vram_after_load_bytes", inum(vram_after_load)},
+      {"vram_after_load_bytes", inum(vram_after_load.used_total())},
+      {"vram_after_load", vram_snapshot_json(vram_after_load)},
       {"devices", std::move(devices)}};
 }
 
@@ -309,20 +310,53 @@ std::string telemetry_jsonl(const Monitor& monitor, std::int64_t begin, std::int
   return out;
 }
 
-std::optional<std::int64_t> vram_used_now(const Monitor& monitor) {
+std::optional<std::int64_t> VramSnapshot::used_total() const {
   std::optional<std::int64_t> total;
+  for (const auto& d : devices) {
+    if (d.used_bytes) total = total.value_or(0) + *d.used_bytes;
+  }
+  return total;
+}
+
+VramSnapshot vram_snapshot(const Monitor& monitor) {
+  VramSnapshot snap;
   for_each_device(monitor,
-                  [&](std::size_t s, std::size_t d, const Probe&, const DeviceIdentity& dev) {
+                  [&](std::size_t s, std::size_t d, const Probe& probe, const DeviceIdentity& dev) {
                     if (!is_gpu(dev)) return;
+                    VramDevice v{probe.source, dev.index, dev.name, std::nullopt, std::nullopt};
                     const auto series = monitor.series(s, d);
                     for (auto it = series.rbegin(); it != series.rend(); ++it) {
-                      if (it->reading.memory_used_bytes) {
-                        total = total.value_or(0) + *it->reading.memory_used_bytes;
-                        break;
+                      if (!v.used_bytes) v.used_bytes = it->reading.memory_used_bytes;
+                      if (!v.engine_process_bytes) {
+                        v.engine_process_bytes = it->reading.process_memory_bytes;
                       }
+                      if (v.used_bytes && v.engine_process_bytes) break;
                     }
+                    snap.devices.push_back(std::move(v));
                   });
-  return total;
+  return snap;
+}
+
+json::value vram_snapshot_json(const VramSnapshot& snapshot) {
+  if (snapshot.devices.empty()) return nullptr;
+  json::array devices;
+  std::optional<std::int64_t> engine_total;
+  for (const auto& d : snapshot.devices) {
+    if (d.engine_process_bytes) engine_total = engine_total.value_or(0) + *d.engine_process_bytes;
+    devices.push_back(json::object{{"source", d.source},
+                                   {"device", d.device},
+                                   {"name", d.name},
+                                   {"used_bytes", inum(d.used_bytes)},
+                                   {"engine_process_bytes", inum(d.engine_process_bytes)}});
+  }
+  return json::object{
+      {"snapshot", "after_load"},
+      {"kinds",
+       json::object{{"used_bytes", "in use on the device by every process"},
+                    {"engine_process_bytes", "held by the engine's processes (what it reserved)"}}},
+      {"devices", std::move(devices)},
+      {"used_bytes_total", inum(snapshot.used_total())},
+      {"engine_process_bytes_total", inum(engine_total)}};
 }
 
 std::string doctor_text(const Monitor& monitor) {

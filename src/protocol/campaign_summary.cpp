@@ -1,0 +1,241 @@
+#include "protocol/campaign_summary.h"
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cmath>
+#include <map>
+#include <optional>
+
+namespace dyno::protocol {
+
+namespace json = boost::json;
+
+namespace {
+
+std::optional<double> number(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr || !v->is_number()) return std::nullopt;
+  const double x = v->to_number<double>();
+  return std::isfinite(x) ? std::optional<double>(x) : std::nullopt;
+}
+
+json::value num(std::optional<double> v) { return v ? json::value(*v) : json::value(nullptr); }
+
+void keep_max(std::optional<double>& acc, std::optional<double> v) {
+  if (v) acc = acc ? std::max(*acc, *v) : *v;
+}
+
+void keep_sum(std::optional<double>& acc, std::optional<double> v) {
+  if (v) acc = acc.value_or(0) + *v;
+}
+
+/// The smallest and largest of a figure over the windows (a median per window cannot be
+/// combined into one median).
+struct Range {
+  std::optional<double> lo, hi;
+  void add(std::optional<double> v) {
+    if (!v) return;
+    lo = lo ? std::min(*lo, *v) : *v;
+    hi = hi ? std::max(*hi, *v) : *v;
+  }
+  json::value to_json() const {
+    if (!lo) return nullptr;
+    return json::object{{"min", *lo}, {"max", *hi}};
+  }
+};
+
+/// One device over the session.
+struct DeviceRollup {
+  std::string source;
+  std::int64_t device = 0;
+  std::string name;
+  std::size_t windows = 0;
+  std::optional<double> energy_j, power_peak_w, temp_max, temp_junction_max, temp_memory_max,
+      memory_used_peak;
+  Range clock_sm, clock_memory;
+
+  void add(const json::object& d) {
+    ++windows;
+    keep_sum(energy_j, number(d, "energy_j"));
+    keep_max(power_peak_w, number(d, "power_peak_w"));
+    keep_max(temp_max, number(d, "temperature_max_c"));
+    keep_max(temp_junction_max, number(d, "temperature_junction_max_c"));
+    keep_max(temp_memory_max, number(d, "temperature_memory_max_c"));
+    keep_max(memory_used_peak, number(d, "memory_used_peak_bytes"));
+    clock_sm.add(number(d, "clock_sm_median_mhz"));
+    clock_memory.add(number(d, "clock_memory_median_mhz"));
+  }
+
+  json::object to_json() const {
+    return json::object{{"source", source},
+                        {"device", device},
+                        {"name", name},
+                        {"windows", windows},
+                        {"energy_j", num(energy_j)},
+                        {"power_peak_w", num(power_peak_w)},
+                        {"temperature_max_c", num(temp_max)},
+                        {"temperature_junction_max_c", num(temp_junction_max)},
+                        {"temperature_memory_max_c", num(temp_memory_max)},
+                        {"memory_used_peak_bytes", num(memory_used_peak)},
+                        {"clock_sm_median_mhz", clock_sm.to_json()},
+                        {"clock_memory_median_mhz", clock_memory.to_json()}};
+  }
+};
+
+/// The energy section of a repetition's summary when telemetry measured its window.
+const json::object* measured_energy(const CellRep& r) {
+  const json::value* e = r.outcome->summary_json.if_contains("energy");
+  if (e == nullptr || !e->is_object()) return nullptr;
+  const json::value* window = e->as_object().if_contains("window");
+  return window != nullptr && window->is_string() ? &e->as_object() : nullptr;
+}
+
+std::string text_of(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
+}  // namespace
+
+void put_headline(json::object& headline, const std::vector<std::string>& key,
+                  json::value figures) {
+  json::object* at = &headline;
+  for (std::size_t i = 0; i + 1 < key.size(); ++i) {
+    json::value& next = (*at)[key[i]];
+    if (!next.is_object()) next = json::object{};
+    at = &next.as_object();
+  }
+  (*at)[key.back()] = std::move(figures);
+}
+
+json::object session_telemetry(const std::vector<CellRep>& reps) {
+  std::size_t windows = 0, with_energy = 0;
+  double covered_s = 0, energy_window_s = 0;
+  std::optional<double> energy, output_tokens, power_peak, vram_peak;
+  std::string scope;
+  std::vector<DeviceRollup> devices;
+  for (const CellRep& r : reps) {
+    const json::object* e = measured_energy(r);
+    if (e == nullptr) continue;
+    ++windows;
+    const double w = number(*e, "window_s").value_or(0);
+    covered_s += w;
+    if (const auto j = number(*e, "energy_j")) {
+      ++with_energy;
+      energy_window_s += w;
+      keep_sum(energy, j);
+      keep_sum(output_tokens, number(*e, "output_tokens"));
+      keep_max(power_peak, number(*e, "power_peak_w"));
+      if (scope.empty()) scope = text_of(*e, "scope");
+    }
+    keep_max(vram_peak, number(*e, "vram_peak_bytes"));
+    const json::value* devs = e->if_contains("devices");
+    if (devs == nullptr || !devs->is_array()) continue;
+    for (const auto& dv : devs->as_array()) {
+      if (!dv.is_object()) continue;
+      const auto& d = dv.as_object();
+      const std::string source = text_of(d, "source");
+      const std::int64_t index = d.if_contains("device") != nullptr && d.at("device").is_int64()
+                                     ? d.at("device").as_int64()
+                                     : 0;
+      auto it = std::find_if(devices.begin(), devices.end(), [&](const DeviceRollup& x) {
+        return x.source == source && x.device == index;
+      });
+      if (it == devices.end()) {
+        it = devices.insert(devices.end(), DeviceRollup{});
+        it->source = source;
+        it->device = index;
+        it->name = text_of(d, "name");
+      }
+      it->add(d);
+    }
+  }
+  if (windows == 0) {
+    return json::object{
+        {"windows", 0},
+        {"reason", "no cell measured telemetry (--telemetry off, or no telemetry source)"}};
+  }
+  json::array devs;
+  for (const auto& d : devices) devs.push_back(d.to_json());
+  std::optional<double> per_j, mean_w;
+  if (energy && *energy > 0 && output_tokens) per_j = *output_tokens / *energy;
+  if (energy && energy_window_s > 0) mean_w = *energy / energy_window_s;
+  return json::object{
+      {"over",
+       "the service window of every repetition of every cell: warm-up, loading, the idle "
+       "baseline and the time between cells are not covered"},
+      {"windows", windows},
+      {"covered_s", covered_s},
+      {"windows_with_energy", with_energy},
+      {"energy_covered_s", energy_window_s},
+      {"scope", scope.empty() ? json::value(nullptr) : json::value(scope)},
+      {"energy_j", num(energy)},
+      {"output_tokens", num(output_tokens)},
+      {"output_tokens_per_j", num(per_j)},
+      {"power_mean_w", num(mean_w)},
+      {"power_peak_w", num(power_peak)},
+      {"vram_peak_bytes", num(vram_peak)},
+      {"devices", std::move(devs)}};
+}
+
+json::array energy_flags(const std::vector<CellRep>& reps) {
+  json::array out;
+  for (const CellRep& r : reps) {
+    const json::object* e = measured_energy(r);
+    const json::value* devs = e != nullptr ? e->if_contains("devices") : nullptr;
+    if (devs == nullptr || !devs->is_array()) continue;
+    for (const auto& dv : devs->as_array()) {
+      if (!dv.is_object()) continue;
+      const auto& d = dv.as_object();
+      const json::value* flags = d.if_contains("flags");
+      if (flags == nullptr || !flags->is_array()) continue;
+      const std::string device =
+          text_of(d, "source") + ":" +
+          (d.if_contains("device") != nullptr ? json::serialize(d.at("device")) : "?");
+      for (const auto& f : flags->as_array()) {
+        if (!f.is_string()) continue;
+        out.push_back(json::object{
+            {"cell", r.cell}, {"run_id", r.outcome->run_id}, {"device", device}, {"flag", f}});
+      }
+    }
+  }
+  return out;
+}
+
+json::array cell_warnings(const std::vector<CellRep>& reps) {
+  json::array out;
+  for (const CellRep& r : reps) {
+    for (const auto& w : r.outcome->summary.warnings) {
+      out.push_back(json::object{{"cell", r.cell},
+                                 {"run_id", r.outcome->run_id},
+                                 {"code", metrics::to_string(w.code)},
+                                 {"message", w.message}});
+    }
+  }
+  return out;
+}
+
+json::array cell_caveats(const std::vector<CellRep>& reps) {
+  json::array out;
+  std::map<std::string, std::size_t> at;  // code → its index in `out`
+  for (const CellRep& r : reps) {
+    const json::value* cv = r.outcome->summary_json.if_contains("caveats");
+    if (cv == nullptr || !cv->is_array()) continue;
+    for (const auto& c : cv->as_array()) {
+      if (!c.is_object()) continue;
+      const std::string code = text_of(c.as_object(), "code");
+      if (code.empty()) continue;
+      auto it = at.find(code);
+      if (it == at.end()) {
+        it = at.emplace(code, out.size()).first;
+        out.push_back(json::object{
+            {"code", code}, {"text", text_of(c.as_object(), "text")}, {"cells", json::array{}}});
+      }
+      out[it->second].as_object()["cells"].as_array().push_back(
+          json::object{{"cell", r.cell}, {"run_id", r.outcome->run_id}});
+    }
+  }
+  return out;
+}
+
+}  // namespace dyno::protocol

@@ -1,0 +1,192 @@
+// The campaign file's roll-ups (protocol/campaign_summary.h) and the summary parts of the
+// campaign document: headline keys per protocol, telemetry over the whole session, energy
+// flags, warnings and caveats with their cells, readiness.
+#include "protocol/campaign_summary.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "protocol/campaign.h"
+#include "protocol/plan.h"
+
+namespace json = boost::json;
+using namespace dyno;
+
+namespace {
+
+json::object device(const char* source, int index, double energy, double peak, double temp,
+                    double clock, json::array flags = {}) {
+  return json::object{{"source", source},
+                      {"device", index},
+                      {"name", "GPU " + std::to_string(index)},
+                      {"energy_j", energy},
+                      {"power_peak_w", peak},
+                      {"temperature_max_c", temp},
+                      {"temperature_junction_max_c", nullptr},
+                      {"temperature_memory_max_c", nullptr},
+                      {"memory_used_peak_bytes", 1000.0 * index + 1},
+                      {"clock_sm_median_mhz", clock},
+                      {"clock_memory_median_mhz", nullptr},
+                      {"flags", std::move(flags)}};
+}
+
+session::CellOutcome measured(const std::string& id, double window_s, double energy_j,
+                              double peak_w, std::int64_t tokens, json::array devices) {
+  session::CellOutcome o;
+  o.run_id = id;
+  o.status = "ok";
+  o.summary_json["energy"] = json::object{
+      {"window", "service"},       {"window_s", window_s},         {"scope", "gpu"},
+      {"energy_j", energy_j},      {"output_tokens", tokens},      {"power_peak_w", peak_w},
+      {"vram_peak_bytes", 5000.0}, {"devices", std::move(devices)}};
+  return o;
+}
+
+}  // namespace
+
+TEST(CampaignSummary, SessionTelemetrySumsEnergyOverTheMeasuredWindowsOnly) {
+  const auto a = measured(
+      "run-a", 2.0, 600.0, 320.0, 300,
+      json::array{device("nvml", 0, 400, 200, 61, 1800), device("nvml", 1, 200, 150, 58, 1750)});
+  const auto b = measured(
+      "run-b", 4.0, 1400.0, 410.0, 900,
+      json::array{device("nvml", 0, 900, 260, 67, 1700), device("nvml", 1, 500, 170, 60, 1760)});
+  session::CellOutcome off;  // telemetry off: energy without a window
+  off.run_id = "run-c";
+  off.summary_json["energy"] = json::object{{"energy_j", nullptr}, {"reason", "telemetry off"}};
+  const json::object t =
+      protocol::session_telemetry({{"fr/solo", &a}, {"fr/agg", &b}, {"en/solo", &off}});
+  EXPECT_EQ(t.at("windows").to_number<int>(), 2);
+  EXPECT_DOUBLE_EQ(t.at("covered_s").as_double(), 6.0);
+  EXPECT_DOUBLE_EQ(t.at("energy_j").as_double(), 2000.0);
+  EXPECT_DOUBLE_EQ(t.at("power_mean_w").as_double(), 2000.0 / 6.0);
+  // The peak of the summed reading is the highest window's, never a sum of card peaks.
+  EXPECT_DOUBLE_EQ(t.at("power_peak_w").as_double(), 410.0);
+  EXPECT_DOUBLE_EQ(t.at("output_tokens_per_j").as_double(), 1200.0 / 2000.0);
+  const auto& devs = t.at("devices").as_array();
+  ASSERT_EQ(devs.size(), 2u);
+  const auto& d0 = devs[0].as_object();
+  EXPECT_EQ(d0.at("source"), "nvml");
+  EXPECT_EQ(d0.at("windows").to_number<int>(), 2);
+  EXPECT_DOUBLE_EQ(d0.at("energy_j").as_double(), 1300.0);
+  EXPECT_DOUBLE_EQ(d0.at("temperature_max_c").as_double(), 67.0);
+  EXPECT_DOUBLE_EQ(d0.at("clock_sm_median_mhz").at("min").as_double(), 1700.0);
+  EXPECT_DOUBLE_EQ(d0.at("clock_sm_median_mhz").at("max").as_double(), 1800.0);
+  EXPECT_TRUE(d0.at("clock_memory_median_mhz").is_null());
+}
+
+TEST(CampaignSummary, NoTelemetryGivesAReason) {
+  session::CellOutcome off;
+  off.summary_json["energy"] = json::object{{"energy_j", nullptr}, {"reason", "telemetry off"}};
+  const json::object t = protocol::session_telemetry({{"c1", &off}});
+  EXPECT_EQ(t.at("windows").to_number<int>(), 0);
+  EXPECT_TRUE(t.contains("reason"));
+  EXPECT_FALSE(t.contains("energy_j"));
+}
+
+TEST(CampaignSummary, FlagsWarningsAndCaveatsNameTheirCell) {
+  auto a = measured(
+      "run-a", 2.0, 600.0, 320.0, 300,
+      json::array{device("nvml", 1, 400, 200, 61, 1800, json::array{"energy_sources_disagree"})});
+  a.summary.warnings.push_back(
+      {metrics::WarningCode::kConcurrencyUnderfilled, "held 3.1 of 8", "raise --per-slot"});
+  a.summary_json["caveats"] = json::array{
+      json::object{{"code", "prompt_cache"}, {"text", "the engine answered from its cache"}}};
+  auto b = measured("run-b", 4.0, 1400.0, 410.0, 900, json::array{});
+  b.summary_json["caveats"] =
+      json::array{json::object{{"code", "prompt_cache"}, {"text", "another text"}},
+                  json::object{{"code", "tokens_per_event"}, {"text", "2.0 tokens per event"}}};
+  const std::vector<protocol::CellRep> reps{{"fr/solo", &a}, {"fr/agg", &b}};
+
+  const json::array flags = protocol::energy_flags(reps);
+  ASSERT_EQ(flags.size(), 1u);
+  EXPECT_EQ(flags[0].at("cell"), "fr/solo");
+  EXPECT_EQ(flags[0].at("run_id"), "run-a");
+  EXPECT_EQ(flags[0].at("device"), "nvml:1");
+  EXPECT_EQ(flags[0].at("flag"), "energy_sources_disagree");
+
+  const json::array warnings = protocol::cell_warnings(reps);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].at("cell"), "fr/solo");
+  EXPECT_EQ(warnings[0].at("code"), "concurrency_underfilled");
+
+  const json::array caveats = protocol::cell_caveats(reps);
+  ASSERT_EQ(caveats.size(), 2u);
+  EXPECT_EQ(caveats[0].at("code"), "prompt_cache");
+  EXPECT_EQ(caveats[0].at("text"), "the engine answered from its cache");  // the first's text
+  EXPECT_EQ(caveats[0].at("cells").as_array().size(), 2u);
+  EXPECT_EQ(caveats[1].at("code"), "tokens_per_event");
+  EXPECT_EQ(caveats[1].at("cells").as_array()[0].at("cell"), "fr/agg");
+}
+
+TEST(CampaignSummary, HeadlineKeysAreStablePerProtocol) {
+  protocol::Shared shared;
+  shared.api = workload::Api::kCompletions;
+  shared.stream.input_tokens = 8;
+  shared.stream.output_tokens = 4;
+  protocol::SpeedOptions sp;
+  sp.concurrency = 2;
+  const protocol::Plan plan = protocol::plan_speed(sp, {"fr", "fr2"}, shared, std::nullopt);
+  protocol::Campaign campaign(plan, "");
+  int n = 0;
+  campaign.run(
+      [&](const session::CellSpec&) {
+        session::CellOutcome out;
+        out.run_id = "run-" + std::to_string(n++);
+        out.status = "ok";
+        out.summary.output_tokens_per_s = 100.0 + n;
+        return out;
+      },
+      [](const std::string&) {});
+  const json::object doc = campaign.document(
+      json::object{{"name", "dyno-sim"}, {"reached", json::object{{"kind", "embedded-sim"}}}}, "m",
+      nullptr);
+  const auto& h = doc.at("headline").as_object();
+  ASSERT_TRUE(h.contains("fr") && h.contains("fr2"));
+  EXPECT_TRUE(h.at("fr").as_object().contains("solo"));
+  EXPECT_TRUE(h.at("fr").as_object().contains("agg"));
+  EXPECT_EQ(h.at("fr2").at("agg").at("tok_s"),
+            doc.at("cells").as_array()[3].at("figures").at("tok_s").at("selected"));
+  EXPECT_TRUE(doc.at("readiness").at("ready_s").is_null());
+  EXPECT_TRUE(doc.at("readiness").as_object().contains("reason"));
+
+  json::object headline;
+  protocol::put_headline(headline, {"decode", "8000"}, json::object{{"decode_tok_s", 50.0}});
+  protocol::put_headline(headline, {"decode", "0"}, json::object{{"decode_tok_s", 55.0}});
+  protocol::put_headline(headline, {"prefill", "512"}, json::object{{"prefill_tok_s", 900.0}});
+  EXPECT_EQ(headline.at("decode").at("0").at("decode_tok_s"), 55.0);
+  EXPECT_EQ(headline.at("decode").at("8000").at("decode_tok_s"), 50.0);
+  EXPECT_EQ(headline.at("prefill").at("512").at("prefill_tok_s"), 900.0);
+}
+
+TEST(CampaignSummary, ReadinessOfALaunchedEngineComesFromItsLaunch) {
+  protocol::Shared shared;
+  shared.api = workload::Api::kCompletions;
+  protocol::RealOptions re;
+  workload::RequestStream stream;
+  workload::Request r;
+  r.id = "q1";
+  r.prompt = "hello";
+  r.tags["case"] = "short";
+  stream.requests.push_back(r);
+  const protocol::Plan plan = protocol::plan_real(re, shared, stream);
+  protocol::Campaign campaign(plan, "");
+  campaign.run(
+      [](const session::CellSpec&) {
+        session::CellOutcome out;
+        out.run_id = "run-0";
+        out.status = "ok";
+        out.summary.decode_rate_per_user.p50 = 40.0;
+        return out;
+      },
+      [](const std::string&) {});
+  const json::object engine{
+      {"name", "llama-server"},
+      {"launch", json::object{{"ready_s", 12.5}, {"probe_ready_s", 12.0}, {"argv", "x"}}}};
+  const json::object doc = campaign.document(engine, "m", nullptr);
+  EXPECT_EQ(doc.at("readiness").at("ready_s"), 12.5);
+  EXPECT_EQ(doc.at("readiness").at("probe_ready_s"), 12.0);
+  EXPECT_FALSE(doc.at("readiness").as_object().contains("argv"));
+  EXPECT_EQ(doc.at("headline").at("short").at("decode_tok_s"), 40.0);
+}
