@@ -43,6 +43,12 @@ void add_flags(CLI::App& cmd, ReportOptions& o) {
   cmd.add_flag("--allow-unresolved", o.allow_unresolved,
                "render although a required identity is missing from some record (the board "
                "says so at the top)");
+  cmd.add_option("--expect-spec-sha256", o.expect_spec_sha256,
+                 "refuse to render unless the --spec file's SHA-256 is HEX (64 hex digits)");
+  cmd.add_option("--expect-policy", o.expect_policy,
+                 "when the runs do not match the spec's expectations: refuse (exit 2) or report "
+                 "(status expectations_failed, one finding per mismatch); default: the spec's, "
+                 "else refuse");
   cmd.add_option("--resamples", o.resamples, "bootstrap resamples per interval")
       ->transform(flags::integer(100, 1'000'000))
       ->capture_default_str();
@@ -64,6 +70,13 @@ void add_flags(CLI::App& cmd, ReportOptions& o) {
 compare::Board build(const ReportOptions& o) {
   compare::BoardSpec spec;
   if (o.spec) spec = compare::read_board_spec(*o.spec);
+  if (!o.expect_spec_sha256.empty()) {
+    if (!o.spec) throw UsageError("--expect-spec-sha256 pins the --spec file's hash: give --spec");
+    spec.expect.spec_sha256 = compare::parse_sha256(o.expect_spec_sha256, "--expect-spec-sha256");
+  }
+  if (!o.expect_policy.empty()) {
+    spec.expect.policy = compare::parse_expect_policy(o.expect_policy, "--expect-policy");
+  }
   std::vector<compare::ArmSpec> arms;
   for (const auto& a : o.arms) arms.push_back(compare::parse_arm(a));
   if (!arms.empty() && !spec.arms.empty()) {
@@ -113,6 +126,8 @@ compare::Board build(const ReportOptions& o) {
   bo.allow_unresolved = o.allow_unresolved || spec.allow_unresolved.value_or(false);
   bo.generator = {"dyno", build_info::kVersion, build_info::kGitCommit, ""};
   bo.spec_file_sha256 = spec.sha256;
+  bo.expect = spec.expect;
+  bo.accuracy_marks = spec.accuracy_marks;
   return compare::build_board(input, bo);
 }
 

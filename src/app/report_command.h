@@ -23,6 +23,8 @@ struct ReportOptions {
   std::vector<std::string> model_aliases;    ///< ID=NAME
   std::string require, report_only, ignore;  ///< check lists
   bool allow_unresolved = false;
+  std::string expect_spec_sha256;  ///< pins the spec file's SHA-256 ("" = not pinned)
+  std::string expect_policy;       ///< refuse | report; "" = the spec's (default refuse)
   std::uint32_t resamples = 2000;
   double confidence = 0.95;
   std::uint64_t seed = 0;

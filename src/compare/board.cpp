@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "compare/cell_keys.h"
 #include "compare/delta.h"
 #include "metrics/stats.h"
 
@@ -66,101 +67,7 @@ std::vector<RunPtr> Board::runs() const {
   return out;
 }
 
-std::optional<std::size_t> median_repetition(const std::vector<std::optional<double>>& values) {
-  std::vector<std::pair<double, std::size_t>> ranked;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (values[i] && std::isfinite(*values[i])) ranked.emplace_back(*values[i], i);
-  }
-  if (ranked.empty()) return std::nullopt;
-  std::sort(ranked.begin(), ranked.end());
-  return ranked[(ranked.size() - 1) / 2].second;
-}
-
-std::optional<double> selection_metric(const RunRecord& run, const std::string& metric) {
-  static const std::map<std::string, std::string> paths = {
-      {"output_tokens_per_s", "throughput.output_tokens_per_s"},
-      {"requests_per_s", "throughput.requests_per_s"},
-      {"input_tokens_per_s", "throughput.input_tokens_per_s"},
-      {"decode_tokens_per_s", "throughput.decode_tokens_per_s"},
-      {"goodput_requests_per_s", "throughput.goodput_requests_per_s"},
-      {"ttft_p50_ms", "latency_ms.ttft.p50"},
-      {"tpot_p50_ms", "latency_ms.tpot.p50"},
-      {"e2e_p50_ms", "latency_ms.e2e.p50"},
-      {"decode_rate_p50", "rates_tok_s.decode_rate_per_user.p50"},
-      {"prefill_rate_p50", "rates_tok_s.prefill_rate_client.p50"}};
-  const auto it = paths.find(metric);
-  if (it == paths.end() || !run.has_summary) return std::nullopt;
-  return number_at(run.summary, it->second);
-}
-
 namespace {
-
-struct Key {
-  std::string model, protocol, cell;
-  bool operator<(const Key& o) const {
-    return std::tie(model, protocol, cell) < std::tie(o.model, o.protocol, o.cell);
-  }
-};
-
-std::string model_of(const RunRecord& r, const std::map<std::string, std::string>& aliases) {
-  const std::string id = string_at(r.manifest, "model.id").value_or("(unknown model)");
-  const auto it = aliases.find(id);
-  return it == aliases.end() ? id : it->second;
-}
-
-std::string protocol_of(const RunRecord& r) {
-  return string_at(r.manifest, "workload.protocol.name").value_or("run");
-}
-
-/// The protocol's cell name; for a plain run, c<C> (closed loop) or r<rate> (open loop).
-std::string cell_of(const RunRecord& r) {
-  if (const auto c = string_at(r.manifest, "workload.protocol.cell")) return *c;
-  if (const auto c = number_at(r.manifest, "load.concurrency")) {
-    return "c" + std::to_string(static_cast<long long>(*c));
-  }
-  if (const auto rate = number_at(r.manifest, "load.rate_per_s")) {
-    std::ostringstream s;
-    s << "r" << *rate;
-    return s.str();
-  }
-  return "run";
-}
-
-void level_of(const RunRecord& r, std::string& kind, std::optional<double>& level) {
-  const json::value* params = find_path(r.manifest, "workload.protocol.cell_params");
-  if (params != nullptr && params->is_object()) {
-    const json::object& p = params->get_object();
-    // A ladder's decode and prefill cells are two axes: context tokens and prompt tokens.
-    const auto cell_kind = string_at(p, "kind");
-    if (const auto tokens = number_at(p, "target_tokens"); tokens && cell_kind) {
-      kind = *cell_kind + "_tokens";
-      level = *tokens;
-      return;
-    }
-    for (const auto& [k, kind_name] :
-         {std::pair{"concurrency", "concurrency"}, std::pair{"rate_per_s", "rate"},
-          std::pair{"target_tokens", "target_tokens"}}) {
-      if (const auto v = number_at(p, k)) {
-        kind = kind_name;
-        level = *v;
-        return;
-      }
-    }
-    return;
-  }
-  if (const auto c = number_at(r.manifest, "load.concurrency")) {
-    kind = "concurrency";
-    level = *c;
-  } else if (const auto rate = number_at(r.manifest, "load.rate_per_s")) {
-    kind = "rate";
-    level = *rate;
-  }
-}
-
-std::int64_t repetition_of(const RunRecord& r) {
-  return static_cast<std::int64_t>(
-      number_at(r.manifest, "workload.protocol.repetition").value_or(1));
-}
 
 std::string join(const std::vector<std::string>& v, const std::string& sep) {
   std::string out;
@@ -181,10 +88,15 @@ class Builder {
     b_.allow_unresolved = o_.allow_unresolved;
     b_.generator = o_.generator;
     b_.spec_file_sha256 = o_.spec_file_sha256;
+    b_.expect = o_.expect;
     explicit_cells();
     auto_cells();
     sort_cells();
+    validate_accuracy_marks();
+    for (const auto& run : b_.runs())
+      b_.engine_figures = b_.engine_figures || has_engine_figure(*run);
     for (Cell& c : b_.cells) finish_cell(c);
+    expectations();
     if (!unresolved_.empty() && !o_.allow_unresolved) throw UnresolvedError(unresolved_message());
     board_findings();
     tallies();
@@ -297,7 +209,7 @@ class Builder {
   }
 
   void auto_cells() {
-    std::map<Key, std::map<std::string, std::vector<RunPtr>>> groups;
+    std::map<CellKey, std::map<std::string, std::vector<RunPtr>>> groups;
     std::set<std::string> taken;
     for (const auto& arm : in_.arms) {
       for (const auto& r : arm.runs) {
@@ -473,6 +385,51 @@ class Builder {
     }
   }
 
+  /// Every accuracy mark names a cell of the board (or of an unpaired run) and, if any, an arm.
+  void validate_accuracy_marks() const {
+    std::set<std::string> cells;
+    for (const auto& c : b_.cells) cells.insert(c.id);
+    for (const auto& u : b_.unpaired) cells.insert(u.cell);
+    for (const auto& m : o_.accuracy_marks) {
+      if (cells.count(m.cell) == 0) {
+        std::string known;
+        for (const auto& c : b_.cells) known += (known.empty() ? "" : ", ") + c.id;
+        throw CompareError(m.key + ": no cell '" + m.cell +
+                           "' on this board (cells: " + (known.empty() ? "none" : known) + ")");
+      }
+      if (!m.arm.empty() && std::find(b_.arms.begin(), b_.arms.end(), m.arm) == b_.arms.end()) {
+        throw CompareError(m.key + ": '" + m.arm + "' is not an arm of this board");
+      }
+    }
+  }
+
+  /// The reason accuracy is not comparable for `arm` against the baseline in `cell`; "" when
+  /// no mark covers the pair.
+  std::string accuracy_mark(const Cell& cell, const std::string& arm) const {
+    for (const auto& m : o_.accuracy_marks) {
+      if (m.cell == cell.id && (m.arm.empty() || m.arm == arm || m.arm == b_.baseline)) {
+        return m.reason;
+      }
+    }
+    return "";
+  }
+
+  /// Checks the pinned expectations: a failure refuses the board (a pinned spec SHA-256 always,
+  /// the rest unless the policy is to report them).
+  void expectations() {
+    if (!o_.expect.any()) return;
+    b_.expectations = check_expectations(b_, o_.expect);
+    bool failed = false;
+    for (const auto& r : b_.expectations) {
+      if (r.pass) continue;
+      failed = true;
+      if (r.kind == "spec_sha256") throw ExpectationError(expectation_refusal(b_.expectations));
+    }
+    if (failed && o_.expect.policy == ExpectPolicy::kRefuse) {
+      throw ExpectationError(expectation_refusal(b_.expectations));
+    }
+  }
+
   void finish_cell(Cell& cell) {
     for (auto& ac : cell.arms) {
       select(cell, ac);
@@ -490,67 +447,82 @@ class Builder {
         return v;
       };
       cmp.checks = run_checks(runs_of(ac), runs_of(*base), o_.policy);
-      for (const auto& ch : cmp.checks) {
-        if (ch.level == CheckLevel::kIgnored) continue;
-        const CheckDef& def = check_def(ch.name);
-        if (ch.outcome == CheckOutcome::kFail) {
-          const bool required = ch.level == CheckLevel::kRequired;
-          if (required) cmp.status = ComparisonStatus::kFailedChecks;
-          const std::string what =
-              ch.name == "dirty_sources"
-                  ? "the harness was built from a modified source tree: " + ac.arm + " " +
+      judge_checks(cell, ac, cmp);
+      if (cmp.status == ComparisonStatus::kCompared) compare_pair(cell, ac, *base, cmp);
+      cell.comparisons.push_back(std::move(cmp));
+    }
+  }
+
+  /// A failed check is a finding (a required one stops the comparison); an unresolved
+  /// required one is counted for the refusal (or the allowed board's findings).
+  void judge_checks(const Cell& cell, const ArmCell& ac, Comparison& cmp) {
+    for (const auto& ch : cmp.checks) {
+      if (ch.level == CheckLevel::kIgnored) continue;
+      const CheckDef& def = check_def(ch.name);
+      if (ch.outcome == CheckOutcome::kFail) {
+        const bool required = ch.level == CheckLevel::kRequired;
+        if (required) cmp.status = ComparisonStatus::kFailedChecks;
+        const bool dirty = ch.name == "dirty_sources" || ch.name == "engine_dirty_sources";
+        const std::string what =
+            dirty ? std::string(ch.name == "dirty_sources" ? "the harness" : "the engine") +
+                        " was built from a modified source tree: " + ac.arm + " " +
                         dirty_text(ch.arm_value) + ", " + b_.baseline + " " +
                         dirty_text(ch.baseline_value)
                   : def.label + " differs: " + ac.arm + " " + short_value(ch.arm_value) + ", " +
                         b_.baseline + " " + short_value(ch.baseline_value);
-          add(cell.id, ac.arm, required ? "check_failed" : "check_differs",
-              what + (required ? " (required: the cell is not compared)" : " (reported)"),
-              json::object{{"check", ch.name},
-                           {"level", to_string(ch.level)},
-                           {"arm_value", ch.arm_value},
-                           {"baseline_value", ch.baseline_value}});
-        } else if (ch.outcome == CheckOutcome::kUnresolved && ch.level == CheckLevel::kRequired) {
-          cmp.unresolved = true;
-          auto& u = unresolved_[ch.name];
-          u.cells += 1;
-          if (u.note.empty()) u.note = ch.note;
-        }
+        add(cell.id, ac.arm, required ? "check_failed" : "check_differs",
+            what + (required ? " (required: the cell is not compared)" : " (reported)"),
+            json::object{{"check", ch.name},
+                         {"level", to_string(ch.level)},
+                         {"arm_value", ch.arm_value},
+                         {"baseline_value", ch.baseline_value}});
+      } else if (ch.outcome == CheckOutcome::kUnresolved && ch.level == CheckLevel::kRequired) {
+        cmp.unresolved = true;
+        auto& u = unresolved_[ch.name];
+        u.cells += 1;
+        if (u.note.empty()) u.note = ch.note;
       }
-      if (cmp.status == ComparisonStatus::kCompared) {
-        for (const auto& m : metric_catalog()) {
-          if (m.direction == Direction::kNone) continue;
-          Delta d = compare_metric(m, cell, ac, *base, o_.bootstrap);
-          if (m.headline && d.verdict != Verdict::kWin) {
-            std::string text = m.label + ": " + ac.arm + " vs " + b_.baseline + " ";
-            if (d.value) text += signed_pct(*d.value);
-            if (d.low && d.high) {
-              text += " [" + signed_pct(*d.low) + ", " + signed_pct(*d.high) + "]";
-            }
-            text += " — " + std::string(to_string(d.verdict));
-            if (!d.no_interval.empty()) text += " (" + d.no_interval + ")";
-            json::object data{{"metric", m.key}, {"verdict", to_string(d.verdict)}};
-            data["delta"] = d.value ? json::value(*d.value) : json::value(nullptr);
-            data["low"] = d.low ? json::value(*d.low) : json::value(nullptr);
-            data["high"] = d.high ? json::value(*d.high) : json::value(nullptr);
-            add(cell.id, ac.arm, "nonwin", text, std::move(data));
-          }
-          cmp.deltas[m.key] = std::move(d);
-        }
-        cmp.quality = audit(ac.run(), base->run(), o_.quality);
-        if (cmp.quality.warning) {
-          json::object data;
-          data["accuracy_delta_pp"] = cmp.quality.accuracy_delta_pp
-                                          ? json::value(*cmp.quality.accuracy_delta_pp)
-                                          : json::value(nullptr);
-          data["output_mean_gap_pct"] = cmp.quality.output_mean_gap_pct
-                                            ? json::value(*cmp.quality.output_mean_gap_pct)
-                                            : json::value(nullptr);
-          add(cell.id, ac.arm, "quality_warning",
-              ac.arm + " vs " + b_.baseline + ": " + join(cmp.quality.reasons, "; "),
-              std::move(data));
-        }
+    }
+  }
+
+  /// The deltas of a pair that passed its required checks, and its quality audit.
+  void compare_pair(const Cell& cell, const ArmCell& ac, const ArmCell& base, Comparison& cmp) {
+    const std::string not_comparable = accuracy_mark(cell, ac.arm);
+    if (!not_comparable.empty()) {
+      add(cell.id, ac.arm, "accuracy_not_comparable",
+          "accuracy of " + ac.arm + " vs " + b_.baseline +
+              " is not compared (the board spec marks it not comparable): " + not_comparable,
+          json::object{{"reason", not_comparable}});
+    }
+    for (const auto& m : metric_catalog()) {
+      if (m.direction == Direction::kNone || !shown(m, b_.engine_figures)) continue;
+      if (m.key == "accuracy" && !not_comparable.empty()) continue;
+      Delta d = compare_metric(m, cell, ac, base, o_.bootstrap);
+      if (m.headline && d.verdict != Verdict::kWin) {
+        std::string text = m.label + ": " + ac.arm + " vs " + b_.baseline + " ";
+        if (d.value) text += signed_pct(*d.value);
+        if (d.low && d.high) text += " [" + signed_pct(*d.low) + ", " + signed_pct(*d.high) + "]";
+        text += " — " + std::string(to_string(d.verdict));
+        if (!d.no_interval.empty()) text += " (" + d.no_interval + ")";
+        json::object data{{"metric", m.key}, {"verdict", to_string(d.verdict)}};
+        data["delta"] = d.value ? json::value(*d.value) : json::value(nullptr);
+        data["low"] = d.low ? json::value(*d.low) : json::value(nullptr);
+        data["high"] = d.high ? json::value(*d.high) : json::value(nullptr);
+        add(cell.id, ac.arm, "nonwin", text, std::move(data));
       }
-      cell.comparisons.push_back(std::move(cmp));
+      cmp.deltas[m.key] = std::move(d);
+    }
+    cmp.quality = audit(ac.run(), base.run(), o_.quality, not_comparable);
+    if (cmp.quality.warning) {
+      json::object data;
+      data["accuracy_delta_pp"] = cmp.quality.accuracy_delta_pp
+                                      ? json::value(*cmp.quality.accuracy_delta_pp)
+                                      : json::value(nullptr);
+      data["output_mean_gap_pct"] = cmp.quality.output_mean_gap_pct
+                                        ? json::value(*cmp.quality.output_mean_gap_pct)
+                                        : json::value(nullptr);
+      add(cell.id, ac.arm, "quality_warning",
+          ac.arm + " vs " + b_.baseline + ": " + join(cmp.quality.reasons, "; "), std::move(data));
     }
   }
 
@@ -589,6 +561,16 @@ class Builder {
                           " compared cell" + (u.cells == 1 ? "" : "s") + ": " + u.note +
                           " (rendered with --allow-unresolved)",
                       json::object{{"check", name}, {"cells", u.cells}, {"note", u.note}}});
+    }
+    for (const auto& r : b_.expectations) {
+      if (r.pass) continue;
+      head.push_back(
+          {"expectation_failed", r.cell, r.arm,
+           (r.run_id.empty() ? "" : "run " + r.run_id + ": ") + r.text,
+           json::object{{"kind", r.kind},
+                        {"run_id", r.run_id.empty() ? json::value(nullptr) : json::value(r.run_id)},
+                        {"expected", r.expected},
+                        {"found", r.found}}});
     }
     if (!b_.unpaired.empty()) {
       head.push_back({"unpaired_runs", "", "",
@@ -639,7 +621,11 @@ class Builder {
     for (const auto& [cell, cmp] : b_.comparisons()) {
       if (cmp->status == ComparisonStatus::kFailedChecks) failed = true;
     }
-    if (failed) {
+    const bool unexpected = std::any_of(b_.expectations.begin(), b_.expectations.end(),
+                                        [](const ExpectationResult& r) { return !r.pass; });
+    if (unexpected) {
+      b_.status = "expectations_failed";
+    } else if (failed) {
       b_.status = "checks_failed";
     } else if (!b_.unresolved_checks.empty()) {
       b_.status = "unresolved_allowed";

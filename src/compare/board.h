@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "compare/expect.h"
 #include "compare/fairness.h"
 #include "compare/figures.h"
 #include "compare/run_record.h"
@@ -78,6 +79,15 @@ struct Generator {
   std::string executable_sha256;  ///< of the binary that made the board ("" = unknown)
 };
 
+/// A cell whose accuracy is not comparable (board spec): its comparisons get no accuracy delta,
+/// verdict or accuracy warning, and say why.
+struct AccuracyMark {
+  std::string cell;    ///< a cell id of the board (or of an unpaired run)
+  std::string arm;     ///< "" = every comparison in the cell; else those the arm is part of
+  std::string reason;  ///< why, as the spec gives it
+  std::string key;     ///< the spec key it came from (errors)
+};
+
 struct BoardOptions {
   Policy policy;
   QualityThresholds quality;
@@ -85,6 +95,8 @@ struct BoardOptions {
   bool allow_unresolved = false;
   Generator generator;
   std::string spec_file_sha256;  ///< of the board spec file, when one was given
+  Expectations expect;           ///< pinned by the spec (and --expect-spec-sha256)
+  std::vector<AccuracyMark> accuracy_marks;
 };
 
 enum class Verdict { kWin, kTie, kLoss, kNoInterval, kNotApplicable };
@@ -130,6 +142,8 @@ struct QualityAudit {
   std::optional<double> accuracy_delta_pp;  ///< (acc arm − acc baseline) · 100
   std::optional<double> output_mean_arm, output_mean_baseline;
   std::optional<double> output_mean_gap_pct;
+  bool accuracy_comparable = true;  ///< false: marked in the board spec (no accuracy delta)
+  std::string accuracy_reason;      ///< why not, as the spec gives it
   bool warning = false;
   std::vector<std::string> reasons;
   std::vector<AnswerDisagreement> disagreements;  ///< requests scored differently, by id
@@ -189,7 +203,8 @@ struct Tally {
 struct Board {
   int schema_version = kBoardSchemaVersion;
   std::string title;
-  std::string status;             ///< complete | incomplete | checks_failed | unresolved_allowed
+  /// expectations_failed | checks_failed | unresolved_allowed | incomplete | complete
+  std::string status;
   std::vector<std::string> arms;  ///< declared order
   std::string baseline;
   std::map<std::string, std::vector<std::string>> selectors;  ///< by arm
@@ -205,6 +220,11 @@ struct Board {
   bool allow_unresolved = false;
   Generator generator;
   std::string spec_file_sha256;
+  Expectations expect;
+  std::vector<ExpectationResult> expectations;  ///< every pinned expectation checked
+  /// Some run on the board has a figure the engine reported (metric_catalog() entries with an
+  /// engine_source): only then does the board show its engine-timed section.
+  bool engine_figures = false;
 
   /// Comparisons in cell order (every non-baseline arm's), with their cell.
   std::vector<std::pair<const Cell*, const Comparison*>> comparisons() const;
@@ -213,8 +233,10 @@ struct Board {
 };
 
 /// Builds the board. Throws UnresolvedError when a required check is unresolved and
-/// options.allow_unresolved is false; CompareError for inconsistent input (fewer than two
-/// arms, an unknown baseline, an arm with one cell's runs from several campaigns).
+/// options.allow_unresolved is false; ExpectationError when a pinned expectation fails and the
+/// policy refuses (a pinned spec SHA-256 that differs refuses whatever the policy);
+/// CompareError for inconsistent input (fewer than two arms, an unknown baseline, an arm with
+/// one cell's runs from several campaigns, an accuracy mark naming no cell).
 Board build_board(const BoardInput& input, const BoardOptions& options);
 
 /// The repetition a selection rule picks: the median by `metric` (the lower middle one for an

@@ -152,7 +152,8 @@ Delta compare_metric(const MetricDef& m, const Cell& cell, const ArmCell& a, con
   return d;
 }
 
-QualityAudit audit(const RunRecord& a, const RunRecord& b, const QualityThresholds& t) {
+QualityAudit audit(const RunRecord& a, const RunRecord& b, const QualityThresholds& t,
+                   const std::string& accuracy_not_comparable) {
   QualityAudit q;
   q.accuracy_arm = number_at(a.summary, "quality.accuracy");
   q.accuracy_baseline = number_at(b.summary, "quality.accuracy");
@@ -162,7 +163,9 @@ QualityAudit audit(const RunRecord& a, const RunRecord& b, const QualityThreshol
   q.correct_baseline = count_at(b.summary, "quality.correct");
   q.output_mean_arm = number_at(a.summary, "lengths_tokens.output.mean");
   q.output_mean_baseline = number_at(b.summary, "lengths_tokens.output.mean");
-  if (q.accuracy_arm && q.accuracy_baseline) {
+  q.accuracy_comparable = accuracy_not_comparable.empty();
+  q.accuracy_reason = accuracy_not_comparable;
+  if (q.accuracy_arm && q.accuracy_baseline && q.accuracy_comparable) {
     q.accuracy_delta_pp = (*q.accuracy_arm - *q.accuracy_baseline) * 100.0;
     if (std::fabs(*q.accuracy_delta_pp) >= t.accuracy_pp) {
       q.warning = true;
@@ -179,6 +182,7 @@ QualityAudit audit(const RunRecord& a, const RunRecord& b, const QualityThreshol
                           " % (threshold " + fixed_text(t.output_gap_pct, 1) + " %)");
     }
   }
+  if (!q.accuracy_comparable) return q;
   // Requests scored differently, joined by request id (and occurrence, for streams walked
   // more than once).
   std::map<std::string, const metrics::Trace*> base;

@@ -20,6 +20,9 @@ Delta compare_metric(const MetricDef& m, const Cell& cell, const ArmCell& a, con
                      const BootstrapOptions& options);
 
 /// Accuracy, output length and per-request score disagreements of run `a` against run `b`.
-QualityAudit audit(const RunRecord& a, const RunRecord& b, const QualityThresholds& thresholds);
+/// With `accuracy_not_comparable` (the board spec's reason), accuracy is shown but not
+/// compared: no accuracy_delta_pp, no accuracy warning, no disagreements.
+QualityAudit audit(const RunRecord& a, const RunRecord& b, const QualityThresholds& thresholds,
+                   const std::string& accuracy_not_comparable = "");
 
 }  // namespace dyno::compare

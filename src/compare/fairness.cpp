@@ -63,6 +63,11 @@ const std::vector<CheckDef>& check_catalog() {
       {"dirty_sources", "clean sources",
        "neither harness was built from a modified source tree (manifest harness.git_dirty)",
        L::kReported},
+      {"engine_dirty_sources", "engine clean sources",
+       "neither engine was built from a modified source tree (manifest engine.source.dirty)",
+       L::kReported},
+      {"engine_commit", "engine commit",
+       "the commit of the engine's source checkout (manifest engine.source.commit)", L::kIgnored},
   };
   return catalog;
 }
@@ -166,6 +171,20 @@ std::string gpu_note(const RunRecord& r) {
   return "no GPU identity in the record (no GPU telemetry source saw one; see dyno doctor)";
 }
 
+/// Why a record has no engine commit or dirty flag: the reason it gives, else that no engine
+/// source was recorded (only an engine launched from a spec with a `checkout` has one).
+std::string engine_source_note(const RunRecord& r) {
+  const json::value* source = find_path(r.manifest, "engine.source");
+  if (source == nullptr || !source->is_object()) {
+    return "no engine source in the record (only an engine launched from an engine spec with "
+           "a checkout records one)";
+  }
+  for (const char* key : {"unknown.dirty", "unknown.commit"}) {
+    if (const auto why = string_at(source->get_object(), key)) return "engine source: " + *why;
+  }
+  return "engine source: not in the record";
+}
+
 json::value value_of(const RunRecord& r, const std::string& check) {
   if (check == "request_stream") return at(r.manifest, "workload.request_stream.sha256");
   if (check == "request_count") return at(r.summary, "requests.total");
@@ -181,6 +200,8 @@ json::value value_of(const RunRecord& r, const std::string& check) {
   }
   if (check == "harness") return at(r.manifest, "harness.executable_sha256");
   if (check == "dirty_sources") return at(r.manifest, "harness.git_dirty");
+  if (check == "engine_dirty_sources") return at(r.manifest, "engine.source.dirty");
+  if (check == "engine_commit") return at(r.manifest, "engine.source.commit");
   return nullptr;
 }
 
@@ -192,6 +213,8 @@ std::string note_of(const RunRecord& r, const std::string& check) {
     return why ? *why : "not in the record";
   }
   if (check == "driver" || check == "gpu_model" || check == "gpu_uuid") return gpu_note(r);
+  if (check == "engine_dirty_sources" || check == "engine_commit") return engine_source_note(r);
+  if (check == "dirty_sources") return "harness.git_dirty is not in the record";
   return "not in the record";
 }
 
@@ -226,6 +249,33 @@ json::value side_value(const std::vector<const RunRecord*>& runs, const std::str
 
 }  // namespace
 
+namespace {
+
+/// Why a check is unresolved, naming the side(s) whose record lacks the value.
+std::string unresolved_note(const RunRecord* lacking_a, const RunRecord* lacking_b,
+                            const std::string& check) {
+  const std::string na = lacking_a != nullptr ? note_of(*lacking_a, check) : "";
+  const std::string nb = lacking_b != nullptr ? note_of(*lacking_b, check) : "";
+  if (lacking_a != nullptr && lacking_b != nullptr && na == nb) return "both runs: " + na;
+  std::string note;
+  if (lacking_a != nullptr) note = "the arm's run: " + na;
+  if (lacking_b != nullptr)
+    note += (note.empty() ? "" : "; ") + std::string("the baseline's run: ") + nb;
+  return note;
+}
+
+/// Whether a dirty flag (or any of a list of them, one per repetition) is true.
+bool any_dirty(const json::value& v) {
+  if (v.is_bool()) return v.get_bool();
+  if (!v.is_array()) return false;
+  for (const auto& x : v.get_array()) {
+    if (x.is_bool() && x.get_bool()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<Check> run_checks(const std::vector<const RunRecord*>& a,
                               const std::vector<const RunRecord*>& b, const Policy& policy) {
   std::vector<Check> out;
@@ -237,36 +287,14 @@ std::vector<Check> run_checks(const std::vector<const RunRecord*>& a,
     const RunRecord* lacking_b = nullptr;
     c.arm_value = side_value(a, def.name, lacking_a);
     c.baseline_value = side_value(b, def.name, lacking_b);
-    if (def.name == "dirty_sources") {
-      // Passes when every tree was clean; one modified tree fails it, whatever the others say.
-      const auto any_dirty = [](const json::value& v) {
-        if (v.is_bool()) return v.get_bool();
-        if (!v.is_array()) return false;
-        for (const auto& x : v.get_array()) {
-          if (x.is_bool() && x.get_bool()) return true;
-        }
-        return false;
-      };
-      if (any_dirty(c.arm_value) || any_dirty(c.baseline_value)) {
-        c.outcome = CheckOutcome::kFail;
-      } else if (lacking_a != nullptr || lacking_b != nullptr) {
-        c.outcome = CheckOutcome::kUnresolved;
-        c.note = "harness.git_dirty is not in the record";
-      } else {
-        c.outcome = CheckOutcome::kPass;
-      }
-    } else if (lacking_a != nullptr || lacking_b != nullptr) {
+    const bool lacking = lacking_a != nullptr || lacking_b != nullptr;
+    if ((def.name == "dirty_sources" || def.name == "engine_dirty_sources") &&
+        (any_dirty(c.arm_value) || any_dirty(c.baseline_value))) {
+      // One modified tree fails it, whatever the others say.
+      c.outcome = CheckOutcome::kFail;
+    } else if (lacking) {
       c.outcome = CheckOutcome::kUnresolved;
-      const std::string na = lacking_a != nullptr ? note_of(*lacking_a, def.name) : "";
-      const std::string nb = lacking_b != nullptr ? note_of(*lacking_b, def.name) : "";
-      if (lacking_a != nullptr && lacking_b != nullptr && na == nb) {
-        c.note = "both runs: " + na;
-      } else {
-        if (lacking_a != nullptr) c.note = "the arm's run: " + na;
-        if (lacking_b != nullptr) {
-          c.note += (c.note.empty() ? "" : "; ") + std::string("the baseline's run: ") + nb;
-        }
-      }
+      c.note = unresolved_note(lacking_a, lacking_b, def.name);
     } else {
       c.outcome = canonical_text(c.arm_value) == canonical_text(c.baseline_value)
                       ? CheckOutcome::kPass

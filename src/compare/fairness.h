@@ -35,8 +35,8 @@ const CheckDef& check_def(const std::string& name);
 /// Which checks are required, reported or ignored.
 class Policy {
  public:
-  /// The defaults of check_catalog(): everything required but gpu_uuid and dirty_sources,
-  /// which are reported.
+  /// The defaults of check_catalog(): everything required but gpu_uuid, dirty_sources and
+  /// engine_dirty_sources, which are reported, and engine_commit, which is ignored.
   Policy();
   CheckLevel level(const std::string& check) const;
   /// Throws CompareError for an unknown check name (listing the known ones).

@@ -30,6 +30,11 @@ MetricDef def(std::string key, std::string label, std::string unit, Direction di
   return m;
 }
 
+MetricDef engine(MetricDef m, std::string source) {
+  m.engine_source = std::move(source);
+  return m;
+}
+
 // numpy's _lerp, as metrics::percentile_sorted uses it.
 double lerp(double a, double b, double t) {
   const double diff = b - a;
@@ -122,6 +127,28 @@ const std::vector<MetricDef>& metric_catalog() {
           "latency_ms.e2e.p99", false, 99),
       def("e2e_jitter_ms", "E2E jitter (p95 − p50)", "ms", D::kLower, S::kLatency, R::kJitter, 1,
           "latency_ms.e2e.jitter_p95_minus_p50"),
+      // The engine's own figures (docs/metrics.md "Per-response server timings"), beside the
+      // client's: shown only when some run has one; rates compared, never headline.
+      engine(def("server_prefill_tok_s", "Prefill tok/s per request p50 (engine)", "tok/s",
+                 D::kHigher, S::kEngine, R::kNone, 1, "server.timings.prefill_rate.p50"),
+             "response timings"),
+      engine(def("server_decode_tok_s", "Decode tok/s per user p50 (engine)", "tok/s", D::kHigher,
+                 S::kEngine, R::kNone, 1, "server.timings.decode_rate_per_user.p50"),
+             "response timings"),
+      engine(def("server_prompt_tokens_computed", "Prompt tokens computed (engine)", "tokens",
+                 D::kNone, S::kEngine, R::kNone, 0, "server.timings.prompt_tokens_computed"),
+             "response timings"),
+      engine(def("server_prompt_tokens_cached", "Prompt tokens cached (engine)", "tokens", D::kNone,
+                 S::kEngine, R::kNone, 0, "server.timings.prompt_tokens_cached"),
+             "response timings"),
+      engine(def("draft_acceptance_timings", "Draft acceptance (engine, response timings)", "",
+                 D::kNone, S::kEngine, R::kNone, 3, "server.timings.spec_decode_acceptance_rate"),
+             "response timings"),
+      engine(def("draft_acceptance_metrics", "Draft acceptance (engine, /metrics)", "", D::kNone,
+                 S::kEngine, R::kNone, 3, "server.spec_decode_acceptance_rate"),
+             "/metrics"),
+      def("tokens_per_event", "Tokens per event (client)", "", D::kNone, S::kEngine, R::kNone, 2,
+          "tokens.tokens_per_event"),
       def("accuracy", "Accuracy", "", D::kHigher, S::kQuality, R::kMean, 3, "quality.accuracy",
           false, 50, DeltaKind::kPoints),
       def("output_tokens_mean", "Mean output tokens", "tokens", D::kNone, S::kQuality, R::kNone, 1,
@@ -144,6 +171,10 @@ const std::vector<MetricDef>& metric_catalog() {
           R::kNone, 3, "energy.output_tokens_per_j"),
   };
   return catalog;
+}
+
+bool shown(const MetricDef& m, bool engine_figures) {
+  return m.section != Section::kEngine || engine_figures;
 }
 
 const MetricDef* find_metric(const std::string& key) {
@@ -173,6 +204,8 @@ const char* to_string(Section s) {
       return "prefill";
     case Section::kLatency:
       return "latency";
+    case Section::kEngine:
+      return "engine";
     case Section::kQuality:
       return "quality";
     case Section::kGpu:
@@ -197,6 +230,13 @@ std::optional<double> read_figure(const MetricDef& m, const RunRecord& run) {
   std::optional<double> v = number_at(s, m.source);
   if (v && !std::isfinite(*v)) v.reset();
   return v;
+}
+
+bool has_engine_figure(const RunRecord& run) {
+  for (const auto& m : metric_catalog()) {
+    if (!m.engine_source.empty() && read_figure(m, run)) return true;
+  }
+  return false;
 }
 
 std::optional<double> delta_of(const MetricDef& m, std::optional<double> a,

@@ -20,7 +20,7 @@ enum class Direction { kHigher, kLower, kNone };
 enum class DeltaKind { kPercent, kPoints };
 
 /// The board section (README / report.html) a figure belongs to.
-enum class Section { kThroughput, kPrefill, kLatency, kQuality, kGpu, kEnergy };
+enum class Section { kThroughput, kPrefill, kLatency, kEngine, kQuality, kGpu, kEnergy };
 
 /// How the bootstrap over requests recomputes a figure (docs/metrics.md "Intervals").
 enum class Resample {
@@ -44,10 +44,17 @@ struct MetricDef {
   double percentile = 50;  ///< for kPercentile
   int decimals = 1;        ///< in tables
   std::string source;      ///< where the record holds it (docs)
+  /// Who measured it when the engine did: "response timings" (llama.cpp `timings` of each
+  /// response) or "/metrics" (the engine's counters); "" for the client's own figures.
+  std::string engine_source;
 };
 
 /// Every figure a board shows, in table order.
 const std::vector<MetricDef>& metric_catalog();
+
+/// Whether a board shows `metric` at all: the engine-timed section's figures (Section::kEngine)
+/// only when some run on it has an engine-reported figure (Board::engine_figures).
+bool shown(const MetricDef& metric, bool engine_figures);
 
 /// The catalog entry for `key`; nullptr when there is none.
 const MetricDef* find_metric(const std::string& key);
@@ -58,6 +65,10 @@ const char* to_string(Section s);
 /// The figure as the record states it (summary.json; a few derived from its energy section,
 /// see docs/metrics.md). nullopt when the record has no such figure.
 std::optional<double> read_figure(const MetricDef& metric, const RunRecord& run);
+
+/// Whether the record holds any figure the engine reported (a catalog entry with an
+/// engine_source).
+bool has_engine_figure(const RunRecord& run);
 
 /// The signed delta of arm `a` against baseline `b` (positive = a better); nullopt when either
 /// is absent, the metric has no direction, or (percent deltas) either figure is not > 0.

@@ -21,6 +21,8 @@ struct CellSpec {
   std::string name;
   std::string model;
   std::map<std::string, std::vector<std::string>> selectors;  ///< by arm
+  /// `"accuracy_comparable": false` with its `"reason"` ("" = comparable).
+  std::string accuracy_not_comparable;
 };
 
 /// The board spec file. Every key is optional; unknown keys are errors.
@@ -33,11 +35,21 @@ struct BoardSpec {
   std::vector<std::string> required, reported, ignored;  ///< policy changes, in this order
   std::optional<double> accuracy_pp, output_gap_pct;
   std::optional<bool> allow_unresolved;
+  Expectations expect;  ///< `expect` (the spec's own SHA-256 is pinned by the caller)
+  /// `accuracy_not_comparable` entries and the cells marked `"accuracy_comparable": false`.
+  std::vector<AccuracyMark> accuracy_marks;
   std::string sha256;  ///< of the file's bytes
 };
 
 /// Reads a board spec file. Throws CompareError naming the file and the key.
 BoardSpec read_board_spec(const std::filesystem::path& path);
+
+/// Parses an expectation policy, "refuse" or "report"; throws CompareError naming `key`.
+ExpectPolicy parse_expect_policy(const std::string& text, const std::string& key);
+
+/// Checks a pinned SHA-256 (64 hex digits, --expect-spec-sha256) and returns it in lower case;
+/// throws CompareError naming `key`.
+std::string parse_sha256(const std::string& text, const std::string& key);
 
 /// Parses `NAME=SELECTOR` (the selector may itself contain '='). Names are
 /// [A-Za-z0-9._-]+. Throws CompareError naming --arm.

@@ -10,6 +10,8 @@
 #include <set>
 
 #include "compare/select.h"
+#include "report/board_cells.h"
+#include "report/board_engine.h"
 #include "report/board_methodology.h"
 #include "report/document_blocks.h"
 #include "report/format.h"
@@ -36,65 +38,13 @@ using blocks::join;
 using blocks::paragraph;
 using blocks::t;
 using blocks::table_block;
+using cells::delta_cell;
+using cells::delta_text;
+using cells::fig;
+using cells::metric;
+using cells::value_cell;
 
 namespace {
-
-const MetricDef& metric(const std::string& key) { return *compare::find_metric(key); }
-
-std::optional<double> fig(const ArmCell* a, const std::string& key) {
-  if (a == nullptr) return std::nullopt;
-  const auto& f = a->selected_figures();
-  const auto it = f.find(key);
-  return it == f.end() ? std::nullopt : it->second;
-}
-
-std::string value_text(const MetricDef& m, std::optional<double> v) {
-  if (m.unit == "bytes") return gib(v);
-  if (m.key == "accuracy") return v ? number(*v * 100.0, 1) + " %" : "n/a";
-  return number(v, m.decimals);
-}
-
-std::string delta_text(const MetricDef& m, const Delta& d) {
-  const bool points = m.delta_kind == compare::DeltaKind::kPoints;
-  std::string s = points ? signed_pp(d.value) : signed_pct(d.value);
-  if (d.low && d.high) {
-    const int dec = points ? 2 : 1;
-    s += " [" + signed_number(d.low, dec) + ", " + signed_number(d.high, dec) + "]";
-  }
-  switch (d.verdict) {
-    case Verdict::kWin:
-      s += " win";
-      break;
-    case Verdict::kTie:
-      s += " tie";
-      break;
-    case Verdict::kLoss:
-      s += " loss";
-      break;
-    case Verdict::kNoInterval:
-      s += " (no interval)";
-      break;
-    case Verdict::kNotApplicable:
-      break;
-  }
-  return s;
-}
-
-TableCell delta_cell(const Comparison& cmp, const std::string& key) {
-  if (cmp.status != ComparisonStatus::kCompared) return cell_text("not compared");
-  const auto it = cmp.deltas.find(key);
-  if (it == cmp.deltas.end() || !it->second.value) return cell_text("n/a");
-  const Delta& d = it->second;
-  TableCell tc;
-  tc.content = {Span{delta_text(metric(key), d), d.verdict == Verdict::kWin, false}};
-  tc.sort_key = d.value;
-  return tc;
-}
-
-TableCell value_cell(const ArmCell* a, const std::string& key) {
-  const auto v = fig(a, key);
-  return cell_text(value_text(metric(key), v), v);
-}
 
 std::string verdict_phrase(const compare::Tally& tl) {
   std::string s = std::to_string(tl.wins) + " win" + (tl.wins == 1 ? "" : "s") + ", " +
@@ -137,6 +87,7 @@ class Builder {
     if (kind_ == DocumentKind::kFull) {
       prefill();
       latency();
+      if (auto engine = engine_section(bd_)) doc_.sections.push_back(std::move(*engine));
       quality();
       gpu();
       energy();
@@ -220,6 +171,15 @@ class Builder {
       line.push_back(b(" Unresolved identities (rendered with --allow-unresolved): " +
                        join(labels, ", ") + "."));
       line.push_back(t(" Pairs are compared although these checks could not be made."));
+    }
+    std::size_t unexpected = 0;
+    for (const auto& r : bd_.expectations) unexpected += r.pass ? 0 : 1;
+    if (unexpected > 0) {
+      line.push_back(
+          b(" Expectations failed (rendered by policy report): " + std::to_string(unexpected) +
+            " of " + std::to_string(bd_.expectations.size()) +
+            " pinned expectations do not hold; each is an expectation_failed "
+            "finding."));
     }
     Block st;
     st.kind = Block::Kind::kStatus;
@@ -306,16 +266,29 @@ class Builder {
       if (!unresolved.empty()) text += " Unresolved: " + join(unresolved, ", ") + ".";
       items.push_back({t(text)});
     }
-    std::size_t warnings = 0, audited = 0;
+    std::size_t warnings = 0, audited = 0, not_comparable = 0;
     for (const auto& [cl, cmp] : pairs) {
       if (cmp->status != ComparisonStatus::kCompared) continue;
       ++audited;
       if (cmp->quality.warning) ++warnings;
+      if (!cmp->quality.accuracy_comparable) ++not_comparable;
     }
-    items.push_back({t(std::to_string(warnings) + " of " + std::to_string(audited) +
-                       " compared pairs cross the quality warning thresholds (" +
-                       number(bd_.quality.accuracy_pp, 1) + " accuracy points or " +
-                       number(bd_.quality.output_gap_pct, 1) + " % mean output length).")});
+    std::string quality_line = std::to_string(warnings) + " of " + std::to_string(audited) +
+                               " compared pairs cross the quality warning thresholds (" +
+                               number(bd_.quality.accuracy_pp, 1) + " accuracy points or " +
+                               number(bd_.quality.output_gap_pct, 1) + " % mean output length)";
+    if (not_comparable > 0) {
+      quality_line += "; in " + std::to_string(not_comparable) + " pair" +
+                      (not_comparable == 1 ? "" : "s") +
+                      " accuracy is not comparable (the board spec says why) and is not compared";
+    }
+    items.push_back({t(quality_line + ".")});
+    if (!bd_.expectations.empty()) {
+      std::size_t held = 0;
+      for (const auto& r : bd_.expectations) held += r.pass ? 1 : 0;
+      items.push_back({t("Pinned expectations (board spec): " + std::to_string(held) + " of " +
+                         std::to_string(bd_.expectations.size()) + " hold.")});
+    }
     std::map<std::string, std::size_t> by_type;
     for (const auto& f : bd_.findings) by_type[f.type] += 1;
     if (!by_type.empty()) {
@@ -459,6 +432,10 @@ class Builder {
             assessment = "warning: " + join(q.reasons, "; ");
           } else {
             assessment = "within thresholds";
+          }
+          if (cmp.status == ComparisonStatus::kCompared && !q.accuracy_comparable) {
+            assessment = "accuracy not comparable: " + q.accuracy_reason + "; " +
+                         (q.warning ? assessment : "output length within its threshold");
           }
           return std::vector<TableCell>{
               cell_text(cl.model),

@@ -22,9 +22,10 @@ json::value count(std::optional<std::uint64_t> v) {
   return v ? json::value(*v) : json::value(nullptr);
 }
 
-json::object figures_json(const Figures& f) {
+json::object figures_json(const Figures& f, bool engine_figures) {
   json::object o;
   for (const auto& m : metric_catalog()) {
+    if (!shown(m, engine_figures)) continue;
     const auto it = f.find(m.key);
     o[m.key] = num(it == f.end() ? std::nullopt : it->second);
   }
@@ -54,19 +55,23 @@ json::object quality_json(const QualityAudit& q) {
                                {"arm_extracted", d.arm_extracted},
                                {"baseline_extracted", d.baseline_extracted}});
   }
-  return json::object{{"accuracy_arm", num(q.accuracy_arm)},
-                      {"accuracy_baseline", num(q.accuracy_baseline)},
-                      {"scored_arm", count(q.scored_arm)},
-                      {"scored_baseline", count(q.scored_baseline)},
-                      {"correct_arm", count(q.correct_arm)},
-                      {"correct_baseline", count(q.correct_baseline)},
-                      {"accuracy_delta_pp", num(q.accuracy_delta_pp)},
-                      {"output_mean_arm", num(q.output_mean_arm)},
-                      {"output_mean_baseline", num(q.output_mean_baseline)},
-                      {"output_mean_gap_pct", num(q.output_mean_gap_pct)},
-                      {"warning", q.warning},
-                      {"reasons", std::move(reasons)},
-                      {"disagreements", std::move(dis)}};
+  return json::object{
+      {"accuracy_arm", num(q.accuracy_arm)},
+      {"accuracy_baseline", num(q.accuracy_baseline)},
+      {"scored_arm", count(q.scored_arm)},
+      {"scored_baseline", count(q.scored_baseline)},
+      {"correct_arm", count(q.correct_arm)},
+      {"correct_baseline", count(q.correct_baseline)},
+      {"accuracy_delta_pp", num(q.accuracy_delta_pp)},
+      {"output_mean_arm", num(q.output_mean_arm)},
+      {"output_mean_baseline", num(q.output_mean_baseline)},
+      {"output_mean_gap_pct", num(q.output_mean_gap_pct)},
+      {"accuracy_comparable", q.accuracy_comparable},
+      {"accuracy_not_comparable_reason",
+       q.accuracy_comparable ? json::value(nullptr) : json::value(q.accuracy_reason)},
+      {"warning", q.warning},
+      {"reasons", std::move(reasons)},
+      {"disagreements", std::move(dis)}};
 }
 
 json::object run_ref(const RunRecord& r) {
@@ -85,21 +90,30 @@ json::object run_ref(const RunRecord& r) {
       {"intact", r.integrity_problems.empty()}};
 }
 
-json::object cell_json(const Cell& c) {
+/// The accuracy "delta" of a pair whose accuracy the board spec marks not comparable.
+json::object not_comparable_json(const std::string& reason) {
+  return json::object{{"value", nullptr},  {"low", nullptr},
+                      {"high", nullptr},   {"verdict", "not_comparable"},
+                      {"method", nullptr}, {"no_interval", nullptr},
+                      {"n_arm", 0},        {"n_baseline", 0},
+                      {"reason", reason}};
+}
+
+json::object cell_json(const Cell& c, bool engine_figures) {
   json::array arms;
   for (const auto& a : c.arms) {
     json::array reps;
     for (std::size_t i = 0; i < a.runs.size(); ++i) {
       json::object r = run_ref(*a.runs[i]);
       r["selected"] = i == a.selected;
-      r["figures"] = figures_json(a.figures[i]);
+      r["figures"] = figures_json(a.figures[i], engine_figures);
       reps.push_back(std::move(r));
     }
     arms.push_back(json::object{
         {"arm", a.arm},
         {"selected_run", a.run().run_id},
         {"selection", a.selection.empty() ? json::value(nullptr) : json::value(a.selection)},
-        {"figures", figures_json(a.selected_figures())},
+        {"figures", figures_json(a.selected_figures(), engine_figures)},
         {"repetitions", std::move(reps)}});
   }
   json::array comparisons;
@@ -118,6 +132,10 @@ json::object cell_json(const Cell& c) {
     for (const auto& m : metric_catalog()) {
       const auto it = cmp.deltas.find(m.key);
       if (it != cmp.deltas.end()) deltas[m.key] = delta_json(it->second);
+      if (m.key == "accuracy" && cmp.status == ComparisonStatus::kCompared &&
+          !cmp.quality.accuracy_comparable) {
+        deltas[m.key] = not_comparable_json(cmp.quality.accuracy_reason);
+      }
     }
     comparisons.push_back(json::object{{"arm", cmp.arm},
                                        {"baseline", cmp.baseline},
@@ -141,6 +159,7 @@ json::object cell_json(const Cell& c) {
 json::object definitions_json(const Board& b) {
   json::array metrics;
   for (const auto& m : metric_catalog()) {
+    if (!shown(m, b.engine_figures)) continue;
     metrics.push_back(json::object{
         {"key", m.key},
         {"label", m.label},
@@ -151,7 +170,9 @@ json::object definitions_json(const Board& b) {
                       : json::value(m.delta_kind == DeltaKind::kPoints ? "points" : "percent")},
         {"section", to_string(m.section)},
         {"headline", m.headline},
-        {"source", m.source}});
+        {"source", m.source},
+        {"engine_source",
+         m.engine_source.empty() ? json::value(nullptr) : json::value(m.engine_source)}});
   }
   json::array checks;
   for (const auto& c : check_catalog()) {
@@ -179,6 +200,53 @@ json::object definitions_json(const Board& b) {
                                           {"output_gap_pct", b.quality.output_gap_pct}}},
       {"metrics", std::move(metrics)},
       {"checks", std::move(checks)}};
+}
+
+json::value expectations_json(const Board& b) {
+  const Expectations& e = b.expect;
+  if (!e.any()) return nullptr;
+  json::object pinned;
+  json::object commits;
+  for (const auto& [arm, list] : e.engine_commits) {
+    json::array a;
+    for (const auto& c : list) a.push_back(json::value(c));
+    commits[arm] = std::move(a);
+  }
+  pinned["engine_commits"] = std::move(commits);
+  pinned["requests"] = e.requests ? json::value(*e.requests) : json::value(nullptr);
+  json::object cell_requests;
+  for (const auto& [cell, n] : e.cell_requests) cell_requests[cell] = n;
+  pinned["cell_requests"] = std::move(cell_requests);
+  json::object per_arm;
+  for (const auto& [arm, n] : e.cells_per_arm) per_arm[arm] = n;
+  pinned["cells_per_arm"] = std::move(per_arm);
+  json::object per_commit;
+  for (const auto& [arm, by_commit] : e.cells_per_engine_commit) {
+    json::object o;
+    for (const auto& [commit, n] : by_commit) o[commit] = n;
+    per_commit[arm] = std::move(o);
+  }
+  pinned["cells_per_engine_commit"] = std::move(per_commit);
+  pinned["spec_sha256"] = e.spec_sha256.empty() ? json::value(nullptr) : json::value(e.spec_sha256);
+  json::array results;
+  std::size_t failed = 0;
+  for (const auto& r : b.expectations) {
+    if (!r.pass) ++failed;
+    results.push_back(
+        json::object{{"kind", r.kind},
+                     {"arm", r.arm.empty() ? json::value(nullptr) : json::value(r.arm)},
+                     {"cell", r.cell.empty() ? json::value(nullptr) : json::value(r.cell)},
+                     {"run_id", r.run_id.empty() ? json::value(nullptr) : json::value(r.run_id)},
+                     {"expected", r.expected},
+                     {"found", r.found},
+                     {"outcome", r.pass ? "pass" : "fail"}});
+  }
+  return json::object{{"policy", to_string(e.policy)},
+                      {"pinned", std::move(pinned)},
+                      {"outcome", failed == 0 ? "pass" : "fail"},
+                      {"checked", b.expectations.size()},
+                      {"failed", failed},
+                      {"results", std::move(results)}};
 }
 
 std::string csv_field(const std::string& s) {
@@ -230,7 +298,9 @@ std::string board_json(const Board& b, const std::vector<Figure>& figures) {
                                    {"no_interval", t.no_interval}});
   }
   json::array cells;
-  for (const auto& c : b.cells) cells.push_back(cell_json(c));
+  for (const auto& c : b.cells) cells.push_back(cell_json(c, b.engine_figures));
+  std::size_t unexpected = 0;
+  for (const auto& r : b.expectations) unexpected += r.pass ? 0 : 1;
   json::array unpaired;
   for (const auto& u : b.unpaired) {
     unpaired.push_back(
@@ -266,7 +336,8 @@ std::string board_json(const Board& b, const std::vector<Figure>& figures) {
                                      {"comparisons_failed_checks", failed},
                                      {"unpaired_runs", b.unpaired.size()},
                                      {"unresolved_checks", std::move(unresolved)},
-                                     {"allow_unresolved", b.allow_unresolved}}},
+                                     {"allow_unresolved", b.allow_unresolved},
+                                     {"expectations_failed", unexpected}}},
       {"baseline", b.baseline},
       {"arms", std::move(arms)},
       {"provenance",
@@ -282,6 +353,7 @@ std::string board_json(const Board& b, const std::vector<Figure>& figures) {
             b.spec_file_sha256.empty() ? json::value(nullptr) : json::value(b.spec_file_sha256)},
            {"runs", std::move(runs)},
            {"figures", std::move(figs)}}},
+      {"expectations", expectations_json(b)},
       {"definitions", definitions_json(b)},
       {"tallies", std::move(tallies)},
       {"cells", std::move(cells)},
@@ -294,15 +366,19 @@ std::string board_csv(const Board& b) {
   std::string out =
       "arm,baseline,cell,model,protocol,cell_name,level_kind,level,status,metric,unit,"
       "direction,arm_value,baseline_value,delta,delta_unit,low,high,verdict,interval_method,"
-      "n_arm,n_baseline\r\n";
+      "n_arm,n_baseline,note\r\n";
   for (const auto& [cell, cmp] : b.comparisons()) {
     const ArmCell* a = cell->arm(cmp->arm);
     const ArmCell* base = cell->arm(cmp->baseline);
     for (const auto& m : metric_catalog()) {
+      if (!shown(m, b.engine_figures)) continue;
       const auto va = a->selected_figures().at(m.key);
       const auto vb = base->selected_figures().at(m.key);
       const auto it = cmp->deltas.find(m.key);
       const Delta* d = it == cmp->deltas.end() ? nullptr : &it->second;
+      const bool not_comparable = m.key == "accuracy" &&
+                                  cmp->status == ComparisonStatus::kCompared &&
+                                  !cmp->quality.accuracy_comparable;
       std::vector<std::string> row{cmp->arm,
                                    cmp->baseline,
                                    cell->id,
@@ -323,10 +399,16 @@ std::string board_csv(const Board& b) {
                                                                         : "%",
                                    d ? csv_num(d->low) : "",
                                    d ? csv_num(d->high) : "",
-                                   d ? to_string(d->verdict) : "",
+                                   not_comparable ? "not_comparable"
+                                   : d            ? to_string(d->verdict)
+                                                  : "",
                                    d ? d->method : "",
                                    d ? std::to_string(d->n_arm) : "",
-                                   d ? std::to_string(d->n_baseline) : ""};
+                                   d ? std::to_string(d->n_baseline) : "",
+                                   not_comparable
+                                       ? "not comparable: " + cmp->quality.accuracy_reason
+                                   : d ? d->no_interval
+                                       : ""};
       for (std::size_t i = 0; i < row.size(); ++i) {
         out += (i == 0 ? "" : ",") + csv_field(row[i]);
       }

@@ -74,6 +74,13 @@ std::string describe_engine(const RunRecord& r) {
                   text_at(m, "engine.reached.kind") + ")";
   if (const auto p = compare::string_at(m, "engine.sim_profile.name")) d += ", profile " + *p;
   d += ", engine args " + text_at(m, "engine.engine_args", "{}");
+  if (const auto commit = compare::string_at(m, "engine.source.commit")) {
+    const json::value* dirty = compare::find_path(m, "engine.source.dirty");
+    d += ", source " + short_hash(*commit) +
+         (dirty != nullptr && dirty->is_bool()
+              ? (dirty->get_bool() ? " (modified tree)" : " (clean tree)")
+              : "");
+  }
   return d;
 }
 
@@ -212,6 +219,37 @@ Inline fairness_item(const Board& bd) {
   return {b("Fairness policy: "), t(p + ".")};
 }
 
+/// What the board spec pins and how it came out.
+Inline expectations_item(const Board& bd) {
+  const compare::Expectations& e = bd.expect;
+  std::vector<std::string> parts;
+  for (const auto& [arm, commits] : e.engine_commits) {
+    std::vector<std::string> shown;
+    for (const auto& c : commits) shown.push_back(short_hash(c));
+    parts.push_back("engine commit of " + arm + " " + join(shown, " or "));
+  }
+  if (e.requests) parts.push_back(std::to_string(*e.requests) + " measured requests per run");
+  for (const auto& [cell, n] : e.cell_requests) {
+    parts.push_back(std::to_string(n) + " measured requests per run in " + cell);
+  }
+  for (const auto& [arm, n] : e.cells_per_arm) {
+    parts.push_back(std::to_string(n) + " cells of " + arm);
+  }
+  for (const auto& [arm, by_commit] : e.cells_per_engine_commit) {
+    for (const auto& [commit, n] : by_commit) {
+      parts.push_back(std::to_string(n) + " cells of " + arm + " from engine commit " +
+                      short_hash(commit));
+    }
+  }
+  if (!e.spec_sha256.empty()) parts.push_back("spec file sha256 " + short_hash(e.spec_sha256));
+  std::size_t failed = 0;
+  for (const auto& r : bd.expectations) failed += r.pass ? 0 : 1;
+  return {b("Expectations: "),
+          t("pinned by the board spec (policy " + std::string(compare::to_string(e.policy)) +
+            "): " + join(parts, "; ") + ". " + std::to_string(bd.expectations.size()) +
+            " checked, " + std::to_string(failed) + " failed.")};
+}
+
 }  // namespace
 
 Section methodology_section(const Board& board) {
@@ -232,6 +270,7 @@ Section methodology_section(const Board& board) {
       {b("Verdicts: "), t("a delta is a win when its whole interval is above 0, a loss when below, "
                           "otherwise a tie; without an interval it is neither.")});
   items.push_back(fairness_item(board));
+  if (board.expect.any()) items.push_back(expectations_item(board));
   s.blocks.push_back(blocks::bullets(std::move(items)));
   return s;
 }

@@ -30,14 +30,16 @@ const std::map<std::string, std::function<void(RunRecord&)>>& mutations() {
        }},
       {"request_count",
        [](RunRecord& r) {
-         set_path(r.summary, "requests.total", r.summary.at("requests").at("total").to_number<std::int64_t>() + 1);
+         set_path(r.summary, "requests.total",
+                  r.summary.at("requests").at("total").to_number<std::int64_t>() + 1);
        }},
       {"input_tokens",
        [](RunRecord& r) {
          set_path(r.summary, "tokens.input_total",
                   r.summary.at("tokens").at("input_total").to_number<std::int64_t>() + 7);
        }},
-      {"sampling", [](RunRecord& r) { set_path(r.manifest, "workload.sampling.temperature", 0.7); }},
+      {"sampling",
+       [](RunRecord& r) { set_path(r.manifest, "workload.sampling.temperature", 0.7); }},
       {"api", [](RunRecord& r) { set_path(r.manifest, "workload.api", "completions"); }},
       {"load", [](RunRecord& r) { set_path(r.manifest, "load.seed", 42); }},
       {"warmup", [](RunRecord& r) { set_path(r.manifest, "workload.warmup_requests", 5); }},
@@ -49,19 +51,26 @@ const std::map<std::string, std::function<void(RunRecord&)>>& mutations() {
        [](RunRecord& r) { set_path(r.manifest, "hardware.gpus.0.name", "Another GPU"); }},
       {"gpu_uuid", [](RunRecord& r) { set_path(r.manifest, "hardware.gpus.0.uuid", "GPU-other"); }},
       {"harness",
-       [](RunRecord& r) { set_path(r.manifest, "harness.executable_sha256", std::string(64, 'e')); }},
+       [](RunRecord& r) {
+         set_path(r.manifest, "harness.executable_sha256", std::string(64, 'e'));
+       }},
+      {"engine_commit",
+       [](RunRecord& r) { set_path(r.manifest, "engine.source.commit", std::string(40, 'b')); }},
   };
   return m;
 }
 
-/// The input with the baseline's run changed by `change` (and both dirty flags cleared, so
-/// dirty_sources passes unless a test sets one).
+/// The input with the baseline's run changed by `change` (and both dirty flags cleared, and an
+/// engine source checkout given to both, so the dirty checks pass unless a test sets one).
 BoardInput changed(const std::function<void(RunRecord&)>& change) {
   BoardInput in = c1_input();
   for (auto& arm : in.arms) {
     for (auto& run : arm.runs) {
       auto copy = copy_run(run);
       set_path(copy->manifest, "harness.git_dirty", false);
+      set_path(
+          copy->manifest, "engine.source",
+          json::object{{"checkout", "engine"}, {"commit", std::string(40, 'a')}, {"dirty", false}});
       if (arm.name == "slow") change(*copy);
       run = copy;
     }
@@ -81,7 +90,7 @@ TEST(Fairness, TheFixturePairPassesEveryCheck) {
 
 TEST(Fairness, EveryCheckHasADifferingPairTest) {
   for (const auto& def : check_catalog()) {
-    if (def.name == "dirty_sources") continue;  // its own test below
+    if (def.name == "dirty_sources" || def.name == "engine_dirty_sources") continue;  // below
     EXPECT_EQ(mutations().count(def.name), 1u) << "no fairness test for check " << def.name;
   }
 }
@@ -104,13 +113,15 @@ TEST(Fairness, APairThatDiffersInAFieldFailsThatCheck) {
       }
     }
     const bool required = defaults.level(name) == CheckLevel::kRequired;
+    const bool ignored = defaults.level(name) == CheckLevel::kIgnored;
     bool found = false;
     for (const auto& f : b.findings) {
-      if (f.type == (required ? "check_failed" : "check_differs") && f.data.at("check").as_string() == name) {
+      if (f.type == (required ? "check_failed" : "check_differs") &&
+          f.data.at("check").as_string() == name) {
         found = true;
       }
     }
-    EXPECT_TRUE(found);
+    EXPECT_EQ(found, !ignored);  // an ignored check is not judged
     if (required) {
       EXPECT_EQ(c.status, ComparisonStatus::kFailedChecks);
       EXPECT_TRUE(c.deltas.empty());
@@ -149,12 +160,78 @@ TEST(Fairness, PolicyDecidesWhatAFailureMeans) {
 TEST(Fairness, DirtySourcesFailsWhenEitherTreeWasModified) {
   const Board clean = build_board(changed([](RunRecord&) {}), fixed_options());
   EXPECT_EQ(clean.cells[0].comparisons[0].check("dirty_sources")->outcome, CheckOutcome::kPass);
-  const Board dirty = build_board(
-      changed([](RunRecord& r) { set_path(r.manifest, "harness.git_dirty", true); }),
-      fixed_options());
+  const Board dirty =
+      build_board(changed([](RunRecord& r) { set_path(r.manifest, "harness.git_dirty", true); }),
+                  fixed_options());
   const Comparison& c = dirty.cells[0].comparisons[0];
   EXPECT_EQ(c.check("dirty_sources")->outcome, CheckOutcome::kFail);
   EXPECT_EQ(c.status, ComparisonStatus::kCompared);  // reported by default
+}
+
+TEST(Fairness, EngineDirtySourcesIsReportedLikeTheHarnessFlag) {
+  EXPECT_EQ(Policy().level("engine_dirty_sources"), CheckLevel::kReported);
+  const Board dirty =
+      build_board(changed([](RunRecord& r) { set_path(r.manifest, "engine.source.dirty", true); }),
+                  fixed_options());
+  const Comparison& c = dirty.cells[0].comparisons[0];
+  const Check* ch = c.check("engine_dirty_sources");
+  ASSERT_NE(ch, nullptr);
+  EXPECT_EQ(ch->outcome, CheckOutcome::kFail);
+  EXPECT_EQ(ch->arm_value, json::value(false));
+  EXPECT_EQ(ch->baseline_value, json::value(true));
+  EXPECT_EQ(c.status, ComparisonStatus::kCompared);  // reported by default
+  bool finding = false;
+  for (const auto& f : dirty.findings) {
+    if (f.type == "check_differs" && f.data.at("check").as_string() == "engine_dirty_sources") {
+      finding = true;
+      EXPECT_NE(f.message.find("the engine was built from a modified source tree: fast clean, "
+                               "slow modified"),
+                std::string::npos)
+          << f.message;
+    }
+  }
+  EXPECT_TRUE(finding);
+  // Required, a modified engine tree stops the comparison.
+  BoardOptions o = fixed_options();
+  o.policy.set("engine_dirty_sources", CheckLevel::kRequired);
+  const Board strict = build_board(
+      changed([](RunRecord& r) { set_path(r.manifest, "engine.source.dirty", true); }), o);
+  EXPECT_EQ(strict.cells[0].comparisons[0].status, ComparisonStatus::kFailedChecks);
+}
+
+TEST(Fairness, AnEngineWithoutASourceLeavesItsChecksUnresolved) {
+  // The fixture's embedded simulated engine records no engine source: unresolved, shown only.
+  const Board b = build_board(c1_input(), fixed_options());
+  const Check* ch = b.cells[0].comparisons[0].check("engine_dirty_sources");
+  ASSERT_NE(ch, nullptr);
+  EXPECT_EQ(ch->outcome, CheckOutcome::kUnresolved);
+  EXPECT_NE(ch->note.find("no engine source in the record"), std::string::npos) << ch->note;
+  EXPECT_EQ(b.cells[0].comparisons[0].check("engine_commit")->level, CheckLevel::kIgnored);
+  EXPECT_TRUE(b.unresolved_checks.empty());  // neither is required by default
+  // A launched engine whose spec names no checkout gives its reason; required, it blocks.
+  const auto no_checkout = [](RunRecord& r) {
+    set_path(
+        r.manifest, "engine.source",
+        json::object{{"commit", nullptr},
+                     {"dirty", nullptr},
+                     {"unknown", json::object{{"commit", "the engine spec names no checkout"}}}});
+  };
+  const Board u = build_board(changed(no_checkout), fixed_options());
+  const Check* uc = u.cells[0].comparisons[0].check("engine_dirty_sources");
+  EXPECT_EQ(uc->outcome, CheckOutcome::kUnresolved);
+  EXPECT_NE(uc->note.find("the engine spec names no checkout"), std::string::npos) << uc->note;
+  BoardOptions o = fixed_options();
+  o.policy.set("engine_commit", CheckLevel::kRequired);
+  try {
+    build_board(changed(no_checkout), o);
+    FAIL() << "expected UnresolvedError";
+  } catch (const UnresolvedError& e) {
+    EXPECT_NE(std::string(e.what()).find("engine_commit"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("names no checkout"), std::string::npos) << e.what();
+  }
+  // Required and resolved: two engine builds of one engine are not compared.
+  const Board diff = build_board(changed(mutations().at("engine_commit")), o);
+  EXPECT_EQ(diff.cells[0].comparisons[0].status, ComparisonStatus::kFailedChecks);
 }
 
 TEST(Fairness, MissingIdentitiesBlockTheBoardUnlessAllowed) {
@@ -182,10 +259,8 @@ TEST(Fairness, MissingIdentitiesBlockTheBoardUnlessAllowed) {
   EXPECT_EQ(c.check("model_fingerprint")->outcome, CheckOutcome::kUnresolved);
   EXPECT_EQ(b.findings.at(0).type, "check_unresolved");
   // A GPU-less record leaves driver and GPU model unresolved, with the reason.
-  const Board g = build_board(changed([](RunRecord& r) {
-                                set_path(r.manifest, "hardware.gpus", json::array{});
-                              }),
-                              o);
+  const Board g = build_board(
+      changed([](RunRecord& r) { set_path(r.manifest, "hardware.gpus", json::array{}); }), o);
   EXPECT_EQ(g.cells[0].comparisons[0].check("driver")->outcome, CheckOutcome::kUnresolved);
   EXPECT_NE(g.cells[0].comparisons[0].check("driver")->note.find("GPU"), std::string::npos);
   // Not required: unresolved is only shown.

@@ -241,6 +241,95 @@ TEST_F(Report, AFasterSimulatedEngineWinsEveryCellOfTheBoard) {
   EXPECT_NE(r.out.find("Output tok/s: 2/2 cells won"), std::string::npos) << r.out;
 }
 
+TEST_F(Report, ASpecPinsExpectationsMarksAccuracyAndTheEngineTimesShow) {
+  sweep("only", R"({"base": "small-gpu", "name": "only"})");
+  // The cell ids, from a board of the sweep against itself.
+  Result r = dyno({"compare", "--json", "--allow-unresolved", "--runs-root", runs().string(),
+                   "--arm", "a=label=only", "--arm", "b=label=only"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json::object plain = json::parse(r.out).as_object();
+  const std::string c1(plain.at("cells").at(0).at("id").as_string());
+  const fs::path spec = dir_ / "spec.json";
+  std::ofstream(spec) << R"({"arms": [{"name": "a", "runs": "label=only"},
+                                      {"name": "b", "runs": "label=only"}],
+    "allow_unresolved": true,
+    "expect": {"requests": 16, "cells_per_arm": {"a": 2}},
+    "accuracy_not_comparable": [{"cell": ")"
+                      << c1 << R"(", "reason": "answers scored by two parsers"}]})";
+  const std::vector<std::string> base = {"compare",       "--json", "--runs-root",
+                                         runs().string(), "--spec", spec.string()};
+  // The c4 runs measured 24 requests, not the 16 pinned: no board, each mismatch named.
+  r = dyno(base);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("refusing to render: the board's runs do not match the spec's "
+                       "expectations"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("/sweep/c4, run "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("expected 16, found 24"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  // By policy, the board is made and says so.
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--expect-policy", "report"});
+  r = dyno(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json::object board = json::parse(r.out).as_object();
+  EXPECT_EQ(board.at("status").as_string(), "expectations_failed");
+  EXPECT_EQ(board.at("expectations").at("failed").to_number<int>(), 2);  // a's and b's c4 run
+  const auto& cmp = board.at("cells").at(0).at("comparisons").at(0).as_object();
+  EXPECT_EQ(cmp.at("deltas").at("accuracy").at("verdict").as_string(), "not_comparable");
+  EXPECT_EQ(cmp.at("deltas").at("accuracy").at("reason").as_string(),
+            "answers scored by two parsers");
+  // The simulated engine sends llama.cpp-style timings: the engine's own figures are on the
+  // board, beside the client's.
+  const auto& figures = board.at("cells").at(0).at("arms").at(0).at("figures").as_object();
+  ASSERT_TRUE(figures.contains("server_prefill_tok_s"));
+  EXPECT_TRUE(figures.at("server_decode_tok_s").is_number());
+  EXPECT_TRUE(figures.at("server_prompt_tokens_computed").is_number());
+  // The spec's own hash, pinned by the caller: a different one refuses, whatever the policy.
+  const std::string sha = dyno::record::sha256_hex_file(spec.string());
+  args.insert(args.end(), {"--expect-spec-sha256", std::string(64, '0')});
+  r = dyno(args);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("the board spec file's SHA-256 expected " + std::string(64, '0') +
+                       ", found " + sha),
+            std::string::npos)
+      << r.err;
+  args.back() = sha;
+  r = dyno(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  board = json::parse(r.out).as_object();
+  EXPECT_EQ(board.at("expectations").at("pinned").at("spec_sha256").as_string(), sha);
+  // The README and the console say it too.
+  const fs::path out = dir_ / "pinned-board";
+  r = dyno({"report", "--runs-root", runs().string(), "--spec", spec.string(), "--expect-policy",
+            "report", "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string readme = Child::slurp((out / "README.md").string());
+  EXPECT_NE(readme.find("## Engine-timed figures"), std::string::npos);
+  EXPECT_NE(readme.find("not comparable: answers scored by two parsers"), std::string::npos);
+  EXPECT_NE(readme.find("Expectations failed"), std::string::npos);
+  r = dyno({"compare", "--runs-root", runs().string(), "--spec", spec.string(), "--expect-policy",
+            "report"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("expectation_failed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("accuracy_not_comparable"), std::string::npos) << r.out;
+  // Bad pins are usage errors.
+  r = dyno({"compare", "--runs-root", runs().string(), "--arm", "a=label=only", "--arm",
+            "b=label=only", "--expect-spec-sha256", sha});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--expect-spec-sha256 pins the --spec file's hash"), std::string::npos)
+      << r.err;
+  r = dyno({"compare", "--runs-root", runs().string(), "--spec", spec.string(),
+            "--expect-spec-sha256", "beef"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not a SHA-256"), std::string::npos) << r.err;
+  r = dyno({"compare", "--runs-root", runs().string(), "--spec", spec.string(), "--expect-policy",
+            "maybe"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--expect-policy: 'maybe' is not a policy"), std::string::npos) << r.err;
+}
+
 TEST_F(Report, BadArgumentsAreUsageErrors) {
   sweep("only", R"({"base": "firehose"})");
   Result r = dyno({"compare", "--runs-root", runs().string(), "--arm", "one=label=only"});

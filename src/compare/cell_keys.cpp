@@ -1,0 +1,101 @@
+#include "compare/cell_keys.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "compare/board.h"
+
+namespace dyno::compare {
+
+namespace json = boost::json;
+
+std::string model_of(const RunRecord& r, const std::map<std::string, std::string>& aliases) {
+  const std::string id = string_at(r.manifest, "model.id").value_or("(unknown model)");
+  const auto it = aliases.find(id);
+  return it == aliases.end() ? id : it->second;
+}
+
+std::string protocol_of(const RunRecord& r) {
+  return string_at(r.manifest, "workload.protocol.name").value_or("run");
+}
+
+std::string cell_of(const RunRecord& r) {
+  if (const auto c = string_at(r.manifest, "workload.protocol.cell")) return *c;
+  if (const auto c = number_at(r.manifest, "load.concurrency")) {
+    return "c" + std::to_string(static_cast<long long>(*c));
+  }
+  if (const auto rate = number_at(r.manifest, "load.rate_per_s")) {
+    std::ostringstream s;
+    s << "r" << *rate;
+    return s.str();
+  }
+  return "run";
+}
+
+void level_of(const RunRecord& r, std::string& kind, std::optional<double>& level) {
+  const json::value* params = find_path(r.manifest, "workload.protocol.cell_params");
+  if (params != nullptr && params->is_object()) {
+    const json::object& p = params->get_object();
+    // A ladder's decode and prefill cells are two axes: context tokens and prompt tokens.
+    const auto cell_kind = string_at(p, "kind");
+    if (const auto tokens = number_at(p, "target_tokens"); tokens && cell_kind) {
+      kind = *cell_kind + "_tokens";
+      level = *tokens;
+      return;
+    }
+    for (const auto& [k, kind_name] :
+         {std::pair{"concurrency", "concurrency"}, std::pair{"rate_per_s", "rate"},
+          std::pair{"target_tokens", "target_tokens"}}) {
+      if (const auto v = number_at(p, k)) {
+        kind = kind_name;
+        level = *v;
+        return;
+      }
+    }
+    return;
+  }
+  if (const auto c = number_at(r.manifest, "load.concurrency")) {
+    kind = "concurrency";
+    level = *c;
+  } else if (const auto rate = number_at(r.manifest, "load.rate_per_s")) {
+    kind = "rate";
+    level = *rate;
+  }
+}
+
+std::int64_t repetition_of(const RunRecord& r) {
+  return static_cast<std::int64_t>(
+      number_at(r.manifest, "workload.protocol.repetition").value_or(1));
+}
+
+std::optional<std::size_t> median_repetition(const std::vector<std::optional<double>>& values) {
+  std::vector<std::pair<double, std::size_t>> ranked;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (values[i] && std::isfinite(*values[i])) ranked.emplace_back(*values[i], i);
+  }
+  if (ranked.empty()) return std::nullopt;
+  std::sort(ranked.begin(), ranked.end());
+  return ranked[(ranked.size() - 1) / 2].second;
+}
+
+std::optional<double> selection_metric(const RunRecord& run, const std::string& metric) {
+  static const std::map<std::string, std::string> paths = {
+      {"output_tokens_per_s", "throughput.output_tokens_per_s"},
+      {"requests_per_s", "throughput.requests_per_s"},
+      {"input_tokens_per_s", "throughput.input_tokens_per_s"},
+      {"decode_tokens_per_s", "throughput.decode_tokens_per_s"},
+      {"goodput_requests_per_s", "throughput.goodput_requests_per_s"},
+      {"ttft_p50_ms", "latency_ms.ttft.p50"},
+      {"tpot_p50_ms", "latency_ms.tpot.p50"},
+      {"e2e_p50_ms", "latency_ms.e2e.p50"},
+      {"decode_rate_p50", "rates_tok_s.decode_rate_per_user.p50"},
+      {"prefill_rate_p50", "rates_tok_s.prefill_rate_client.p50"}};
+  const auto it = paths.find(metric);
+  if (it == paths.end() || !run.has_summary) return std::nullopt;
+  return number_at(run.summary, it->second);
+}
+
+}  // namespace dyno::compare
