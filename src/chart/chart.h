@@ -22,7 +22,11 @@ namespace dyno::chart {
 enum class Format { kSvg, kPng };
 
 /// How an axis maps values. Log scales skip values <= 0 (and say so in the chart's note).
-enum class Scale { kLinear, kLog2, kLog10 };
+/// kOrdinal places each distinct data value at its own evenly spaced slot, in ascending order,
+/// with a tick labelled by the exact value at every one (a ladder's depths 0, 8000, 16000,
+/// 32000 four slots apart, 0 included): for levels whose spacing is a choice, not a quantity.
+/// Values between two slots (a window's ends) are placed by linear interpolation.
+enum class Scale { kLinear, kLog2, kLog10, kOrdinal };
 
 struct Axis {
   std::string title{};  ///< e.g. "Concurrency"; drawn as "title (unit)"
@@ -31,8 +35,10 @@ struct Axis {
   /// Ticks at the distinct finite data values (a concurrency ladder 1, 2, 4, …, 1024) instead
   /// of 1-2-5 or power ticks; labels that would overlap are left out.
   bool ticks_at_data = false;
-  bool include_zero = false;    ///< linear axes: the range reaches 0 (throughput from zero)
-  std::optional<double> min{};  ///< fixed range ends; data outside is clipped
+  bool include_zero = false;  ///< linear axes: the range reaches 0 (throughput from zero)
+  /// Fixed range ends (linear and log axes; an ordinal axis spans its values); data outside
+  /// is clipped.
+  std::optional<double> min{};
   std::optional<double> max{};
 };
 

@@ -197,6 +197,66 @@ Ticks log_ticks(double lo, double hi, int base, int max_ticks, std::optional<dou
   return t;
 }
 
+Ticks ordinal_ticks(const std::vector<double>& categories) {
+  Ticks t;
+  const double n = static_cast<double>(categories.size());
+  const double pad = categories.size() >= 2 ? 1.0 / 3.0 : 0.5;
+  t.lo = -pad;
+  t.hi = std::max(n - 1.0, 0.0) + pad;
+  t.step = 0.0;
+  t.values = categories;
+  return t;
+}
+
+double ordinal_position(const std::vector<double>& categories, double v) {
+  const std::size_t n = categories.size();
+  if (n < 2 || !std::isfinite(v)) return 0.0;
+  // The pair [i, i + 1] around v (the first or last pair beyond the ends).
+  const auto it = std::upper_bound(categories.begin(), categories.end(), v);
+  std::size_t i =
+      it == categories.begin() ? 0 : static_cast<std::size_t>(it - categories.begin()) - 1;
+  i = std::min(i, n - 2);
+  const double a = categories[i];
+  const double b = categories[i + 1];
+  return static_cast<double>(i) + (v - a) / (b - a);
+}
+
+namespace {
+
+// The fewest decimals (at most six) that write v exactly.
+int exact_decimals(double v) {
+  int d = 0;
+  for (double scaled = v; d < 6; ++d, scaled *= 10.0) {
+    if (std::abs(scaled - std::round(scaled)) <= 1e-9 * std::max(1.0, std::abs(scaled))) break;
+  }
+  return d;
+}
+
+}  // namespace
+
+std::vector<std::string> category_labels(const std::vector<double>& values) {
+  double max_abs = 0.0;
+  for (double v : values) {
+    if (std::isfinite(v)) max_abs = std::max(max_abs, std::abs(v));
+  }
+  const Suffix suffix = suffix_for(max_abs);
+  bool tenths = suffix.divisor > 1.0;
+  for (double v : values) {
+    tenths = tenths && std::isfinite(v) && exact_decimals(v / suffix.divisor) <= 1;
+  }
+  std::vector<std::string> out;
+  out.reserve(values.size());
+  for (double v : values) {
+    if (tenths) {
+      const std::string s = trim_zeros(format_fixed(v / suffix.divisor, 1));
+      out.push_back(s == "0" ? s : s + suffix.text);
+    } else {
+      out.push_back(trim_zeros(format_fixed(v, exact_decimals(v))));
+    }
+  }
+  return out;
+}
+
 std::string format_fixed(double v, int decimals) {
   if (!std::isfinite(v)) return "n/a";
   decimals = std::clamp(decimals, 0, 12);

@@ -32,6 +32,24 @@ Ticks linear_ticks(double lo, double hi, int target, std::optional<double> fixed
 Ticks log_ticks(double lo, double hi, int base, int max_ticks, std::optional<double> fixed_lo = {},
                 std::optional<double> fixed_hi = {});
 
+/// kLog2 or kLog10: values <= 0 cannot be shown.
+inline bool is_log(Scale s) { return s == Scale::kLog2 || s == Scale::kLog10; }
+
+/// An ordinal axis over `categories` (distinct, ascending): positions are in slots, category
+/// i at i; the range reaches a third of a slot beyond the first and the last (half a slot
+/// around a single one) and `values` are the categories themselves (step 0).
+Ticks ordinal_ticks(const std::vector<double>& categories);
+
+/// Where `v` sits on an ordinal axis, in slots: i for categories[i], linearly interpolated
+/// between two neighbours, extrapolated from the end pair beyond them; 0 with fewer than two
+/// categories.
+double ordinal_position(const std::vector<double>& categories, double v);
+
+/// Exact labels for category values: k/M/G from 10^4 on when every value is a whole tenth of
+/// the unit (0, 8k, 16k, 32k; 12.5k), else all digits (512, 2048, 16384), decimals only as many
+/// as a value has (0.25, at most six).
+std::vector<std::string> category_labels(const std::vector<double>& values);
+
 /// `v` with `decimals` decimals, a real minus sign (U+2212), never "-0".
 std::string format_fixed(double v, int decimals);
 

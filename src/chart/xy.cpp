@@ -15,7 +15,7 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-bool valid_on(double v, Scale s) { return std::isfinite(v) && (s == Scale::kLinear || v > 0.0); }
+bool valid_on(double v, Scale s) { return std::isfinite(v) && (!is_log(s) || v > 0.0); }
 
 // Pixel-snapped coordinate for a 1 px line: crisp in the PNG, harmless in the SVG.
 double snap(double v) { return std::floor(v) + 0.5; }
@@ -36,29 +36,37 @@ struct Extent {
   }
 };
 
-// Maps data values to pixels along one axis.
-struct Mapper {
-  Scale scale = Scale::kLinear;
+// An axis' range and ticks; on an ordinal axis lo and hi are in slots and `categories` are
+// the values the slots stand for.
+struct AxisTicks {
   double lo = 0.0;
   double hi = 1.0;
-  double p0 = 0.0;
-  double p1 = 1.0;
+  std::vector<double> values;
+  std::vector<std::string> labels;
+  std::vector<double> categories;
+};
+
+// Maps data values to pixels along one axis.
+struct Mapper {
+  Mapper(Scale s, const AxisTicks& t, double from, double to)
+      : scale(s), lo(t.lo), hi(t.hi), p0(from), p1(to), categories(&t.categories) {}
+  Scale scale;
+  double lo;
+  double hi;
+  double p0;
+  double p1;
+  const std::vector<double>* categories;  // ordinal axes
   double operator()(double v) const {
     double t = 0.0;
-    if (scale == Scale::kLinear) {
+    if (scale == Scale::kOrdinal) {
+      t = (ordinal_position(*categories, v) - lo) / (hi - lo);
+    } else if (!is_log(scale)) {
       t = (v - lo) / (hi - lo);
     } else {
       t = (std::log(v) - std::log(lo)) / (std::log(hi) - std::log(lo));
     }
     return p0 + t * (p1 - p0);
   }
-};
-
-struct AxisTicks {
-  double lo = 0.0;
-  double hi = 1.0;
-  std::vector<double> values;
-  std::vector<std::string> labels;
 };
 
 struct PreparedSeries {
@@ -164,7 +172,11 @@ AxisTicks make_ticks(const Axis& axis, Extent data, const std::vector<double>& d
                      int target) {
   AxisTicks a;
   Ticks t;
-  if (axis.scale == Scale::kLinear) {
+  if (axis.scale == Scale::kOrdinal) {
+    t = ordinal_ticks(data_values);
+    a.labels = category_labels(t.values);
+    a.categories = data_values;
+  } else if (axis.scale == Scale::kLinear) {
     if (axis.include_zero) data.add(0.0);
     if (!data.any()) data = Extent{0.0, 1.0};
     t = linear_ticks(data.lo, data.hi, target, axis.min, axis.max);
@@ -178,7 +190,7 @@ AxisTicks make_ticks(const Axis& axis, Extent data, const std::vector<double>& d
   a.lo = t.lo;
   a.hi = t.hi;
   a.values = t.values;
-  if (axis.ticks_at_data && !data_values.empty()) {
+  if (axis.ticks_at_data && !data_values.empty() && axis.scale != Scale::kOrdinal) {
     a.values.clear();
     a.labels.clear();
     for (double v : data_values) {
@@ -198,11 +210,13 @@ AxisTicks fit_x_ticks(Canvas& c, const Axis& axis, const Extent& data,
   c.set_font(font::kTick);
   const double gap = 10.0;
   // Log labels are short (1, 2, 5, 10, …), so they may sit closer.
-  const double spacing = axis.scale == Scale::kLinear ? 80.0 : 50.0;
+  const double spacing = is_log(axis.scale) ? 50.0 : 80.0;
+  // Ticks at data and ordinal slots are all wanted: crowded labels go, not ticks.
+  const bool every_value = axis.ticks_at_data || axis.scale == Scale::kOrdinal;
   int target = std::clamp(static_cast<int>(plot_w / spacing), 2, 12);
   for (;; --target) {
     AxisTicks a = make_ticks(axis, data, values, target);
-    Mapper m{axis.scale, a.lo, a.hi, 0.0, plot_w};
+    const Mapper m(axis.scale, a, 0.0, plot_w);
     std::vector<bool> keep(a.values.size(), true);
     bool overlap = false;
     double last_right = -1e300;
@@ -216,7 +230,7 @@ AxisTicks fit_x_ticks(Canvas& c, const Axis& axis, const Extent& data,
         last_right = left + w;
       }
     }
-    if (!overlap || target <= 2 || axis.ticks_at_data) {
+    if (!overlap || target <= 2 || every_value) {
       for (std::size_t i = 0; i < a.labels.size(); ++i) {
         if (!keep[i]) a.labels[i].clear();  // tick mark stays, label goes
       }
@@ -378,8 +392,8 @@ void draw_point_labels(Canvas& c, const PreparedPanel& p, const Mapper& mx, cons
 void draw_panel(Canvas& c, const XyFigure& f, const PreparedPanel& p, const PanelFrame& frame,
                 const AxisTicks& xt, const AxisTicks& yt) {
   const Rect& plot = frame.plot;
-  const Mapper mx{f.x.scale, xt.lo, xt.hi, plot.x, plot.right()};
-  const Mapper my{f.y.scale, yt.lo, yt.hi, plot.bottom(), plot.y};
+  const Mapper mx(f.x.scale, xt, plot.x, plot.right());
+  const Mapper my(f.y.scale, yt, plot.bottom(), plot.y);
   cairo_t* cr = c.cr();
 
   if (!p.title.empty()) {
@@ -465,110 +479,10 @@ void draw_panel(Canvas& c, const XyFigure& f, const PreparedPanel& p, const Pane
   draw_point_labels(c, p, mx, my, {plot.x + 1.0, plot.y + 1.0, plot.w - 2.0, plot.h - 2.0});
 }
 
-// `dropped` counts values removed before the figure was built (CDF samples).
-void add_log_note(XyFigure& f, std::size_t dropped) {
-  for (const Panel& p : f.panels) {
-    for (const Series& s : p.series) {
-      for (const Point& pt : s.points) {
-        const bool bad_x = f.x.scale != Scale::kLinear && std::isfinite(pt.x) && pt.x <= 0.0;
-        const bool bad_y = f.y.scale != Scale::kLinear && std::isfinite(pt.y) && pt.y <= 0.0;
-        if (bad_x || bad_y) ++dropped;
-      }
-    }
-  }
-  if (dropped > 0) {
-    f.notes.push_back(std::to_string(dropped) + (dropped == 1 ? " value" : " values") +
-                      " at or below 0 not shown on the log axis.");
-  }
-}
-
-template <typename XyChart>
-XyFigure from_xy(const XyChart& chart, XyKind kind) {
-  XyFigure f;
-  f.kind = kind;
-  f.title = chart.title;
-  f.subtitle = chart.subtitle;
-  if (!chart.note.empty()) f.notes.push_back(chart.note);
-  f.x = chart.x;
-  f.y = chart.y;
-  f.panels = chart.panels;
-  f.grid = chart.grid;
-  add_log_note(f, 0);
-  return f;
-}
-
-// Type-7 quantile of an ascending sample, q in [0, 1].
-double quantile_sorted(const std::vector<double>& v, double q) {
-  const double h = static_cast<double>(v.size() - 1) * q;
-  const double lo_d = std::floor(h);
-  const auto lo = static_cast<std::size_t>(lo_d);
-  if (lo + 1 >= v.size()) return v.back();
-  return v[lo] + (v[lo + 1] - v[lo]) * (h - lo_d);
-}
-
 }  // namespace
 
 std::pair<std::size_t, std::size_t> grid_shape(std::size_t panels, const Grid& grid) {
   return shape(panels, grid);
-}
-
-XyFigure to_figure(const LineChart& chart) { return from_xy(chart, XyKind::kLine); }
-XyFigure to_figure(const TradeOff& chart) { return from_xy(chart, XyKind::kTradeOff); }
-XyFigure to_figure(const Timeline& chart) { return from_xy(chart, XyKind::kTimeline); }
-
-// Small samples are drawn as exact steps (every value a riser); from 2000 values on, through
-// 1001 quantiles, which is indistinguishable at chart resolution and keeps the SVG small.
-XyFigure to_figure(const Cdf& chart) {
-  XyFigure f;
-  f.kind = XyKind::kCdf;
-  f.title = chart.title;
-  f.subtitle = chart.subtitle;
-  if (!chart.note.empty()) f.notes.push_back(chart.note);
-  f.x = chart.x;
-  f.x.ticks_at_data = false;
-  f.y = Axis{chart.y_title, "%", Scale::kLinear, false, true, 0.0, 100.0};
-  f.grid = chart.grid;
-  std::size_t dropped = 0;
-  for (const CdfPanel& cp : chart.panels) {
-    Panel panel;
-    panel.title = cp.title;
-    for (const Sample& sample : cp.samples) {
-      std::vector<double> v;
-      v.reserve(sample.values.size());
-      for (double x : sample.values) {
-        if (!std::isfinite(x)) continue;
-        if (f.x.scale != Scale::kLinear && x <= 0.0) {
-          ++dropped;
-          continue;
-        }
-        v.push_back(x);
-      }
-      std::sort(v.begin(), v.end());
-      Series s;
-      s.name = sample.name;
-      s.style = sample.style;
-      const std::size_t n = v.size();
-      if (n > 0 && n < 2000) {
-        s.points.reserve(2 * n);
-        const double dn = static_cast<double>(n);
-        s.points.push_back({v[0], 0.0, {}});
-        for (std::size_t i = 0; i < n; ++i) {
-          if (i > 0) s.points.push_back({v[i], 100.0 * static_cast<double>(i) / dn, {}});
-          s.points.push_back({v[i], 100.0 * static_cast<double>(i + 1) / dn, {}});
-        }
-      } else if (n > 0) {
-        s.points.reserve(1001);
-        for (int k = 0; k <= 1000; ++k) {
-          const double q = k / 1000.0;
-          s.points.push_back({quantile_sorted(v, q), q * 100.0, {}});
-        }
-      }
-      panel.series.push_back(std::move(s));
-    }
-    f.panels.push_back(std::move(panel));
-  }
-  add_log_note(f, dropped);
-  return f;
 }
 
 void draw_xy(Canvas& c, const XyFigure& f, double width, double height) {

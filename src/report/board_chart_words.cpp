@@ -41,6 +41,15 @@ std::string level_word(const std::string& kind) {
   return w;
 }
 
+bool ladder_kind(const std::string& kind) { return kind.ends_with("_tokens"); }
+
+std::string level_cells(const std::string& kind) {
+  if (kind == "decode_tokens") return "ladder decode cell (decode@<depth>)";
+  if (kind == "prefill_tokens") return "ladder prefill cell (prefill@<size>)";
+  if (ladder_kind(kind)) return "ladder cell";
+  return level_word(kind) + " cell";
+}
+
 chart::Axis level_axis(const std::string& kind) {
   chart::Axis a;
   a.ticks_at_data = true;
@@ -51,18 +60,13 @@ chart::Axis level_axis(const std::string& kind) {
   } else if (kind == "rate") {
     a.title = "Request rate";
     a.unit = "req/s";
-  } else if (kind == "decode_tokens") {
-    a.title = "Context";
+  } else if (ladder_kind(kind)) {
+    // A log axis cannot show depth 0, and a linear one crowds the small sizes together.
+    a.title = kind == "decode_tokens"    ? "Context depth"
+              : kind == "prefill_tokens" ? "Prompt size"
+                                         : "Target length";
     a.unit = "tokens";
-    a.scale = chart::Scale::kLog2;
-  } else if (kind == "prefill_tokens") {
-    a.title = "Prompt";
-    a.unit = "tokens";
-    a.scale = chart::Scale::kLog2;
-  } else if (kind.ends_with("_tokens")) {
-    a.title = "Target length";
-    a.unit = "tokens";
-    a.scale = chart::Scale::kLog2;
+    a.scale = chart::Scale::kOrdinal;
   } else {
     a.title = level_word(kind);
     if (!a.title.empty()) a.title[0] = static_cast<char>(std::toupper(a.title[0]));
@@ -135,7 +139,8 @@ std::size_t protocol_count(const Board& b) {
 }
 
 std::string cell_label(const Board& b, const compare::Cell& c) {
-  std::string l = c.level ? level_label(c.level_kind, *c.level) : c.name;
+  std::string l =
+      c.level && !ladder_kind(c.level_kind) ? level_label(c.level_kind, *c.level) : c.name;
   if (protocol_count(b) > 1) l = c.protocol + " " + l;
   return defuse(l);
 }

@@ -22,7 +22,13 @@ std::string num(double v);
 std::string level_label(const std::string& kind, double level);
 /// The level kind in a title and a stem: "concurrency", "rate", "context", "prompt".
 std::string level_word(const std::string& kind);
-/// The x axis of a chart over a level kind.
+/// A ladder's kinds (token targets: "decode_tokens", "prefill_tokens", "target_tokens"):
+/// one request per cell, so aggregate and load charts do not apply.
+bool ladder_kind(const std::string& kind);
+/// The cells of a level kind in a caption: "concurrency cell", "ladder decode cell", ….
+std::string level_cells(const std::string& kind);
+/// The x axis of a chart over a level kind: concurrency on log2 with ticks at the levels,
+/// rates linear, a ladder's token targets ordinal (depth 0 shown, levels evenly spaced).
 chart::Axis level_axis(const std::string& kind);
 /// [a-z0-9-]+ from any text: lower case, every other run of characters one '-', at most 40.
 std::string slug(const std::string& text);
@@ -42,8 +48,9 @@ std::string arm_name(const compare::Board& b, const std::string& arm);
 /// Models in board cell order.
 std::vector<std::string> models_of(const compare::Board& b);
 std::size_t protocol_count(const compare::Board& b);
-/// A cell as a panel title or a heatmap column: c=4 (or the cell's name), with its protocol
-/// when the board has several.
+/// A cell as a panel title or a heatmap column: c=4, 2.5/s, else (ladder cells, cells
+/// without a level) the cell's name (decode@8000, prefill@512), with its protocol when the
+/// board has several.
 std::string cell_label(const compare::Board& b, const compare::Cell& c);
 /// The selected runs behind some cells: listed when few, else counted with the arms'
 /// selectors (board.json lists every cell's runs).

@@ -71,12 +71,29 @@ void add_split(std::vector<BoardChart>& out, Stems& stems, const std::string& st
 struct LineSpec {
   std::string metric;  ///< catalogue key
   std::string stem;    ///< "throughput-by" → throughput-by-concurrency
-  std::string title;   ///< "Output throughput vs" → "… vs concurrency"
+  std::string title;   ///< "Output throughput vs" → "… vs concurrency" (the x axis' title)
   std::string subtitle;
   chart::Axis y;
   std::string what;  ///< the caption's first sentence (what and from where)
   Section section = Section::kThroughput;
+  std::function<bool(const std::string&)> kinds;  ///< the level kinds it is drawn for
 };
+
+/// The x axis' title in a chart title: "concurrency", "context depth".
+std::string axis_words(const std::string& kind) {
+  std::string t = level_axis(kind).title;
+  if (!t.empty()) t[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(t[0])));
+  return t;
+}
+
+/// A chart's footnote: its sentences joined.
+std::string sentences(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (!p.empty()) out += (out.empty() ? "" : " ") + p;
+  }
+  return out;
+}
 
 void add_line_charts(std::vector<BoardChart>& out, Stems& stems, const Board& b,
                      const LineSpec& spec) {
@@ -88,6 +105,7 @@ void add_line_charts(std::vector<BoardChart>& out, Stems& stems, const Board& b,
     }
   }
   for (const auto& kind : kinds) {
+    if (!spec.kinds(kind)) continue;
     bool any = false;
     std::vector<std::pair<std::string, std::string>> keys;  // (model, protocol) in order
     std::set<std::string> protocols;
@@ -102,12 +120,14 @@ void add_line_charts(std::vector<BoardChart>& out, Stems& stems, const Board& b,
     if (!any) continue;
     chart::LineChart c;
     const std::string word = level_word(kind);
-    c.title = spec.title + " " + word;
+    c.title = spec.title + " " + axis_words(kind);
     c.subtitle = spec.subtitle;
     c.x = level_axis(kind);
     c.y = spec.y;
     c.grid.shared_y = keys.size() == 1;
-    if (keys.size() > 1) c.note = "One panel per model; each panel has its own y scale.";
+    c.note = sentences(
+        {keys.size() > 1 ? "One panel per model; each panel has its own y scale." : "",
+         c.x.scale == chart::Scale::kOrdinal ? "Levels evenly spaced on x, not to scale." : ""});
     for (const auto& [model, protocol] : keys) {
       chart::Panel p;
       p.title = defuse(protocols.size() > 1 ? model + " · " + protocol : model);
@@ -123,8 +143,8 @@ void add_line_charts(std::vector<BoardChart>& out, Stems& stems, const Board& b,
     }
     const auto cells = cells_where(
         b, [&kind](const compare::Cell& cl) { return cl.level && cl.level_kind == kind; });
-    const std::string caption = spec.what + " of each arm's selected run in each " + word +
-                                " cell, one line per arm and one panel per model. " +
+    const std::string caption = spec.what + " of each arm's selected run in each " +
+                                level_cells(kind) + ", one line per arm and one panel per model. " +
                                 runs_phrase(b, cells);
     add_split(out, stems, slug(spec.stem + "-" + word), caption, spec.section, std::move(c),
               &chart::LineChart::panels);
@@ -140,13 +160,14 @@ struct HeatColumn {
   bool concurrency = false;
 };
 
-/// Columns: (protocol, cell name) of the compared cells, ordered by protocol (first
-/// appearance), then level, then name.
-std::vector<HeatColumn> heatmap_columns(const Board& b) {
+/// Columns: (protocol, cell name) of the compared cells `in` holds for, ordered by protocol
+/// (first appearance), then level, then name.
+std::vector<HeatColumn> heatmap_columns(const Board& b,
+                                        const std::function<bool(const compare::Cell&)>& in) {
   std::vector<std::string> protocol_order;
   std::vector<HeatColumn> columns;
   for (const auto& c : b.cells) {
-    if (c.comparisons.empty()) continue;
+    if (c.comparisons.empty() || !in(c)) continue;
     if (std::find(protocol_order.begin(), protocol_order.end(), c.protocol) ==
         protocol_order.end()) {
       protocol_order.push_back(c.protocol);
@@ -218,9 +239,26 @@ void add_heatmap_row(chart::Heatmap& h, const std::vector<compare::DeltaPoint>& 
   h.cell_labels.push_back(std::move(labels));
 }
 
-void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
-  const std::string metric = "output_tokens_per_s";
-  const auto grid = compare::delta_grid(b, metric);
+/// A delta heatmap: which figure, and the cells it is drawn for.
+struct HeatSpec {
+  std::string metric;  ///< catalogue key
+  std::string stem;
+  std::string title;         ///< "Output throughput"
+  std::string figure;        ///< "output tok/s", "aggregate prefill tok/s"
+  std::string short_figure;  ///< the colour bar's title, short enough for one row: "prefill tok/s"
+  std::string field;         ///< the record field, "summary.json throughput.output_tokens_per_s"
+  Section section = Section::kThroughput;
+  /// A ladder cell of this kind does not measure the figure (a prefill cell's one output
+  /// token; a decode cell's prompt is its context): left out.
+  std::string other_kind;
+};
+
+void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b, const HeatSpec& spec) {
+  const auto in = [&spec](const compare::Cell& c) { return c.level_kind != spec.other_kind; };
+  std::vector<compare::DeltaPoint> grid;
+  for (auto& p : compare::delta_grid(b, spec.metric)) {
+    if (p.level_kind != spec.other_kind) grid.push_back(std::move(p));
+  }
   if (grid.empty()) return;
   std::vector<std::string> arms;  // non-baseline arms with a comparison, board order
   for (const auto& a : b.arms) {
@@ -239,13 +277,14 @@ void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
       }
     }
   }
-  const std::vector<HeatColumn> columns = heatmap_columns(b);
+  const std::vector<HeatColumn> columns = heatmap_columns(b, in);
 
   chart::Heatmap h;
   const std::string arm_word = several_arms ? "each arm" : arms.front();
   const std::string conf = percent(b.bootstrap.confidence);
-  h.title = "Output throughput: " + arm_word + " vs " + b.baseline;
-  h.subtitle = "Δ output tok/s in % of " + b.baseline + ", per model and cell, with its verdict";
+  h.title = spec.title + ": " + arm_word + " vs " + b.baseline;
+  h.subtitle =
+      "Δ " + spec.figure + " in % of " + b.baseline + ", per model and cell, with its verdict";
   h.row_title = several_arms ? "Model · arm" : "Model";
   h.column_title =
       std::all_of(columns.begin(), columns.end(), [](const HeatColumn& k) { return k.concurrency; })
@@ -253,7 +292,7 @@ void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
           : "Cell";
   h.format = chart::ValueFormat{1, true, "%"};
   h.min_limit = 5.0;
-  h.scale_title = "Δ output tok/s (%)";
+  h.scale_title = "Δ " + spec.short_figure + " (%)";
   h.positive_label = (several_arms ? std::string("arm") : arms.front()) + " better";
   h.negative_label = b.baseline + " better";
   h.note = "win / loss: the " + conf +
@@ -264,15 +303,20 @@ void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
     h.rows.push_back(defuse(several_arms ? model + " · " + arm : model));
     add_heatmap_row(h, grid, model, arm, columns);
   }
-  const std::string caption =
-      "Δ output tok/s = (arm / " + b.baseline +
-      " − 1) · 100 of the selected runs in every compared cell (positive: the arm is better), "
-      "each cell labelled win, tie or loss by its " +
-      conf +
-      " bootstrap interval; hatched n/a: not compared (a required check failed) or no runs. " +
-      runs_phrase(b, cells_where(b, [](const compare::Cell& c) { return !c.comparisons.empty(); }));
-  out.push_back(
-      {stems.take("delta-heatmap"), h.title, caption, Section::kThroughput, std::move(h)});
+  std::string caption = "Δ " + spec.figure + " (" + spec.field + ") = (arm / " + b.baseline +
+                        " − 1) · 100 of the selected runs in every compared cell (positive: the "
+                        "arm is better), each cell labelled win, tie or loss by its " +
+                        conf +
+                        " bootstrap interval; hatched n/a: not compared (a required check failed) "
+                        "or no runs. ";
+  if (std::any_of(b.cells.begin(), b.cells.end(),
+                  [&spec](const compare::Cell& c) { return c.level_kind == spec.other_kind; })) {
+    caption += "Ladder " + spec.other_kind.substr(0, spec.other_kind.find('_')) +
+               " cells are left out: they do not measure this figure. ";
+  }
+  caption += runs_phrase(
+      b, cells_where(b, [&in](const compare::Cell& c) { return !c.comparisons.empty() && in(c); }));
+  out.push_back({stems.take(spec.stem), h.title, caption, spec.section, std::move(h)});
 }
 
 // ---- Serving trade-off -------------------------------------------------------------------
@@ -281,7 +325,9 @@ void add_tradeoff(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
   const auto series = compare::serving_tradeoff(b);
   std::vector<std::string> kinds;
   for (const auto& s : series) {
-    if (!s.points.empty() && std::find(kinds.begin(), kinds.end(), s.level_kind) == kinds.end()) {
+    // A ladder sends one request per cell: there is no load to trade against.
+    if (!s.points.empty() && !ladder_kind(s.level_kind) &&
+        std::find(kinds.begin(), kinds.end(), s.level_kind) == kinds.end()) {
       kinds.push_back(s.level_kind);
     }
   }
@@ -493,29 +539,69 @@ std::vector<Track> energy_tracks(const Board& b) {
 std::vector<BoardChart> board_charts(const Board& b) {
   std::vector<BoardChart> out;
   Stems stems;
+  const auto load = [](const std::string& kind) { return !ladder_kind(kind); };
+  const chart::Axis tok_s_from_zero{.unit = "tok/s", .include_zero = true};
+  const auto y = [&tok_s_from_zero](const std::string& title) {
+    chart::Axis a = tok_s_from_zero;
+    a.title = title;
+    return a;
+  };
   add_line_charts(out, stems, b,
                   {"output_tokens_per_s", "throughput-by", "Output throughput vs",
-                   "Aggregate output tok/s of each arm; higher is better",
-                   chart::Axis{.title = "Aggregate output", .unit = "tok/s", .include_zero = true},
+                   "Aggregate output tok/s of each arm; higher is better", y("Aggregate output"),
                    "Aggregate output tok/s (summary.json throughput.output_tokens_per_s)",
-                   Section::kThroughput});
-  add_heatmap(out, stems, b);
+                   Section::kThroughput, load});
+  // Per-user decode: how it scales with load, and a ladder's decode rate over context depth
+  // (its decode cells' headline, decode_tok_s). Not drawn for a ladder's prefill cells.
+  add_line_charts(
+      out, stems, b,
+      {"decode_rate_per_user_p50", "decode-per-user-by", "Decode scaling: per-user decode rate vs",
+       "Median per-request decode tok/s of each arm as load grows; higher is better",
+       y("Per-user decode, p50"),
+       "The median per-request decode rate, (output tokens − 1) / (last − first "
+       "token) (summary.json rates_tok_s.decode_rate_per_user.p50)",
+       Section::kThroughput, load});
+  add_line_charts(out, stems, b,
+                  {"decode_rate_per_user_p50", "decode-per-user-by", "Per-user decode rate vs",
+                   "Median decode tok/s of one request at each context depth; higher is better",
+                   y("Per-user decode, p50"),
+                   "The median per-request decode rate, (output tokens − 1) / (last − first "
+                   "token) (summary.json rates_tok_s.decode_rate_per_user.p50; the ladder's "
+                   "decode_tok_s)",
+                   Section::kThroughput,
+                   [](const std::string& k) { return ladder_kind(k) && k != "prefill_tokens"; }});
+  add_heatmap(
+      out, stems, b,
+      {"output_tokens_per_s", "delta-heatmap", "Output throughput", "output tok/s", "output tok/s",
+       "summary.json throughput.output_tokens_per_s", Section::kThroughput, "prefill_tokens"});
   add_tradeoff(out, stems, b);
   add_line_charts(
       out, stems, b,
       {"input_tokens_per_s", "prefill-by", "Prefill throughput vs",
-       "Aggregate prefill (input) tok/s of each arm; higher is better",
-       chart::Axis{.title = "Aggregate prefill", .unit = "tok/s", .include_zero = true},
-       "Aggregate prefill tok/s (summary.json throughput.input_tokens_per_s)", Section::kPrefill});
-  add_line_charts(
-      out, stems, b,
-      {"prefill_rate_client_p50", "prefill-per-user-by", "Per-user prefill rate vs",
-       "Median over requests of input tokens / TTFT (queueing and network included); "
-       "higher is better",
-       chart::Axis{.title = "Per-user prefill, p50", .unit = "tok/s", .include_zero = true},
-       "The median per-request prefill rate (summary.json "
-       "rates_tok_s.prefill_rate_client.p50)",
-       Section::kPrefill});
+       "Aggregate prefill (input) tok/s of each arm; higher is better", y("Aggregate prefill"),
+       "Aggregate prefill tok/s (summary.json throughput.input_tokens_per_s)", Section::kPrefill,
+       load});
+  add_line_charts(out, stems, b,
+                  {"prefill_rate_client_p50", "prefill-per-user-by", "Per-user prefill rate vs",
+                   "Median over requests of input tokens / TTFT (queueing and network included); "
+                   "higher is better",
+                   y("Per-user prefill, p50"),
+                   "The median per-request prefill rate, input tokens / TTFT (summary.json "
+                   "rates_tok_s.prefill_rate_client.p50)",
+                   Section::kPrefill, load});
+  add_line_charts(out, stems, b,
+                  {"prefill_rate_client_p50", "prefill-per-user-by", "Per-user prefill rate vs",
+                   "Median input tokens / TTFT of one request at each prompt size (network "
+                   "included); higher is better",
+                   y("Per-user prefill, p50"),
+                   "The median per-request prefill rate, input tokens / TTFT (summary.json "
+                   "rates_tok_s.prefill_rate_client.p50; the ladder's prefill_tok_s)",
+                   Section::kPrefill,
+                   [](const std::string& k) { return ladder_kind(k) && k != "decode_tokens"; }});
+  add_heatmap(out, stems, b,
+              {"input_tokens_per_s", "prefill-delta-heatmap", "Prefill throughput",
+               "aggregate prefill tok/s", "prefill tok/s",
+               "summary.json throughput.input_tokens_per_s", Section::kPrefill, "decode_tokens"});
   add_cdfs(out, stems, b);
   add_timelines(out, stems, b, power_tracks(b),
                 {"power-timeline", "Power over time",

@@ -23,12 +23,20 @@ struct BoardChart {
 };
 
 /// The board's charts, in the order they are shown:
-///   throughput-by-<level>     output tok/s vs the level (concurrency, …), one panel per model
+///   throughput-by-<level>     output tok/s vs concurrency or rate, one panel per model
+///   decode-per-user-by-<level>  per-user decode tok/s p50 vs concurrency or rate (decode
+///                             scaling), or vs a ladder's context depth (decode cells)
 ///   delta-heatmap             Δ output tok/s per model (× arm) and cell, labelled win/tie/loss
 ///   serving-tradeoff[-<lvl>]  aggregate output tok/s vs per-user decode tok/s, points by level
-///   prefill-by-<level>, prefill-per-user-by-<level>   aggregate and per-user prefill tok/s
+///   prefill-by-<level>        aggregate prefill tok/s vs concurrency or rate
+///   prefill-per-user-by-<level>  per-user prefill tok/s p50 vs concurrency or rate, or vs a
+///                             ladder's prompt size (prefill cells)
+///   prefill-delta-heatmap     Δ aggregate prefill tok/s, laid out as delta-heatmap
 ///   e2e-latency-cdf[-<model>], ttft-cdf[-<model>]     latency CDFs, one panel per cell
 ///   power-timeline[-<model>], energy-timeline[-<model>]  per device, when telemetry exists
+/// A ladder's cells (one request each) get no aggregate or load chart: its x axes are ordinal
+/// (depth 0 shown, levels evenly spaced), its prefill cells are left out of delta-heatmap and
+/// its decode cells out of prefill-delta-heatmap.
 /// `<model>` (a slug of the model name) is appended when the board has several models; a chart
 /// with more panels than fit one image is split into parts (`-2`, `-3`, …). Charts without
 /// anything to draw (no telemetry, no compared cell) are left out. Series keep their arm's

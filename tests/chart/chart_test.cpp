@@ -176,6 +176,36 @@ struct Pixels {
     return n;
   }
 
+  // Centres of the runs of columns holding colour `c` (runs more than 3 px apart), left to
+  // right: where markers of one colour sit along x.
+  std::vector<double> column_centres(Rgb c) const {
+    const std::uint32_t want = packed(c);
+    std::vector<int> columns;
+    for (int x = 0; x < width; ++x) {
+      for (int y = 0; y < height; ++y) {
+        if (rgb[static_cast<std::size_t>(y) * static_cast<std::size_t>(width) +
+                static_cast<std::size_t>(x)] == want) {
+          columns.push_back(x);
+          break;
+        }
+      }
+    }
+    std::vector<double> centres;
+    std::size_t start = 0;
+    for (std::size_t i = 1; i <= columns.size(); ++i) {
+      if (i == columns.size() || columns[i] - columns[i - 1] > 3) {
+        centres.push_back((columns[start] + columns[i - 1]) / 2.0);
+        start = i;
+      }
+    }
+    return centres;
+  }
+
+  static std::uint32_t packed(Rgb c) {
+    const auto to8 = [](double v) { return static_cast<std::uint32_t>(v * 255.0 + 0.5); };
+    return (to8(c.r) << 16) | (to8(c.g) << 8) | to8(c.b);
+  }
+
   std::size_t count(Rgb c) const {
     const auto to8 = [](double v) { return static_cast<std::uint32_t>(v * 255.0 + 0.5); };
     const std::uint32_t want = (to8(c.r) << 16) | (to8(c.g) << 8) | to8(c.b);
@@ -367,6 +397,55 @@ LineChart single_series(const std::string& name, std::optional<std::size_t> styl
   c.y = Axis{.title = "y", .unit = "W"};
   c.panels.push_back({"", {{name, {{0, 0, {}}, {1, 1, {}}, {2, 4, {}}}, style}}, {}});
   return c;
+}
+
+// Four ladder depths, 0 included, each an isolated blue marker (one series per point, one
+// legend entry: nothing else on the chart is blue).
+LineChart depths_chart(Scale scale) {
+  LineChart c;
+  c.title = "Decode rate vs context depth";
+  c.x = Axis{.title = "Context depth", .unit = "tokens", .scale = scale};
+  c.y = Axis{.title = "Per-user decode, p50", .unit = "tok/s", .include_zero = true};
+  Panel p;
+  for (double depth : {0.0, 8000.0, 16000.0, 32000.0}) {
+    p.series.push_back({"A", {{depth, 100.0 - depth / 1000.0, {}}}, 0});
+  }
+  c.panels.push_back(std::move(p));
+  return c;
+}
+
+TEST(Render, OrdinalAxisSpacesLevelsEvenlyAndShowsZero) {
+  const Rgb blue = series_style(0).line;
+  const std::vector<double> ordinal =
+      Pixels(render(depths_chart(Scale::kOrdinal), Format::kPng, 960, 600)).column_centres(blue);
+  ASSERT_EQ(ordinal.size(), 4u);  // depth 0 drawn
+  const double slot = ordinal[1] - ordinal[0];
+  EXPECT_GT(slot, 150.0);
+  for (std::size_t i = 1; i < ordinal.size(); ++i) {
+    EXPECT_NEAR(ordinal[i] - ordinal[i - 1], slot, 1.5) << i;
+  }
+  // The same points on a linear axis: 16000 → 32000 twice as wide as 0 → 8000.
+  const std::vector<double> linear =
+      Pixels(render(depths_chart(Scale::kLinear), Format::kPng, 960, 600)).column_centres(blue);
+  ASSERT_EQ(linear.size(), 4u);
+  EXPECT_NEAR((linear[3] - linear[2]) / (linear[1] - linear[0]), 2.0, 0.05);
+  // A log axis cannot: depth 0 is left out, and the note says so.
+  const LineChart log = depths_chart(Scale::kLog2);
+  EXPECT_EQ(Pixels(render(log, Format::kPng, 960, 600)).column_centres(blue).size(), 3u);
+  EXPECT_NE(render(log, Format::kSvg).find("1 value at or below 0 not shown on the log axis."),
+            std::string::npos);
+  EXPECT_EQ(render(depths_chart(Scale::kOrdinal), Format::kSvg).find("not shown"),
+            std::string::npos);
+  // Shared across panels: a panel without one depth keeps the others in their slots.
+  LineChart two = depths_chart(Scale::kOrdinal);
+  two.panels.push_back(two.panels.front());
+  two.panels[1].series.erase(two.panels[1].series.begin() + 1);  // no 8000
+  const std::vector<double> both =
+      Pixels(render(two, Format::kPng, 1600, 600)).column_centres(blue);
+  ASSERT_EQ(both.size(), 7u);
+  const double half = both[3] - both[2];            // first panel: slots 2, 3
+  EXPECT_NEAR(both[6] - both[5], half, 1.5);        // second panel: 16000 → 32000
+  EXPECT_NEAR(both[5] - both[4], 2.0 * half, 1.5);  // 0 → 16000: two slots, 8000's left empty
 }
 
 TEST(Palette, SeriesKeepTheirStyleAcrossCharts) {

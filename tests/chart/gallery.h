@@ -114,6 +114,32 @@ inline LineChart prefill(std::size_t models, std::size_t steps) {
   return chart;
 }
 
+/// A ladder board's decode chart: per-user decode rate over context depths 0 … 64k on an
+/// ordinal axis (depth 0 shown, the depths evenly spaced); decode slows as the context grows.
+inline LineChart ladder_decode(std::size_t models) {
+  LineChart chart;
+  chart.title = "Decode rate vs context depth";
+  chart.subtitle = "Per-user decode tok/s (p50) of one request at each depth; higher is better";
+  chart.x = Axis{.title = "Context depth", .unit = "tokens", .scale = Scale::kOrdinal};
+  chart.y = Axis{.title = "Per-user decode, p50", .unit = "tok/s", .include_zero = true};
+  for (std::size_t m = 0; m < models; ++m) {
+    Panel p;
+    p.title = model_names()[m % model_names().size()];
+    for (int arm = 0; arm < 2; ++arm) {
+      Series s;
+      s.name = arm == 0 ? "A" : "B";
+      const double base = (arm == 0 ? 118.0 : 124.0) - 9.0 * static_cast<double>(m);
+      const double knee = arm == 0 ? 40000.0 : 30000.0;
+      for (double depth : {0.0, 8000.0, 16000.0, 32000.0, 64000.0}) {
+        s.points.push_back({depth, base / (1.0 + depth / knee), {}});
+      }
+      p.series.push_back(std::move(s));
+    }
+    chart.panels.push_back(std::move(p));
+  }
+  return chart;
+}
+
 inline TradeOff trade_off(std::size_t models, std::size_t steps) {
   TradeOff chart;
   chart.title = "Serving trade-off: aggregate vs per-user speed";
@@ -313,6 +339,26 @@ inline std::vector<std::pair<std::string, Chart>> degenerate() {
   };
   out.emplace_back("degenerate_mixed", equal);
 
+  LineChart ordinal = one;
+  ordinal.title = "Ordinal x: one level, negative levels and NaN, no data";
+  ordinal.x = Axis{.title = "Context depth", .unit = "tokens", .scale = Scale::kOrdinal};
+  ordinal.grid.shared_x = false;
+  ordinal.panels = {
+      {"one level", {{"A", {{0, 50, {}}}, {}}}, {}},
+      {"negative, NaN", {{"A", {{-5, 1, {}}, {0, kNaN, {}}, {10, 3, {}}, {kInf, 4, {}}}, {}}}, {}},
+      {"empty", {{"B", {}, {}}}, {}},
+  };
+  out.emplace_back("degenerate_ordinal", ordinal);
+
+  Timeline ordinal_windows;
+  ordinal_windows.title = "Ordinal timeline: windows between and beyond the levels";
+  ordinal_windows.x = Axis{.title = "Step", .unit = "", .scale = Scale::kOrdinal};
+  ordinal_windows.y = Axis{.title = "Power", .unit = "W"};
+  ordinal_windows.panels.push_back({"",
+                                    {{"A", {{1, 100, {}}, {2, 120, {}}, {8, 90, {}}}, {}}},
+                                    {{1.5, 5, "between"}, {-9, 99, "all"}}});
+  out.emplace_back("degenerate_ordinal_timeline", ordinal_windows);
+
   LineChart none;
   none.title = "No panels";
   out.emplace_back("degenerate_no_panels", none);
@@ -362,6 +408,8 @@ inline std::vector<std::pair<std::string, Chart>> realistic() {
   out.emplace_back("throughput_1x9", throughput(1, 9));
   out.emplace_back("throughput_10x8", throughput(10, 8));
   out.emplace_back("prefill_4x9", prefill(4, 9));
+  out.emplace_back("ladder_decode_1", ladder_decode(1));
+  out.emplace_back("ladder_decode_3", ladder_decode(3));
   out.emplace_back("tradeoff_1x9", trade_off(1, 9));
   out.emplace_back("tradeoff_10x8", trade_off(10, 8));
   out.emplace_back("heatmap_1x1", delta_heatmap(1, 1));

@@ -99,6 +99,45 @@ TEST(LogTicks, NonPositiveInputFallsBack) {
   EXPECT_GT(one.hi, 16.0);
 }
 
+TEST(OrdinalTicks, OneSlotPerCategoryZeroIncluded) {
+  const std::vector<double> depths = {0, 8000, 16000, 32000};
+  const Ticks t = ordinal_ticks(depths);
+  EXPECT_EQ(t.values, depths);
+  EXPECT_DOUBLE_EQ(t.step, 0.0);
+  EXPECT_DOUBLE_EQ(t.lo, -1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(t.hi, 3.0 + 1.0 / 3.0);
+  // Evenly spaced: 16000 → 32000 is one slot, as 0 → 8000 is.
+  for (std::size_t i = 0; i < depths.size(); ++i) {
+    EXPECT_DOUBLE_EQ(ordinal_position(depths, depths[i]), static_cast<double>(i));
+  }
+  // Between two slots, linearly; beyond the ends, from the end pair.
+  EXPECT_DOUBLE_EQ(ordinal_position(depths, 24000), 2.5);
+  EXPECT_DOUBLE_EQ(ordinal_position(depths, -4000), -0.5);
+  EXPECT_DOUBLE_EQ(ordinal_position(depths, 48000), 4.0);
+  // One category sits in the middle of its range; none or one give position 0.
+  const Ticks one = ordinal_ticks({512});
+  EXPECT_DOUBLE_EQ(one.lo, -0.5);
+  EXPECT_DOUBLE_EQ(one.hi, 0.5);
+  EXPECT_DOUBLE_EQ(ordinal_position({512}, 512), 0.0);
+  EXPECT_DOUBLE_EQ(ordinal_position({}, 3), 0.0);
+  EXPECT_TRUE(ordinal_ticks({}).values.empty());
+  EXPECT_LT(ordinal_ticks({}).lo, ordinal_ticks({}).hi);
+}
+
+TEST(CategoryLabels, ExactValues) {
+  EXPECT_EQ(category_labels({0, 8000, 16000, 32000}),
+            (std::vector<std::string>{"0", "8k", "16k", "32k"}));
+  EXPECT_EQ(category_labels({0, 12500, 20000}), (std::vector<std::string>{"0", "12.5k", "20k"}));
+  EXPECT_EQ(category_labels({0, 5e5, 1e6}), (std::vector<std::string>{"0", "0.5M", "1M"}));
+  // A value that is no whole tenth of the unit keeps every digit, and so do the others.
+  EXPECT_EQ(category_labels({512, 2048, 16384}),
+            (std::vector<std::string>{"512", "2048", "16384"}));
+  EXPECT_EQ(category_labels({0, 12500, 1e6}), (std::vector<std::string>{"0", "12500", "1000000"}));
+  EXPECT_EQ(category_labels({1, 2, 1024}), (std::vector<std::string>{"1", "2", "1024"}));
+  EXPECT_EQ(category_labels({0.25, 1.5, -3}),
+            (std::vector<std::string>{"0.25", "1.5", kMinus + "3"}));
+}
+
 TEST(FormatFixed, UsesRealMinusAndNoNegativeZero) {
   EXPECT_EQ(format_fixed(-2.5, 1), kMinus + "2.5");
   EXPECT_EQ(format_fixed(-0.0001, 1), "0.0");

@@ -106,12 +106,16 @@ TEST_F(BoardCharts, TheFixtureBoardGetsEveryChart) {
   const compare::Board b = compare::build_board(testing::fixture_input(), testing::fixed_options());
   const auto charts = board_charts(b);
   EXPECT_EQ(stems(charts),
-            (std::vector<std::string>{"throughput-by-concurrency", "delta-heatmap",
-                                      "serving-tradeoff", "prefill-by-concurrency",
-                                      "prefill-per-user-by-concurrency", "e2e-latency-cdf",
-                                      "ttft-cdf", "power-timeline", "energy-timeline"}));
+            (std::vector<std::string>{"throughput-by-concurrency", "decode-per-user-by-concurrency",
+                                      "delta-heatmap", "serving-tradeoff", "prefill-by-concurrency",
+                                      "prefill-per-user-by-concurrency", "prefill-delta-heatmap",
+                                      "e2e-latency-cdf", "ttft-cdf", "power-timeline",
+                                      "energy-timeline"}));
   EXPECT_EQ(by_stem(charts, "delta-heatmap").section, compare::Section::kThroughput);
+  EXPECT_EQ(by_stem(charts, "decode-per-user-by-concurrency").section,
+            compare::Section::kThroughput);
   EXPECT_EQ(by_stem(charts, "prefill-by-concurrency").section, compare::Section::kPrefill);
+  EXPECT_EQ(by_stem(charts, "prefill-delta-heatmap").section, compare::Section::kPrefill);
   EXPECT_EQ(by_stem(charts, "ttft-cdf").section, compare::Section::kLatency);
   EXPECT_EQ(by_stem(charts, "power-timeline").section, compare::Section::kGpu);
   EXPECT_EQ(by_stem(charts, "energy-timeline").section, compare::Section::kEnergy);
@@ -150,6 +154,68 @@ TEST_F(BoardCharts, TheFixtureBoardGetsEveryChart) {
   EXPECT_EQ(h.negative_label, "slow better");
   EXPECT_EQ(h.format.suffix, "%");
   EXPECT_FALSE(h.limit.has_value());  // symmetric around 0 from the data
+  EXPECT_NE(by_stem(charts, "delta-heatmap").caption.find("throughput.output_tokens_per_s"),
+            std::string::npos);
+
+  // The prefill heatmap beside it: Δ aggregate prefill tok/s, the same layout and scale rules.
+  const BoardChart& prefill_heat = by_stem(charts, "prefill-delta-heatmap");
+  const auto& ph = std::get<chart::Heatmap>(prefill_heat.chart);
+  const auto prefill_grid = compare::delta_grid(b, "input_tokens_per_s");
+  ASSERT_EQ(prefill_grid.size(), 2u);
+  EXPECT_EQ(ph.rows, h.rows);
+  EXPECT_EQ(ph.columns, h.columns);
+  ASSERT_TRUE(prefill_grid[0].delta.value.has_value());
+  EXPECT_EQ(ph.values[0][0], prefill_grid[0].delta.value);
+  EXPECT_EQ(ph.values[0][1], prefill_grid[1].delta.value);
+  for (std::size_t k = 0; k < 2; ++k) {
+    const compare::Verdict v = prefill_grid[k].delta.verdict;
+    ASSERT_TRUE(v == compare::Verdict::kWin || v == compare::Verdict::kTie ||
+                v == compare::Verdict::kLoss);
+    EXPECT_EQ(ph.cell_labels[0][k], compare::to_string(v));
+  }
+  EXPECT_EQ(ph.scale_title, "Δ prefill tok/s (%)");
+  EXPECT_NE(ph.subtitle.find("Δ aggregate prefill tok/s in % of slow"), std::string::npos)
+      << ph.subtitle;
+  EXPECT_NE(ph.title.find("Prefill throughput"), std::string::npos) << ph.title;
+  EXPECT_EQ(ph.min_limit, h.min_limit);
+  EXPECT_EQ(ph.positive_label, h.positive_label);
+  EXPECT_NE(prefill_heat.caption.find("Δ aggregate prefill tok/s (summary.json "
+                                      "throughput.input_tokens_per_s)"),
+            std::string::npos)
+      << prefill_heat.caption;
+  EXPECT_NE(prefill_heat.caption.find("20261130T004322Z"), std::string::npos);
+  {
+    // Both arms here sent the same tokens, so Δ prefill equals Δ output: plant another one.
+    compare::Board planted = b;
+    planted.cells[1].comparisons[0].deltas["input_tokens_per_s"].value = -12.5;
+    const auto again = board_charts(planted);
+    const auto& planted_heat =
+        std::get<chart::Heatmap>(by_stem(again, "prefill-delta-heatmap").chart);
+    EXPECT_EQ(planted_heat.values[0][1], -12.5);
+    EXPECT_EQ(std::get<chart::Heatmap>(by_stem(again, "delta-heatmap").chart).values, h.values);
+  }
+
+  // Decode scaling: per-user decode tok/s p50 (not aggregate output) over concurrency.
+  const BoardChart& scaling = by_stem(charts, "decode-per-user-by-concurrency");
+  const auto& d = std::get<chart::LineChart>(scaling.chart);
+  EXPECT_EQ(d.title, "Decode scaling: per-user decode rate vs concurrency");
+  EXPECT_EQ(d.x.scale, chart::Scale::kLog2);
+  EXPECT_EQ(d.y.title, "Per-user decode, p50");
+  ASSERT_EQ(d.panels.size(), 1u);
+  ASSERT_EQ(d.panels[0].series.size(), 2u);
+  for (std::size_t arm = 0; arm < 2; ++arm) {
+    const auto& series = d.panels[0].series[arm];
+    const std::string name = arm == 0 ? "fast" : "slow";
+    ASSERT_EQ(series.points.size(), 2u);
+    for (std::size_t cell = 0; cell < 2; ++cell) {
+      const auto& figures = b.cells[cell].arm(name)->selected_figures();
+      EXPECT_EQ(series.points[cell].x, *b.cells[cell].level);
+      EXPECT_EQ(series.points[cell].y, *figures.at("decode_rate_per_user_p50"));
+      EXPECT_NE(series.points[cell].y, *figures.at("output_tokens_per_s"));
+    }
+  }
+  EXPECT_NE(scaling.caption.find("rates_tok_s.decode_rate_per_user.p50"), std::string::npos);
+  EXPECT_NE(scaling.caption.find("each concurrency cell"), std::string::npos);
 
   // Trade-off points are labelled by level; the power timeline has the service window.
   const auto& t = std::get<chart::TradeOff>(by_stem(charts, "serving-tradeoff").chart);
@@ -179,7 +245,7 @@ TEST_F(BoardCharts, TheBoardDirectoryListsReferencesAndInlinesThem) {
   }
   const compare::Board b = compare::build_board(in, testing::fixed_options());
   const std::vector<Figure> figures = board_figures(b);
-  ASSERT_EQ(figures.size(), 9u);
+  ASSERT_EQ(figures.size(), 11u);
   const auto names = write_board(dir_, b, figures);
   EXPECT_EQ(names.size(), 4u + 2u * figures.size() + 1u);
   EXPECT_EQ(names.back(), "SHA256SUMS");
@@ -276,9 +342,13 @@ TEST_F(BoardCharts, DrawFromOneModelAndCellToTenModelsAndEightCells) {
     std::vector<BoardChart> charts;
     ASSERT_NO_THROW(charts = board_charts(b));
     // No telemetry: no power or energy charts. One CDF chart per model and latency.
-    std::vector<std::string> want = {"throughput-by-concurrency", "delta-heatmap",
-                                     "serving-tradeoff", "prefill-by-concurrency",
-                                     "prefill-per-user-by-concurrency"};
+    std::vector<std::string> want = {"throughput-by-concurrency",
+                                     "decode-per-user-by-concurrency",
+                                     "delta-heatmap",
+                                     "serving-tradeoff",
+                                     "prefill-by-concurrency",
+                                     "prefill-per-user-by-concurrency",
+                                     "prefill-delta-heatmap"};
     for (const char* kind : {"e2e-latency-cdf", "ttft-cdf"}) {
       if (models == 1) {
         want.emplace_back(kind);
@@ -291,6 +361,21 @@ TEST_F(BoardCharts, DrawFromOneModelAndCellToTenModelsAndEightCells) {
     EXPECT_EQ(stems(charts), want);
     const auto& line = std::get<chart::LineChart>(charts[0].chart);
     EXPECT_EQ(line.panels.size(), models);
+    const auto& scaling =
+        std::get<chart::LineChart>(by_stem(charts, "decode-per-user-by-concurrency").chart);
+    ASSERT_EQ(scaling.panels.size(), models);
+    for (std::size_t m = 0; m < models; ++m) {
+      EXPECT_EQ(scaling.panels[m].title, "model-" + std::to_string(m));
+      ASSERT_EQ(scaling.panels[m].series.size(), 2u);
+      EXPECT_EQ(scaling.panels[m].series[1].points.size(), cells);
+    }
+    EXPECT_EQ(scaling.grid.shared_y, models == 1);
+    const auto& ph = std::get<chart::Heatmap>(by_stem(charts, "prefill-delta-heatmap").chart);
+    EXPECT_EQ(ph.rows.size(), models);
+    EXPECT_EQ(ph.columns.size(), cells);
+    if (models > 2) {
+      EXPECT_EQ(ph.cell_labels[2][1], "not compared");
+    }
     const auto& h = std::get<chart::Heatmap>(by_stem(charts, "delta-heatmap").chart);
     EXPECT_EQ(h.rows.size(), models);
     EXPECT_EQ(h.columns.size(), cells);
@@ -305,7 +390,8 @@ TEST_F(BoardCharts, DrawFromOneModelAndCellToTenModelsAndEightCells) {
         }
       }
     }
-    const auto& cdf = std::get<chart::Cdf>(charts[5].chart);
+    const auto& cdf = std::get<chart::Cdf>(
+        by_stem(charts, models == 1 ? "e2e-latency-cdf" : "e2e-latency-cdf-model-0").chart);
     EXPECT_EQ(cdf.panels.size(), cells);
     for (const auto& c : charts) {
       for (const auto& [name, style] : styles(c.chart)) {
@@ -314,6 +400,152 @@ TEST_F(BoardCharts, DrawFromOneModelAndCellToTenModelsAndEightCells) {
     }
     for (const auto& c : charts) expect_draws(c);
   }
+}
+
+/// A ladder board of `models` models: decode cells decode@0 … decode@32000 (256 output tokens
+/// at each context depth) and prefill cells prefill@512 … prefill@8192 (one output token), two
+/// arms, b the baseline; arm b decodes slower at depth and prefills faster. Model 1 has no
+/// decode@8000.
+compare::Board ladder_board(std::size_t models) {
+  compare::BoardInput in;
+  in.arms = {{"a", {"label=a"}, {}}, {"b", {"label=b"}, {}}};
+  struct LadderCell {
+    std::string kind;
+    int tokens;
+  };
+  const std::vector<LadderCell> cells = {{"decode", 0},     {"decode", 8000}, {"decode", 16000},
+                                         {"decode", 32000}, {"prefill", 512}, {"prefill", 2048},
+                                         {"prefill", 8192}};
+  for (std::size_t m = 0; m < models; ++m) {
+    for (const auto& cell : cells) {
+      if (m == 1 && cell.kind == "decode" && cell.tokens == 8000) continue;
+      const std::string name = cell.kind + "@" + std::to_string(cell.tokens);
+      const bool decode = cell.kind == "decode";
+      for (std::size_t arm = 0; arm < 2; ++arm) {
+        const double depth = static_cast<double>(cell.tokens);
+        const double ms = decode ? 2000.0 * (1.0 + depth / (arm == 0 ? 40000.0 : 20000.0))
+                                 : depth / (arm == 0 ? 4.0 : 5.0) + 20.0;
+        std::vector<double> e2e;
+        for (int i = 0; i < 12; ++i) e2e.push_back(ms * (1.0 + 0.01 * (i % 4)));
+        const std::string id = "l-" + std::to_string(m) + "-" + name + (arm == 0 ? "-a" : "-b");
+        auto r = testing::copy_run(testing::make_run(
+            id, arm == 0 ? "a" : "b",
+            testing::sequential_traces(e2e, decode ? 256 : 1, std::max(cell.tokens, 1))));
+        testing::set_path(r->manifest, "model.id", "model-" + std::to_string(m));
+        testing::set_path(r->manifest, "workload.protocol.name", "ladder");
+        testing::set_path(r->manifest, "workload.protocol.cell", name);
+        testing::set_path(r->manifest, "workload.protocol.cell_params",
+                          boost::json::object{{"kind", cell.kind}, {"target_tokens", cell.tokens}});
+        in.arms[arm].runs.push_back(r);
+      }
+    }
+  }
+  compare::BoardOptions o = testing::fixed_options();
+  o.bootstrap.resamples = 200;
+  return compare::build_board(in, o);
+}
+
+/// (x, y) of every point of a line chart's series, by panel and series.
+std::vector<std::pair<double, double>> xy(const chart::Series& s) {
+  std::vector<std::pair<double, double>> out;
+  for (const auto& p : s.points) out.emplace_back(p.x, p.y);
+  return out;
+}
+
+/// The selected figure `metric` of an arm in the board's cell named `name` of `model`.
+double figure_of(const compare::Board& b, const std::string& model, const std::string& name,
+                 const std::string& arm, const std::string& metric) {
+  for (const auto& c : b.cells) {
+    if (c.model == model && c.name == name) {
+      return c.arm(arm)->selected_figures().at(metric).value();
+    }
+  }
+  throw std::runtime_error("no cell " + name);
+}
+
+TEST_F(BoardCharts, ALadderPlotsDecodeOverDepthAndPrefillOverPromptSize) {
+  const compare::Board b = ladder_board(2);
+  ASSERT_EQ(b.cells.size(), 13u);
+  const auto charts = board_charts(b);
+  // No aggregate or load charts: a ladder sends one request per cell.
+  EXPECT_EQ(stems(charts),
+            (std::vector<std::string>{"decode-per-user-by-context", "delta-heatmap",
+                                      "prefill-per-user-by-prompt", "prefill-delta-heatmap",
+                                      "e2e-latency-cdf-model-0", "e2e-latency-cdf-model-1",
+                                      "ttft-cdf-model-0", "ttft-cdf-model-1"}));
+
+  // Decode: per-user decode tok/s p50 (the ladder's decode_tok_s) over the context depth,
+  // depth 0 included, on an ordinal axis; one line per arm, one panel per model.
+  const BoardChart& decode = by_stem(charts, "decode-per-user-by-context");
+  EXPECT_EQ(decode.section, compare::Section::kThroughput);
+  const auto& d = std::get<chart::LineChart>(decode.chart);
+  EXPECT_EQ(d.title, "Per-user decode rate vs context depth");
+  EXPECT_EQ(d.x.title, "Context depth");
+  EXPECT_EQ(d.x.unit, "tokens");
+  EXPECT_EQ(d.x.scale, chart::Scale::kOrdinal);
+  EXPECT_EQ(d.y.title, "Per-user decode, p50");
+  EXPECT_TRUE(d.grid.shared_x);
+  EXPECT_NE(d.note.find("evenly spaced"), std::string::npos) << d.note;
+  ASSERT_EQ(d.panels.size(), 2u);
+  for (std::size_t m = 0; m < 2; ++m) {
+    const std::string model = "model-" + std::to_string(m);
+    EXPECT_EQ(d.panels[m].title, model);
+    ASSERT_EQ(d.panels[m].series.size(), 2u);
+    for (std::size_t arm = 0; arm < 2; ++arm) {
+      const std::string name = arm == 0 ? "a" : "b";
+      std::vector<std::pair<double, double>> want;
+      for (int depth : {0, 8000, 16000, 32000}) {
+        if (m == 1 && depth == 8000) continue;
+        want.emplace_back(depth, figure_of(b, model, "decode@" + std::to_string(depth), name,
+                                           "decode_rate_per_user_p50"));
+      }
+      EXPECT_EQ(xy(d.panels[m].series[arm]), want) << model << " " << name;
+      EXPECT_EQ(d.panels[m].series[arm].style, arm);
+    }
+  }
+  // Arm b decodes slower as the context grows.
+  EXPECT_GT(d.panels[0].series[0].points[3].y, d.panels[0].series[1].points[3].y);
+  EXPECT_NE(decode.caption.find("rates_tok_s.decode_rate_per_user.p50"), std::string::npos);
+  EXPECT_NE(decode.caption.find("ladder decode cell"), std::string::npos) << decode.caption;
+
+  // Prefill: per-user prefill tok/s p50 (input tokens / TTFT) over the prompt size.
+  const BoardChart& prefill = by_stem(charts, "prefill-per-user-by-prompt");
+  EXPECT_EQ(prefill.section, compare::Section::kPrefill);
+  const auto& p = std::get<chart::LineChart>(prefill.chart);
+  EXPECT_EQ(p.x.title, "Prompt size");
+  EXPECT_EQ(p.x.scale, chart::Scale::kOrdinal);
+  EXPECT_EQ(p.y.title, "Per-user prefill, p50");
+  for (std::size_t arm = 0; arm < 2; ++arm) {
+    const std::string name = arm == 0 ? "a" : "b";
+    std::vector<std::pair<double, double>> want;
+    for (int size : {512, 2048, 8192}) {
+      want.emplace_back(size, figure_of(b, "model-0", "prefill@" + std::to_string(size), name,
+                                        "prefill_rate_client_p50"));
+    }
+    EXPECT_EQ(xy(p.panels[0].series[arm]), want) << name;
+  }
+  EXPECT_NE(prefill.caption.find("rates_tok_s.prefill_rate_client.p50"), std::string::npos);
+
+  // The heatmaps keep to the cells that measure their figure, named as the ladder names them.
+  const auto& h = std::get<chart::Heatmap>(by_stem(charts, "delta-heatmap").chart);
+  EXPECT_EQ(h.columns,
+            (std::vector<std::string>{"decode@0", "decode@8000", "decode@16000", "decode@32000"}));
+  EXPECT_FALSE(h.values[1][1].has_value());  // model-1 has no decode@8000
+  const BoardChart& prefill_heat = by_stem(charts, "prefill-delta-heatmap");
+  const auto& ph = std::get<chart::Heatmap>(prefill_heat.chart);
+  EXPECT_EQ(ph.columns, (std::vector<std::string>{"prefill@512", "prefill@2048", "prefill@8192"}));
+  EXPECT_EQ(ph.rows, (std::vector<std::string>{"model-0", "model-1"}));
+  for (const auto& row : ph.values) {
+    for (const auto& v : row) EXPECT_LT(v.value_or(1.0), 0.0);  // a prefills slower than b
+  }
+  EXPECT_NE(prefill_heat.caption.find("Ladder decode cells are left out"), std::string::npos)
+      << prefill_heat.caption;
+  // Latency panels are named by cell: decode@512 and prefill@512 would both be "512 tok".
+  const auto& cdf = std::get<chart::Cdf>(by_stem(charts, "ttft-cdf-model-0").chart);
+  EXPECT_EQ(cdf.panels.front().title, "decode@0");
+  EXPECT_EQ(cdf.panels.back().title, "prefill@8192");
+
+  for (const auto& c : charts) expect_draws(c);
 }
 
 TEST_F(BoardCharts, SeveralArmsGetARowEachAndABoardWithoutCellsNoCharts) {

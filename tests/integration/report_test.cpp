@@ -30,10 +30,12 @@ struct Result {
 
 /// The board's charts (SVG and PNG each); no telemetry, so no power or energy.
 const std::vector<std::string> kCharts = {"throughput-by-concurrency",
+                                          "decode-per-user-by-concurrency",
                                           "delta-heatmap",
                                           "serving-tradeoff",
                                           "prefill-by-concurrency",
                                           "prefill-per-user-by-concurrency",
+                                          "prefill-delta-heatmap",
                                           "e2e-latency-cdf",
                                           "ttft-cdf"};
 
@@ -328,6 +330,50 @@ TEST_F(Report, ASpecPinsExpectationsMarksAccuracyAndTheEngineTimesShow) {
             "maybe"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--expect-policy: 'maybe' is not a policy"), std::string::npos) << r.err;
+}
+
+TEST_F(Report, ALadderBoardPlotsDecodeOverDepthAndPrefillOverPromptSize) {
+  for (const auto& [label, step] : {std::pair{"fast", "0.002"}, std::pair{"slow", "0.012"}}) {
+    const fs::path profile = dir_ / (std::string(label) + ".json");
+    std::ofstream(profile) << R"({"base": "small-gpu", "name": ")" << label
+                           << R"(", "step_base_s": )" << step << "}";
+    const Result r =
+        dyno({"ladder", "--depths", "0,64", "--prefill-sizes", "32,128", "--decode-tokens", "8",
+              "--repeat", "1", "--telemetry", "off", "--profile", profile.string(), "--label",
+              label, "--runs-root", runs().string(), "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const fs::path board = dir_ / "board";
+  const Result r = dyno({"report", "--out", board.string(), "--runs-root", runs().string(), "--arm",
+                         "fast=label=fast", "--arm", "slow=label=slow", "--allow-unresolved"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Decode over context depth (depth 0 among them), prefill over prompt size; no aggregate or
+  // load chart for cells of one request.
+  const std::vector<std::string> charts = {
+      "decode-per-user-by-context", "delta-heatmap",   "prefill-per-user-by-prompt",
+      "prefill-delta-heatmap",      "e2e-latency-cdf", "ttft-cdf"};
+  const json::object ledger =
+      json::parse(Child::slurp((board / "board.json").string())).as_object();
+  std::vector<std::string> stems;
+  for (const auto& f : ledger.at("provenance").at("figures").as_array()) {
+    stems.emplace_back(f.at("stem").as_string());
+  }
+  EXPECT_EQ(stems, charts);
+  EXPECT_EQ(expect_sums_agree(board), 4 + 2 * static_cast<int>(charts.size()));
+  EXPECT_FALSE(fs::exists(board / "throughput-by-context.png"));
+  EXPECT_FALSE(fs::exists(board / "serving-tradeoff-context.png"));
+  // Each in its section of README.md.
+  const std::string readme = Child::slurp((board / "README.md").string());
+  const auto at = [&readme](const std::string& text) { return readme.find(text); };
+  EXPECT_LT(at("## Service throughput"), at("](decode-per-user-by-context.png)"));
+  EXPECT_LT(at("](decode-per-user-by-context.png)"), at("## Prefill"));
+  EXPECT_LT(at("## Prefill"), at("](prefill-per-user-by-prompt.png)"));
+  EXPECT_LT(at("](prefill-delta-heatmap.png)"), at("## Latency"));
+  EXPECT_NE(at("rates\\_tok\\_s.decode\\_rate\\_per\\_user.p50"), std::string::npos) << readme;
+  // The decode chart's SVG names its axis: context depth, on which depth 0 is a slot.
+  const std::string svg = Child::slurp((board / "decode-per-user-by-context.svg").string());
+  EXPECT_NE(svg.find("x axis: Context depth (tokens)"), std::string::npos);
+  EXPECT_EQ(svg.find("not shown on the log axis"), std::string::npos);
 }
 
 TEST_F(Report, BadArgumentsAreUsageErrors) {
