@@ -11,6 +11,7 @@
 #include "app/import_command.h"
 #include "app/protocols.h"
 #include "app/report_command.h"
+#include "app/rescore_command.h"
 #include "app/run_command.h"
 #include "app/runs_command.h"
 #include "app/signals.h"
@@ -302,6 +303,20 @@ void add_stream_make_flags(CLI::App& cmd, dyno::app::StreamMakeOptions& o) {
   cmd.add_option("--ca-file", o.ca_file, "https: PEM file of extra CA certificates");
 }
 
+void add_rescore_flags(CLI::App& cmd, dyno::app::RescoreCommandOptions& o) {
+  cmd.add_option("run", o.run, "run id, unique prefix, or run directory")->required();
+  cmd.add_option("--scorer", o.scorer,
+                 "judge every scored request with this scorer: exact, normalized, "
+                 "relaxed_numeric, regex, choice, or a scorer object such as "
+                 "'{\"kind\":\"regex\",\"pattern\":\"answer: (\\\\d+)\"}' (default: each "
+                 "request's own scorer, as this dyno implements it)");
+  cmd.add_option("--runs-root", o.runs_root, "directory of run records (the new one goes here)")
+      ->capture_default_str();
+  cmd.add_option("--label", o.label,
+                 "the derived record's label (default: the run's label + \"-rescore\")");
+  cmd.add_flag("--json", o.json, "print the before/after as JSON on stdout");
+}
+
 /// One connection per in-flight stream: thousands of streams need thousands of descriptors,
 /// more than the usual soft limit of 1024. Raise the soft limit to the hard one.
 void raise_fd_limit() {
@@ -375,6 +390,12 @@ int main(int argc, char** argv) {
   CLI::App* stream_import = stream->add_subcommand(
       "import", "turn a data set (ShareGPT, a CSV/JSONL table, image questions) into a stream");
   add_import_flags(*stream_import, import_options);
+  dyno::app::RescoreCommandOptions rescore_options;
+  CLI::App* rescore = app.add_subcommand(
+      "rescore",
+      "judge a finished run's kept outputs again (a scorer given, or the requests' own) into a "
+      "new derived record; the run itself is not changed");
+  add_rescore_flags(*rescore, rescore_options);
   dyno::app::RunsCli runs_cli(app);  // dyno runs list|show|diff|verify|rm|reindex|publish
   dyno::app::ReportCommands report_commands(app);
 
@@ -405,6 +426,9 @@ int main(int argc, char** argv) {
     if (sim->parsed()) return dyno::app::sim_command(sim_options);
     if (doctor->parsed()) return dyno::app::doctor_command(doctor_options);
     if (stream_import->parsed()) return dyno::app::import_command(import_options);
+    if (rescore->parsed()) {
+      return dyno::app::rescore_command(rescore_options, std::cout, std::cerr);
+    }
     if (runs_cli.parsed()) return runs_cli.execute(std::cout, std::cerr);
     if (report_commands.parsed()) return report_commands.run();
     if (stream_make->parsed()) {

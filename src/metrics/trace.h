@@ -58,6 +58,11 @@ struct Trace {
   std::optional<bool> correct;
   std::string extracted_answer;  ///< what the scorer read from the output ("" when none)
   std::string scorer;            ///< exact | normalized | relaxed_numeric | regex | choice
+  // What the output was judged against, kept in the record so that `dyno rescore` can judge
+  // the kept output again without the stream: set with `correct`.
+  std::optional<std::string> expected_answer;
+  std::string scorer_pattern;               ///< regex: the extraction pattern
+  std::vector<std::string> scorer_choices;  ///< choice: the option labels
 
   bool ok() const { return status == RequestStatus::kOk; }
   bool measured() const { return phase != "warmup"; }

@@ -195,6 +195,28 @@ ClockSection clock_from(const Reader& r) {
   return c;
 }
 
+json::object derived_from_to_json(const DerivedFrom& d) {
+  return json::object{{"kind", d.kind},
+                      {"run_id", d.run_id},
+                      {"summary_sha256", d.summary_sha256},
+                      {"sha256sums_sha256", d.sha256sums_sha256},
+                      {"scorer", d.scorer},
+                      {"created_at", d.created_at},
+                      {"harness", d.harness}};
+}
+
+DerivedFrom derived_from_from(const Reader& r) {
+  DerivedFrom d;
+  d.kind = r.string("kind");
+  d.run_id = r.string("run_id");
+  d.summary_sha256 = r.string("summary_sha256");
+  d.sha256sums_sha256 = r.string("sha256sums_sha256");
+  d.scorer = r.at("scorer");
+  d.created_at = r.string("created_at");
+  d.harness = r.object_value("harness");
+  return d;
+}
+
 }  // namespace
 
 json::object manifest_to_json(const Manifest& m) {
@@ -206,25 +228,23 @@ json::object manifest_to_json(const Manifest& m) {
   for (const auto& e : m.evidence) {
     evidence.push_back(json::object{{"path", e.path}, {"sha256", e.sha256}});
   }
-  json::object o{{"schema_version", kSchemaVersion},
-                 {"run_id", m.run_id},
-                 {"label", or_null(m.label)},
-                 {"campaign", or_null(m.campaign)},
-                 {"status", m.status},
-                 {"started_at", m.started_at},
-                 {"ended_at", or_null(m.ended_at)},
-                 {"harness", m.harness},
-                 {"engine", engine_to_json(m)},
-                 {"model", m.model},
-                 {"hardware", m.hardware},
-                 {"workload", workload_to_json(m.workload)},
-                 {"load", load_to_json(m.load)},
-                 {"slo", json::object{{"ttft_s", number_or_null(m.slo.ttft_s)},
-                                      {"tpot_s", number_or_null(m.slo.tpot_s)},
-                                      {"e2e_s", number_or_null(m.slo.e2e_s)}}},
-                 {"warnings", std::move(warnings)},
-                 {"scrubbed_fields", std::move(scrubbed)},
-                 {"evidence", std::move(evidence)}};
+  json::object o{
+      {"schema_version", kSchemaVersion}, {"run_id", m.run_id}, {"label", or_null(m.label)},
+      {"campaign", or_null(m.campaign)},  {"status", m.status}, {"started_at", m.started_at},
+      {"ended_at", or_null(m.ended_at)}};
+  if (m.derived_from) o["derived_from"] = derived_from_to_json(*m.derived_from);
+  o["harness"] = m.harness;
+  o["engine"] = engine_to_json(m);
+  o["model"] = m.model;
+  o["hardware"] = m.hardware;
+  o["workload"] = workload_to_json(m.workload);
+  o["load"] = load_to_json(m.load);
+  o["slo"] = json::object{{"ttft_s", number_or_null(m.slo.ttft_s)},
+                          {"tpot_s", number_or_null(m.slo.tpot_s)},
+                          {"e2e_s", number_or_null(m.slo.e2e_s)}};
+  o["warnings"] = std::move(warnings);
+  o["scrubbed_fields"] = std::move(scrubbed);
+  o["evidence"] = std::move(evidence);
   if (m.telemetry) o["telemetry"] = *m.telemetry;
   if (m.clock) o["clock"] = clock_to_json(*m.clock);
   return o;
@@ -239,6 +259,7 @@ Manifest manifest_from_json(const json::object& object) {
   m.status = r.string("status");
   m.started_at = r.string("started_at");
   m.ended_at = r.opt_string("ended_at");
+  if (object.contains("derived_from")) m.derived_from = derived_from_from(r.object("derived_from"));
   m.harness = r.object_value("harness");
   m.engine = r.object_value("engine");
   if (const json::value* exit = m.engine.if_contains("exit"); exit != nullptr) {

@@ -74,6 +74,18 @@ struct ClockSection {
   std::optional<EventStamps> event_stamps;
 };
 
+/// derived_from: a record made from another record, not measured (`dyno rescore`;
+/// docs/record.md "Derived records").
+struct DerivedFrom {
+  std::string kind = "rescore";
+  std::string run_id;             ///< the source record
+  std::string summary_sha256;     ///< of the source's summary.json
+  std::string sha256sums_sha256;  ///< of the source's SHA256SUMS (so: of every file it holds)
+  boost::json::value scorer;      ///< what --scorer gave (name or object); null: the requests' own
+  std::string created_at;         ///< ISO 8601 UTC
+  boost::json::object harness;    ///< the dyno that derived it (the `harness` shape)
+};
+
 struct Manifest {
   std::string run_id;
   std::optional<std::string> label;
@@ -82,6 +94,7 @@ struct Manifest {
       "running";           ///< running | ok | partial | interrupted | failed | engine_crashed
   std::string started_at;  ///< ISO 8601 UTC
   std::optional<std::string> ended_at;
+  std::optional<DerivedFrom> derived_from;  ///< only in a derived record
   boost::json::object harness;
   boost::json::object engine;
   std::optional<EngineExit> engine_exit;  ///< written as engine.exit

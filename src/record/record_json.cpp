@@ -56,6 +56,20 @@ json::object distribution_to_json(const metrics::Distribution& d) {
   return o;
 }
 
+json::object score_to_json(const metrics::Trace& t) {
+  json::object score{{"correct", t.correct.value_or(false)},
+                     {"extracted", t.extracted_answer},
+                     {"scorer", t.scorer}};
+  if (t.expected_answer) score["expected"] = *t.expected_answer;
+  if (!t.scorer_pattern.empty()) score["pattern"] = t.scorer_pattern;
+  if (!t.scorer_choices.empty()) {
+    json::array choices;
+    for (const std::string& c : t.scorer_choices) choices.emplace_back(c);
+    score["choices"] = std::move(choices);
+  }
+  return score;
+}
+
 json::object trace_to_json(const metrics::Trace& t, bool keep_event_times) {
   json::object o;
   o["index"] = t.index;
@@ -89,10 +103,7 @@ json::object trace_to_json(const metrics::Trace& t, bool keep_event_times) {
     json::value timings = json::parse(t.server_timings_json, ec);
     o["server_timings"] = ec ? json::value(nullptr) : timings;
   }
-  if (t.correct) {
-    o["score"] = json::object{
-        {"correct", *t.correct}, {"extracted", t.extracted_answer}, {"scorer", t.scorer}};
-  }
+  if (t.correct) o["score"] = score_to_json(t);
   if (keep_event_times) {
     json::array deltas;
     deltas.reserve(t.event_times_ns.size());
@@ -103,7 +114,8 @@ json::object trace_to_json(const metrics::Trace& t, bool keep_event_times) {
     }
     o["chunk_times_ns"] = std::move(deltas);
   }
-  if (!t.output_text.empty()) o["output_text"] = t.output_text;
+  // A completed scored request always keeps its output, empty or not: re-scoring reads it.
+  if (!t.output_text.empty() || (t.correct && t.ok())) o["output_text"] = t.output_text;
   return o;
 }
 
@@ -160,6 +172,20 @@ metrics::Trace trace_from_json(const json::object& o) {
     t.correct = correct->get_bool();
     t.extracted_answer = get_string(score, "extracted");
     t.scorer = get_string(score, "scorer");
+    if (const json::value* e = score.if_contains("expected"); e != nullptr) {
+      if (!e->is_string()) throw std::runtime_error("key `score.expected`: expected a string");
+      t.expected_answer = std::string(e->get_string());
+    }
+    t.scorer_pattern = get_string(score, "pattern");
+    if (const json::value* c = score.if_contains("choices"); c != nullptr) {
+      if (!c->is_array()) throw std::runtime_error("key `score.choices`: expected an array");
+      for (const json::value& label : c->get_array()) {
+        if (!label.is_string()) {
+          throw std::runtime_error("key `score.choices`: expected strings");
+        }
+        t.scorer_choices.emplace_back(label.get_string());
+      }
+    }
   }
   if (const json::value* c = o.if_contains("chunk_times_ns"); c != nullptr && c->is_array()) {
     std::int64_t acc = 0;
@@ -176,6 +202,13 @@ metrics::Trace trace_from_json(const json::object& o) {
 json::object warning_to_json(const metrics::Warning& w) {
   return json::object{
       {"code", metrics::to_string(w.code)}, {"message", w.message}, {"hint", w.hint}};
+}
+
+json::object quality_to_json(const metrics::Summary& s) {
+  return json::object{
+      {"scored", s.scored_requests ? json::value(*s.scored_requests) : json::value(nullptr)},
+      {"correct", s.correct_requests ? json::value(*s.correct_requests) : json::value(nullptr)},
+      {"accuracy", number_or_null(s.accuracy)}};
 }
 
 json::object summary_to_json(const metrics::Summary& s) {
@@ -211,10 +244,7 @@ json::object summary_to_json(const metrics::Summary& s) {
                    {"goodput_requests",
                     s.goodput_requests ? json::value(*s.goodput_requests) : json::value(nullptr)}};
 
-  o["quality"] = json::object{
-      {"scored", s.scored_requests ? json::value(*s.scored_requests) : json::value(nullptr)},
-      {"correct", s.correct_requests ? json::value(*s.correct_requests) : json::value(nullptr)},
-      {"accuracy", number_or_null(s.accuracy)}};
+  o["quality"] = quality_to_json(s);
 
   o["latency_ms"] =
       json::object{{"queue_delay", distribution_to_json(s.queue_delay_ms)},

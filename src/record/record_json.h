@@ -22,8 +22,13 @@ boost::json::object distribution_to_json(const metrics::Distribution& d);
 
 /// One requests.jsonl object. `keep_event_times` adds chunk_times_ns, delta-encoded: the
 /// first element is the first event's time from t0, each next one the gap to its predecessor.
-/// A scored trace (`correct` set) carries "score": {correct, extracted, scorer}.
+/// A scored trace (`correct` set) carries "score": {correct, extracted, scorer} and what it was
+/// judged against: `expected` (when set), `pattern` (regex), `choices` (choice); its
+/// output_text is written even when empty (re-scoring reads it).
 boost::json::object trace_to_json(const metrics::Trace& trace, bool keep_event_times);
+
+/// A scored trace's `score` object: {correct, extracted, scorer, expected?, pattern?, choices?}.
+boost::json::object score_to_json(const metrics::Trace& trace);
 
 /// Reads a requests.jsonl object back (inverse of trace_to_json). Throws std::runtime_error
 /// naming the key on a malformed object. To read a run directory's requests, use
@@ -32,6 +37,10 @@ metrics::Trace trace_from_json(const boost::json::object& obj);
 
 /// A warning as the records write it (summary and manifest): {code, message, hint}.
 boost::json::object warning_to_json(const metrics::Warning& warning);
+
+/// summary.json's `quality` section: {scored, correct, accuracy}, each null when nothing was
+/// scored.
+boost::json::object quality_to_json(const metrics::Summary& summary);
 
 /// The figures part of summary.json (everything but identity keys added by the caller).
 boost::json::object summary_to_json(const metrics::Summary& summary);

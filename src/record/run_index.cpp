@@ -325,6 +325,16 @@ std::string duplicate_key(const json::object& m) {
       json::object{{"name", value_or_null(m, {"workload", "protocol", "name"})},
                    {"cell", value_or_null(m, {"workload", "protocol", "cell"})},
                    {"repetition", value_or_null(m, {"workload", "protocol", "repetition"})}};
+  // A derived record (dyno rescore) measured nothing: it is the same as another derived record
+  // when both derive the same way (kind, scorer, the deriving dyno) from the same measurement,
+  // never the same as a measured record, its source included.
+  if (const json::value* d = m.if_contains("derived_from"); d != nullptr && !d->is_null()) {
+    key["derived"] =
+        json::object{{"kind", value_or_null(m, {"derived_from", "kind"})},
+                     {"scorer", value_or_null(m, {"derived_from", "scorer"})},
+                     {"harness_executable_sha256",
+                      value_or_null(m, {"derived_from", "harness", "executable_sha256"})}};
+  }
   return json_text::compact(canonical(key));
 }
 

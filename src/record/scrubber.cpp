@@ -46,6 +46,11 @@ bool prompt_hash_key(const std::string& k) {
 /// Generated text is the engine's output, not the harness's: only literal strings (host
 /// names, UUIDs, --scrub-string) are replaced in it, no pattern.
 bool content_key(const std::string& k) { return one_of(k, {"output_text", "extracted"}); }
+/// A request's expected answer and regex pattern come from its stream (data, like the answer
+/// they judge): treated as generated text.
+bool content_field(const std::string& k, const std::string& pointer) {
+  return content_key(k) || pointer == "/score/expected" || pointer == "/score/pattern";
+}
 
 std::string json_pointer_escape(std::string_view key) {
   std::string out;
@@ -265,7 +270,7 @@ void Scrubber::walk(json::value& v, const std::string& pointer, const std::strin
   if (v.is_string()) {
     std::string text(v.get_string());
     bool did = false;
-    if (content_key(k)) {
+    if (content_field(k, pointer)) {
       for (const auto& h : hostnames_) did |= replace_word(text, h, scrub_marker("host"), true);
       for (const auto& u : uuids_) did |= replace_word(text, u, uuid_replacement(u), false);
       for (const auto& s : policy_.strings)

@@ -136,6 +136,8 @@ json::object hardware_identity(const telemetry::Monitor* monitor) {
   return hw;
 }
 
+}  // namespace
+
 /// Computed once per process: hashing the executable is not free.
 const json::object& harness_identity() {
   static const json::object identity = [] {
@@ -161,6 +163,8 @@ const json::object& harness_identity() {
   return identity;
 }
 
+namespace {
+
 /// Scores every ended request whose stream request has an expected answer (after the run, off
 /// the hot path). A failed request is scored incorrect.
 void score_traces(const std::vector<workload::Request>& requests,
@@ -168,6 +172,9 @@ void score_traces(const std::vector<workload::Request>& requests,
   for (auto& t : traces) {
     const workload::Request& r = requests[t.index % requests.size()];
     if (!r.expected || t.status == metrics::RequestStatus::kCancelled) continue;
+    t.expected_answer = r.expected->answer;
+    t.scorer_pattern = r.expected->pattern;
+    t.scorer_choices = r.expected->choices;
     if (t.ok()) {
       const workload::Score score = workload::score_answer(*r.expected, t.output_text);
       t.correct = score.correct;

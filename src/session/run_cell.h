@@ -68,6 +68,10 @@ struct CellHooks {
   std::function<void()> on_load_done;  ///< the load ended (before the record is closed)
 };
 
+/// The dyno that runs now, as a manifest's `harness` says it (name, version, git commit and
+/// dirty flag, build type, the executable's SHA-256, `unknown` reasons); computed once.
+const boost::json::object& harness_identity();
+
 /// Runs one cell against `engine` and writes its record under `runs_root`. Scores requests
 /// that carry an expected answer. Never throws for failed requests (they are data).
 CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,

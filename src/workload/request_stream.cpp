@@ -15,6 +15,7 @@
 #include <set>
 
 #include "json/json_text.h"
+#include "workload/scorer_spec.h"
 #include "workload/scoring.h"
 
 namespace dyno::workload {
@@ -273,37 +274,6 @@ std::vector<Message> parse_messages(const json::value& v, const std::string& whe
   return out;
 }
 
-/// `scorer`: a name, or {"kind":name, "pattern":s} / {"kind":name, "choices":[...]}.
-void parse_scorer(const json::value& v, const std::string& where, Expectation& e) {
-  if (v.is_string()) {
-    e.scorer = std::string(v.get_string());
-    return;
-  }
-  if (!v.is_object())
-    fail(where, "scorer", "must be a scorer name or an object {kind, ...}" + got(v));
-  bool has_kind = false;
-  for (const auto& kv : v.get_object()) {
-    const std::string k(kv.key());
-    if (k == "kind") {
-      e.scorer = as_string(kv.value(), where, "scorer.kind");
-      has_kind = true;
-    } else if (k == "pattern") {
-      e.pattern = as_string(kv.value(), where, "scorer.pattern");
-    } else if (k == "choices") {
-      if (!kv.value().is_array()) {
-        fail(where, "scorer.choices", "must be an array of strings" + got(kv.value()));
-      }
-      const json::array& arr = kv.value().get_array();
-      for (std::size_t i = 0; i < arr.size(); ++i) {
-        e.choices.push_back(as_string(arr[i], where, "scorer.choices[" + std::to_string(i) + "]"));
-      }
-    } else {
-      fail(where, "scorer." + k, "unknown key; a scorer object has `kind`, `pattern`, `choices`");
-    }
-  }
-  if (!has_kind) fail(where, "scorer.kind", "missing; name the scorer, e.g. \"regex\"");
-}
-
 std::string to_hex(const unsigned char* data, unsigned int n) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
@@ -373,21 +343,8 @@ json::object request_object(const Request& request, bool canonical) {
     obj["tags"] = std::move(tags);
   }
   if (request.expected) {
-    const Expectation& e = *request.expected;
-    obj["expected"] = e.answer;
-    if (e.pattern.empty() && e.choices.empty() && e.scorer != "regex" && e.scorer != "choice") {
-      obj["scorer"] = e.scorer;
-    } else {
-      json::object so;
-      so["kind"] = e.scorer;
-      if (!e.pattern.empty() || e.scorer == "regex") so["pattern"] = e.pattern;
-      if (!e.choices.empty() || e.scorer == "choice") {
-        json::array choices;
-        for (const std::string& c : e.choices) choices.emplace_back(c);
-        so["choices"] = std::move(choices);
-      }
-      obj["scorer"] = std::move(so);
-    }
+    obj["expected"] = request.expected->answer;
+    obj["scorer"] = scorer_to_json(*request.expected);
   }
   return obj;
 }
@@ -463,6 +420,36 @@ ContentPart image_part_from_url(const std::string& url, const std::string& where
   }
   part.image_sha256 = sha256_hex(*bytes);
   return part;
+}
+
+void parse_scorer(const json::value& v, const std::string& where, Expectation& e) {
+  if (v.is_string()) {
+    e.scorer = std::string(v.get_string());
+    return;
+  }
+  if (!v.is_object())
+    fail(where, "scorer", "must be a scorer name or an object {kind, ...}" + got(v));
+  bool has_kind = false;
+  for (const auto& kv : v.get_object()) {
+    const std::string k(kv.key());
+    if (k == "kind") {
+      e.scorer = as_string(kv.value(), where, "scorer.kind");
+      has_kind = true;
+    } else if (k == "pattern") {
+      e.pattern = as_string(kv.value(), where, "scorer.pattern");
+    } else if (k == "choices") {
+      if (!kv.value().is_array()) {
+        fail(where, "scorer.choices", "must be an array of strings" + got(kv.value()));
+      }
+      const json::array& arr = kv.value().get_array();
+      for (std::size_t i = 0; i < arr.size(); ++i) {
+        e.choices.push_back(as_string(arr[i], where, "scorer.choices[" + std::to_string(i) + "]"));
+      }
+    } else {
+      fail(where, "scorer." + k, "unknown key; a scorer object has `kind`, `pattern`, `choices`");
+    }
+  }
+  if (!has_kind) fail(where, "scorer.kind", "missing; name the scorer, e.g. \"regex\"");
 }
 
 void validate_expectation(const Expectation& e, const std::string& where, const std::string& key) {

@@ -1,6 +1,7 @@
 // Reading, writing and hashing request streams (JSONL, one request per line).
 #pragma once
 
+#include <boost/json/value.hpp>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -98,5 +99,10 @@ ContentPart image_part_from_url(const std::string& url, const std::string& where
 /// and choices only with their scorer. Throws StreamError("<where>: key `<key>`: ...").
 void validate_expectation(const Expectation& expectation, const std::string& where,
                           const std::string& key);
+
+/// Reads a stream line's `scorer` value into `e` (scorer, pattern, choices): a name, or an
+/// object {kind, pattern?, choices?}. Checks shapes only (validate_expectation checks the
+/// rest). Throws StreamError("<where>: key `scorer…`: ...").
+void parse_scorer(const boost::json::value& v, const std::string& where, Expectation& e);
 
 }  // namespace dyno::workload

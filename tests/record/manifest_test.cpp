@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -123,6 +124,43 @@ TEST(Manifest, ARunningManifestHasNoClockOrTelemetry) {
   EXPECT_FALSE(back.clock);
   EXPECT_FALSE(back.telemetry);
   EXPECT_EQ(back.load.arrival, "gamma");
+}
+
+TEST(Manifest, ADerivedRecordSaysWhereItCameFrom) {
+  Manifest m = full_manifest();
+  m.derived_from = dyno::record::DerivedFrom{"rescore",
+                                             "20261202T101500Z-0123ab-fast",
+                                             std::string(64, 'c'),
+                                             std::string(64, 'd'),
+                                             json::object{{"kind", "regex"}, {"pattern", "(\\d+)"}},
+                                             "2026-12-03T08:00:00.000Z",
+                                             m.harness};
+  m.run_id = "20261203T080000Z-abcdef-fast-rescore";
+  const json::object o = dyno::record::manifest_to_json(m);
+  const auto problems = dyno::record::record_schema("manifest").validate(o);
+  for (const auto& p : problems) ADD_FAILURE() << p.pointer << ": " << p.message;
+  // Right after ended_at, before the harness that measured.
+  std::vector<std::string> keys;
+  for (const auto& kv : o) keys.emplace_back(kv.key());
+  const auto at = std::find(keys.begin(), keys.end(), "derived_from");
+  ASSERT_NE(at, keys.end());
+  EXPECT_EQ(*(at - 1), "ended_at");
+  EXPECT_EQ(*(at + 1), "harness");
+  const Manifest back = dyno::record::manifest_from_json(o);
+  ASSERT_TRUE(back.derived_from);
+  EXPECT_EQ(back.derived_from->run_id, "20261202T101500Z-0123ab-fast");
+  EXPECT_EQ(dyno::record::manifest_to_json(back), o);
+  // A measured record has none, and the scorer may be null or a name.
+  EXPECT_FALSE(dyno::record::manifest_to_json(full_manifest()).contains("derived_from"));
+  for (const json::value& scorer : {json::value(nullptr), json::value("normalized")}) {
+    m.derived_from->scorer = scorer;
+    EXPECT_TRUE(dyno::record::record_schema("manifest")
+                    .validate(dyno::record::manifest_to_json(m))
+                    .empty());
+  }
+  m.derived_from->scorer = "fuzzy";
+  EXPECT_FALSE(
+      dyno::record::record_schema("manifest").validate(dyno::record::manifest_to_json(m)).empty());
 }
 
 TEST(Manifest, AMalformedManifestNamesTheKey) {

@@ -10,6 +10,7 @@
 #include "json/json_text.h"
 #include "metrics/summary.h"
 #include "record/record_json.h"
+#include "record/record_schema.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
 #include "temp_dir.h"
@@ -39,9 +40,11 @@ Trace sample_trace() {
   t.http_status = 200;
   t.finish_reason = "length";
   t.server_timings_json = R"({"prompt_n":12,"prompt_ms":4.5})";
+  t.output_text = "42";
   t.correct = true;
   t.extracted_answer = "42";
   t.scorer = "relaxed_numeric";
+  t.expected_answer = "42.0";
   return t;
 }
 
@@ -98,6 +101,7 @@ TEST(RecordJson, ScoreIsWrittenOnlyWhenScoredAndReadBack) {
   wrong.correct = false;
   wrong.extracted_answer = "";
   wrong.scorer = "choice";
+  wrong.expected_answer.reset();  // as records written before dyno kept it
   const json::object o = dyno::record::trace_to_json(wrong, false);
   EXPECT_EQ(dyno::json_text::compact(o.at("score")),
             R"({"correct":false,"extracted":"","scorer":"choice"})");
@@ -110,6 +114,50 @@ TEST(RecordJson, ScoreIsWrittenOnlyWhenScoredAndReadBack) {
   bad["score"] = json::object{{"correct", "yes"}};
   EXPECT_THROW(dyno::record::trace_from_json(bad), std::runtime_error);
   bad["score"] = 1;
+  EXPECT_THROW(dyno::record::trace_from_json(bad), std::runtime_error);
+}
+
+TEST(RecordJson, AScoreKeepsWhatItJudgedAndTheOutputItJudged) {
+  // What `dyno rescore` needs: the expectation, and the output even when it was empty.
+  Trace t = sample_trace();
+  t.output_text.clear();
+  t.correct = false;
+  t.extracted_answer.clear();
+  t.scorer = "choice";
+  t.expected_answer = "B";
+  t.scorer_choices = {"A", "B"};
+  const json::object o = dyno::record::trace_to_json(t, false);
+  EXPECT_EQ(
+      dyno::json_text::compact(o.at("score")),
+      R"({"correct":false,"extracted":"","scorer":"choice","expected":"B","choices":["A","B"]})");
+  EXPECT_EQ(o.at("output_text").as_string(), "");
+  const auto problems = dyno::record::record_schema("request").validate(o);
+  for (const auto& p : problems) ADD_FAILURE() << p.pointer << ": " << p.message;
+  const Trace back = dyno::record::trace_from_json(o);
+  EXPECT_EQ(back.expected_answer, "B");
+  EXPECT_EQ(back.scorer_choices, (std::vector<std::string>{"A", "B"}));
+  EXPECT_TRUE(back.scorer_pattern.empty());
+
+  t.scorer = "regex";
+  t.scorer_choices.clear();
+  t.scorer_pattern = "answer: (\\w+)";
+  EXPECT_EQ(dyno::record::trace_from_json(dyno::record::trace_to_json(t, false)).scorer_pattern,
+            "answer: (\\w+)");
+
+  // An unscored or failed request keeps no empty output.
+  Trace unscored = sample_trace();
+  unscored.correct.reset();
+  unscored.output_text.clear();
+  EXPECT_FALSE(dyno::record::trace_to_json(unscored, false).contains("output_text"));
+  t.status = dyno::metrics::RequestStatus::kError;
+  t.error_category = "http_status";
+  EXPECT_FALSE(dyno::record::trace_to_json(t, false).contains("output_text"));
+
+  json::object bad = o;
+  bad["score"].as_object()["expected"] = 4;
+  EXPECT_THROW(dyno::record::trace_from_json(bad), std::runtime_error);
+  bad["score"].as_object()["expected"] = "B";
+  bad["score"].as_object()["choices"] = json::array{1};
   EXPECT_THROW(dyno::record::trace_from_json(bad), std::runtime_error);
 }
 

@@ -104,6 +104,13 @@ std::string engine_log() {
          "INFO login password=p4ss-0006 at http://admin:p4ss-0006@10.1.2.3:9000/\n";
 }
 
+/// The sensitive manifest without its evidence file, for records of a few request lines.
+json::object sensitive_manifest_without_evidence() {
+  json::object m = sensitive_manifest();
+  m["evidence"] = json::array();
+  return m;
+}
+
 /// The sensitive record as a run directory (digests and SHA256SUMS right).
 fs::path write_sensitive(const fs::path& root) {
   json::object m = sensitive_manifest();
@@ -472,6 +479,22 @@ TEST(Scrub, LiteralStringsMatchWholeWordsAndLeaveTheBookkeepingAlone) {
   EXPECT_EQ(text,
             "malice and <scrubbed:string>, <scrubbed:string> cat, '<scrubbed:string>' and "
             "engines");
+}
+
+TEST(Scrub, AScoresExpectedAnswerAndPatternAreDataLikeTheOutput) {
+  // Kept for `dyno rescore`: only literal names are replaced in them, no pattern (an answer
+  // that looks like a path is the data set's, not the machine's).
+  TempDir tmp;
+  const std::string requests =
+      "{\"index\":0,\"status\":\"ok\",\"error\":null,\"score\":{\"correct\":true,"
+      "\"extracted\":\"/srv/x\",\"scorer\":\"regex\",\"expected\":\"/srv/x on gpu-node-17\","
+      "\"pattern\":\"(/srv/[a-z]+) 10.1.2.3\"},\"output_text\":\"/srv/x\"}\n";
+  const fs::path dir = write_run(tmp.path(), sensitive_manifest_without_evidence(),
+                                 sample_summary(kId, 1, 1), requests);
+  dyno::record::scrub_run_dir(dir, ScrubPolicy{});
+  const std::string text = dyno::record::read_file(dir / "requests.jsonl");
+  EXPECT_NE(text.find("\"expected\":\"/srv/x on <scrubbed:host>\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"pattern\":\"(/srv/[a-z]+) 10.1.2.3\""), std::string::npos) << text;
 }
 
 TEST(Scrub, PublishingIntoTheRunDirectoryItselfIsRefusedAndNamed) {

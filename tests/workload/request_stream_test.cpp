@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "temp_dir.h"
+#include "workload/scorer_spec.h"
 
 namespace dyno::workload {
 namespace {
@@ -283,6 +285,47 @@ TEST(RequestStream, ADirectoryIsNamedAsOneNotAsAReadError) {
                                          " is a directory, not a request stream; give the "
                                          ".jsonl file in it (one request per line)");
   }
+}
+
+TEST(ScorerSpec, ANameOrAStreamsScorerObject) {
+  EXPECT_EQ(parse_scorer_spec("normalized", "--scorer"), (Expectation{"", "normalized", "", {}}));
+  EXPECT_EQ(parse_scorer_spec("regex", "--scorer"), (Expectation{"", "regex", "", {}}));
+  EXPECT_EQ(parse_scorer_spec(R"j({"kind":"regex","pattern":"answer: (\\d+)"})j", "--scorer"),
+            (Expectation{"", "regex", "answer: (\\d+)", {}}));
+  EXPECT_EQ(parse_scorer_spec(R"({"kind":"choice","choices":["A","B"]})", "--scorer"),
+            (Expectation{"", "choice", "", {"A", "B"}}));
+  // The JSON form is the stream's: a name, or an object for regex and choice.
+  EXPECT_EQ(boost::json::serialize(scorer_to_json({"x", "exact", "", {}})), R"("exact")");
+  EXPECT_EQ(boost::json::serialize(scorer_to_json({"A", "choice", "", {"A", "B"}})),
+            R"({"kind":"choice","choices":["A","B"]})");
+}
+
+TEST(ScorerSpec, AnUnusableScorerIsNamedWithWhatIsWrong) {
+  const auto error = [](const std::string& text) -> std::string {
+    try {
+      parse_scorer_spec(text, "--scorer");
+    } catch (const StreamError& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::input);
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(error("fuzzy"),
+            "--scorer: unknown scorer \"fuzzy\"; the known scorers are exact, normalized, "
+            "relaxed_numeric, regex and choice");
+  EXPECT_NE(error(R"({"kind":"fuzzy"})").find("unknown scorer \"fuzzy\""), std::string::npos);
+  EXPECT_NE(error("{kind").find("is not valid JSON"), std::string::npos);
+  EXPECT_NE(error(R"({"pattern":"x"})").find("`scorer.kind`: missing"), std::string::npos);
+  EXPECT_NE(error(R"({"kind":"regex","pattern":"(x"})").find("does not compile"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"kind":"exact","pattern":"x"})").find("is only for scorer regex"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"kind":"exact","choices":["A"]})").find("is only for scorer choice"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"kind":"choice","choices":["A","A"]})").find("is given twice"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"kind":"choice","choices":[""]})").find("non-empty"), std::string::npos);
+  EXPECT_NE(error(R"({"kind":"regex","extra":1})").find("unknown key"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,183 @@
+// `dyno rescore` end to end: a run of the embedded simulated engine with expected answers, its
+// kept outputs judged again with another scorer into a derived record that `dyno runs verify`
+// passes and `dyno runs list` lists beside its source, neither marked a duplicate.
+#include "integration/integration_fixture.h"
+#include "record/run_index.h"
+#include "record/run_writer.h"
+
+using namespace dyno::integration;  // the fixture, fs, json, Child, read_json(l)
+
+namespace {
+
+class Rescore : public Integration {
+ protected:
+  /// `dyno <args…>`: its exit code, stdout and stderr.
+  Outcome dyno(std::vector<std::string> args, const std::map<std::string, std::string>& env = {}) {
+    args.insert(args.begin(), DYNO_BINARY);
+    Child c(args, (dir_ / "cmd.out").string(), (dir_ / "cmd.err").string(), env);
+    Outcome o;
+    o.exit_code = c.wait();
+    o.out = c.out();
+    o.err = c.err();
+    return o;
+  }
+
+  std::string runs() const { return (dir_ / "runs").string(); }
+
+  /// A stream of `answers.size()` one-word questions; request i has seed i (the simulated
+  /// engine's words depend on the seed only) and expects answers[i] with `scorer`.
+  fs::path stream(const std::string& name, const std::vector<std::string>& answers,
+                  const std::string& scorer) {
+    const fs::path file = dir_ / name;
+    std::ofstream out(file);
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+      json::object line{
+          {"id", "q" + std::to_string(i)},
+          {"messages", json::array{json::object{{"role", "user"}, {"content", "one word?"}}}},
+          {"max_tokens", 1},
+          {"seed", i},
+          {"expected", answers[i]},
+          {"scorer", scorer}};
+      out << json::serialize(line) << "\n";
+    }
+    return file;
+  }
+};
+
+TEST_F(Rescore, AnotherScorerJudgesTheKeptOutputsIntoADerivedRecordThatVerifies) {
+  // 1. What the engine answers to each question (one word each).
+  const Outcome probe =
+      run_dyno({"--stream", stream("probe.jsonl", {"-", "-", "-"}, "exact").string(), "-c", "1"});
+  ASSERT_EQ(probe.exit_code, 0) << probe.err;
+  std::map<std::string, std::string> words;
+  for (const auto& line : check_record(probe.run_dir)) {
+    words[std::string(line.at("request_id").as_string())] =
+        std::string(line.at("output_text").as_string());
+  }
+  ASSERT_EQ(words.size(), 3u);
+
+  // 2. The run: each answer is the engine's word in capitals with a full stop, judged `exact`:
+  //    all wrong. A parser that normalizes would call them all right.
+  std::vector<std::string> answers;
+  for (const auto& [id, word] : words) {
+    std::string a;
+    for (char ch : word) {
+      if (ch != ' ') a += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    }
+    answers.push_back(a + ".");
+  }
+  const Outcome run =
+      run_dyno({"--stream", stream("qa.jsonl", answers, "exact").string(), "-c", "1"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.summary.at("quality").at("correct").as_int64(), 0);
+  const std::string source_id = run.run_dir.filename().string();
+  const std::string source_sums = dyno::record::read_file(run.run_dir / "SHA256SUMS");
+
+  // 3. Re-scored with `normalized`: a new record, the run itself untouched.
+  const Outcome r = dyno({"rescore", source_id, "--scorer", "normalized", "--runs-root", runs(),
+                          "--label", "fixed", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json::object out = json::parse(r.out).as_object();
+  const std::string id(out.at("run_id").as_string());
+  EXPECT_TRUE(id.ends_with("-fixed")) << id;
+  EXPECT_EQ(out.at("source_run_id").as_string(), source_id);
+  EXPECT_EQ(out.at("before").at("accuracy").as_double(), 0.0);
+  EXPECT_EQ(out.at("after").at("scored").as_int64(), 3);
+  EXPECT_EQ(out.at("after").at("correct").as_int64(), 3);
+  EXPECT_EQ(out.at("after").at("accuracy").as_double(), 1.0);
+  EXPECT_EQ(out.at("changed").as_int64(), 3);
+  EXPECT_EQ(dyno::record::read_file(run.run_dir / "SHA256SUMS"), source_sums);
+
+  const fs::path derived = dir_ / "runs" / id;
+  const json::object manifest = read_json(derived / "manifest.json");
+  EXPECT_EQ(manifest.at("derived_from").at("run_id").as_string(), source_id);
+  EXPECT_EQ(manifest.at("derived_from").at("scorer").as_string(), "normalized");
+  EXPECT_EQ(manifest.at("derived_from").at("sha256sums_sha256").as_string(),
+            dyno::record::sha256_hex(source_sums));
+  const json::object source_manifest = read_json(run.run_dir / "manifest.json");
+  for (const char* key : {"engine", "model", "workload", "load", "harness"}) {
+    EXPECT_EQ(manifest.at(key), source_manifest.at(key)) << key;
+  }
+  const json::object summary = read_json(derived / "summary.json");
+  EXPECT_EQ(summary.at("latency_ms"), run.summary.at("latency_ms"));  // not measured again
+  EXPECT_EQ(summary.at("quality").at("accuracy").as_double(), 1.0);
+  for (const auto& line : check_record(derived)) {
+    EXPECT_EQ(line.at("score").at("scorer").as_string(), "normalized");
+    EXPECT_TRUE(line.at("score").at("correct").as_bool());
+  }
+
+  // The text form says before and after. An API key in the environment reaches no file.
+  const std::string canary = "sk-rescore-canary-7f3a";
+  const Outcome text = dyno({"rescore", source_id, "--scorer", "normalized", "--runs-root", runs()},
+                            {{"DYNO_API_KEY", canary}, {"OPENAI_API_KEY", canary}});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("original"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("100.0 %"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("verdicts changed: 3 of 3"), std::string::npos) << text.out;
+  for (const auto& e : fs::recursive_directory_iterator(dir_ / "runs")) {
+    if (e.is_regular_file()) {
+      EXPECT_EQ(dyno::record::read_file(e.path()).find(canary), std::string::npos) << e.path();
+    }
+  }
+
+  // 4. runs verify passes; runs list shows it beside its source, neither a duplicate of the
+  //    other (the second re-score, made the same way, is a duplicate of the first).
+  const Outcome verify = dyno({"runs", "verify", id, "--runs-root", runs()});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  const Outcome list = dyno({"runs", "list", "--json", "--runs-root", runs()});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  std::map<std::string, json::object> rows;
+  const json::value listed = json::parse(list.out);
+  for (const auto& row : listed.as_array()) {
+    rows[std::string(row.at("run_id").as_string())] = row.as_object();
+  }
+  ASSERT_EQ(rows.size(), 4u);  // probe, run, two re-scores
+  ASSERT_TRUE(rows.count(id));
+  EXPECT_EQ(rows[id].at("accuracy").as_double(), 1.0);
+  EXPECT_TRUE(rows[source_id].at("duplicate_of").is_null());
+  EXPECT_EQ(rows[source_id].at("accuracy").as_double(), 0.0);
+  // The two re-scores share the source's started_at: the later id is the duplicate (their ids
+  // may share a second).
+  std::vector<std::string> rescored;
+  for (const auto& [run_id, row] : rows) {
+    if (run_id != source_id && run_id != probe.run_dir.filename().string()) {
+      rescored.push_back(run_id);
+    }
+  }
+  ASSERT_EQ(rescored.size(), 2u);  // sorted: the first is the original of the two
+  EXPECT_TRUE(rows[rescored[0]].at("duplicate_of").is_null());
+  EXPECT_EQ(rows[rescored[1]].at("duplicate_of").as_string(), rescored[0]);
+}
+
+TEST_F(Rescore, AnUnknownScorerOrARunWithNothingToJudgeIsAUsageError) {
+  const Outcome run = run_dyno({"--stream", stream("qa.jsonl", {"a", "b"}, "exact").string()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string id = run.run_dir.filename().string();
+
+  const Outcome unknown = dyno({"rescore", id, "--scorer", "fuzzy", "--runs-root", runs()});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown scorer \"fuzzy\"; the known scorers are exact, normalized, "
+                             "relaxed_numeric, regex and choice"),
+            std::string::npos)
+      << unknown.err;
+
+  const Outcome no_pattern = dyno({"rescore", id, "--scorer", "regex", "--runs-root", runs()});
+  EXPECT_EQ(no_pattern.exit_code, 2);
+  EXPECT_NE(no_pattern.err.find("--scorer regex needs a pattern"), std::string::npos)
+      << no_pattern.err;
+
+  const Outcome synthetic = run_dyno({"-n", "2"});
+  ASSERT_EQ(synthetic.exit_code, 0) << synthetic.err;
+  const Outcome nothing =
+      dyno({"rescore", synthetic.run_dir.filename().string(), "--runs-root", runs(), "--json"});
+  EXPECT_EQ(nothing.exit_code, 2);
+  EXPECT_NE(nothing.err.find("has no scored request"), std::string::npos) << nothing.err;
+  EXPECT_TRUE(nothing.out.empty());
+
+  const Outcome missing = dyno({"rescore", "19990101T000000Z", "--runs-root", runs()});
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  // Nothing was written by the refused commands: the two runs only.
+  EXPECT_EQ(dyno::record::run_directory_names(dir_ / "runs").size(), 2u);
+}
+
+}  // namespace
