@@ -311,7 +311,10 @@ class Builder {
           for (const auto& cv : cells->get_array()) {
             if (!cv.is_object() || string_at(cv.get_object(), "cell") != cell_name) continue;
             const auto named = string_at(cv.get_object(), "selected_run");
-            if (named && *named != ac.run().run_id) {
+            // A derived record (dyno rescore) stands for the measured run it was made from.
+            const std::string measured =
+                string_at(ac.run().manifest, "derived_from.run_id").value_or(ac.run().run_id);
+            if (named && *named != measured) {
               add(cell.id, ac.arm, "selection_mismatch",
                   "campaign " + *campaign + " selected " + *named + " but the declared rule (" +
                       ac.selection + ") picks " + ac.run().run_id,

@@ -136,16 +136,29 @@ TEST(Board, SelectionMismatchWithTheCampaignFileIsAFinding) {
   ArmInput a{"a", {"x"}, {}};
   for (int r = 0; r < 3; ++r) {
     a.runs.push_back(make_run("ra" + std::to_string(r), "a",
-                              sequential_traces(constant(12, 50.0 + 10.0 * r)), 1, "camp", r + 1, 3));
+                              sequential_traces(constant(12, 50.0 + 10.0 * r)), 1, "camp", r + 1,
+                              3));
   }
   in.arms = {a, {"b", {"x"}, {make_run("rb", "b", sequential_traces(constant(12, 80)))}}};
-  in.campaigns["camp"] = json::object{
-      {"cells", json::array{json::object{{"cell", "c1"}, {"selected_run", "ra0"}}}}};
+  in.campaigns["camp"] =
+      json::object{{"cells", json::array{json::object{{"cell", "c1"}, {"selected_run", "ra0"}}}}};
   const Board b = build_board(in, BoardOptions{});
   EXPECT_EQ(b.cells[0].arm("a")->run().run_id, "ra1");  // the median by output tok/s
   bool mismatch = false;
   for (const auto& f : b.findings) mismatch = mismatch || f.type == "selection_mismatch";
   EXPECT_TRUE(mismatch);
+  // Re-scored repetitions (dyno rescore) stand for the measured runs they were made from.
+  in.campaigns["camp"]["cells"].as_array()[0].as_object()["selected_run"] = "ra1";
+  for (auto& run : in.arms[0].runs) {
+    auto derived = copy_run(run);
+    set_path(derived->manifest, "derived_from",
+             json::object{{"kind", "rescore"}, {"run_id", run->run_id}});
+    derived->run_id += "-rescore";
+    run = derived;
+  }
+  const Board d = build_board(in, BoardOptions{});
+  EXPECT_EQ(d.cells[0].arm("a")->run().run_id, "ra1-rescore");
+  for (const auto& f : d.findings) EXPECT_NE(f.type, "selection_mismatch") << f.message;
 }
 
 TEST(Board, SummaryThatDisagreesWithItsRequestsIsAFinding) {
@@ -156,7 +169,8 @@ TEST(Board, SummaryThatDisagreesWithItsRequestsIsAFinding) {
   const Board b = build_board(in, fixed_options());
   bool found = false;
   for (const auto& f : b.findings) {
-    if (f.type == "summary_mismatch" && f.data.at("metric").as_string() == "output_tokens_per_s") found = true;
+    if (f.type == "summary_mismatch" && f.data.at("metric").as_string() == "output_tokens_per_s")
+      found = true;
   }
   EXPECT_TRUE(found);
 }
@@ -204,7 +218,8 @@ TEST(Board, ExplicitCellsFromASpecFile) {
   } catch (const CompareError& e) {
     EXPECT_NE(std::string(e.what()).find("arms[0].runz"), std::string::npos) << e.what();
   }
-  std::ofstream(spec) << R"({"arms": [{"name": "x"}], "cells": [{"name": "c", "runs": {"y": "a"}}]})";
+  std::ofstream(spec)
+      << R"({"arms": [{"name": "x"}], "cells": [{"name": "c", "runs": {"y": "a"}}]})";
   EXPECT_THROW(read_board_spec(spec), CompareError);
   std::ofstream(spec) << "[1]";
   EXPECT_THROW(read_board_spec(spec), CompareError);
@@ -269,12 +284,18 @@ TEST(ChartData, EnergyTimelinesAddTheCountersIncrementsAndSkipAReset) {
   const fs::path dir = tmp.path();
   std::ofstream(dir / "manifest.json") << R"({"schema_version": 1, "run_id": "x"})";
   std::ofstream(dir / "telemetry.jsonl")
-      << R"({"t_ns":0,"source":"nvml","device":0,"energy_j":1000.0,"power_instant_w":200.0})" "\n"
-      << R"({"t_ns":100000000,"source":"rapl","device":0,"energy_j":50.0})" "\n"
-      << R"({"t_ns":500000000,"source":"nvml","device":0,"energy_j":1100.0})" "\n"
-      << R"({"t_ns":1000000000,"source":"nvml","device":0,"energy_j":20.0})" "\n"  // reset
-      << R"({"t_ns":1500000000,"source":"nvml","device":0,"energy_j":120.0})" "\n"
-      << R"({"t_ns":2000000000,"source":"host","device":0,"utilization_pct":5.0})" "\n";
+      << R"({"t_ns":0,"source":"nvml","device":0,"energy_j":1000.0,"power_instant_w":200.0})"
+         "\n"
+      << R"({"t_ns":100000000,"source":"rapl","device":0,"energy_j":50.0})"
+         "\n"
+      << R"({"t_ns":500000000,"source":"nvml","device":0,"energy_j":1100.0})"
+         "\n"
+      << R"({"t_ns":1000000000,"source":"nvml","device":0,"energy_j":20.0})"
+         "\n"  // reset
+      << R"({"t_ns":1500000000,"source":"nvml","device":0,"energy_j":120.0})"
+         "\n"
+      << R"({"t_ns":2000000000,"source":"host","device":0,"utilization_pct":5.0})"
+         "\n";
   auto a = testing::copy_run(testing::make_run("a", "a", testing::sequential_traces({10, 20, 30})));
   a->dir = dir;
   a->has_telemetry = true;
