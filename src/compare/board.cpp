@@ -501,7 +501,7 @@ class Builder {
       if (m.direction == Direction::kNone || !shown(m, b_.engine_figures)) continue;
       if (m.key == "accuracy" && !not_comparable.empty()) continue;
       Delta d = compare_metric(m, cell, ac, base, o_.bootstrap);
-      if (m.headline && d.verdict != Verdict::kWin) {
+      if (is_headline(m, cell.level_kind) && d.verdict != Verdict::kWin) {
         std::string text = m.label + ": " + ac.arm + " vs " + b_.baseline + " ";
         if (d.value) text += signed_pct(*d.value);
         if (d.low && d.high) text += " [" + signed_pct(*d.low) + ", " + signed_pct(*d.high) + "]";
@@ -590,12 +590,16 @@ class Builder {
     for (const auto& arm : b_.arms) {
       if (arm == b_.baseline) continue;
       for (const auto& m : metric_catalog()) {
-        if (!m.headline) continue;
+        // A headline figure of some cell on the board: the aggregate rates, a ladder's rates.
+        const bool any = std::any_of(b_.cells.begin(), b_.cells.end(),
+                                     [&](const Cell& c) { return is_headline(m, c.level_kind); });
+        if (!any) continue;
         Tally t;
         t.arm = arm;
         t.metric = m.key;
         for (const auto& [cell, cmp] : b_.comparisons()) {
           if (cmp->arm != arm || cmp->status != ComparisonStatus::kCompared) continue;
+          if (!is_headline(m, cell->level_kind)) continue;
           const auto it = cmp->deltas.find(m.key);
           if (it == cmp->deltas.end()) continue;
           ++t.compared;

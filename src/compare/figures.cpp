@@ -173,6 +173,12 @@ const std::vector<MetricDef>& metric_catalog() {
   return catalog;
 }
 
+bool is_headline(const MetricDef& metric, const std::string& level_kind) {
+  if (level_kind == "decode_tokens") return metric.key == "decode_rate_per_user_p50";
+  if (level_kind == "prefill_tokens") return metric.key == "prefill_rate_client_p50";
+  return metric.headline;
+}
+
 bool shown(const MetricDef& m, bool engine_figures) {
   return m.section != Section::kEngine || engine_figures;
 }

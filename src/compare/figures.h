@@ -52,6 +52,13 @@ struct MetricDef {
 /// Every figure a board shows, in table order.
 const std::vector<MetricDef>& metric_catalog();
 
+/// Whether `metric` is a headline figure of a cell of `level_kind` (Cell::level_kind): counted
+/// at a glance, a non-win a finding. A ladder cell measures one request, so its headline is
+/// what the ladder measures — per-user decode rate for a decode cell ("decode_tokens"),
+/// per-user prefill rate for a prefill cell ("prefill_tokens") — not the aggregate rates,
+/// which are MetricDef::headline for every other cell.
+bool is_headline(const MetricDef& metric, const std::string& level_kind);
+
 /// Whether a board shows `metric` at all: the engine-timed section's figures (Section::kEngine)
 /// only when some run on it has an engine-reported figure (Board::engine_figures).
 bool shown(const MetricDef& metric, bool engine_figures);

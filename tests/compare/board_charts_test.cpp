@@ -603,5 +603,29 @@ TEST_F(BoardCharts, ChartsWithTooManyPanelsAreSplitIntoParts) {
   EXPECT_NO_THROW(validate_figures(placeholders));
 }
 
+// A ladder cell measures one request: its headline is the rate the ladder measures, not the
+// aggregate rates of a load (docs/compare.md, "At a glance").
+TEST(LadderBoard, TalliesAndNonWinsCountWhatALadderMeasures) {
+  const compare::Board b = ladder_board(1);
+  std::map<std::string, const compare::Tally*> by_metric;
+  for (const auto& t : b.tallies) {
+    if (t.arm == "a") by_metric[t.metric] = &t;
+  }
+  ASSERT_EQ(by_metric.size(), 2u);  // no output tok/s, req/s, decode tok/s, aggregate prefill
+  const compare::Tally& decode = *by_metric.at("decode_rate_per_user_p50");
+  const compare::Tally& prefill = *by_metric.at("prefill_rate_client_p50");
+  EXPECT_EQ(decode.compared, 4u);   // the decode cells only
+  EXPECT_EQ(prefill.compared, 3u);  // the prefill cells only
+  EXPECT_EQ(prefill.losses, 3u);    // arm a prefills slower
+  EXPECT_GE(decode.wins, 3u);       // ...and decodes faster at depth
+  for (const auto& f : b.findings) {
+    if (f.type != "nonwin") continue;
+    const std::string metric(f.data.at("metric").as_string());
+    const bool decode_cell = f.cell.find("decode@") != std::string::npos;
+    EXPECT_EQ(metric, decode_cell ? "decode_rate_per_user_p50" : "prefill_rate_client_p50")
+        << f.cell;
+  }
+}
+
 }  // namespace
 }  // namespace dyno::report
