@@ -597,12 +597,14 @@ class Builder {
         Tally t;
         t.arm = arm;
         t.metric = m.key;
+        std::vector<double> deltas;
         for (const auto& [cell, cmp] : b_.comparisons()) {
           if (cmp->arm != arm || cmp->status != ComparisonStatus::kCompared) continue;
           if (!is_headline(m, cell->level_kind)) continue;
           const auto it = cmp->deltas.find(m.key);
           if (it == cmp->deltas.end()) continue;
           ++t.compared;
+          if (it->second.value) deltas.push_back(*it->second.value);
           switch (it->second.verdict) {
             case Verdict::kWin:
               ++t.wins;
@@ -618,8 +620,29 @@ class Builder {
               break;
           }
         }
+        if (!deltas.empty()) {
+          std::sort(deltas.begin(), deltas.end());
+          const std::size_t n = deltas.size();
+          t.delta_min = deltas.front();
+          t.delta_max = deltas.back();
+          t.delta_median = n % 2 == 1 ? deltas[n / 2] : (deltas[n / 2 - 1] + deltas[n / 2]) / 2.0;
+        }
         b_.tallies.push_back(t);
       }
+    }
+    const auto pairs = b_.comparisons();
+    if (pairs.empty()) return;
+    for (const auto& def : check_catalog()) {
+      if (b_.policy.level(def.name) == CheckLevel::kIgnored) continue;
+      CheckTally ct{def.name, 0, 0, 0, pairs.size()};
+      for (const auto& [cell, cmp] : pairs) {
+        const auto* ch = cmp->check(def.name);
+        if (ch == nullptr) continue;
+        if (ch->outcome == CheckOutcome::kPass) ++ct.pass;
+        if (ch->outcome == CheckOutcome::kFail) ++ct.fail;
+        if (ch->outcome == CheckOutcome::kUnresolved) ++ct.unresolved;
+      }
+      b_.check_tallies.push_back(ct);
     }
   }
 

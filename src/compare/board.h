@@ -198,6 +198,15 @@ struct Tally {
   std::string arm;
   std::string metric;
   std::size_t wins = 0, ties = 0, losses = 0, no_interval = 0, compared = 0;
+  /// The smallest, largest and median of the compared cells' deltas (the median of an even
+  /// count: the mean of the two middle ones); nullopt when no delta is defined.
+  std::optional<double> delta_min, delta_max, delta_median;
+};
+
+/// How one fairness check went over the board's pairs (ignored checks are not tallied).
+struct CheckTally {
+  std::string check;
+  std::size_t pass = 0, fail = 0, unresolved = 0, pairs = 0;
 };
 
 struct Board {
@@ -211,7 +220,8 @@ struct Board {
   std::vector<Cell> cells;
   std::vector<UnpairedRun> unpaired;
   std::vector<Finding> findings;
-  std::vector<Tally> tallies;  ///< per non-baseline arm, per headline metric
+  std::vector<Tally> tallies;             ///< per non-baseline arm, per headline metric
+  std::vector<CheckTally> check_tallies;  ///< per check not ignored, in check_catalog() order
   /// Required checks that are unresolved somewhere (allowed with --allow-unresolved).
   std::vector<std::string> unresolved_checks;
   Policy policy;

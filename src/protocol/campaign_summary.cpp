@@ -228,11 +228,13 @@ json::array cell_caveats(const std::vector<CellRep>& reps) {
       auto it = at.find(code);
       if (it == at.end()) {
         it = at.emplace(code, out.size()).first;
-        out.push_back(json::object{
-            {"code", code}, {"text", text_of(c.as_object(), "text")}, {"cells", json::array{}}});
+        out.push_back(json::object{{"code", code}, {"cells", json::array{}}});
       }
+      // Each run's own text: its numbers are that run's.
       out[it->second].as_object()["cells"].as_array().push_back(
-          json::object{{"cell", r.cell}, {"run_id", r.outcome->run_id}});
+          json::object{{"cell", r.cell},
+                       {"run_id", r.outcome->run_id},
+                       {"text", text_of(c.as_object(), "text")}});
     }
   }
   return out;

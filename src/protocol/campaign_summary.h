@@ -38,8 +38,8 @@ boost::json::array energy_flags(const std::vector<CellRep>& reps);
 /// Every repetition's warnings ({cell, run_id, code, message}).
 boost::json::array cell_warnings(const std::vector<CellRep>& reps);
 
-/// The timing caveats of the campaign, one per code: its text from the first record that has
-/// it, and the cells (with run ids) it applies to.
+/// The timing caveats of the campaign, one per code, with the cells it applies to: each cell's
+/// run id and the caveat's text as that run's record gives it (with that run's numbers).
 boost::json::array cell_caveats(const std::vector<CellRep>& reps);
 
 }  // namespace dyno::protocol

@@ -213,13 +213,12 @@ class Builder {
     std::vector<Inline> items;
     for (const auto& tl : bd_.tallies) {
       const MetricDef& m = metric(tl.metric);
-      std::vector<double> ds;
       std::vector<std::string> nonwins;
       for (const auto& [cl, cmp] : of_arm(bd_, tl.arm)) {
         if (cmp->status != ComparisonStatus::kCompared) continue;
+        if (!compare::is_headline(m, cl->level_kind)) continue;  // what the tally counts
         const auto it = cmp->deltas.find(tl.metric);
         if (it == cmp->deltas.end()) continue;
-        if (it->second.value) ds.push_back(*it->second.value);
         if (it->second.verdict != Verdict::kWin) {
           nonwins.push_back(cell_label(*cl) + " " + delta_text(m, it->second));
         }
@@ -227,13 +226,9 @@ class Builder {
       Inline item{b(tl.arm), t(" vs " + bd_.baseline + ", " + m.label + ": "),
                   b(std::to_string(tl.wins) + "/" + std::to_string(tl.compared)),
                   t(" cells won (" + verdict_phrase(tl) + ")")};
-      if (!ds.empty()) {
-        std::sort(ds.begin(), ds.end());
-        const double median = ds.size() % 2 == 1
-                                  ? ds[ds.size() / 2]
-                                  : (ds[ds.size() / 2 - 1] + ds[ds.size() / 2]) / 2.0;
-        item.push_back(t("; deltas " + signed_pct(ds.front()) + " to " + signed_pct(ds.back()) +
-                         ", median " + signed_pct(median)));
+      if (tl.delta_min) {
+        item.push_back(t("; deltas " + signed_pct(tl.delta_min) + " to " +
+                         signed_pct(tl.delta_max) + ", median " + signed_pct(tl.delta_median)));
       }
       if (!nonwins.empty() && nonwins.size() < tl.compared) {
         item.push_back(t(". Not a win: " + join(nonwins, "; ")));
@@ -243,24 +238,16 @@ class Builder {
     }
     // Check tallies over the pairs.
     const auto pairs = bd_.comparisons();
-    if (!pairs.empty()) {
+    if (!bd_.check_tallies.empty()) {
       std::vector<std::string> parts;
       std::vector<std::string> unresolved;
-      for (const auto& def : compare::check_catalog()) {
-        if (bd_.policy.level(def.name) == CheckLevel::kIgnored) continue;
-        std::size_t pass = 0, fail = 0, unres = 0;
-        for (const auto& [cl, cmp] : pairs) {
-          const auto* ch = cmp->check(def.name);
-          if (ch == nullptr) continue;
-          if (ch->outcome == CheckOutcome::kPass) ++pass;
-          if (ch->outcome == CheckOutcome::kFail) ++fail;
-          if (ch->outcome == CheckOutcome::kUnresolved) ++unres;
-        }
-        std::string p = def.label + " " + std::to_string(pass) + "/" + std::to_string(pairs.size());
-        if (fail > 0) p += " (" + std::to_string(fail) + " differ)";
-        if (bd_.policy.level(def.name) == CheckLevel::kReported) p += " (reported)";
+      for (const auto& ct : bd_.check_tallies) {
+        const std::string& label = compare::check_def(ct.check).label;
+        std::string p = label + " " + std::to_string(ct.pass) + "/" + std::to_string(ct.pairs);
+        if (ct.fail > 0) p += " (" + std::to_string(ct.fail) + " differ)";
+        if (bd_.policy.level(ct.check) == CheckLevel::kReported) p += " (reported)";
         parts.push_back(p);
-        if (unres > 0) unresolved.push_back(def.label + " " + std::to_string(unres));
+        if (ct.unresolved > 0) unresolved.push_back(label + " " + std::to_string(ct.unresolved));
       }
       std::string text = "Pair checks passed: " + join(parts, ", ") + ".";
       if (!unresolved.empty()) text += " Unresolved: " + join(unresolved, ", ") + ".";

@@ -295,7 +295,19 @@ std::string board_json(const Board& b, const std::vector<Figure>& figures) {
                                    {"wins", t.wins},
                                    {"ties", t.ties},
                                    {"losses", t.losses},
-                                   {"no_interval", t.no_interval}});
+                                   {"no_interval", t.no_interval},
+                                   {"delta_min", num(t.delta_min)},
+                                   {"delta_max", num(t.delta_max)},
+                                   {"delta_median", num(t.delta_median)}});
+  }
+  json::array check_tallies;
+  for (const auto& c : b.check_tallies) {
+    check_tallies.push_back(json::object{{"check", c.check},
+                                         {"level", to_string(b.policy.level(c.check))},
+                                         {"pass", c.pass},
+                                         {"fail", c.fail},
+                                         {"unresolved", c.unresolved},
+                                         {"pairs", c.pairs}});
   }
   json::array cells;
   for (const auto& c : b.cells) cells.push_back(cell_json(c, b.engine_figures));
@@ -356,6 +368,7 @@ std::string board_json(const Board& b, const std::vector<Figure>& figures) {
       {"expectations", expectations_json(b)},
       {"definitions", definitions_json(b)},
       {"tallies", std::move(tallies)},
+      {"check_tallies", std::move(check_tallies)},
       {"cells", std::move(cells)},
       {"unpaired", std::move(unpaired)},
       {"findings", std::move(findings)}};

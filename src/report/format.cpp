@@ -1,5 +1,6 @@
 #include "report/format.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -54,7 +55,14 @@ std::string gib(std::optional<double> bytes) {
   return number(*bytes / (1024.0 * 1024.0 * 1024.0), 2) + " GiB";
 }
 
-std::string short_hash(const std::string& s) { return s.size() > 16 ? s.substr(0, 12) : s; }
+std::string short_hash(const std::string& s) {
+  // Only a hash is shortened: a parameter list or a name is shown whole (its cut would read as
+  // a value of its own, e.g. "[1.0,2.0,4.0" for "[1.0,2.0,4.0,8.0]").
+  const bool hex = std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+  });
+  return s.size() > 16 && hex ? s.substr(0, 12) : s;
+}
 
 std::string markdown_escape(const std::string& text) {
   std::string out;

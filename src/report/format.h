@@ -16,7 +16,7 @@ std::string signed_number(std::optional<double> v, int decimals = 1);
 std::string signed_pp(std::optional<double> v, int decimals = 2);
 /// Bytes in GiB: "20.29 GiB"; "n/a" when absent.
 std::string gib(std::optional<double> bytes);
-/// The first 12 characters of a hash or id longer than 16 ("" stays "").
+/// The first 12 characters of a hash (hex digits only) longer than 16; anything else whole.
 std::string short_hash(const std::string& s);
 
 /// Markdown-safe text: characters Markdown or HTML would interpret are escaped with a

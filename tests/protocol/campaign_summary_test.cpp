@@ -114,8 +114,11 @@ TEST(CampaignSummary, FlagsWarningsAndCaveatsNameTheirCell) {
   const json::array caveats = protocol::cell_caveats(reps);
   ASSERT_EQ(caveats.size(), 2u);
   EXPECT_EQ(caveats[0].at("code"), "prompt_cache");
-  EXPECT_EQ(caveats[0].at("text"), "the engine answered from its cache");  // the first's text
-  EXPECT_EQ(caveats[0].at("cells").as_array().size(), 2u);
+  const auto& cache = caveats[0].at("cells").as_array();
+  ASSERT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache[0].at("text"), "the engine answered from its cache");  // each run's own text
+  EXPECT_EQ(cache[1].at("text"), "another text");
+  EXPECT_EQ(cache[1].at("run_id"), "run-b");
   EXPECT_EQ(caveats[1].at("code"), "tokens_per_event");
   EXPECT_EQ(caveats[1].at("cells").as_array()[0].at("cell"), "fr/agg");
 }
