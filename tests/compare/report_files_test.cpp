@@ -138,6 +138,11 @@ TEST(Format, EscapesAndNumbers) {
   EXPECT_EQ(signed_pct(-0.01), "±0.0 %");
   EXPECT_EQ(signed_pp(1.5625), "+1.56 pp");
   EXPECT_EQ(gib(20289945600.0), "18.90 GiB");
+  // Only a hash is shortened; a parameter list is shown whole.
+  EXPECT_EQ(short_hash(std::string(64, 'a')), std::string(12, 'a'));
+  EXPECT_EQ(short_hash("e3acdf4951dabbe2369fa03dc5b90e1da1408411"), "e3acdf4951da");
+  EXPECT_EQ(short_hash("[1.0,2.0,4.0,8.0,16.0]"), "[1.0,2.0,4.0,8.0,16.0]");
+  EXPECT_EQ(short_hash("abc"), "abc");
 }
 
 TEST(Document, MarkdownTablesAndBoldSpans) {
