@@ -54,6 +54,15 @@ class Doc {
     if (!std::isfinite(d)) fail(path, "expected a finite number");
     return d;
   }
+  /// A time in seconds within [0, max]: a time past it could not be a benchmark's, and would
+  /// overflow the record's nanoseconds.
+  double seconds(const json::value& v, const std::string& path, double max) const {
+    const double s = number(v, path);
+    if (s < 0 || s > max) {
+      fail(path, "expected seconds from 0 to " + std::to_string(static_cast<long long>(max)));
+    }
+    return s;
+  }
   std::int64_t count(const json::value& v, const std::string& path) const {
     if (v.is_int64() && v.get_int64() >= 0) return v.get_int64();
     if (v.is_uint64() && v.get_uint64() <= static_cast<std::uint64_t>(INT64_MAX)) {
@@ -148,6 +157,12 @@ metrics::Summary summary_only(const Doc& d, std::int64_t completed, std::int64_t
 
 std::int64_t to_ns(double seconds) { return std::llround(seconds * 1e9); }
 
+/// The longest time within one request (a ttft, a gap, a latency, a queue wait, and their
+/// sums), and the largest send time (vLLM's clock is time.perf_counter: seconds since an
+/// arbitrary point, such as boot).
+constexpr double kMaxRequestS = 1e7;
+constexpr double kMaxClockS = 1e9;
+
 /// The per-request arrays, each checked to hold `n` elements.
 struct Arrays {
   const json::array* input_lens = nullptr;
@@ -213,16 +228,16 @@ metrics::Trace trace_of(const Doc& d, const Arrays& a, std::size_t i,
   const bool ok = err.is_null() || err.get_string().empty();
   std::int64_t sent = 0;
   if (origin) {
-    sent = to_ns(d.number(a.start_times->at(i), "$.start_times" + at) - *origin);
+    sent = to_ns(d.seconds(a.start_times->at(i), "$.start_times" + at, kMaxClockS) - *origin);
     if (a.queue_times != nullptr) {
-      const double q = d.number(a.queue_times->at(i), "$.queue_times" + at);
+      const double q = d.seconds(a.queue_times->at(i), "$.queue_times" + at, kMaxRequestS);
       t.scheduled_ns = std::max<std::int64_t>(0, sent - to_ns(q));
     }
   }
   t.sent_ns = sent;
   t.input_tokens = d.count(a.input_lens->at(i), "$.input_lens" + at);
   const std::int64_t out = d.count(a.output_lens->at(i), "$.output_lens" + at);
-  const double ttft = d.number(a.ttfts->at(i), "$.ttfts" + at);
+  const double ttft = d.seconds(a.ttfts->at(i), "$.ttfts" + at, kMaxRequestS);
   const json::value& itl = a.itls->at(i);
   if (!itl.is_array()) d.fail("$.itls" + at, "expected an array of seconds");
   if (a.texts != nullptr) {
@@ -242,14 +257,16 @@ metrics::Trace trace_of(const Doc& d, const Arrays& a, std::size_t i,
   t.event_times_ns.push_back(sent + to_ns(elapsed));
   const json::array& gaps = itl.get_array();
   for (std::size_t k = 0; k < gaps.size(); ++k) {
-    elapsed += d.number(gaps[k], "$.itls" + at + "[" + std::to_string(k) + "]");
+    const std::string where = "$.itls" + at + "[" + std::to_string(k) + "]";
+    elapsed += d.seconds(gaps[k], where, kMaxRequestS);
+    if (elapsed > kMaxRequestS) d.fail(where, "the request's times add up past 1e7 seconds");
     t.event_times_ns.push_back(sent + to_ns(elapsed));
   }
   t.first_token_ns = t.event_times_ns.front();
   t.first_content_ns = t.first_token_ns;
   t.last_token_ns = t.event_times_ns.back();
   if (a.latencies != nullptr) {
-    const double latency = d.number(a.latencies->at(i), "$.latencies" + at);
+    const double latency = d.seconds(a.latencies->at(i), "$.latencies" + at, kMaxRequestS);
     // The tool's latency and its token times come from one clock: only rounding to whole
     // nanoseconds can put the end before the last token.
     t.done_ns = std::max(sent + to_ns(latency), *t.last_token_ns);
@@ -262,9 +279,10 @@ std::vector<metrics::Trace> traces_of(const Doc& d, const Arrays& a) {
   std::optional<double> origin;
   if (a.start_times != nullptr) {
     for (std::size_t i = 0; i < n; ++i) {
-      double arrival = d.number(a.start_times->at(i), "$.start_times[" + std::to_string(i) + "]");
+      const std::string at = "[" + std::to_string(i) + "]";
+      double arrival = d.seconds(a.start_times->at(i), "$.start_times" + at, kMaxClockS);
       if (a.queue_times != nullptr) {
-        arrival -= d.number(a.queue_times->at(i), "$.queue_times[" + std::to_string(i) + "]");
+        arrival -= d.seconds(a.queue_times->at(i), "$.queue_times" + at, kMaxRequestS);
       }
       origin = origin ? std::min(*origin, arrival) : arrival;
     }

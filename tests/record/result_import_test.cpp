@@ -154,6 +154,19 @@ TEST(VllmBench, RefusesWhatItCannotRecordHonestly) {
   o["backend"] = "vllm";
   o["completed"] = 101;
   EXPECT_THROW((void)read_vllm_bench(json::serialize(o), "x.json"), ImportFileError);
+  json::object d = json::parse(bytes_of("detailed.json")).as_object();
+  d["ttfts"] = json::array{0.1, 1e300, 0.15, 0.0};  // would overflow the record's nanoseconds
+  try {
+    (void)read_vllm_bench(json::serialize(d), "huge.json");
+    FAIL() << "a ttft of 1e300 s was accepted";
+  } catch (const ImportFileError& e) {
+    EXPECT_NE(std::string(e.what()).find("huge.json: $.ttfts[1]: expected seconds from 0 to"),
+              std::string::npos)
+        << e.what();
+  }
+  d["ttfts"] = json::array{0.1, 0.2, 0.15, 0.0};
+  d["itls"].as_array()[1].as_array()[0] = -0.1;  // a gap back in time
+  EXPECT_THROW((void)read_vllm_bench(json::serialize(d), "neg.json"), ImportFileError);
   EXPECT_THROW((void)read_vllm_bench("[1, 2]", "list.json"), ImportFileError);
   EXPECT_THROW((void)read_vllm_bench("{} {}", "two.json"), ImportFileError);
 }
