@@ -12,6 +12,7 @@
 #include "app/protocols.h"
 #include "app/report_command.h"
 #include "app/rescore_command.h"
+#include "app/results_import_command.h"
 #include "app/run_command.h"
 #include "app/runs_command.h"
 #include "app/signals.h"
@@ -317,6 +318,19 @@ void add_rescore_flags(CLI::App& cmd, dyno::app::RescoreCommandOptions& o) {
   cmd.add_flag("--json", o.json, "print the before/after as JSON on stdout");
 }
 
+void add_results_import_flags(CLI::App& cmd, dyno::app::ResultsImportOptions& o) {
+  cmd.add_option("format", o.format, "the files' format: vllm-bench (docs/interop.md)")
+      ->required()
+      ->check(CLI::IsMember(dyno::app::import_formats()));
+  cmd.add_option("files", o.files, "saved result files, one record each")->required();
+  cmd.add_option("--runs-root", o.runs_root, "directory of run records (the new ones go here)")
+      ->capture_default_str();
+  cmd.add_option("--label", o.label, "the records' label (default: the file's label, or FORMAT)");
+  cmd.add_option("--model", o.model, "the model id, when the file names none or names it wrong");
+  cmd.add_option("--engine", o.engine, "the engine's name (the files rarely say it)");
+  cmd.add_flag("--json", o.json, "print what was imported as JSON on stdout");
+}
+
 /// One connection per in-flight stream: thousands of streams need thousands of descriptors,
 /// more than the usual soft limit of 1024. Raise the soft limit to the hard one.
 void raise_fd_limit() {
@@ -396,6 +410,13 @@ int main(int argc, char** argv) {
       "judge a finished run's kept outputs again (a scorer given, or the requests' own) into a "
       "new derived record; the run itself is not changed");
   add_rescore_flags(*rescore, rescore_options);
+  dyno::app::ResultsImportOptions results_import_options;
+  CLI::App* results_import = app.add_subcommand(
+      "import",
+      "bring other tools' saved results (vllm bench serve --save-result) into the run store as "
+      "records, labelled with their source; not `dyno stream import`, which makes request "
+      "streams");
+  add_results_import_flags(*results_import, results_import_options);
   dyno::app::RunsCli runs_cli(app);  // dyno runs list|show|diff|verify|rm|reindex|publish
   dyno::app::ReportCommands report_commands(app);
 
@@ -428,6 +449,9 @@ int main(int argc, char** argv) {
     if (stream_import->parsed()) return dyno::app::import_command(import_options);
     if (rescore->parsed()) {
       return dyno::app::rescore_command(rescore_options, std::cout, std::cerr);
+    }
+    if (results_import->parsed()) {
+      return dyno::app::results_import_command(results_import_options, std::cout, std::cerr);
     }
     if (runs_cli.parsed()) return runs_cli.execute(std::cout, std::cerr);
     if (report_commands.parsed()) return report_commands.run();

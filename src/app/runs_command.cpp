@@ -227,6 +227,14 @@ int cmd_show(const RunsOptions& o, std::ostream& out, std::ostream& err) {
   t.push_back({"label", opt_text(r.label) + "  campaign " + opt_text(r.campaign)});
   t.push_back({"protocol", str_at(manifest, {"workload", "protocol", "name"}) + "  cell " +
                                str_at(manifest, {"workload", "protocol", "cell"})});
+  if (manifest.contains("source")) {  // an imported record (docs/interop.md)
+    t.push_back({"source", str_at(manifest, {"source", "tool"}) + " " +
+                               str_at(manifest, {"source", "tool_version"}) + " · " +
+                               str_at(manifest, {"source", "file"}) + " (sha256 " +
+                               str_at(manifest, {"source", "sha256"}) + ") · " +
+                               str_at(manifest, {"source", "format"}) + ", timing " +
+                               str_at(manifest, {"source", "timing"})});
+  }
   t.push_back({"engine", str_at(manifest, {"engine", "name"}) + " " +
                              str_at(manifest, {"engine", "version"}) + " (" +
                              str_at(manifest, {"engine", "reached", "kind"}) + ")  args " +

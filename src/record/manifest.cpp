@@ -99,19 +99,23 @@ json::object workload_to_json(const WorkloadSection& w) {
       {"protocol", w.protocol},
       {"api", w.api},
       {"request_stream",
-       json::object{
-           {"source", s.source}, {"sha256", s.sha256}, {"count", s.count}, {"cycle", s.cycle}}},
+       json::object{{"source", s.source},
+                    {"sha256", s.sha256.empty() ? json::value(nullptr) : json::value(s.sha256)},
+                    {"count", s.count},
+                    {"cycle", s.cycle}}},
       {"sampling", w.sampling},
       {"warmup_requests", w.warmup_requests}};
 }
 
 json::object load_to_json(const LoadSection& l) {
-  return json::object{{"mode", l.open_loop ? "open" : "closed"},
+  return json::object{{"mode", l.imported    ? "imported"
+                               : l.open_loop ? "open"
+                                             : "closed"},
                       {"concurrency", or_null(l.concurrency)},
                       {"rate_per_s", number_or_null(l.rate_per_s)},
                       {"arrival", or_null(l.arrival)},
                       {"burstiness", number_or_null(l.burstiness)},
-                      {"seed", l.seed},
+                      {"seed", l.imported ? json::value(nullptr) : json::value(l.seed)},
                       {"requests", or_null(l.requests)},
                       {"duration_s", number_or_null(l.duration_s)},
                       {"timeouts_s", l.timeouts_s}};
@@ -160,7 +164,7 @@ WorkloadSection workload_from(const Reader& r) {
   w.api = r.string("api");
   const Reader s = r.object("request_stream");
   w.request_stream.source = s.string("source");
-  w.request_stream.sha256 = s.string("sha256");
+  w.request_stream.sha256 = s.opt_string("sha256").value_or("");
   w.request_stream.count = s.uint("count");
   w.request_stream.cycle = s.raw().contains("cycle") && s.boolean("cycle");  // older records
   w.sampling = r.object_value("sampling");
@@ -171,13 +175,16 @@ WorkloadSection workload_from(const Reader& r) {
 LoadSection load_from(const Reader& r) {
   LoadSection l;
   const std::string mode = r.string("mode");
-  if (mode != "open" && mode != "closed") malformed(r.name("mode"), "is not open or closed");
+  if (mode != "open" && mode != "closed" && mode != "imported") {
+    malformed(r.name("mode"), "is not open, closed or imported");
+  }
   l.open_loop = mode == "open";
+  l.imported = mode == "imported";
   l.concurrency = r.opt_uint("concurrency");
   l.rate_per_s = r.opt_number("rate_per_s");
   l.arrival = r.opt_string("arrival");
   l.burstiness = r.opt_number("burstiness");
-  l.seed = r.uint("seed");
+  l.seed = l.imported ? r.opt_uint("seed").value_or(0) : r.uint("seed");
   l.requests = r.opt_uint("requests");
   l.duration_s = r.opt_number("duration_s");
   l.timeouts_s = r.object_value("timeouts_s");
@@ -203,6 +210,26 @@ json::object derived_from_to_json(const DerivedFrom& d) {
                       {"scorer", d.scorer},
                       {"created_at", d.created_at},
                       {"harness", d.harness}};
+}
+
+json::object source_to_json(const ImportSource& s) {
+  return json::object{{"tool", s.tool},     {"tool_version", or_null(s.tool_version)},
+                      {"file", s.file},     {"sha256", s.sha256},
+                      {"format", s.format}, {"imported_at", s.imported_at},
+                      {"timing", s.timing}, {"file_fields", s.file_fields}};
+}
+
+ImportSource source_from(const Reader& r) {
+  ImportSource s;
+  s.tool = r.string("tool");
+  s.tool_version = r.opt_string("tool_version");
+  s.file = r.string("file");
+  s.sha256 = r.string("sha256");
+  s.format = r.string("format");
+  s.imported_at = r.string("imported_at");
+  s.timing = r.string("timing");
+  s.file_fields = r.object_value("file_fields");
+  return s;
 }
 
 DerivedFrom derived_from_from(const Reader& r) {
@@ -233,6 +260,7 @@ json::object manifest_to_json(const Manifest& m) {
       {"campaign", or_null(m.campaign)},  {"status", m.status}, {"started_at", m.started_at},
       {"ended_at", or_null(m.ended_at)}};
   if (m.derived_from) o["derived_from"] = derived_from_to_json(*m.derived_from);
+  if (m.source) o["source"] = source_to_json(*m.source);
   o["harness"] = m.harness;
   o["engine"] = engine_to_json(m);
   o["model"] = m.model;
@@ -260,6 +288,7 @@ Manifest manifest_from_json(const json::object& object) {
   m.started_at = r.string("started_at");
   m.ended_at = r.opt_string("ended_at");
   if (object.contains("derived_from")) m.derived_from = derived_from_from(r.object("derived_from"));
+  if (object.contains("source")) m.source = source_from(r.object("source"));
   m.harness = r.object_value("harness");
   m.engine = r.object_value("engine");
   if (const json::value* exit = m.engine.if_contains("exit"); exit != nullptr) {

@@ -19,7 +19,9 @@ namespace dyno::record {
 /// workload.request_stream: which requests were sent.
 struct RequestStreamRef {
   std::string source;  ///< a file, an import, a synthetic generator
-  std::string sha256;  ///< the canonical hash of the stream as given (workload/request_stream.h)
+  /// The canonical hash of the stream as given (workload/request_stream.h); empty (written
+  /// null) only in an imported record, whose file does not keep the requests.
+  std::string sha256;
   std::uint64_t count = 0;
   bool cycle = false;  ///< the load may send the stream again from its start (--cycle)
 };
@@ -34,6 +36,9 @@ struct WorkloadSection {
 
 struct LoadSection {
   bool open_loop = false;
+  /// An imported record (manifest `source`): mode "imported", the load as the other tool
+  /// states it (a concurrency cap and a rate may both be set), seed null.
+  bool imported = false;
   std::optional<std::uint64_t> concurrency;  ///< closed loop only
   std::optional<double> rate_per_s;          ///< open loop only
   std::optional<std::string> arrival;        ///< poisson | constant | gamma (open loop)
@@ -86,6 +91,21 @@ struct DerivedFrom {
   boost::json::object harness;    ///< the dyno that derived it (the `harness` shape)
 };
 
+/// source: where an imported record came from (`dyno import`; docs/interop.md).
+struct ImportSource {
+  std::string tool;                         ///< e.g. "vllm bench serve"
+  std::optional<std::string> tool_version;  ///< null when the file does not say
+  std::string file;                         ///< the file's name (not its path)
+  std::string sha256;                       ///< of the file's bytes
+  std::string format;                       ///< the `dyno import` format, e.g. "vllm-bench"
+  std::string imported_at;                  ///< ISO 8601 UTC
+  /// What the record's timing rests on: "shared_clock" (per-request send times on one clock),
+  /// "per_request" (each request's times from its own send: no shared time axis) or
+  /// "summary_only" (no per-request data).
+  std::string timing;
+  boost::json::object file_fields;  ///< the file's own settings kept verbatim (e.g. its date)
+};
+
 struct Manifest {
   std::string run_id;
   std::optional<std::string> label;
@@ -95,6 +115,7 @@ struct Manifest {
   std::string started_at;  ///< ISO 8601 UTC
   std::optional<std::string> ended_at;
   std::optional<DerivedFrom> derived_from;  ///< only in a derived record
+  std::optional<ImportSource> source;       ///< only in an imported record
   boost::json::object harness;
   boost::json::object engine;
   std::optional<EngineExit> engine_exit;  ///< written as engine.exit

@@ -136,14 +136,22 @@ std::vector<SchemaProblem> validate_run_dir(const fs::path& run_dir) {
       status = std::string(s->get_string());
     }
   }
+  bool summary_only = false;  // an imported record without per-request data (docs/interop.md)
   if (fs::exists(run_dir / "summary.json")) {
-    check_file(run_dir / "summary.json", "summary.json", "summary", out);
+    const json::value summary =
+        check_file(run_dir / "summary.json", "summary.json", "summary", out);
+    const json::value* imp =
+        summary.is_object() ? summary.get_object().if_contains("import") : nullptr;
+    const json::value* only = imp != nullptr && imp->is_object()
+                                  ? imp->get_object().if_contains("summary_only")
+                                  : nullptr;
+    summary_only = only != nullptr && only->is_bool() && only->get_bool();
   } else if (status != "running") {
     out.push_back({"summary.json", "", "missing (the manifest says the run ended)"});
   }
   if (fs::exists(run_dir / "requests.jsonl")) {
     check_lines(run_dir / "requests.jsonl", "requests.jsonl", "request", out);
-  } else {
+  } else if (!summary_only) {
     out.push_back({"requests.jsonl", "", "missing"});
   }
   if (fs::exists(run_dir / "telemetry.jsonl")) {

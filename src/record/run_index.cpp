@@ -309,6 +309,14 @@ std::string files_stamp(const fs::path& run_dir) {
 
 std::string duplicate_key(const json::object& m) {
   json::object key;
+  // An imported record (dyno import) is the result in its file: the same bytes read in the
+  // same format are the same result, whatever --label, --model or --engine said; never equal
+  // to a measured record's key.
+  if (const json::value* src = m.if_contains("source"); src != nullptr && !src->is_null()) {
+    key["source"] = json::object{{"format", value_or_null(m, {"source", "format"})},
+                                 {"sha256", value_or_null(m, {"source", "sha256"})}};
+    return json_text::compact(canonical(key));
+  }
   key["engine"] = json::object{{"name", value_or_null(m, {"engine", "name"})},
                                {"version", value_or_null(m, {"engine", "version"})},
                                {"engine_args", value_or_null(m, {"engine", "engine_args"})},

@@ -89,7 +89,8 @@ RunRow read_run_row(const std::filesystem::path& run_dir);
 /// engine_args, sim_profile), model (id, revision, fingerprint), the request stream's sha256,
 /// sampling and the load configuration (the manifest's `load` object); for a derived record
 /// (`derived_from`), also how it was derived (kind, scorer, the deriving dyno's executable
-/// SHA-256), so it is never a duplicate of a measured run. Keys sorted, compact.
+/// SHA-256), so it is never a duplicate of a measured run; for an imported record (`source`),
+/// only the source's format and file sha256. Keys sorted, compact.
 std::string duplicate_key(const boost::json::object& manifest);
 
 /// The run directories under a runs root: sub-directories holding a manifest.json, except

@@ -49,7 +49,7 @@ class Checker {
     }
     check_sums();
     check_manifest_and_summary();
-    check_requests();
+    if (!summary_only_) check_requests();
     if (schema_) check_schema();
     return report_;
   }
@@ -225,6 +225,17 @@ class Checker {
       if (manifest && str(*summary, "status") != str(*manifest, "status")) {
         add("summary", "summary.json", "status differs from the manifest's");
       }
+      // An imported record whose file had no per-request data (docs/record.md, Imported
+      // records) has no requests.jsonl; only an imported record may say so.
+      const json::value* imp = summary->if_contains("import");
+      const json::value* only = imp != nullptr && imp->is_object()
+                                    ? imp->as_object().if_contains("summary_only")
+                                    : nullptr;
+      summary_only_ = only != nullptr && only->is_bool() && only->as_bool();
+      if (summary_only_ && (!manifest || !manifest->contains("source"))) {
+        add("summary", "summary.json", "says summary_only but the manifest has no import source");
+        summary_only_ = false;
+      }
     }
   }
 
@@ -282,6 +293,7 @@ class Checker {
   }
 
   bool schema_ = true;
+  bool summary_only_ = false;
   VerifyReport report_;
 };
 

@@ -1,0 +1,48 @@
+// `dyno import FORMAT FILE…`: other tools' saved results into the run store, one record per
+// file (docs/interop.md, docs/record.md "Imported records"). Not `dyno stream import`, which
+// turns a data set into a request stream.
+#pragma once
+
+#include <boost/json/array.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "record/result_import.h"
+
+namespace dyno::app {
+
+struct ResultsImportOptions {
+  std::string format;  ///< vllm-bench
+  std::vector<std::string> files;
+  std::string runs_root = "runs";
+  std::optional<std::string> label;
+  std::optional<std::string> model;
+  std::optional<std::string> engine;
+  bool json = false;
+};
+
+/// The formats `dyno import` reads.
+const std::vector<std::string>& import_formats();
+
+/// One imported file as the command reports it.
+struct ImportedRun {
+  record::ImportOutcome outcome;
+  std::optional<std::string> duplicate_of;  ///< the earlier run the index found it equal to
+};
+
+/// One line a file: "imported FILE (FORMAT, timing T) as run ID in DIR", and a duplicate
+/// line when the index holds an earlier import of the same bytes.
+std::string render_imports(const std::vector<ImportedRun>& runs, const std::string& format);
+
+/// The same as JSON (`--json`): [{file, sha256, format, timing, run_id, record_dir,
+/// duplicate_of}].
+boost::json::array imports_to_json(const std::vector<ImportedRun>& runs, const std::string& format);
+
+/// Reads every file first (a bad one: exit 2 naming the file and the line or JSON path, and
+/// nothing is imported), then writes and indexes one record a file. Throws dyno::Error.
+int results_import_command(const ResultsImportOptions& options, std::ostream& out,
+                           std::ostream& err);
+
+}  // namespace dyno::app

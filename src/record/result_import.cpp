@@ -1,0 +1,146 @@
+#include "record/result_import.h"
+
+#include <boost/json.hpp>
+#include <system_error>
+#include <utility>
+
+#include "json/json_text.h"
+#include "record/record_json.h"
+#include "record/run_id.h"
+#include "record/run_writer.h"
+#include "record/scrub.h"
+
+namespace dyno::record {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+namespace {
+
+json::object engine_json(const ImportedResult& r, const ImportWriteOptions& o) {
+  const std::optional<std::string> name = o.engine ? o.engine : r.engine_name;
+  json::object unknown{{"version", kNotInFile}, {"api_key_used", kNotInFile}};
+  if (!name) unknown["name"] = std::string(kNotInFile) + " (--engine names it)";
+  return json::object{{"name", name ? json::value(*name) : json::value(nullptr)},
+                      {"version", nullptr},
+                      {"reached", json::object{{"kind", "import"}}},
+                      {"engine_args", json::object{}},
+                      {"api_key_used", nullptr},
+                      {"unknown", std::move(unknown)}};
+}
+
+json::object model_json(const ImportedResult& r, const ImportWriteOptions& o,
+                        const std::string& file_name) {
+  const std::optional<std::string> id = o.model ? o.model : r.model_id;
+  if (!id || id->empty()) {
+    throw ImportFileError(file_name +
+                          ": the file names no model; give it with --model (a record's "
+                          "model.id is required)");
+  }
+  return json::object{
+      {"id", *id},
+      {"revision", nullptr},
+      {"fingerprint", nullptr},
+      {"unknown", json::object{{"revision", kNotInFile}, {"fingerprint", kNotInFile}}}};
+}
+
+json::object hardware_json() {
+  return json::object{{"host", nullptr},
+                      {"cpu_model", nullptr},
+                      {"cpu_cores", 0},
+                      {"ram_bytes", nullptr},
+                      {"gpus", json::array{}},
+                      {"unknown", json::object{{"host", kNotInFile},
+                                               {"cpu_model", kNotInFile},
+                                               {"cpu_cores", kNotInFile},
+                                               {"ram_bytes", kNotInFile},
+                                               {"gpus", kNotInFile}}}};
+}
+
+/// summary.json: the figures, and what an imported record cannot have (client cost, energy,
+/// the server's /metrics) null with the reason.
+json::object summary_json(const std::string& run_id, const std::string& status,
+                          const metrics::Summary& s, const ImportSource& source) {
+  json::object doc{{"schema_version", kSchemaVersion}, {"run_id", run_id}, {"status", status}};
+  for (auto& kv : summary_to_json(s)) doc[kv.key()] = kv.value();
+  json::object& client = doc["client"].as_object();
+  client["connections_opened"] = nullptr;
+  client["note"] = "imported record: dyno did not measure, so the client's cost is unknown";
+  doc["energy"] = json::object{{"energy_j", nullptr}, {"reason", kNotInFile}};
+  doc["server"] = json::object{{"source", nullptr}, {"reason", kNotInFile}};
+  doc["import"] = json::object{{"format", source.format},
+                               {"timing", source.timing},
+                               {"summary_only", source.timing == "summary_only"}};
+  return doc;
+}
+
+}  // namespace
+
+void drop_window_figures(metrics::Summary& s) {
+  s.service_window_s.reset();
+  s.output_tokens_per_s.reset();
+  s.input_tokens_per_s.reset();
+  s.requests_per_s.reset();
+  s.decode_tokens_per_s.reset();
+  s.achieved_concurrency.reset();
+  s.goodput_requests_per_s.reset();
+  s.goodput_requests.reset();
+}
+
+ImportOutcome write_imported_run(const ImportedResult& r, const std::string& file_name,
+                                 const std::string& bytes, const ImportWriteOptions& o) {
+  Manifest m;
+  const std::string label = o.label.value_or(r.label.value_or(r.source.format));
+  m.run_id = make_run_id(o.now, label);
+  m.label = label;
+  m.status = r.status;
+  m.started_at = iso8601_utc(o.now);
+  m.source = r.source;
+  m.source->file = file_name;
+  m.source->sha256 = sha256_hex(bytes);
+  m.source->imported_at = m.started_at;
+  m.harness = o.harness;
+  m.engine = engine_json(r, o);
+  m.model = model_json(r, o, file_name);
+  m.hardware = hardware_json();
+  m.workload.protocol = json::object{{"name", "import"}, {"version", 1}};
+  m.workload.api = r.api;
+  m.workload.request_stream.source = "import:" + r.source.format + ":" + file_name;
+  m.workload.request_stream.count = r.requests;
+  m.load = r.load;
+  m.load.imported = true;
+  const std::string evidence = "evidence/" + file_name;
+  m.evidence.push_back({evidence, m.source->sha256});
+
+  metrics::Summary summary = r.summary;
+  if (r.source.timing != "summary_only") {
+    summary = metrics::summarize_run(r.traces, {});
+    if (r.source.timing == "per_request") drop_window_figures(summary);
+  }
+
+  RunWriter writer(o.runs_root, m.run_id, true);
+  try {
+    writer.write_text(evidence, bytes);
+    if (r.source.timing != "summary_only") {
+      std::string lines;
+      for (const metrics::Trace& t : r.traces) {
+        lines += json_text::compact(trace_to_json(t, true)) + "\n";
+      }
+      writer.write_text("requests.jsonl", lines);
+    }
+    writer.write_json("summary.json", summary_json(m.run_id, m.status, summary, *m.source));
+    writer.write_json("manifest.json", manifest_to_json(m));
+    if (r.source.timing == "summary_only") {
+      writer.flush_requests();
+      fs::remove(writer.dir() / "requests.jsonl");  // the writer opens it; nothing is in it
+    }
+    write_sha256sums(writer.dir());
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(writer.dir(), ec);  // nothing half-imported
+    throw;
+  }
+  return {m.run_id, writer.dir(), file_name, m.source->sha256, r.source.timing};
+}
+
+}  // namespace dyno::record

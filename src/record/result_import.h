@@ -1,0 +1,81 @@
+// `dyno import FORMAT FILE…`: another tool's saved result as a run record of the store
+// (docs/interop.md, docs/record.md "Imported records"). A format's reader (import_vllm.h …)
+// turns the file's bytes into an ImportedResult; write_imported_run() writes the record: a
+// new run id, manifest `source`, the file's bytes as evidence, requests.jsonl when the file
+// has per-request data (the figures then computed by dyno's own summary code), SHA256SUMS.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "error/error.h"
+#include "metrics/summary.h"
+#include "metrics/trace.h"
+#include "record/manifest.h"
+
+namespace dyno::record {
+
+/// A file that cannot be imported: the message names the file, the JSON path or line, and
+/// what was expected (exit 2).
+class ImportFileError : public Error {
+ public:
+  explicit ImportFileError(const std::string& message) : Error(ErrorKind::input, message) {}
+};
+
+/// Why a field the imported file does not give is null (the `unknown` objects).
+inline constexpr const char* kNotInFile = "not in the imported file";
+
+/// What a format's reader makes of one file.
+struct ImportedResult {
+  /// tool, tool_version, format, timing and file_fields; file, sha256 and imported_at are
+  /// filled by write_imported_run.
+  ImportSource source;
+  std::optional<std::string> label;  ///< the file's own label, when it has one
+  std::optional<std::string> model_id;
+  std::optional<std::string> engine_name;
+  std::string api = "completions";  ///< chat | completions, from the file's endpoint type
+  std::uint64_t requests = 0;       ///< requests the tool sent (measured)
+  LoadSection load;                 ///< imported = true
+  std::string status = "ok";        ///< ok | partial | failed
+  /// Per-request data as traces (timing: "shared_clock" or "per_request"); empty when the
+  /// file has none ("summary_only").
+  std::vector<metrics::Trace> traces;
+  /// summary_only: the figures whose definitions match dyno's (docs/interop.md); the rest
+  /// absent. Otherwise unused: the figures are computed from `traces`.
+  metrics::Summary summary;
+};
+
+struct ImportWriteOptions {
+  std::filesystem::path runs_root;
+  std::optional<std::string> label;   ///< --label (default: the file's label, else the format)
+  std::optional<std::string> model;   ///< --model: when the file names none, or to correct it
+  std::optional<std::string> engine;  ///< --engine: the engine's name (the file rarely says)
+  boost::json::object harness;        ///< the dyno that imports (manifest `harness`)
+  std::chrono::system_clock::time_point now = std::chrono::system_clock::now();
+};
+
+struct ImportOutcome {
+  std::string run_id;
+  std::filesystem::path dir;
+  std::string file;    ///< the file's name
+  std::string sha256;  ///< of its bytes
+  std::string timing;  ///< source.timing
+};
+
+/// The figures that need one time axis for every request (the service window and every
+/// "/ W" rate, achieved concurrency, decode_tokens_per_s, goodput) made absent: for records
+/// whose requests each have their own time origin (timing "per_request").
+void drop_window_figures(metrics::Summary& summary);
+
+/// Writes the record of `result` (read from the file named `file_name` whose bytes are
+/// `bytes`) under options.runs_root: the file's bytes become evidence/<file_name> (its digest
+/// in the manifest's evidence list and in `source.sha256`). Nothing stays behind when a write
+/// fails (the run directory is removed). Throws RecordError. Does not index the record.
+ImportOutcome write_imported_run(const ImportedResult& result, const std::string& file_name,
+                                 const std::string& bytes, const ImportWriteOptions& options);
+
+}  // namespace dyno::record
