@@ -47,7 +47,7 @@ json::object model_json(const ImportedResult& r, const ImportWriteOptions& o,
 json::object hardware_json() {
   return json::object{{"host", nullptr},
                       {"cpu_model", nullptr},
-                      {"cpu_cores", 0},
+                      {"cpu_cores", nullptr},
                       {"ram_bytes", nullptr},
                       {"gpus", json::array{}},
                       {"unknown", json::object{{"host", kNotInFile},
