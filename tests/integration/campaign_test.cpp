@@ -16,12 +16,6 @@ class Campaigns : public Integration {
  protected:
   fs::path root() const { return dir_ / "runs"; }
 
-  Child dyno(std::vector<std::string> args, const std::string& name) {
-    std::vector<std::string> argv = {DYNO_BINARY};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return Child(argv, (dir_ / (name + ".out")).string(), (dir_ / (name + ".err")).string());
-  }
-
   /// A fake GPU (tests/telemetry/fake_nvml) drawing 300 W with 6 GB in use.
   fs::path gpu_trace() {
     const fs::path path = dir_ / "trace.csv";
@@ -109,29 +103,28 @@ TEST_F(Campaigns, TheCampaignFileStandsAloneAndVerifies) {
   }
 
   // Listed by runs list --campaigns.
-  Child list =
-      dyno({"runs", "list", "--campaigns", "--json", "--runs-root", root().string()}, "list");
-  ASSERT_EQ(list.wait(), 0) << list.err();
-  const json::array rows = json::parse(list.out()).as_array();
+  const Outcome list =
+      dyno({"runs", "list", "--campaigns", "--json", "--runs-root", root().string()});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  const json::array rows = json::parse(list.out).as_array();
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].at("campaign_id"), json::value(id));
   EXPECT_EQ(rows[0].at("protocol"), "speed");
   EXPECT_EQ(rows[0].at("cells").as_int64(), 4);
   EXPECT_EQ(rows[0].at("runs").as_int64(), 4);
-  Child none =
-      dyno({"runs", "list", "--campaigns", "--protocol", "ladder", "--runs-root", root().string()},
-           "none");
-  ASSERT_EQ(none.wait(), 0) << none.err();
-  EXPECT_NE(none.out().find("0 campaigns"), std::string::npos) << none.out();
+  const Outcome none =
+      dyno({"runs", "list", "--campaigns", "--protocol", "ladder", "--runs-root", root().string()});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_NE(none.out.find("0 campaigns"), std::string::npos) << none.out;
 
   // Verified alone, and with --all beside the runs.
-  Child one = dyno({"runs", "verify", id, "--runs-root", root().string()}, "one");
-  EXPECT_EQ(one.wait(), 0) << one.out() << one.err();
-  EXPECT_NE(one.out().find("ok      campaign " + id), std::string::npos) << one.out();
-  Child all = dyno({"runs", "verify", "--all", "--runs-root", root().string()}, "all");
-  EXPECT_EQ(all.wait(), 0) << all.out() << all.err();
-  EXPECT_NE(all.out().find("4 of 4 runs verify"), std::string::npos) << all.out();
-  EXPECT_NE(all.out().find("1 of 1 campaigns verify"), std::string::npos) << all.out();
+  const Outcome one = dyno({"runs", "verify", id, "--runs-root", root().string()});
+  EXPECT_EQ(one.exit_code, 0) << one.out << one.err;
+  EXPECT_NE(one.out.find("ok      campaign " + id), std::string::npos) << one.out;
+  const Outcome all = dyno({"runs", "verify", "--all", "--runs-root", root().string()});
+  EXPECT_EQ(all.exit_code, 0) << all.out << all.err;
+  EXPECT_NE(all.out.find("4 of 4 runs verify"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("1 of 1 campaigns verify"), std::string::npos) << all.out;
 }
 
 TEST_F(Campaigns, AChangedCampaignOrAChangedRecordFailsVerification) {
@@ -146,15 +139,15 @@ TEST_F(Campaigns, AChangedCampaignOrAChangedRecordFailsVerification) {
   ASSERT_NE(at, std::string::npos);
   edited.insert(at + 9, "9");
   write_file(file, edited);
-  Child a = dyno({"runs", "verify", file.string()}, "a");  // by its path
-  EXPECT_EQ(a.wait(), 3);
-  EXPECT_NE(a.out().find("sha256 does not match"), std::string::npos) << a.out();
-  EXPECT_NE(a.err().find("1 campaign fails verification"), std::string::npos) << a.err();
+  const Outcome a = dyno({"runs", "verify", file.string()});  // by its path
+  EXPECT_EQ(a.exit_code, 3);
+  EXPECT_NE(a.out.find("sha256 does not match"), std::string::npos) << a.out;
+  EXPECT_NE(a.err.find("1 campaign fails verification"), std::string::npos) << a.err;
   // Re-formatted: the same content, other bytes.
   write_file(file, json::serialize(json::parse(original)));
-  Child b = dyno({"runs", "verify", id, "--runs-root", root().string()}, "b");
-  EXPECT_EQ(b.wait(), 3);
-  EXPECT_NE(b.out().find("re-formatted"), std::string::npos) << b.out();
+  const Outcome b = dyno({"runs", "verify", id, "--runs-root", root().string()});
+  EXPECT_EQ(b.exit_code, 3);
+  EXPECT_NE(b.out.find("re-formatted"), std::string::npos) << b.out;
   write_file(file, original);
 
   // A record rewritten after the campaign, its own SHA256SUMS made to match again: the run
@@ -171,20 +164,20 @@ TEST_F(Campaigns, AChangedCampaignOrAChangedRecordFailsVerification) {
                    "&& mv S SHA256SUMS"},
               (dir_ / "resum.out").string(), (dir_ / "resum.err").string());
   ASSERT_EQ(resum.wait(), 0) << resum.err();
-  Child alone = dyno({"runs", "verify", run, "--runs-root", root().string()}, "alone");
-  EXPECT_EQ(alone.wait(), 0) << alone.out();
-  Child c = dyno({"runs", "verify", id, "--runs-root", root().string()}, "c");
-  EXPECT_EQ(c.wait(), 3);
-  EXPECT_NE(c.out().find(run + "/SHA256SUMS"), std::string::npos) << c.out();
-  EXPECT_NE(c.out().find("the record changed after the campaign"), std::string::npos) << c.out();
+  const Outcome alone = dyno({"runs", "verify", run, "--runs-root", root().string()});
+  EXPECT_EQ(alone.exit_code, 0) << alone.out;
+  const Outcome c = dyno({"runs", "verify", id, "--runs-root", root().string()});
+  EXPECT_EQ(c.exit_code, 3);
+  EXPECT_NE(c.out.find(run + "/SHA256SUMS"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("the record changed after the campaign"), std::string::npos) << c.out;
 
   // A run the campaign lists is gone.
   fs::remove_all(run_dir);
-  Child gone = dyno({"runs", "verify", id, "--runs-root", root().string(), "--json"}, "gone");
-  EXPECT_EQ(gone.wait(), 3);
-  const json::array reports = json::parse(gone.out()).as_array();
+  const Outcome gone = dyno({"runs", "verify", id, "--runs-root", root().string(), "--json"});
+  EXPECT_EQ(gone.exit_code, 3);
+  const json::array reports = json::parse(gone.out).as_array();
   EXPECT_FALSE(reports[0].at("ok").as_bool());
-  EXPECT_NE(gone.out().find("the record is not in"), std::string::npos) << gone.out();
+  EXPECT_NE(gone.out.find("the record is not in"), std::string::npos) << gone.out;
 }
 
 }  // namespace

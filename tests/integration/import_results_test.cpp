@@ -13,16 +13,6 @@ const fs::path kData = fs::path(DYNO_SOURCE_DIR) / "tests/record/data/vllm_bench
 
 class ImportResults : public Integration {
  protected:
-  Outcome dyno(std::vector<std::string> args) {
-    args.insert(args.begin(), DYNO_BINARY);
-    Child c(args, (dir_ / "cmd.out").string(), (dir_ / "cmd.err").string());
-    Outcome o;
-    o.exit_code = c.wait();
-    o.out = c.out();
-    o.err = c.err();
-    return o;
-  }
-
   std::string runs() const { return (dir_ / "runs").string(); }
 
   std::size_t record_count() const {

@@ -77,6 +77,17 @@ class Integration : public ::testing::Test {
     }
   }
 
+  /// `dyno <args…>`: its exit code, stdout and stderr.
+  Outcome dyno(std::vector<std::string> args, const std::map<std::string, std::string>& env = {}) {
+    args.insert(args.begin(), DYNO_BINARY);
+    Child c(args, (dir_ / "cmd.out").string(), (dir_ / "cmd.err").string(), env);
+    Outcome o;
+    o.exit_code = c.wait();
+    o.out = c.out();
+    o.err = c.err();
+    return o;
+  }
+
   Outcome run_dyno(std::vector<std::string> args,
                    const std::map<std::string, std::string>& env = {}) {
     std::vector<std::string> argv = {DYNO_BINARY, "run",         "--json",

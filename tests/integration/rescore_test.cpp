@@ -11,17 +11,6 @@ namespace {
 
 class Rescore : public Integration {
  protected:
-  /// `dyno <args…>`: its exit code, stdout and stderr.
-  Outcome dyno(std::vector<std::string> args, const std::map<std::string, std::string>& env = {}) {
-    args.insert(args.begin(), DYNO_BINARY);
-    Child c(args, (dir_ / "cmd.out").string(), (dir_ / "cmd.err").string(), env);
-    Outcome o;
-    o.exit_code = c.wait();
-    o.out = c.out();
-    o.err = c.err();
-    return o;
-  }
-
   std::string runs() const { return (dir_ / "runs").string(); }
 
   /// A stream of `answers.size()` one-word questions; request i has seed i (the simulated
