@@ -13,6 +13,7 @@
 #include "app/report_command.h"
 #include "app/rescore_command.h"
 #include "app/results_import_command.h"
+#include "record/import_formats.h"
 #include "app/run_command.h"
 #include "app/runs_command.h"
 #include "app/signals.h"
@@ -319,10 +320,17 @@ void add_rescore_flags(CLI::App& cmd, dyno::app::RescoreCommandOptions& o) {
 }
 
 void add_results_import_flags(CLI::App& cmd, dyno::app::ResultsImportOptions& o) {
-  cmd.add_option("format", o.format, "the files' format: vllm-bench (docs/interop.md)")
+  std::string formats;
+  for (const auto& f : dyno::record::import_formats()) {
+    formats += "\n  " + f.name + ": " + f.describe;
+  }
+  cmd.add_option("format", o.format, "the files' format (docs/interop.md):" + formats)
       ->required()
-      ->check(CLI::IsMember(dyno::app::import_formats()));
-  cmd.add_option("files", o.files, "saved result files, one record each")->required();
+      ->check(CLI::IsMember(dyno::record::import_format_names()));
+  cmd.add_option("files", o.files, "saved result files, one record per result they hold")
+      ->required();
+  cmd.add_option("--map", o.read.map,
+                 "table: COLUMN=FIGURE (a column, or a JSON path $.a.b in JSON rows), repeated");
   cmd.add_option("--runs-root", o.runs_root, "directory of run records (the new ones go here)")
       ->capture_default_str();
   cmd.add_option("--label", o.label, "the records' label (default: the file's label, or FORMAT)");

@@ -8,7 +8,6 @@
 #include "app/exit_codes.h"
 #include "error/error.h"
 #include "json/json_text.h"
-#include "record/import_vllm.h"
 #include "record/run_index.h"
 #include "record/run_writer.h"
 #include "session/run_cell.h"
@@ -28,26 +27,14 @@ std::string evidence_name(const std::string& path) {
   return name;
 }
 
-record::ImportedResult read_one(const std::string& format, const std::string& bytes,
-                                const std::string& name) {
-  if (format == "vllm-bench") return record::read_vllm_bench(bytes, name);
-  std::string known;
-  for (const std::string& f : import_formats()) known += (known.empty() ? "" : ", ") + f;
-  throw UsageError("dyno import: unknown format '" + format + "'; known: " + known);
-}
-
 }  // namespace
-
-const std::vector<std::string>& import_formats() {
-  static const std::vector<std::string> formats{"vllm-bench"};
-  return formats;
-}
 
 std::string render_imports(const std::vector<ImportedRun>& runs, const std::string& format) {
   std::ostringstream out;
   for (const ImportedRun& r : runs) {
-    out << "imported " << terminal_text(r.outcome.file) << " (" << format << ", timing "
-        << r.outcome.timing << ") as run " << r.outcome.run_id << " in "
+    out << "imported " << terminal_text(r.outcome.file)
+        << (r.outcome.part ? " " + terminal_text(*r.outcome.part) : std::string()) << " (" << format
+        << ", timing " << r.outcome.timing << ") as run " << r.outcome.run_id << " in "
         << terminal_text(r.outcome.dir.string()) << "\n";
     if (r.duplicate_of) {
       out << "  duplicate of " << *r.duplicate_of
@@ -63,6 +50,7 @@ json::array imports_to_json(const std::vector<ImportedRun>& runs, const std::str
     a.push_back(json::object{
         {"file", r.outcome.file},
         {"sha256", r.outcome.sha256},
+        {"part", r.outcome.part ? json::value(*r.outcome.part) : json::value(nullptr)},
         {"format", format},
         {"timing", r.outcome.timing},
         {"run_id", r.outcome.run_id},
@@ -76,7 +64,7 @@ int results_import_command(const ResultsImportOptions& o, std::ostream& out, std
   struct Read {
     std::string name;
     std::string bytes;
-    record::ImportedResult result;
+    std::vector<record::ImportedResult> results;
   };
   std::vector<Read> reads;
   if (o.files.empty()) throw UsageError("dyno import: give at least one FILE");
@@ -88,8 +76,9 @@ int results_import_command(const ResultsImportOptions& o, std::ostream& out, std
       throw record::ImportFileError(std::string(e.what()) + " (dyno import reads it)");
     }
     const std::string name = evidence_name(path);
-    record::ImportedResult result = read_one(o.format, bytes, path);
-    reads.push_back({name, std::move(bytes), std::move(result)});
+    std::vector<record::ImportedResult> results =
+        record::read_import(o.format, bytes, path, o.read);
+    reads.push_back({name, std::move(bytes), std::move(results)});
   }
   record::ImportWriteOptions wo;
   wo.runs_root = o.runs_root;
@@ -99,14 +88,16 @@ int results_import_command(const ResultsImportOptions& o, std::ostream& out, std
   wo.harness = session::harness_identity();
   std::vector<ImportedRun> runs;
   for (const Read& r : reads) {
-    ImportedRun run{record::write_imported_run(r.result, r.name, r.bytes, wo), std::nullopt};
-    record::index_finished_run(o.runs_root, run.outcome.dir, err);
-    try {
-      record::RunIndex index(o.runs_root, err);
-      if (const auto row = index.find(run.outcome.run_id)) run.duplicate_of = row->duplicate_of;
-    } catch (const std::exception&) {  // index_finished_run has said why the index is unusable
+    for (const record::ImportedResult& result : r.results) {
+      ImportedRun run{record::write_imported_run(result, r.name, r.bytes, wo), std::nullopt};
+      record::index_finished_run(o.runs_root, run.outcome.dir, err);
+      try {
+        record::RunIndex index(o.runs_root, err);
+        if (const auto row = index.find(run.outcome.run_id)) run.duplicate_of = row->duplicate_of;
+      } catch (const std::exception&) {  // index_finished_run has said why the index is unusable
+      }
+      runs.push_back(std::move(run));
     }
-    runs.push_back(std::move(run));
   }
   if (o.json) {
     out << json_text::pretty(imports_to_json(runs, o.format));

@@ -1,6 +1,6 @@
 // `dyno import FORMAT FILE…`: other tools' saved results into the run store, one record per
-// file (docs/interop.md, docs/record.md "Imported records"). Not `dyno stream import`, which
-// turns a data set into a request stream.
+// result a file holds (docs/interop.md, docs/record.md "Imported records"). Not `dyno stream
+// import`, which turns a data set into a request stream.
 #pragma once
 
 #include <boost/json/array.hpp>
@@ -9,22 +9,21 @@
 #include <string>
 #include <vector>
 
+#include "record/import_formats.h"
 #include "record/result_import.h"
 
 namespace dyno::app {
 
 struct ResultsImportOptions {
-  std::string format;  ///< vllm-bench
+  std::string format;  ///< one of record::import_format_names()
   std::vector<std::string> files;
   std::string runs_root = "runs";
   std::optional<std::string> label;
   std::optional<std::string> model;
   std::optional<std::string> engine;
   bool json = false;
+  record::ImportReadOptions read;  ///< --map
 };
-
-/// The formats `dyno import` reads.
-const std::vector<std::string>& import_formats();
 
 /// One imported file as the command reports it.
 struct ImportedRun {
@@ -36,12 +35,12 @@ struct ImportedRun {
 /// line when the index holds an earlier import of the same bytes.
 std::string render_imports(const std::vector<ImportedRun>& runs, const std::string& format);
 
-/// The same as JSON (`--json`): [{file, sha256, format, timing, run_id, record_dir,
+/// The same as JSON (`--json`): [{file, sha256, part, format, timing, run_id, record_dir,
 /// duplicate_of}].
 boost::json::array imports_to_json(const std::vector<ImportedRun>& runs, const std::string& format);
 
 /// Reads every file first (a bad one: exit 2 naming the file and the line or JSON path, and
-/// nothing is imported), then writes and indexes one record a file. Throws dyno::Error.
+/// nothing is imported), then writes and indexes one record per result. Throws dyno::Error.
 int results_import_command(const ResultsImportOptions& options, std::ostream& out,
                            std::ostream& err);
 

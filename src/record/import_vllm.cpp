@@ -9,103 +9,21 @@
 #include <utility>
 #include <vector>
 
+#include "record/import_json.h"
+
 namespace dyno::record {
 
 namespace json = boost::json;
 
 namespace {
 
-/// The file's top-level object, read with every error naming the file and the JSON path.
-class Doc {
- public:
-  Doc(const json::object& o, std::string file) : o_(o), file_(std::move(file)) {}
-
-  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
-    throw ImportFileError(file_ + ": " + path + ": " + what);
-  }
-  const json::value* find(const char* key) const {
-    const json::value* v = o_.if_contains(key);
-    return v != nullptr && !v->is_null() ? v : nullptr;
-  }
-  const json::value& need(const char* key) const {
-    const json::value* v = o_.if_contains(key);
-    if (v == nullptr) fail(std::string("$.") + key, "missing (a vllm-bench result has it)");
-    return *v;
-  }
-  std::string string(const char* key) const {
-    const json::value& v = need(key);
-    if (!v.is_string()) fail(std::string("$.") + key, "expected a string");
-    return std::string(v.get_string());
-  }
-  std::optional<std::string> opt_string(const char* key) const {
-    const json::value* v = find(key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_string()) fail(std::string("$.") + key, "expected a string or null");
-    return std::string(v->get_string());
-  }
-  std::optional<double> opt_number(const char* key) const {
-    const json::value* v = find(key);
-    if (v == nullptr) return std::nullopt;
-    return number(*v, std::string("$.") + key);
-  }
-  double number(const json::value& v, const std::string& path) const {
-    if (!v.is_number()) fail(path, "expected a number");
-    const double d = v.to_number<double>();
-    if (!std::isfinite(d)) fail(path, "expected a finite number");
-    return d;
-  }
-  /// A time in seconds within [0, max]: a time past it could not be a benchmark's, and would
-  /// overflow the record's nanoseconds.
-  double seconds(const json::value& v, const std::string& path, double max) const {
-    const double s = number(v, path);
-    if (s < 0 || s > max) {
-      fail(path, "expected seconds from 0 to " + std::to_string(static_cast<long long>(max)));
-    }
-    return s;
-  }
-  std::int64_t count(const json::value& v, const std::string& path) const {
-    if (v.is_int64() && v.get_int64() >= 0) return v.get_int64();
-    if (v.is_uint64() && v.get_uint64() <= static_cast<std::uint64_t>(INT64_MAX)) {
-      return static_cast<std::int64_t>(v.get_uint64());
-    }
-    fail(path, "expected a non-negative integer");
-  }
-  std::int64_t count(const char* key) const { return count(need(key), std::string("$.") + key); }
-  std::optional<std::int64_t> opt_count(const char* key) const {
-    const json::value* v = find(key);
-    if (v == nullptr) return std::nullopt;
-    return count(*v, std::string("$.") + key);
-  }
-  const json::array* opt_array(const char* key) const {
-    const json::value* v = find(key);
-    if (v == nullptr) return nullptr;
-    if (!v->is_array()) fail(std::string("$.") + key, "expected an array");
-    return &v->get_array();
-  }
-  const json::object& raw() const { return o_; }
-
- private:
-  const json::object& o_;
-  std::string file_;
-};
+using Doc = ImportDoc;
 
 json::object parse_top(const std::string& bytes, const std::string& file) {
-  json::parser p;
-  boost::system::error_code ec;
-  const std::size_t used = p.write_some(bytes.data(), bytes.size(), ec);
-  if (ec) {
-    const std::size_t at = std::min(used, bytes.size());
-    const auto line = 1 + std::count(bytes.begin(), bytes.begin() + static_cast<long>(at), '\n');
-    throw ImportFileError(file + ":" + std::to_string(line) + ": not JSON (" + ec.message() +
-                          "); expected the JSON object `vllm bench serve --save-result` writes");
-  }
-  if (used < bytes.size() && bytes.find_first_not_of(" \t\r\n", used) != std::string::npos) {
-    const auto line = 1 + std::count(bytes.begin(), bytes.begin() + static_cast<long>(used), '\n');
-    throw ImportFileError(file + ":" + std::to_string(line) +
-                          ": more than one JSON value (an --append-result file holds one result "
-                          "a line); expected a single result object");
-  }
-  json::value v = p.release();
+  json::value v =
+      parse_one_json(bytes, file,
+                     "a single JSON object, the one `vllm bench serve --save-result` writes (an "
+                     "--append-result file holds one result a line)");
   if (!v.is_object()) throw ImportFileError(file + ": $: expected a JSON object");
   return std::move(v.get_object());
 }
@@ -329,7 +247,7 @@ json::object file_fields(const Doc& d) {
 
 ImportedResult read_vllm_bench(const std::string& bytes, const std::string& file_name) {
   const json::object top = parse_top(bytes, file_name);
-  const Doc d(top, file_name);
+  const Doc d(top, file_name, "$", "a vllm-bench result");
   ImportedResult r;
   r.source.tool = kVllmBenchTool;
   r.source.format = "vllm-bench";

@@ -213,10 +213,11 @@ json::object derived_from_to_json(const DerivedFrom& d) {
 }
 
 json::object source_to_json(const ImportSource& s) {
-  return json::object{{"tool", s.tool},     {"tool_version", or_null(s.tool_version)},
-                      {"file", s.file},     {"sha256", s.sha256},
-                      {"format", s.format}, {"imported_at", s.imported_at},
-                      {"timing", s.timing}, {"file_fields", s.file_fields}};
+  return json::object{{"tool", s.tool},         {"tool_version", or_null(s.tool_version)},
+                      {"file", s.file},         {"sha256", s.sha256},
+                      {"format", s.format},     {"imported_at", s.imported_at},
+                      {"timing", s.timing},     {"file_fields", s.file_fields},
+                      {"part", or_null(s.part)}};
 }
 
 ImportSource source_from(const Reader& r) {
@@ -229,6 +230,7 @@ ImportSource source_from(const Reader& r) {
   s.imported_at = r.string("imported_at");
   s.timing = r.string("timing");
   s.file_fields = r.object_value("file_fields");
+  s.part = r.opt_string("part");
   return s;
 }
 

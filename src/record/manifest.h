@@ -104,6 +104,9 @@ struct ImportSource {
   /// "summary_only" (no per-request data).
   std::string timing;
   boost::json::object file_fields;  ///< the file's own settings kept verbatim (e.g. its date)
+  /// Which result of the file this record is, when the file holds several (a JSONL line
+  /// "line 3", a JSON path "$.benchmarks[1]", a table row "row 2"); nullopt: the whole file.
+  std::optional<std::string> part;
 };
 
 struct Manifest {

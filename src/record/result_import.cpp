@@ -140,7 +140,7 @@ ImportOutcome write_imported_run(const ImportedResult& r, const std::string& fil
     fs::remove_all(writer.dir(), ec);  // nothing half-imported
     throw;
   }
-  return {m.run_id, writer.dir(), file_name, m.source->sha256, r.source.timing};
+  return {m.run_id, writer.dir(), file_name, m.source->sha256, r.source.timing, r.source.part};
 }
 
 }  // namespace dyno::record

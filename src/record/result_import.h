@@ -61,9 +61,10 @@ struct ImportWriteOptions {
 struct ImportOutcome {
   std::string run_id;
   std::filesystem::path dir;
-  std::string file;    ///< the file's name
-  std::string sha256;  ///< of its bytes
-  std::string timing;  ///< source.timing
+  std::string file;                 ///< the file's name
+  std::string sha256;               ///< of its bytes
+  std::string timing;               ///< source.timing
+  std::optional<std::string> part;  ///< source.part: which result of the file
 };
 
 /// The figures that need one time axis for every request (the service window and every

@@ -109,7 +109,8 @@ std::string duplicate_key(const json::object& m) {
   // to a measured record's key.
   if (const json::value* src = m.if_contains("source"); src != nullptr && !src->is_null()) {
     key["source"] = json::object{{"format", value_or_null(m, {"source", "format"})},
-                                 {"sha256", value_or_null(m, {"source", "sha256"})}};
+                                 {"sha256", value_or_null(m, {"source", "sha256"})},
+                                 {"part", value_or_null(m, {"source", "part"})}};
     return json_text::compact(canonical(key));
   }
   key["engine"] = json::object{{"name", value_or_null(m, {"engine", "name"})},

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <string>
 
+#include "import_golden.h"
+#include "record/import_formats.h"
 #include "record/import_vllm.h"
 #include "record/record_reader.h"
 #include "record/run_index.h"
@@ -266,5 +268,20 @@ TEST(ImportedRecord, NothingIsLeftWhenTheRecordCannotBeMade) {
                dyno::record::RecordError);
   EXPECT_TRUE(fs::is_empty(root.path()));
 }
+
+}  // namespace
+
+namespace {
+
+void golden_of(const std::string& name) {
+  const std::string bytes = bytes_of(name);
+  dyno::testing::expect_import_golden("vllm-bench/" + fs::path(name).stem().string(),
+                                      dyno::record::read_import("vllm-bench", bytes, name, {}),
+                                      name, bytes);
+}
+
+TEST(ImportGolden, VllmBenchDetailed) { golden_of("detailed.json"); }
+TEST(ImportGolden, VllmBenchNoStartTimes) { golden_of("no_start_times.json"); }
+TEST(ImportGolden, VllmBenchSummaryOnly) { golden_of("summary_only.json"); }
 
 }  // namespace

@@ -1,0 +1,44 @@
+#include "record/import_formats.h"
+
+#include "record/import_vllm.h"
+
+namespace dyno::record {
+
+namespace {
+
+std::vector<ImportedResult> vllm_bench(const std::string& bytes, const std::string& file,
+                                       const ImportReadOptions&) {
+  return {read_vllm_bench(bytes, file)};
+}
+
+}  // namespace
+
+const std::vector<ImportFormat>& import_formats() {
+  static const std::vector<ImportFormat> formats{
+      {"vllm-bench", "`vllm bench serve --save-result` JSON (per-request with --save-detailed)",
+       vllm_bench},
+  };
+  return formats;
+}
+
+std::vector<std::string> import_format_names() {
+  std::vector<std::string> names;
+  for (const ImportFormat& f : import_formats()) names.push_back(f.name);
+  return names;
+}
+
+std::vector<ImportedResult> read_import(const std::string& format, const std::string& bytes,
+                                        const std::string& file_name,
+                                        const ImportReadOptions& options) {
+  for (const ImportFormat& f : import_formats()) {
+    if (f.name != format) continue;
+    std::vector<ImportedResult> results = f.read(bytes, file_name, options);
+    if (results.empty()) throw ImportFileError(file_name + ": holds no result to import");
+    return results;
+  }
+  std::string known;
+  for (const std::string& n : import_format_names()) known += (known.empty() ? "" : ", ") + n;
+  throw ImportFileError("dyno import: unknown format '" + format + "'; known: " + known);
+}
+
+}  // namespace dyno::record
