@@ -104,6 +104,8 @@ ImportOutcome write_imported_run(const ImportedResult& r, const std::string& fil
   m.model = model_json(r, o, file_name);
   m.hardware = hardware_json();
   m.workload.protocol = json::object{{"name", "import"}, {"version", 1}};
+  if (r.pairs_as) m.workload.protocol["pairs_as"] = *r.pairs_as;
+  if (r.cell) m.workload.protocol["cell"] = *r.cell;
   m.workload.api = r.api;
   m.workload.request_stream.source = "import:" + r.source.format + ":" + file_name;
   m.workload.request_stream.count = r.requests;

@@ -38,6 +38,11 @@ struct ImportedResult {
   std::optional<std::string> model_id;
   std::optional<std::string> engine_name;
   std::string api = "completions";  ///< chat | completions, from the file's endpoint type
+  /// What a board pairs the record with (workload.protocol.pairs_as and .cell): nullopt, a
+  /// plain run at the file's load (cell c<C> or r<rate>); set when the file names a protocol
+  /// and its cell (a ledger's columns).
+  std::optional<std::string> pairs_as;
+  std::optional<std::string> cell;
   std::uint64_t requests = 0;       ///< requests the tool sent (measured)
   LoadSection load;                 ///< imported = true
   std::string status = "ok";        ///< ok | partial | failed
