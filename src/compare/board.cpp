@@ -346,6 +346,16 @@ class Builder {
       }
     }
     const RunRecord& r = ac.run();
+    if (is_imported(r)) {
+      const std::string timing = string_at(r.manifest, "source.timing").value_or("unknown");
+      add(cell.id, ac.arm, "imported_run",
+          "run " + r.run_id + " is " + import_origin(r) + ": measured by another harness (timing " +
+              timing + (timing == "summary_only" ? ": the tool's figures only, no interval" : "") +
+              ")",
+          json::object{{"run_id", r.run_id},
+                       {"tool", string_at(r.manifest, "source.tool").value_or("")},
+                       {"timing", timing}});
+    }
     const std::string status = string_at(r.manifest, "status").value_or("unknown");
     if (status != "ok") {
       add(cell.id, ac.arm, "run_status",
@@ -586,6 +596,52 @@ class Builder {
     b_.findings = std::move(head);
   }
 
+  /// One tally of `m` for `arm` over the compared cells whose pairs are summary-only
+  /// (`summary_only`) or not: summary-only pairs have point deltas only and a line of their
+  /// own, never counted as interval wins. nullopt when no cell of that kind is compared.
+  std::optional<Tally> tally(const std::string& arm, const MetricDef& m, bool summary_only) const {
+    Tally t;
+    t.arm = arm;
+    t.metric = m.key;
+    t.basis = summary_only ? "summary_only" : "intervals";
+    std::vector<double> deltas;
+    for (const auto& [cell, cmp] : b_.comparisons()) {
+      if (cmp->arm != arm || cmp->status != ComparisonStatus::kCompared) continue;
+      if (!is_headline(m, cell->level_kind)) continue;
+      const auto it = cmp->deltas.find(m.key);
+      if (it == cmp->deltas.end() || it->second.summary_only != summary_only) continue;
+      const Delta& d = it->second;
+      ++t.compared;
+      if (d.value) {
+        deltas.push_back(*d.value);
+        ++(*d.value > 0 ? t.point_wins : *d.value < 0 ? t.point_losses : t.point_ties);
+      }
+      switch (d.verdict) {
+        case Verdict::kWin:
+          ++t.wins;
+          break;
+        case Verdict::kTie:
+          ++t.ties;
+          break;
+        case Verdict::kLoss:
+          ++t.losses;
+          break;
+        default:
+          ++t.no_interval;
+          break;
+      }
+    }
+    if (summary_only && t.compared == 0) return std::nullopt;
+    if (!deltas.empty()) {
+      std::sort(deltas.begin(), deltas.end());
+      const std::size_t n = deltas.size();
+      t.delta_min = deltas.front();
+      t.delta_max = deltas.back();
+      t.delta_median = n % 2 == 1 ? deltas[n / 2] : (deltas[n / 2 - 1] + deltas[n / 2]) / 2.0;
+    }
+    return t;
+  }
+
   void tallies() {
     for (const auto& arm : b_.arms) {
       if (arm == b_.baseline) continue;
@@ -594,40 +650,11 @@ class Builder {
         const bool any = std::any_of(b_.cells.begin(), b_.cells.end(),
                                      [&](const Cell& c) { return is_headline(m, c.level_kind); });
         if (!any) continue;
-        Tally t;
-        t.arm = arm;
-        t.metric = m.key;
-        std::vector<double> deltas;
-        for (const auto& [cell, cmp] : b_.comparisons()) {
-          if (cmp->arm != arm || cmp->status != ComparisonStatus::kCompared) continue;
-          if (!is_headline(m, cell->level_kind)) continue;
-          const auto it = cmp->deltas.find(m.key);
-          if (it == cmp->deltas.end()) continue;
-          ++t.compared;
-          if (it->second.value) deltas.push_back(*it->second.value);
-          switch (it->second.verdict) {
-            case Verdict::kWin:
-              ++t.wins;
-              break;
-            case Verdict::kTie:
-              ++t.ties;
-              break;
-            case Verdict::kLoss:
-              ++t.losses;
-              break;
-            default:
-              ++t.no_interval;
-              break;
-          }
-        }
-        if (!deltas.empty()) {
-          std::sort(deltas.begin(), deltas.end());
-          const std::size_t n = deltas.size();
-          t.delta_min = deltas.front();
-          t.delta_max = deltas.back();
-          t.delta_median = n % 2 == 1 ? deltas[n / 2] : (deltas[n / 2 - 1] + deltas[n / 2]) / 2.0;
-        }
-        b_.tallies.push_back(t);
+        const std::optional<Tally> intervals = tally(arm, m, false);
+        const std::optional<Tally> points = tally(arm, m, true);
+        // The interval line stays when it is the only one (a board of nothing compared).
+        if (intervals && (intervals->compared > 0 || !points)) b_.tallies.push_back(*intervals);
+        if (points) b_.tallies.push_back(*points);
       }
     }
     const auto pairs = b_.comparisons();

@@ -109,6 +109,9 @@ struct Delta {
   std::optional<double> high;
   std::string method;       ///< "bootstrap_requests", "bootstrap_repetitions" or ""
   std::string no_interval;  ///< why there is no interval ("" when there is one)
+  /// A run of the pair is summary-only (an import without per-request data): the delta is a
+  /// point estimate of the tools' figures, no_interval "summary only", never a win or loss.
+  bool summary_only = false;
   Verdict verdict = Verdict::kNotApplicable;
   std::size_t n_arm = 0;  ///< requests (or repetitions) behind the interval
   std::size_t n_baseline = 0;
@@ -197,7 +200,13 @@ struct Finding {
 struct Tally {
   std::string arm;
   std::string metric;
+  /// "intervals": pairs with requests behind both figures (verdicts from intervals);
+  /// "summary_only": pairs with a summary-only run (point deltas only; own line).
+  std::string basis = "intervals";
   std::size_t wins = 0, ties = 0, losses = 0, no_interval = 0, compared = 0;
+  /// Point-estimate verdicts, the sign of each compared cell's delta, beside the interval
+  /// verdicts (how a ledger without intervals counts wins).
+  std::size_t point_wins = 0, point_ties = 0, point_losses = 0;
   /// The smallest, largest and median of the compared cells' deltas (the median of an even
   /// count: the mean of the two middle ones); nullopt when no delta is defined.
   std::optional<double> delta_min, delta_max, delta_median;
@@ -220,7 +229,9 @@ struct Board {
   std::vector<Cell> cells;
   std::vector<UnpairedRun> unpaired;
   std::vector<Finding> findings;
-  std::vector<Tally> tallies;             ///< per non-baseline arm, per headline metric
+  /// Per non-baseline arm, per headline metric: the interval line, and a summary-only line
+  /// when some pair has a summary-only run.
+  std::vector<Tally> tallies;
   std::vector<CheckTally> check_tallies;  ///< per check not ignored, in check_catalog() order
   /// Required checks that are unresolved somewhere (allowed with --allow-unresolved).
   std::vector<std::string> unresolved_checks;

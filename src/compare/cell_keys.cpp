@@ -19,7 +19,11 @@ std::string model_of(const RunRecord& r, const std::map<std::string, std::string
 }
 
 std::string protocol_of(const RunRecord& r) {
-  return string_at(r.manifest, "workload.protocol.name").value_or("run");
+  const std::string name = string_at(r.manifest, "workload.protocol.name").value_or("run");
+  // Another tool's run pairs as the protocol its file names (a ledger's column), else as a
+  // plain run at its load.
+  if (name == "import") return string_at(r.manifest, "workload.protocol.pairs_as").value_or("run");
+  return name;
 }
 
 std::string cell_of(const RunRecord& r) {

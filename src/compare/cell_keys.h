@@ -24,7 +24,8 @@ struct CellKey {
 /// model.id, or the name an alias gives it.
 std::string model_of(const RunRecord& r, const std::map<std::string, std::string>& aliases);
 
-/// workload.protocol.name; "run" for `dyno run`.
+/// workload.protocol.name; "run" for `dyno run`; for an imported record the protocol it pairs
+/// as (workload.protocol.pairs_as, else "run").
 std::string protocol_of(const RunRecord& r);
 
 /// The protocol's cell name; for a plain run, c<C> (closed loop) or r<rate> (open loop).

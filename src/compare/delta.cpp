@@ -98,6 +98,10 @@ Delta compare_metric(const MetricDef& m, const Cell& cell, const ArmCell& a, con
                      const BootstrapOptions& o) {
   Delta d;
   d.value = delta_of(m, a.selected_figures().at(m.key), b.selected_figures().at(m.key));
+  // The other tool's figures without requests behind them: a point delta at most.
+  const bool summary_only = is_summary_only(a.run()) || is_summary_only(b.run());
+  const bool repetitions = a.runs.size() >= o.min_repetitions && b.runs.size() >= o.min_repetitions;
+  d.summary_only = summary_only && !repetitions;
   if (!d.value) {
     d.verdict = Verdict::kNotApplicable;
     return d;
@@ -105,7 +109,7 @@ Delta compare_metric(const MetricDef& m, const Cell& cell, const ArmCell& a, con
   const std::uint64_t seed_a = stream_seed(o.seed, cell.id, m.key, a.arm);
   const std::uint64_t seed_b = stream_seed(o.seed, cell.id, m.key, b.arm);
   IntervalResult ir;
-  if (a.runs.size() >= o.min_repetitions && b.runs.size() >= o.min_repetitions) {
+  if (repetitions) {
     const auto va = finite_values(a, m.key);
     const auto vb = finite_values(b, m.key);
     d.n_arm = va.size();
@@ -117,6 +121,8 @@ Delta compare_metric(const MetricDef& m, const Cell& cell, const ArmCell& a, con
       ir.reason = "fewer than " + std::to_string(o.min_repetitions) +
                   " repetitions with this figure in an arm";
     }
+  } else if (d.summary_only) {
+    ir.reason = "summary only";
   } else {
     const auto sa = Sample::of(m, a.run());
     const auto sb = Sample::of(m, b.run());

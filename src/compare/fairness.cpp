@@ -185,7 +185,16 @@ std::string engine_source_note(const RunRecord& r) {
   return "engine source: not in the record";
 }
 
+/// The checks an imported record cannot answer: its file does not keep the requests, the
+/// sampling or the warm-up, states its load without dyno's schedule (seed, arrival, limits),
+/// and was measured by another harness (the record's `harness` is the dyno that imported).
+bool unanswered_by_import(const std::string& check) {
+  return check == "request_stream" || check == "sampling" || check == "load" || check == "warmup" ||
+         check == "harness" || check == "dirty_sources";
+}
+
 json::value value_of(const RunRecord& r, const std::string& check) {
+  if (is_imported(r) && unanswered_by_import(check)) return nullptr;
   if (check == "request_stream") return at(r.manifest, "workload.request_stream.sha256");
   if (check == "request_count") return at(r.summary, "requests.total");
   if (check == "input_tokens") return at(r.summary, "tokens.input_total");
@@ -206,6 +215,28 @@ json::value value_of(const RunRecord& r, const std::string& check) {
 }
 
 std::string note_of(const RunRecord& r, const std::string& check) {
+  if (is_imported(r)) {
+    const std::string origin = import_origin(r);
+    if (check == "harness" || check == "dirty_sources") {
+      return origin + ": measured by another harness, not by a dyno executable";
+    }
+    if (check == "load") return origin + ": the file states its load, not dyno's schedule";
+    if (unanswered_by_import(check)) return origin + ": not in the imported file";
+    if (check == "driver" || check == "gpu_model" || check == "gpu_uuid") {
+      return origin + ": " +
+             string_at(r.manifest, "hardware.unknown.gpus").value_or("no GPU identity");
+    }
+    if (check == "engine_dirty_sources" || check == "engine_commit") {
+      return origin + ": " +
+             string_at(r.manifest, "engine.unknown.source").value_or("not in the imported file");
+    }
+    if (check == "model_revision" || check == "model_fingerprint") {
+      const char* key =
+          check == "model_revision" ? "model.unknown.revision" : "model.unknown.fingerprint";
+      return origin + ": " + string_at(r.manifest, key).value_or("not in the imported file");
+    }
+    return origin + ": not in the imported file";
+  }
   if (check == "model_revision" || check == "model_fingerprint") {
     const auto why =
         string_at(r.manifest, std::string("model.unknown.") +

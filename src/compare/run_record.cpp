@@ -211,4 +211,22 @@ std::vector<TelemetryReading> read_telemetry(const fs::path& run_dir) {
   return out;
 }
 
+bool is_imported(const RunRecord& r) {
+  const json::value* source = find_path(r.manifest, "source");
+  return source != nullptr && source->is_object();
+}
+
+bool is_summary_only(const RunRecord& r) {
+  const json::value* flag = find_path(r.summary, "import.summary_only");
+  return is_imported(r) && flag != nullptr && flag->is_bool() && flag->get_bool();
+}
+
+std::string import_origin(const RunRecord& r) {
+  if (!is_imported(r)) return "";
+  const std::string tool = string_at(r.manifest, "source.tool").value_or("another tool");
+  const std::string file = string_at(r.manifest, "source.file").value_or("?");
+  const auto part = string_at(r.manifest, "source.part");
+  return "imported from " + tool + " (" + file + (part ? " " + *part : "") + ")";
+}
+
 }  // namespace dyno::compare

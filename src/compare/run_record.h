@@ -60,6 +60,16 @@ struct ManifestEntry {
 std::vector<ManifestEntry> scan_manifests(const std::filesystem::path& runs_root,
                                           std::vector<std::string>* skipped = nullptr);
 
+/// Whether the record was imported from another tool's file (`dyno import`: manifest `source`).
+bool is_imported(const RunRecord& r);
+
+/// Whether the record is summary-only (an import without per-request data): its figures are
+/// the other tool's, with no requests behind them to compute an interval from.
+bool is_summary_only(const RunRecord& r);
+
+/// "imported from <tool> (<file>)" for an imported record; "" otherwise.
+std::string import_origin(const RunRecord& r);
+
 /// A JSON path `a.b.c` into an object; nullptr when a step is missing or not an object.
 const boost::json::value* find_path(const boost::json::object& root, const std::string& path);
 

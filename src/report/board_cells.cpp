@@ -48,7 +48,7 @@ std::string delta_text(const MetricDef& m, const Delta& d) {
       s += " loss";
       break;
     case Verdict::kNoInterval:
-      s += " (no interval)";
+      s += d.summary_only ? " (no interval: summary only)" : " (no interval)";
       break;
     case Verdict::kNotApplicable:
       break;

@@ -54,6 +54,15 @@ std::string verdict_phrase(const compare::Tally& tl) {
   return s;
 }
 
+/// "2 ahead, 0 level, 1 behind": the signs of the point deltas.
+std::string point_phrase(const compare::Tally& tl) {
+  std::string s = std::to_string(tl.point_wins) + " ahead, " + std::to_string(tl.point_ties) +
+                  " level, " + std::to_string(tl.point_losses) + " behind";
+  const std::size_t absent = tl.compared - tl.point_wins - tl.point_ties - tl.point_losses;
+  if (absent > 0) s += ", " + std::to_string(absent) + " without the figure in a run";
+  return s;
+}
+
 std::string cell_label(const Cell& cl) { return cl.model + " " + cl.name; }
 
 /// The comparisons of one arm, in cell order.
@@ -213,25 +222,36 @@ class Builder {
     std::vector<Inline> items;
     for (const auto& tl : bd_.tallies) {
       const MetricDef& m = metric(tl.metric);
+      const bool points_only = tl.basis == "summary_only";
       std::vector<std::string> nonwins;
       for (const auto& [cl, cmp] : of_arm(bd_, tl.arm)) {
         if (cmp->status != ComparisonStatus::kCompared) continue;
         if (!compare::is_headline(m, cl->level_kind)) continue;  // what the tally counts
         const auto it = cmp->deltas.find(tl.metric);
-        if (it == cmp->deltas.end()) continue;
-        if (it->second.verdict != Verdict::kWin) {
+        if (it == cmp->deltas.end() || it->second.summary_only != points_only) continue;
+        const bool ahead = points_only ? it->second.value && *it->second.value > 0
+                                       : it->second.verdict == Verdict::kWin;
+        if (!ahead) {
           nonwins.push_back(cell_label(*cl) + " " + delta_text(m, it->second));
         }
       }
-      Inline item{b(tl.arm), t(" vs " + bd_.baseline + ", " + m.label + ": "),
-                  b(std::to_string(tl.wins) + "/" + std::to_string(tl.compared)),
-                  t(" cells won (" + verdict_phrase(tl) + ")")};
+      Inline item =
+          points_only ? Inline{b(tl.arm),
+                               t(" vs " + bd_.baseline + ", " + m.label +
+                                 ", summary-only pairs (no interval: summary only): "),
+                               b(std::to_string(tl.point_wins) + "/" + std::to_string(tl.compared)),
+                               t(" cells ahead by point estimate (" + point_phrase(tl) +
+                                 "; never counted as wins)")}
+                      : Inline{b(tl.arm), t(" vs " + bd_.baseline + ", " + m.label + ": "),
+                               b(std::to_string(tl.wins) + "/" + std::to_string(tl.compared)),
+                               t(" cells won (" + verdict_phrase(tl) +
+                                 "; point estimates: " + point_phrase(tl) + ")")};
       if (tl.delta_min) {
         item.push_back(t("; deltas " + signed_pct(tl.delta_min) + " to " +
                          signed_pct(tl.delta_max) + ", median " + signed_pct(tl.delta_median)));
       }
       if (!nonwins.empty() && nonwins.size() < tl.compared) {
-        item.push_back(t(". Not a win: " + join(nonwins, "; ")));
+        item.push_back(t((points_only ? ". Not ahead: " : ". Not a win: ") + join(nonwins, "; ")));
       }
       item.push_back(t("."));
       items.push_back(std::move(item));

@@ -40,6 +40,7 @@ json::object delta_json(const Delta& d) {
       {"verdict", to_string(d.verdict)},
       {"method", d.method.empty() ? json::value(nullptr) : json::value(d.method)},
       {"no_interval", d.no_interval.empty() ? json::value(nullptr) : json::value(d.no_interval)},
+      {"summary_only", d.summary_only},
       {"n_arm", d.n_arm},
       {"n_baseline", d.n_baseline}};
 }
@@ -87,16 +88,25 @@ json::object run_ref(const RunRecord& r) {
        }()},
       {"sha256sums_sha256",
        r.sums_sha256.empty() ? json::value(nullptr) : json::value(r.sums_sha256)},
-      {"intact", r.integrity_problems.empty()}};
+      {"intact", r.integrity_problems.empty()},
+      {"source", [&r]() -> json::value {  // an imported run: which tool's file
+         if (!compare::is_imported(r)) return nullptr;
+         json::object s;
+         for (const char* k : {"tool", "tool_version", "format", "file", "part", "timing"}) {
+           const json::value* v = find_path(r.manifest, std::string("source.") + k);
+           s[k] = v == nullptr ? json::value(nullptr) : *v;
+         }
+         return s;
+       }()}};
 }
 
 /// The accuracy "delta" of a pair whose accuracy the board spec marks not comparable.
 json::object not_comparable_json(const std::string& reason) {
-  return json::object{{"value", nullptr},  {"low", nullptr},
-                      {"high", nullptr},   {"verdict", "not_comparable"},
-                      {"method", nullptr}, {"no_interval", nullptr},
-                      {"n_arm", 0},        {"n_baseline", 0},
-                      {"reason", reason}};
+  return json::object{{"value", nullptr},      {"low", nullptr},
+                      {"high", nullptr},       {"verdict", "not_comparable"},
+                      {"method", nullptr},     {"no_interval", nullptr},
+                      {"summary_only", false}, {"n_arm", 0},
+                      {"n_baseline", 0},       {"reason", reason}};
 }
 
 json::object cell_json(const Cell& c, bool engine_figures) {
@@ -291,11 +301,15 @@ std::string board_json(const Board& b, const std::vector<Figure>& figures) {
   for (const auto& t : b.tallies) {
     tallies.push_back(json::object{{"arm", t.arm},
                                    {"metric", t.metric},
+                                   {"basis", t.basis},
                                    {"compared", t.compared},
                                    {"wins", t.wins},
                                    {"ties", t.ties},
                                    {"losses", t.losses},
                                    {"no_interval", t.no_interval},
+                                   {"point_wins", t.point_wins},
+                                   {"point_ties", t.point_ties},
+                                   {"point_losses", t.point_losses},
                                    {"delta_min", num(t.delta_min)},
                                    {"delta_max", num(t.delta_max)},
                                    {"delta_median", num(t.delta_median)}});

@@ -54,7 +54,7 @@ class Integration : public ::testing::Test {
   void TearDown() override {
     dyno::testing::expect_records_conform(dir_ /
                                           "runs");  // whatever the test ran, its records conform
-    if (!HasFailure()) fs::remove_all(dir_);
+    if (!HasFailure() && std::getenv("DYNO_KEEP") == nullptr) fs::remove_all(dir_);
   }
 
   /// Starts `dyno sim --port 0 ...`; returns its base URL.
