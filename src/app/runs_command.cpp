@@ -180,6 +180,7 @@ int cmd_list(const RunsOptions& o, std::ostream& out, std::ostream& err) {
                                                "MODEL", "TOK/S", "TTFT P50 MS", "DUPLICATE OF"}};
   for (const auto& r : rows) {
     std::string proto = opt_text(r.protocol);
+    if (r.source) proto += " (" + *r.source + ")";  // an imported record: its file's format
     if (r.cell) proto += " " + *r.cell;
     std::string engine = opt_text(r.engine_name);
     if (r.engine_version) engine += " " + *r.engine_version;

@@ -48,6 +48,7 @@ void for_each_field(Row& r, F&& f) {
   f("campaign", r.campaign);
   f("protocol", r.protocol);
   f("cell", r.cell);
+  f("source", r.source);
   f("engine_name", r.engine_name);
   f("engine_version", r.engine_version);
   f("engine_args", r.engine_args);

@@ -22,7 +22,8 @@ namespace dyno::record {
 
 /// Version of the index's own table layout (PRAGMA user_version). An index of another version
 /// is dropped and rebuilt: it is only a cache.
-inline constexpr int kIndexSchemaVersion = 3;  ///< 3: the duplicate key holds the protocol cell
+/// 3: the duplicate key holds the protocol cell; 4: the `source` column (imported records)
+inline constexpr int kIndexSchemaVersion = 4;
 inline constexpr const char* kIndexFileName = "index.sqlite";
 /// Serialises opening, recovering and rebuilding the index between processes (flock).
 inline constexpr const char* kIndexLockName = "index.lock";
@@ -38,6 +39,7 @@ struct RunRow {
   std::optional<std::string> campaign;
   std::optional<std::string> protocol;  ///< workload.protocol.name
   std::optional<std::string> cell;      ///< workload.protocol.cell
+  std::optional<std::string> source;    ///< an imported record's source.format (dyno import)
   std::optional<std::string> engine_name;
   std::optional<std::string> engine_version;
   std::string engine_args;  ///< compact JSON of engine.engine_args

@@ -167,6 +167,7 @@ RunRow read_run_row(const fs::path& run_dir) {
   r.campaign = opt_str(m, {"campaign"});
   r.protocol = opt_str(m, {"workload", "protocol", "name"});
   r.cell = opt_str(m, {"workload", "protocol", "cell"});
+  r.source = opt_str(m, {"source", "format"});
   r.engine_name = opt_str(m, {"engine", "name"});
   r.engine_version = opt_str(m, {"engine", "version"});
   if (const json::value* args = at_path(m, {"engine", "engine_args"})) {
