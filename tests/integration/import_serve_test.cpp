@@ -18,7 +18,8 @@ class ImportServe : public Integration {
     const Outcome list = dyno({"runs", "list", "--json", "--runs-root", runs()});
     EXPECT_EQ(list.exit_code, 0) << list.err;
     std::map<std::string, json::object> rows;
-    for (const auto& row : json::parse(list.out).as_array()) {
+    const json::value all = json::parse(list.out);
+    for (const auto& row : all.as_array()) {
       rows[std::string(row.at("run_id").as_string())] = row.as_object();
     }
     return rows;
