@@ -1,6 +1,9 @@
 #include "record/import_formats.h"
 
 #include "record/import_vllm.h"
+// sglang-bench, aiperf
+#include "record/import_aiperf.h"
+#include "record/import_sglang.h"
 
 namespace dyno::record {
 
@@ -11,12 +14,32 @@ std::vector<ImportedResult> vllm_bench(const std::string& bytes, const std::stri
   return {read_vllm_bench(bytes, file)};
 }
 
+// sglang-bench, aiperf
+std::vector<ImportedResult> sglang_bench(const std::string& bytes, const std::string& file,
+                                         const ImportReadOptions&) {
+  return read_sglang_bench(bytes, file);
+}
+
+std::vector<ImportedResult> aiperf(const std::string& bytes, const std::string& file,
+                                   const ImportReadOptions&) {
+  return {read_aiperf(bytes, file)};
+}
+
 }  // namespace
 
 const std::vector<ImportFormat>& import_formats() {
   static const std::vector<ImportFormat> formats{
       {"vllm-bench", "`vllm bench serve --save-result` JSON (per-request with --save-detailed)",
        vllm_bench},
+      // sglang-bench, aiperf
+      {"sglang-bench",
+       "`python -m sglang.bench_serving --output-file` JSONL, a result a line (per-request with "
+       "--output-details)",
+       sglang_bench},
+      {"aiperf",
+       "AIPerf's profile_export.jsonl (per-request records) or profile_export_aiperf.json "
+       "(aggregate)",
+       aiperf},
   };
   return formats;
 }
