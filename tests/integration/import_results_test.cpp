@@ -80,8 +80,14 @@ TEST_F(ImportResults, ABadFileExitsTwoNamingWhereAndImportsNothing) {
       dyno({"import", "vllm-bench", (kData / "not_json.json").string(), "--runs-root", runs()});
   EXPECT_EQ(not_json.exit_code, 2);
   EXPECT_NE(not_json.err.find("not_json.json:7: not JSON"), std::string::npos) << not_json.err;
-  const Outcome unknown = dyno({"import", "sglang-bench", (kData / "detailed.json").string()});
+  const Outcome unknown = dyno({"import", "no-such-tool", (kData / "detailed.json").string()});
   EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
+  EXPECT_NE(unknown.err.find("no-such-tool"), std::string::npos) << unknown.err;
+  // The wrong format for the file: a vLLM result read as SGLang's JSONL names where it fails.
+  const Outcome wrong = dyno({"import", "sglang-bench", (kData / "detailed.json").string(),
+                              "--runs-root", runs()});
+  EXPECT_EQ(wrong.exit_code, 2) << wrong.err;
+  EXPECT_NE(wrong.err.find("detailed.json:"), std::string::npos) << wrong.err;
   const Outcome missing =
       dyno({"import", "vllm-bench", (dir_ / "absent.json").string(), "--runs-root", runs()});
   EXPECT_EQ(missing.exit_code, 2) << missing.err;
