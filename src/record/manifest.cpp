@@ -47,6 +47,7 @@ class Reader {
     if (v == nullptr || v->is_null()) return std::nullopt;
     return string(key);
   }
+  bool has(const char* key) const { return o_.contains(key); }
   bool boolean(const char* key) const {
     const json::value& v = at(key);
     if (!v.is_bool()) malformed(name(key), "is not a boolean");
@@ -213,11 +214,11 @@ json::object derived_from_to_json(const DerivedFrom& d) {
 }
 
 json::object source_to_json(const ImportSource& s) {
-  return json::object{{"tool", s.tool},         {"tool_version", or_null(s.tool_version)},
-                      {"file", s.file},         {"sha256", s.sha256},
-                      {"format", s.format},     {"imported_at", s.imported_at},
-                      {"timing", s.timing},     {"file_fields", s.file_fields},
-                      {"part", or_null(s.part)}};
+  return json::object{{"tool", s.tool},          {"tool_version", or_null(s.tool_version)},
+                      {"file", s.file},          {"sha256", s.sha256},
+                      {"format", s.format},      {"imported_at", s.imported_at},
+                      {"timing", s.timing},      {"file_fields", s.file_fields},
+                      {"part", or_null(s.part)}, {"evidence_redacted", s.evidence_redacted}};
 }
 
 ImportSource source_from(const Reader& r) {
@@ -231,6 +232,7 @@ ImportSource source_from(const Reader& r) {
   s.timing = r.string("timing");
   s.file_fields = r.object_value("file_fields");
   s.part = r.opt_string("part");
+  s.evidence_redacted = r.has("evidence_redacted") && r.boolean("evidence_redacted");
   return s;
 }
 

@@ -107,6 +107,9 @@ struct ImportSource {
   /// Which result of the file this record is, when the file holds several (a JSONL line
   /// "line 3", a JSON path "$.benchmarks[1]", a table row "row 2"); nullopt: the whole file.
   std::optional<std::string> part;
+  /// The evidence copy had secrets redacted (scrub_secrets): its bytes, and so its digest,
+  /// differ from the file's.
+  bool evidence_redacted = false;
 };
 
 struct Manifest {

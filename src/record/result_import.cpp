@@ -9,6 +9,7 @@
 #include "record/run_id.h"
 #include "record/run_writer.h"
 #include "record/scrub.h"
+#include "record/scrub_text.h"
 
 namespace dyno::record {
 
@@ -112,7 +113,12 @@ ImportOutcome write_imported_run(const ImportedResult& r, const std::string& fil
   m.load = r.load;
   m.load.imported = true;
   const std::string evidence = "evidence/" + file_name;
-  m.evidence.push_back({evidence, m.source->sha256});
+  // The file as evidence, with any secret it holds (an API key in a tool's saved settings, an
+  // Authorization header) redacted: its digest then differs from source.sha256, the original's.
+  std::string kept = bytes;
+  scrub_text::scrub_secrets(kept);
+  m.source->evidence_redacted = kept != bytes;
+  m.evidence.push_back({evidence, sha256_hex(kept)});
 
   metrics::Summary summary = r.summary;
   if (r.source.timing != "summary_only") {
@@ -122,7 +128,7 @@ ImportOutcome write_imported_run(const ImportedResult& r, const std::string& fil
 
   RunWriter writer(o.runs_root, m.run_id, true);
   try {
-    writer.write_text(evidence, bytes);
+    writer.write_text(evidence, kept);
     if (r.source.timing != "summary_only") {
       std::string lines;
       for (const metrics::Trace& t : r.traces) {

@@ -285,3 +285,29 @@ TEST(ImportGolden, VllmBenchNoStartTimes) { golden_of("no_start_times.json"); }
 TEST(ImportGolden, VllmBenchSummaryOnly) { golden_of("summary_only.json"); }
 
 }  // namespace
+
+namespace {
+
+TEST(ImportedRecord, SecretsInTheFileNeverReachTheRecord) {
+  dyno::testing::TempDir root;
+  json::object o = json::parse(bytes_of("summary_only.json")).as_object();
+  o["api_key"] = "sk-live-SECRET123";  // a tool's saved settings, as some tools keep them
+  o["extra_headers"] = json::object{{"Authorization", "Bearer sk-live-SECRET123"}};
+  const std::string bytes = json::serialize(o);
+  const auto out = dyno::record::write_imported_run(read_vllm_bench(bytes, "s.json"), "s.json",
+                                                    bytes, options(root.path()));
+  const auto report = dyno::record::verify_run_dir(out.dir, true);
+  for (const auto& p : report.problems) ADD_FAILURE() << p.path << ": " << p.message;
+  for (const auto& e : fs::recursive_directory_iterator(out.dir)) {
+    if (!e.is_regular_file()) continue;
+    EXPECT_EQ(dyno::record::read_file(e.path()).find("SECRET123"), std::string::npos) << e.path();
+  }
+  const json::object m = read_json(out.dir / "manifest.json");
+  // The source is still the file as it was (its digest names it; duplicates are found by it).
+  EXPECT_EQ(m.at("source").at("sha256").as_string(), dyno::record::sha256_hex(bytes));
+  EXPECT_TRUE(m.at("source").at("evidence_redacted").as_bool());
+  EXPECT_NE(dyno::record::read_file(out.dir / "evidence/s.json").find("<scrubbed:secret>"),
+            std::string::npos);
+}
+
+}  // namespace
