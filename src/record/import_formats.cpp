@@ -1,5 +1,7 @@
 #include "record/import_formats.h"
 
+#include "record/import_guidellm.h"
+#include "record/import_llama_bench.h"
 #include "record/import_vllm.h"
 
 namespace dyno::record {
@@ -11,12 +13,28 @@ std::vector<ImportedResult> vllm_bench(const std::string& bytes, const std::stri
   return {read_vllm_bench(bytes, file)};
 }
 
+std::vector<ImportedResult> llama_bench(const std::string& bytes, const std::string& file,
+                                        const ImportReadOptions&) {
+  return read_llama_bench(bytes, file);
+}
+
+std::vector<ImportedResult> guidellm(const std::string& bytes, const std::string& file,
+                                     const ImportReadOptions&) {
+  return read_guidellm(bytes, file);
+}
+
 }  // namespace
 
 const std::vector<ImportFormat>& import_formats() {
   static const std::vector<ImportFormat> formats{
       {"vllm-bench", "`vllm bench serve --save-result` JSON (per-request with --save-detailed)",
        vllm_bench},
+      {"llama-bench", "llama.cpp's `llama-bench -o json|jsonl|csv` (one record per test)",
+       llama_bench},
+      {"guidellm",
+       "GuideLLM 0.2/0.3 `guidellm benchmark --output-path x.json` report (one "
+       "record per benchmark)",
+       guidellm},
   };
   return formats;
 }
