@@ -25,7 +25,8 @@ TEST_F(ImportLocal, LlamaBenchAndGuideLlmFilesBecomeRecordsThatVerify) {
   ASSERT_EQ(guide.exit_code, 0) << guide.err;
   std::vector<std::string> ids;
   for (const Outcome* o : {&llama, &guide}) {
-    for (const auto& row : json::parse(o->out).as_array()) {
+    const json::value rows = json::parse(o->out);
+    for (const auto& row : rows.as_array()) {
       ids.emplace_back(row.at("run_id").as_string());
     }
   }
