@@ -1,9 +1,10 @@
 #include "record/import_formats.h"
 
-#include "record/import_vllm.h"
-// sglang-bench, aiperf
 #include "record/import_aiperf.h"
+#include "record/import_guidellm.h"
+#include "record/import_llama_bench.h"
 #include "record/import_sglang.h"
+#include "record/import_vllm.h"
 
 namespace dyno::record {
 
@@ -14,7 +15,6 @@ std::vector<ImportedResult> vllm_bench(const std::string& bytes, const std::stri
   return {read_vllm_bench(bytes, file)};
 }
 
-// sglang-bench, aiperf
 std::vector<ImportedResult> sglang_bench(const std::string& bytes, const std::string& file,
                                          const ImportReadOptions&) {
   return read_sglang_bench(bytes, file);
@@ -25,14 +25,23 @@ std::vector<ImportedResult> aiperf(const std::string& bytes, const std::string& 
   return {read_aiperf(bytes, file)};
 }
 
+std::vector<ImportedResult> llama_bench(const std::string& bytes, const std::string& file,
+                                        const ImportReadOptions&) {
+  return read_llama_bench(bytes, file);
+}
+
+std::vector<ImportedResult> guidellm(const std::string& bytes, const std::string& file,
+                                     const ImportReadOptions&) {
+  return read_guidellm(bytes, file);
+}
+
 }  // namespace
 
 const std::vector<ImportFormat>& import_formats() {
   static const std::vector<ImportFormat> formats{
       {"vllm-bench", "`vllm bench serve --save-result` JSON (per-request with --save-detailed)",
        vllm_bench},
-      // sglang-bench, aiperf
-      {"sglang-bench",
+            {"sglang-bench",
        "`python -m sglang.bench_serving --output-file` JSONL, a result a line (per-request with "
        "--output-details)",
        sglang_bench},
@@ -40,6 +49,12 @@ const std::vector<ImportFormat>& import_formats() {
        "AIPerf's profile_export.jsonl (per-request records) or profile_export_aiperf.json "
        "(aggregate)",
        aiperf},
+      {"llama-bench", "llama.cpp's `llama-bench -o json|jsonl|csv` (one record per test)",
+       llama_bench},
+      {"guidellm",
+       "GuideLLM 0.2/0.3 `guidellm benchmark --output-path x.json` report (one "
+       "record per benchmark)",
+       guidellm},
   };
   return formats;
 }

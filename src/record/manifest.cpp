@@ -102,7 +102,10 @@ json::object workload_to_json(const WorkloadSection& w) {
       {"request_stream",
        json::object{{"source", s.source},
                     {"sha256", s.sha256.empty() ? json::value(nullptr) : json::value(s.sha256)},
-                    {"count", s.count},
+                    // 0 only in an imported record whose file does not say how many
+                    // requests (runs) it made: null.
+                    {"count", s.count == 0 && s.sha256.empty() ? json::value(nullptr)
+                                                               : json::value(s.count)},
                     {"cycle", s.cycle}}},
       {"sampling", w.sampling},
       {"warmup_requests", w.warmup_requests}};
@@ -166,7 +169,7 @@ WorkloadSection workload_from(const Reader& r) {
   const Reader s = r.object("request_stream");
   w.request_stream.source = s.string("source");
   w.request_stream.sha256 = s.opt_string("sha256").value_or("");
-  w.request_stream.count = s.uint("count");
+  w.request_stream.count = s.opt_uint("count").value_or(0);  // null: an import that does not say
   w.request_stream.cycle = s.raw().contains("cycle") && s.boolean("cycle");  // older records
   w.sampling = r.object_value("sampling");
   w.warmup_requests = r.uint("warmup_requests");

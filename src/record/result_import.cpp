@@ -20,14 +20,24 @@ namespace {
 
 json::object engine_json(const ImportedResult& r, const ImportWriteOptions& o) {
   const std::optional<std::string> name = o.engine ? o.engine : r.engine_name;
-  json::object unknown{{"version", kNotInFile}, {"api_key_used", kNotInFile}};
+  json::object unknown;
+  if (!r.engine_version) unknown["version"] = kNotInFile;
+  unknown["api_key_used"] = kNotInFile;
   if (!name) unknown["name"] = std::string(kNotInFile) + " (--engine names it)";
-  return json::object{{"name", name ? json::value(*name) : json::value(nullptr)},
-                      {"version", nullptr},
-                      {"reached", json::object{{"kind", "import"}}},
-                      {"engine_args", json::object{}},
-                      {"api_key_used", nullptr},
-                      {"unknown", std::move(unknown)}};
+  json::object e{{"name", name ? json::value(*name) : json::value(nullptr)},
+                 {"version", r.engine_version ? json::value(*r.engine_version) : nullptr},
+                 {"reached", json::object{{"kind", "import"}}},
+                 {"engine_args", json::object{}},
+                 {"api_key_used", nullptr},
+                 {"unknown", std::move(unknown)}};
+  // The build's commit, as a board reads an engine's commit (engine.source.commit); whether
+  // the build had local changes the file does not say.
+  if (r.engine_commit) {
+    e["source"] = json::object{{"commit", *r.engine_commit},
+                               {"dirty", nullptr},
+                               {"unknown", json::object{{"dirty", kNotInFile}}}};
+  }
+  return e;
 }
 
 json::object model_json(const ImportedResult& r, const ImportWriteOptions& o,
@@ -45,23 +55,25 @@ json::object model_json(const ImportedResult& r, const ImportWriteOptions& o,
       {"unknown", json::object{{"revision", kNotInFile}, {"fingerprint", kNotInFile}}}};
 }
 
-json::object hardware_json() {
+json::object hardware_json(const ImportedResult& r) {
+  json::object unknown{{"host", kNotInFile}};
+  if (!r.cpu_model) unknown["cpu_model"] = kNotInFile;
+  unknown["cpu_cores"] = kNotInFile;
+  unknown["ram_bytes"] = kNotInFile;
+  if (!r.gpus) unknown["gpus"] = r.gpus_unknown.empty() ? kNotInFile : r.gpus_unknown;
   return json::object{{"host", nullptr},
-                      {"cpu_model", nullptr},
+                      {"cpu_model", r.cpu_model ? json::value(*r.cpu_model) : nullptr},
                       {"cpu_cores", nullptr},
                       {"ram_bytes", nullptr},
-                      {"gpus", json::array{}},
-                      {"unknown", json::object{{"host", kNotInFile},
-                                               {"cpu_model", kNotInFile},
-                                               {"cpu_cores", kNotInFile},
-                                               {"ram_bytes", kNotInFile},
-                                               {"gpus", kNotInFile}}}};
+                      {"gpus", r.gpus ? *r.gpus : json::array{}},
+                      {"unknown", std::move(unknown)}};
 }
 
 /// summary.json: the figures, and what an imported record cannot have (client cost, energy,
 /// the server's /metrics) null with the reason.
 json::object summary_json(const std::string& run_id, const std::string& status,
-                          const metrics::Summary& s, const ImportSource& source) {
+                          const metrics::Summary& s, const ImportSource& source,
+                          const std::optional<json::object>& engine_timings) {
   json::object doc{{"schema_version", kSchemaVersion}, {"run_id", run_id}, {"status", status}};
   for (auto& kv : summary_to_json(s)) doc[kv.key()] = kv.value();
   json::object& client = doc["client"].as_object();
@@ -69,6 +81,11 @@ json::object summary_json(const std::string& run_id, const std::string& status,
   client["note"] = "imported record: dyno did not measure, so the client's cost is unknown";
   doc["energy"] = json::object{{"energy_j", nullptr}, {"reason", kNotInFile}};
   doc["server"] = json::object{{"source", nullptr}, {"reason", kNotInFile}};
+  if (engine_timings) {
+    doc["server"] = json::object{{"source", nullptr},
+                                 {"reason", "an in-process benchmark: no server, no /metrics"},
+                                 {"timings", *engine_timings}};
+  }
   doc["import"] = json::object{{"format", source.format},
                                {"timing", source.timing},
                                {"summary_only", source.timing == "summary_only"}};
@@ -103,7 +120,7 @@ ImportOutcome write_imported_run(const ImportedResult& r, const std::string& fil
   m.harness = o.harness;
   m.engine = engine_json(r, o);
   m.model = model_json(r, o, file_name);
-  m.hardware = hardware_json();
+  m.hardware = hardware_json(r);
   m.workload.protocol = json::object{{"name", "import"}, {"version", 1}};
   if (r.pairs_as) m.workload.protocol["pairs_as"] = *r.pairs_as;
   if (r.cell) m.workload.protocol["cell"] = *r.cell;
@@ -136,7 +153,8 @@ ImportOutcome write_imported_run(const ImportedResult& r, const std::string& fil
       }
       writer.write_text("requests.jsonl", lines);
     }
-    writer.write_json("summary.json", summary_json(m.run_id, m.status, summary, *m.source));
+    writer.write_json("summary.json",
+                      summary_json(m.run_id, m.status, summary, *m.source, r.engine_timings));
     writer.write_json("manifest.json", manifest_to_json(m));
     if (r.source.timing == "summary_only") {
       writer.flush_requests();

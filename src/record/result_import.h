@@ -37,21 +37,35 @@ struct ImportedResult {
   std::optional<std::string> label;  ///< the file's own label, when it has one
   std::optional<std::string> model_id;
   std::optional<std::string> engine_name;
-  std::string api = "completions";  ///< chat | completions, from the file's endpoint type
+  /// chat | completions, from the file's endpoint type; in_process for a benchmark that runs
+  /// the engine inside its own process (llama-bench): no HTTP API at all.
+  std::string api = "completions";
   /// What a board pairs the record with (workload.protocol.pairs_as and .cell): nullopt, a
   /// plain run at the file's load (cell c<C> or r<rate>); set when the file names a protocol
   /// and its cell (a ledger's columns).
   std::optional<std::string> pairs_as;
   std::optional<std::string> cell;
-  std::uint64_t requests = 0;       ///< requests the tool sent (measured)
-  LoadSection load;                 ///< imported = true
-  std::string status = "ok";        ///< ok | partial | failed
+  std::uint64_t requests = 0;  ///< requests the tool sent (measured)
+  LoadSection load;            ///< imported = true
+  std::string status = "ok";   ///< ok | partial | failed
   /// Per-request data as traces (timing: "shared_clock" or "per_request"); empty when the
   /// file has none ("summary_only").
   std::vector<metrics::Trace> traces;
   /// summary_only: the figures whose definitions match dyno's (docs/interop.md); the rest
   /// absent. Otherwise unused: the figures are computed from `traces`.
   metrics::Summary summary;
+
+  // What an in-process benchmark's file says of the engine and the machine (llama-bench);
+  // nullopt: not in the file (null with its reason in the record).
+  std::optional<std::string> engine_version;  ///< engine.version
+  std::optional<std::string> engine_commit;   ///< engine.source.commit (the build's commit)
+  std::optional<std::string> cpu_model;       ///< hardware.cpu_model
+  /// hardware.gpus (device_identity entries); nullopt: unknown, `gpus_unknown` says why.
+  std::optional<boost::json::array> gpus;
+  std::string gpus_unknown;
+  /// summary.json server.timings: the engine's own timing of an in-process benchmark (its
+  /// prefill and decode rates per repetition); nullopt: none (server is null).
+  std::optional<boost::json::object> engine_timings;
 };
 
 struct ImportWriteOptions {
