@@ -1,5 +1,6 @@
 #include "record/import_formats.h"
 
+#include "record/import_table.h"
 #include "record/import_vllm.h"
 
 namespace dyno::record {
@@ -11,12 +12,21 @@ std::vector<ImportedResult> vllm_bench(const std::string& bytes, const std::stri
   return {read_vllm_bench(bytes, file)};
 }
 
+std::vector<ImportedResult> table(const std::string& bytes, const std::string& file,
+                                  const ImportReadOptions& options) {
+  return read_table(bytes, file, options.map);
+}
+
 }  // namespace
 
 const std::vector<ImportFormat>& import_formats() {
   static const std::vector<ImportFormat> formats{
       {"vllm-bench", "`vllm bench serve --save-result` JSON (per-request with --save-detailed)",
        vllm_bench},
+      {"table",
+       "a ledger: CSV, JSON rows or JSONL, one record a row; --map SOURCE=TARGET names the "
+       "columns",
+       table},
   };
   return formats;
 }

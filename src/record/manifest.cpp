@@ -165,7 +165,7 @@ WorkloadSection workload_from(const Reader& r) {
   const Reader s = r.object("request_stream");
   w.request_stream.source = s.string("source");
   w.request_stream.sha256 = s.opt_string("sha256").value_or("");
-  w.request_stream.count = s.uint("count");
+  w.request_stream.count = s.opt_uint("count").value_or(0);  // null: an import that does not say
   w.request_stream.cycle = s.raw().contains("cycle") && s.boolean("cycle");  // older records
   w.sampling = r.object_value("sampling");
   w.warmup_requests = r.uint("warmup_requests");

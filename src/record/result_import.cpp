@@ -21,12 +21,20 @@ json::object engine_json(const ImportedResult& r, const ImportWriteOptions& o) {
   const std::optional<std::string> name = o.engine ? o.engine : r.engine_name;
   json::object unknown{{"version", kNotInFile}, {"api_key_used", kNotInFile}};
   if (!name) unknown["name"] = std::string(kNotInFile) + " (--engine names it)";
-  return json::object{{"name", name ? json::value(*name) : json::value(nullptr)},
-                      {"version", nullptr},
-                      {"reached", json::object{{"kind", "import"}}},
-                      {"engine_args", json::object{}},
-                      {"api_key_used", nullptr},
-                      {"unknown", std::move(unknown)}};
+  if (r.engine_version) unknown.erase("version");
+  json::object engine{
+      {"name", name ? json::value(*name) : json::value(nullptr)},
+      {"version", r.engine_version ? json::value(*r.engine_version) : json::value(nullptr)},
+      {"reached", json::object{{"kind", "import"}}},
+      {"engine_args", json::object{}},
+      {"api_key_used", nullptr},
+      {"unknown", std::move(unknown)}};
+  if (r.engine_commit) {  // the commit the file states; whether its tree was dirty it does not
+    engine["source"] = json::object{{"commit", *r.engine_commit},
+                                    {"dirty", nullptr},
+                                    {"unknown", json::object{{"dirty", kNotInFile}}}};
+  }
+  return engine;
 }
 
 json::object model_json(const ImportedResult& r, const ImportWriteOptions& o,
@@ -44,25 +52,44 @@ json::object model_json(const ImportedResult& r, const ImportWriteOptions& o,
       {"unknown", json::object{{"revision", kNotInFile}, {"fingerprint", kNotInFile}}}};
 }
 
-json::object hardware_json() {
+json::object hardware_json(const ImportedResult& r) {
+  json::array gpus;
+  for (const json::object& g : r.gpus) gpus.push_back(g);
   return json::object{{"host", nullptr},
                       {"cpu_model", nullptr},
                       {"cpu_cores", nullptr},
                       {"ram_bytes", nullptr},
-                      {"gpus", json::array{}},
+                      {"gpus", std::move(gpus)},
                       {"unknown", json::object{{"host", kNotInFile},
                                                {"cpu_model", kNotInFile},
                                                {"cpu_cores", kNotInFile},
                                                {"ram_bytes", kNotInFile},
-                                               {"gpus", kNotInFile}}}};
+                                               {"gpus", r.gpus.empty() || r.gpus_unknown.empty()
+                                                            ? std::string(kNotInFile)
+                                                            : r.gpus_unknown}}}};
+}
+
+/// Sets the value at the dotted `path` of `doc` (every step but the last an object) to null.
+void make_null(json::object& doc, const std::string& path) {
+  json::object* at = &doc;
+  std::size_t from = 0;
+  for (std::size_t dot = path.find('.'); dot != std::string::npos; dot = path.find('.', from)) {
+    json::value* next = at->if_contains(path.substr(from, dot - from));
+    if (next == nullptr || !next->is_object()) return;
+    at = &next->get_object();
+    from = dot + 1;
+  }
+  if (json::value* v = at->if_contains(path.substr(from))) *v = nullptr;
 }
 
 /// summary.json: the figures, and what an imported record cannot have (client cost, energy,
 /// the server's /metrics) null with the reason.
 json::object summary_json(const std::string& run_id, const std::string& status,
-                          const metrics::Summary& s, const ImportSource& source) {
+                          const metrics::Summary& s, const ImportSource& source,
+                          const std::vector<std::string>& absent_counts) {
   json::object doc{{"schema_version", kSchemaVersion}, {"run_id", run_id}, {"status", status}};
   for (auto& kv : summary_to_json(s)) doc[kv.key()] = kv.value();
+  for (const std::string& path : absent_counts) make_null(doc, path);
   json::object& client = doc["client"].as_object();
   client["connections_opened"] = nullptr;
   client["note"] = "imported record: dyno did not measure, so the client's cost is unknown";
@@ -102,7 +129,7 @@ ImportOutcome write_imported_run(const ImportedResult& r, const std::string& fil
   m.harness = o.harness;
   m.engine = engine_json(r, o);
   m.model = model_json(r, o, file_name);
-  m.hardware = hardware_json();
+  m.hardware = hardware_json(r);
   m.workload.protocol = json::object{{"name", "import"}, {"version", 1}};
   if (r.pairs_as) m.workload.protocol["pairs_as"] = *r.pairs_as;
   if (r.cell) m.workload.protocol["cell"] = *r.cell;
@@ -130,8 +157,12 @@ ImportOutcome write_imported_run(const ImportedResult& r, const std::string& fil
       }
       writer.write_text("requests.jsonl", lines);
     }
-    writer.write_json("summary.json", summary_json(m.run_id, m.status, summary, *m.source));
-    writer.write_json("manifest.json", manifest_to_json(m));
+    const std::vector<std::string> absent =
+        r.source.timing == "summary_only" ? r.absent_counts : std::vector<std::string>{};
+    writer.write_json("summary.json", summary_json(m.run_id, m.status, summary, *m.source, absent));
+    json::object manifest = manifest_to_json(m);
+    if (r.requests == 0) make_null(manifest, "workload.request_stream.count");
+    writer.write_json("manifest.json", manifest);
     if (r.source.timing == "summary_only") {
       writer.flush_requests();
       fs::remove(writer.dir() / "requests.jsonl");  // the writer opens it; nothing is in it

@@ -43,15 +43,27 @@ struct ImportedResult {
   /// and its cell (a ledger's columns).
   std::optional<std::string> pairs_as;
   std::optional<std::string> cell;
-  std::uint64_t requests = 0;       ///< requests the tool sent (measured)
-  LoadSection load;                 ///< imported = true
-  std::string status = "ok";        ///< ok | partial | failed
+  /// Requests the tool sent (measured); 0: the file does not say (a ledger without a count):
+  /// workload.request_stream.count is written null.
+  std::uint64_t requests = 0;
+  LoadSection load;           ///< imported = true
+  std::string status = "ok";  ///< ok | partial | failed
   /// Per-request data as traces (timing: "shared_clock" or "per_request"); empty when the
   /// file has none ("summary_only").
   std::vector<metrics::Trace> traces;
   /// summary_only: the figures whose definitions match dyno's (docs/interop.md); the rest
   /// absent. Otherwise unused: the figures are computed from `traces`.
   metrics::Summary summary;
+  // Identity a ledger may state (`table`); unset: null in the record, with the reason.
+  std::optional<std::string> engine_version;  ///< engine.version
+  std::optional<std::string> engine_commit;   ///< engine.source.commit (its dirty flag null)
+  /// hardware.gpus: device_identity entries (docs/schema/manifest.schema.json) the file names;
+  /// empty: not in the file. `gpus_unknown`: what those entries leave unknown.
+  std::vector<boost::json::object> gpus;
+  std::string gpus_unknown;
+  /// summary_only: paths of summary.json counts the file does not give ("requests.ok",
+  /// "tokens.input_total", "latency_ms.ttft.count"): written null, not the Summary's 0.
+  std::vector<std::string> absent_counts;
 };
 
 struct ImportWriteOptions {

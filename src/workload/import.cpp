@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "json/json_text.h"
+#include "workload/csv.h"
 #include "workload/seeded_text.h"
 
 namespace dyno::workload {
@@ -128,82 +129,6 @@ std::string pick_format(const fs::path& path, const std::string& format) {
   return "jsonl";
 }
 
-/// RFC 4180 records; each with the 1-based line its first field starts on.
-std::vector<std::pair<std::size_t, std::vector<std::string>>> parse_csv(std::string_view text,
-                                                                        const std::string& name) {
-  if (text.substr(0, 3) == "\xef\xbb\xbf") text.remove_prefix(3);
-  std::vector<std::pair<std::size_t, std::vector<std::string>>> records;
-  std::vector<std::string> fields;
-  std::string field;
-  std::size_t line = 1;
-  std::size_t record_line = 1;
-  std::size_t i = 0;
-  bool record_open = false;  // something (even an empty field) was read for this record
-  const auto end_record = [&] {
-    fields.push_back(std::move(field));
-    field.clear();
-    // A line with nothing on it is skipped, not a record with one empty field.
-    if (!(fields.size() == 1 && fields[0].empty() && !record_open)) {
-      records.emplace_back(record_line, std::move(fields));
-    }
-    fields.clear();
-    record_open = false;
-  };
-  while (i < text.size()) {
-    const char c = text[i];
-    if (c == '"') {
-      if (!field.empty()) {
-        throw StreamError(name + ":" + std::to_string(line) +
-                          ": stray '\"' inside an unquoted field; quote the whole field and "
-                          "double inner quotes");
-      }
-      const std::size_t open_line = line;
-      ++i;
-      record_open = true;
-      for (;;) {
-        if (i >= text.size()) {
-          throw StreamError(name + ":" + std::to_string(open_line) +
-                            ": quoted field is not closed before the end of the file");
-        }
-        if (text[i] == '"') {
-          if (i + 1 < text.size() && text[i + 1] == '"') {
-            field.push_back('"');
-            i += 2;
-            continue;
-          }
-          ++i;
-          break;
-        }
-        if (text[i] == '\n') ++line;
-        field.push_back(text[i++]);
-      }
-      if (i < text.size() && text[i] != ',' && text[i] != '\n' && text[i] != '\r') {
-        throw StreamError(name + ":" + std::to_string(line) +
-                          ": text after a closing quote; a quoted field must end at ',' or the "
-                          "end of the line");
-      }
-      continue;
-    }
-    if (c == ',') {
-      fields.push_back(std::move(field));
-      field.clear();
-      record_open = true;
-      ++i;
-    } else if (c == '\r' || c == '\n') {
-      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      ++i;
-      end_record();
-      ++line;
-      record_line = line;
-    } else {
-      field.push_back(c);
-      ++i;
-    }
-  }
-  if (!field.empty() || !fields.empty() || record_open) end_record();
-  return records;
-}
-
 Table load_table(const fs::path& path, const std::string& format_option) {
   const std::string name = path.string();
   const std::string format = pick_format(path, format_option);
@@ -211,7 +136,9 @@ Table load_table(const fs::path& path, const std::string& format_option) {
   Table table;
   if (format == "csv") {
     table.is_csv = true;
-    auto records = parse_csv(text, name);
+    auto records = parse_csv(text, [&](std::size_t line, const std::string& what) {
+      throw StreamError(name + ":" + std::to_string(line) + ": " + what);
+    });
     if (records.empty()) throw StreamError(name + ": empty CSV; the first row must be a header");
     table.header = std::move(records[0].second);
     std::set<std::string> seen;

@@ -1,0 +1,89 @@
+#include "workload/csv.h"
+
+#include <stdexcept>
+
+namespace dyno::workload {
+
+namespace {
+
+[[noreturn]] void refuse(const CsvFail& fail, std::size_t line, const std::string& what) {
+  fail(line, what);
+  throw std::logic_error("parse_csv: the caller's fail() returned: " + what);
+}
+
+}  // namespace
+
+std::vector<CsvRecord> parse_csv(std::string_view text, const CsvFail& fail) {
+  if (text.substr(0, 3) == "\xef\xbb\xbf") text.remove_prefix(3);
+  std::vector<CsvRecord> records;
+  std::vector<std::string> fields;
+  std::string field;
+  std::size_t line = 1;
+  std::size_t record_line = 1;
+  std::size_t i = 0;
+  bool record_open = false;  // something (even an empty field) was read for this record
+  const auto end_record = [&] {
+    fields.push_back(std::move(field));
+    field.clear();
+    // A line with nothing on it is skipped, not a record with one empty field.
+    if (!(fields.size() == 1 && fields[0].empty() && !record_open)) {
+      records.emplace_back(record_line, std::move(fields));
+    }
+    fields.clear();
+    record_open = false;
+  };
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == '"') {
+      if (!field.empty()) {
+        refuse(fail, line,
+               "stray '\"' inside an unquoted field; quote the whole field and double inner "
+               "quotes");
+      }
+      const std::size_t open_line = line;
+      ++i;
+      record_open = true;
+      for (;;) {
+        if (i >= text.size()) {
+          refuse(fail, open_line, "quoted field is not closed before the end of the file");
+        }
+        if (text[i] == '"') {
+          if (i + 1 < text.size() && text[i + 1] == '"') {
+            field.push_back('"');
+            i += 2;
+            continue;
+          }
+          ++i;
+          break;
+        }
+        if (text[i] == '\n') ++line;
+        field.push_back(text[i++]);
+      }
+      if (i < text.size() && text[i] != ',' && text[i] != '\n' && text[i] != '\r') {
+        refuse(fail, line,
+               "text after a closing quote; a quoted field must end at ',' or the end of the "
+               "line");
+      }
+      continue;
+    }
+    if (c == ',') {
+      fields.push_back(std::move(field));
+      field.clear();
+      record_open = true;
+      ++i;
+    } else if (c == '\r' || c == '\n') {
+      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+      ++i;
+      end_record();
+      ++line;
+      record_line = line;
+    } else {
+      field.push_back(c);
+      ++i;
+    }
+  }
+  if (!field.empty() || !fields.empty() || record_open) end_record();
+  return records;
+}
+
+}  // namespace dyno::workload
