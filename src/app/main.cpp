@@ -13,13 +13,13 @@
 #include "app/report_command.h"
 #include "app/rescore_command.h"
 #include "app/results_import_command.h"
-#include "record/import_formats.h"
 #include "app/run_command.h"
 #include "app/runs_command.h"
 #include "app/signals.h"
 #include "app/sim_command.h"
 #include "app/stream_command.h"
 #include "dyno/build_info.h"
+#include "record/import_formats.h"
 #include "record/run_writer.h"
 #include "telemetry/energy_report.h"
 
@@ -330,7 +330,10 @@ void add_results_import_flags(CLI::App& cmd, dyno::app::ResultsImportOptions& o)
   cmd.add_option("files", o.files, "saved result files, one record per result they hold")
       ->required();
   cmd.add_option("--map", o.read.map,
-                 "table: COLUMN=FIGURE (a column, or a JSON path $.a.b in JSON rows), repeated");
+                 "table: SOURCE=TARGET[:UNIT], repeated: SOURCE a column, or a key or path "
+                 "$.a.b[0] of JSON rows; TARGET a figure of summary.json "
+                 "(latency_ms.ttft.p50:s) or an identity (model, engine, concurrency…); "
+                 "PATH=rows: where JSON rows are (docs/interop.md)");
   cmd.add_option("--runs-root", o.runs_root, "directory of run records (the new ones go here)")
       ->capture_default_str();
   cmd.add_option("--label", o.label, "the records' label (default: the file's label, or FORMAT)");

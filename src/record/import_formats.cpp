@@ -4,6 +4,7 @@
 #include "record/import_guidellm.h"
 #include "record/import_llama_bench.h"
 #include "record/import_sglang.h"
+#include "record/import_table.h"
 #include "record/import_vllm.h"
 
 namespace dyno::record {
@@ -35,13 +36,18 @@ std::vector<ImportedResult> guidellm(const std::string& bytes, const std::string
   return read_guidellm(bytes, file);
 }
 
+std::vector<ImportedResult> table(const std::string& bytes, const std::string& file,
+                                  const ImportReadOptions& options) {
+  return read_table(bytes, file, options.map);
+}
+
 }  // namespace
 
 const std::vector<ImportFormat>& import_formats() {
   static const std::vector<ImportFormat> formats{
       {"vllm-bench", "`vllm bench serve --save-result` JSON (per-request with --save-detailed)",
        vllm_bench},
-            {"sglang-bench",
+      {"sglang-bench",
        "`python -m sglang.bench_serving --output-file` JSONL, a result a line (per-request with "
        "--output-details)",
        sglang_bench},
@@ -55,6 +61,10 @@ const std::vector<ImportFormat>& import_formats() {
        "GuideLLM 0.2/0.3 `guidellm benchmark --output-path x.json` report (one "
        "record per benchmark)",
        guidellm},
+      {"table",
+       "a ledger: CSV, JSON rows or JSONL, one record a row; --map SOURCE=TARGET names the "
+       "columns",
+       table},
   };
   return formats;
 }

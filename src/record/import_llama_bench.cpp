@@ -244,12 +244,10 @@ json::value csv_value(const std::string& column, const std::string& text, const 
 }
 
 std::vector<ImportedResult> read_csv(const std::string& bytes, const std::string& file) {
-  std::vector<workload::CsvRecord> records;
-  try {
-    records = workload::parse_csv_records(bytes, file);
-  } catch (const workload::StreamError& e) {
-    throw ImportFileError(e.what());
-  }
+  const std::vector<workload::CsvRecord> records =
+      workload::parse_csv(bytes, [&](std::size_t line, const std::string& what) {
+        throw ImportFileError(file + ":" + std::to_string(line) + ": " + what);
+      });
   if (records.empty()) throw ImportFileError(file + ": empty; expected llama-bench's CSV header");
   const auto& [header_line, header] = records.front();
   for (const std::string& key : required_keys()) {

@@ -60,7 +60,9 @@ json::object hardware_json(const ImportedResult& r) {
   if (!r.cpu_model) unknown["cpu_model"] = kNotInFile;
   unknown["cpu_cores"] = kNotInFile;
   unknown["ram_bytes"] = kNotInFile;
+  // No GPUs in the file, or GPUs it names only in part (a ledger's GPU model: no vendor).
   if (!r.gpus) unknown["gpus"] = r.gpus_unknown.empty() ? kNotInFile : r.gpus_unknown;
+  if (r.gpus && !r.gpus_unknown.empty()) unknown["gpus"] = r.gpus_unknown;
   return json::object{{"host", nullptr},
                       {"cpu_model", r.cpu_model ? json::value(*r.cpu_model) : nullptr},
                       {"cpu_cores", nullptr},
@@ -69,13 +71,28 @@ json::object hardware_json(const ImportedResult& r) {
                       {"unknown", std::move(unknown)}};
 }
 
+/// Sets the value at the dotted `path` of `doc` (every step but the last an object) to null.
+void make_null(json::object& doc, const std::string& path) {
+  json::object* at = &doc;
+  std::size_t from = 0;
+  for (std::size_t dot = path.find('.'); dot != std::string::npos; dot = path.find('.', from)) {
+    json::value* next = at->if_contains(path.substr(from, dot - from));
+    if (next == nullptr || !next->is_object()) return;
+    at = &next->get_object();
+    from = dot + 1;
+  }
+  if (json::value* v = at->if_contains(path.substr(from))) *v = nullptr;
+}
+
 /// summary.json: the figures, and what an imported record cannot have (client cost, energy,
 /// the server's /metrics) null with the reason.
 json::object summary_json(const std::string& run_id, const std::string& status,
                           const metrics::Summary& s, const ImportSource& source,
-                          const std::optional<json::object>& engine_timings) {
+                          const std::optional<json::object>& engine_timings,
+                          const std::vector<std::string>& absent_counts) {
   json::object doc{{"schema_version", kSchemaVersion}, {"run_id", run_id}, {"status", status}};
   for (auto& kv : summary_to_json(s)) doc[kv.key()] = kv.value();
+  for (const std::string& path : absent_counts) make_null(doc, path);
   json::object& client = doc["client"].as_object();
   client["connections_opened"] = nullptr;
   client["note"] = "imported record: dyno did not measure, so the client's cost is unknown";
@@ -153,8 +170,10 @@ ImportOutcome write_imported_run(const ImportedResult& r, const std::string& fil
       }
       writer.write_text("requests.jsonl", lines);
     }
-    writer.write_json("summary.json",
-                      summary_json(m.run_id, m.status, summary, *m.source, r.engine_timings));
+    const std::vector<std::string> absent =
+        r.source.timing == "summary_only" ? r.absent_counts : std::vector<std::string>{};
+    writer.write_json("summary.json", summary_json(m.run_id, m.status, summary, *m.source,
+                                                   r.engine_timings, absent));
     writer.write_json("manifest.json", manifest_to_json(m));
     if (r.source.timing == "summary_only") {
       writer.flush_requests();

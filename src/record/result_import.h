@@ -45,9 +45,11 @@ struct ImportedResult {
   /// and its cell (a ledger's columns).
   std::optional<std::string> pairs_as;
   std::optional<std::string> cell;
-  std::uint64_t requests = 0;  ///< requests the tool sent (measured)
-  LoadSection load;            ///< imported = true
-  std::string status = "ok";   ///< ok | partial | failed
+  /// Requests the tool sent (measured); 0: the file does not say (a ledger without a count):
+  /// workload.request_stream.count is written null.
+  std::uint64_t requests = 0;
+  LoadSection load;           ///< imported = true
+  std::string status = "ok";  ///< ok | partial | failed
   /// Per-request data as traces (timing: "shared_clock" or "per_request"); empty when the
   /// file has none ("summary_only").
   std::vector<metrics::Trace> traces;
@@ -66,6 +68,10 @@ struct ImportedResult {
   /// summary.json server.timings: the engine's own timing of an in-process benchmark (its
   /// prefill and decode rates per repetition); nullopt: none (server is null).
   std::optional<boost::json::object> engine_timings;
+  /// summary_only: paths of summary.json counts the file does not give ("requests.ok",
+  /// "tokens.input_total", "latency_ms.ttft.count"): written null, not the Summary's 0 (a
+  /// ledger, `table`).
+  std::vector<std::string> absent_counts;
 };
 
 struct ImportWriteOptions {

@@ -1,12 +1,19 @@
 #include "workload/csv.h"
 
-#include <utility>
-
-#include "workload/request_stream.h"
+#include <stdexcept>
 
 namespace dyno::workload {
 
-std::vector<CsvRecord> parse_csv_records(std::string_view text, const std::string& name) {
+namespace {
+
+[[noreturn]] void refuse(const CsvFail& fail, std::size_t line, const std::string& what) {
+  fail(line, what);
+  throw std::logic_error("parse_csv: the caller's fail() returned: " + what);
+}
+
+}  // namespace
+
+std::vector<CsvRecord> parse_csv(std::string_view text, const CsvFail& fail) {
   if (text.substr(0, 3) == "\xef\xbb\xbf") text.remove_prefix(3);
   std::vector<CsvRecord> records;
   std::vector<std::string> fields;
@@ -29,17 +36,16 @@ std::vector<CsvRecord> parse_csv_records(std::string_view text, const std::strin
     const char c = text[i];
     if (c == '"') {
       if (!field.empty()) {
-        throw StreamError(name + ":" + std::to_string(line) +
-                          ": stray '\"' inside an unquoted field; quote the whole field and "
-                          "double inner quotes");
+        refuse(fail, line,
+               "stray '\"' inside an unquoted field; quote the whole field and double inner "
+               "quotes");
       }
       const std::size_t open_line = line;
       ++i;
       record_open = true;
       for (;;) {
         if (i >= text.size()) {
-          throw StreamError(name + ":" + std::to_string(open_line) +
-                            ": quoted field is not closed before the end of the file");
+          refuse(fail, open_line, "quoted field is not closed before the end of the file");
         }
         if (text[i] == '"') {
           if (i + 1 < text.size() && text[i + 1] == '"') {
@@ -54,9 +60,9 @@ std::vector<CsvRecord> parse_csv_records(std::string_view text, const std::strin
         field.push_back(text[i++]);
       }
       if (i < text.size() && text[i] != ',' && text[i] != '\n' && text[i] != '\r') {
-        throw StreamError(name + ":" + std::to_string(line) +
-                          ": text after a closing quote; a quoted field must end at ',' or the "
-                          "end of the line");
+        refuse(fail, line,
+               "text after a closing quote; a quoted field must end at ',' or the end of the "
+               "line");
       }
       continue;
     }

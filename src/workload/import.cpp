@@ -136,7 +136,9 @@ Table load_table(const fs::path& path, const std::string& format_option) {
   Table table;
   if (format == "csv") {
     table.is_csv = true;
-    auto records = parse_csv_records(text, name);
+    auto records = parse_csv(text, [&](std::size_t line, const std::string& what) {
+      throw StreamError(name + ":" + std::to_string(line) + ": " + what);
+    });
     if (records.empty()) throw StreamError(name + ": empty CSV; the first row must be a header");
     table.header = std::move(records[0].second);
     std::set<std::string> seen;

@@ -1,0 +1,104 @@
+// `dyno import table` end to end: a hand-written ledger of two engines at three concurrencies
+// (tests/record/data/table/ledger.csv, TTFT in seconds) becomes one record a row that `dyno
+// runs verify` passes and `dyno runs list` shows; a board of the two engines pairs the rows
+// cell by cell (same model, same load), as the ledger's publisher compared them; a ledger
+// without --map, or with a column that is not there, exits 2 and imports nothing.
+#include "integration/integration_fixture.h"
+
+using namespace dyno::integration;  // the fixture, fs, json, Child, read_json(l)
+
+namespace {
+
+const fs::path kData = fs::path(DYNO_SOURCE_DIR) / "tests/record/data/table";
+
+class ImportTable : public Integration {
+ protected:
+  std::string runs() const { return (dir_ / "runs").string(); }
+
+  std::size_t record_count() const {
+    std::size_t n = 0;
+    if (!fs::is_directory(dir_ / "runs")) return 0;
+    for (const auto& e : fs::directory_iterator(dir_ / "runs")) n += e.is_directory() ? 1 : 0;
+    return n;
+  }
+};
+
+const std::vector<std::string> kMap{"--map", "Engine=engine",
+                                    "--map", "Version=engine.version",
+                                    "--map", "Model=model",
+                                    "--map", "GPU=gpu",
+                                    "--map", "Concurrency=concurrency",
+                                    "--map", "Prompts=requests",
+                                    "--map", "Completed=requests.ok",
+                                    "--map", "Failed=requests.failed",
+                                    "--map", "Output tok/s=throughput.output_tokens_per_s",
+                                    "--map", "Req/s=throughput.requests_per_s",
+                                    "--map", "TTFT p50 (s)=latency_ms.ttft.p50:s",
+                                    "--map", "TTFT p99 (s)=latency_ms.ttft.p99:s",
+                                    "--map", "TPOT p50 (ms)=latency_ms.tpot.p50",
+                                    "--map", "E2E mean (s)=latency_ms.e2e.mean:s"};
+
+TEST_F(ImportTable, ALedgerBecomesRecordsThatVerifyListAndPairCellByCell) {
+  std::vector<std::string> args{"import",      "table", (kData / "ledger.csv").string(),
+                                "--runs-root", runs(),  "--label",
+                                "ledger",      "--json"};
+  args.insert(args.end(), kMap.begin(), kMap.end());
+  const Outcome imp = dyno(args);
+  ASSERT_EQ(imp.exit_code, 0) << imp.err;
+  const json::array imported = json::parse(imp.out).as_array();
+  ASSERT_EQ(imported.size(), 6u);
+  EXPECT_EQ(imported[0].at("part").as_string(), "row 2");
+  EXPECT_EQ(imported[0].at("timing").as_string(), "summary_only");
+
+  for (const auto& row : imported) {
+    const std::string id(row.at("run_id").as_string());
+    const Outcome verify = dyno({"runs", "verify", id, "--runs-root", runs()});
+    EXPECT_EQ(verify.exit_code, 0) << id << "\n" << verify.out << verify.err;
+  }
+  const Outcome list = dyno({"runs", "list", "--json", "--runs-root", runs()});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  const json::array listed = json::parse(list.out).as_array();
+  ASSERT_EQ(listed.size(), 6u);
+  std::map<std::string, int> per_engine;
+  for (const auto& row : listed) {
+    EXPECT_EQ(row.at("protocol").as_string(), "import");
+    EXPECT_EQ(row.at("model_id").as_string(), "example-org/tiny-chat");
+    ++per_engine[std::string(row.at("engine_name").as_string())];
+  }
+  EXPECT_EQ(per_engine["vllm"], 3);
+  EXPECT_EQ(per_engine["sglang"], 3);
+
+  // The publisher's board re-derived: sglang against vllm, cell by cell.
+  const Outcome board =
+      dyno({"compare", "--runs-root", runs(), "--arm", "vllm=engine=vllm", "--arm",
+            "sglang=engine=sglang", "--baseline", "vllm", "--allow-unresolved", "--json"});
+  ASSERT_EQ(board.exit_code, 0) << board.err;
+  const json::object b = json::parse(board.out).as_object();
+  std::vector<std::string> cells;
+  for (const auto& c : b.at("cells").as_array()) {
+    cells.emplace_back(c.at("cell").as_string());
+    ASSERT_EQ(c.at("comparisons").as_array().size(), 1u) << board.out;
+    const json::object& cmp = c.at("comparisons").as_array()[0].as_object();
+    const json::object& out = cmp.at("deltas").at("output_tokens_per_s").as_object();
+    EXPECT_TRUE(out.at("summary_only").as_bool());
+    EXPECT_GT(out.at("value").as_double(), 0) << board.out;  // sglang published more tok/s
+  }
+  EXPECT_EQ(cells, (std::vector<std::string>{"c1", "c8", "c32"})) << board.out;
+  EXPECT_TRUE(b.at("unpaired").as_array().empty()) << board.out;
+}
+
+TEST_F(ImportTable, NoMapOrAMissingColumnExitsTwoAndImportsNothing) {
+  const std::string ledger = (kData / "ledger.csv").string();
+  const Outcome none = dyno({"import", "table", ledger, "--runs-root", runs()});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("no --map"), std::string::npos) << none.err;
+  const Outcome missing = dyno({"import", "table", ledger, "--runs-root", runs(), "--map",
+                                "Model=model", "--map", "TTFT=latency_ms.ttft.p50"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("column 'TTFT' (--map 'TTFT=latency_ms.ttft.p50') is not in the file"),
+            std::string::npos)
+      << missing.err;
+  EXPECT_EQ(record_count(), 0u);
+}
+
+}  // namespace
