@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "app/console.h"
+#include "app/export_command.h"
 #include "app/flag_values.h"
 #include "app/import_command.h"
 #include "app/protocols.h"
@@ -342,6 +343,21 @@ void add_results_import_flags(CLI::App& cmd, dyno::app::ResultsImportOptions& o)
   cmd.add_flag("--json", o.json, "print what was imported as JSON on stdout");
 }
 
+void add_export_flags(CLI::App& cmd, dyno::app::ExportCommandOptions& o) {
+  cmd.add_option("format", o.format,
+                 "vllm-bench: the JSON object `vllm bench serve --save-result --save-detailed` "
+                 "writes, one per run; csv: one row per run, every summary figure a column "
+                 "(docs/interop.md \"Export\")")
+      ->required()
+      ->check(CLI::IsMember(dyno::app::export_format_names()));
+  cmd.add_option("runs", o.runs, "run ids, unique prefixes or run directories")->required();
+  cmd.add_option("-o,--output", o.output,
+                 "the file to write; vllm-bench with several runs: a directory (made when "
+                 "absent) that receives <run_id>.json for each")
+      ->required();
+  cmd.add_option("--runs-root", o.runs_root, "directory of run records")->capture_default_str();
+}
+
 /// One connection per in-flight stream: thousands of streams need thousands of descriptors,
 /// more than the usual soft limit of 1024. Raise the soft limit to the hard one.
 void raise_fd_limit() {
@@ -428,6 +444,12 @@ int main(int argc, char** argv) {
       "records, labelled with their source; not `dyno stream import`, which makes request "
       "streams");
   add_results_import_flags(*results_import, results_import_options);
+  dyno::app::ExportCommandOptions export_options;
+  CLI::App* export_cmd = app.add_subcommand(
+      "export",
+      "write finished runs in another tool's format: vllm-bench (vLLM's result JSON, so vLLM's "
+      "tooling plots them) or csv (one row per run); the records are not changed");
+  add_export_flags(*export_cmd, export_options);
   dyno::app::RunsCli runs_cli(app);  // dyno runs list|show|diff|verify|rm|reindex|publish
   dyno::app::ReportCommands report_commands(app);
 
@@ -464,6 +486,7 @@ int main(int argc, char** argv) {
     if (results_import->parsed()) {
       return dyno::app::results_import_command(results_import_options, std::cout, std::cerr);
     }
+    if (export_cmd->parsed()) return dyno::app::export_command(export_options, std::cout);
     if (runs_cli.parsed()) return runs_cli.execute(std::cout, std::cerr);
     if (report_commands.parsed()) return report_commands.run();
     if (stream_make->parsed()) {
