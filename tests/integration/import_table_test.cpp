@@ -85,6 +85,33 @@ TEST_F(ImportTable, ALedgerBecomesRecordsThatVerifyListAndPairCellByCell) {
   }
   EXPECT_EQ(cells, (std::vector<std::string>{"c1", "c8", "c32"})) << board.out;
   EXPECT_TRUE(b.at("unpaired").as_array().empty()) << board.out;
+  // The same deltas the publisher's figures give: rates (A/B − 1)·100, latencies (B/A − 1)·100.
+  const json::array& cs = b.at("cells").as_array();
+  const auto delta = [&](std::size_t cell, const char* metric) {
+    return cs[cell].at("comparisons").as_array()[0].at("deltas").at(metric).at("value").as_double();
+  };
+  EXPECT_NEAR(delta(0, "output_tokens_per_s"), (84.0 / 81.5 - 1) * 100, 1e-9);
+  EXPECT_NEAR(delta(1, "output_tokens_per_s"), (612.5 / 590.25 - 1) * 100, 1e-9);
+  EXPECT_NEAR(delta(2, "output_tokens_per_s"), (1805.75 / 1710 - 1) * 100, 1e-9);
+  EXPECT_NEAR(delta(1, "ttft_p50_ms"), (34.0 / 31.0 - 1) * 100, 1e-9);  // the sheet's seconds
+  // Point-estimate win counts, on a tally line of their own: never interval wins.
+  bool tallied = false;
+  for (const auto& t : b.at("tallies").as_array()) {
+    if (t.at("metric").as_string() != "output_tokens_per_s") continue;
+    EXPECT_EQ(t.at("basis").as_string(), "summary_only");
+    EXPECT_EQ(t.at("compared").as_int64(), 3);
+    EXPECT_EQ(t.at("point_wins").as_int64(), 3);
+    EXPECT_EQ(t.at("wins").as_int64(), 0);
+    tallied = true;
+  }
+  EXPECT_TRUE(tallied) << board.out;
+  const Outcome text = dyno({"compare", "--runs-root", runs(), "--arm", "vllm=engine=vllm", "--arm",
+                             "sglang=engine=sglang", "--baseline", "vllm", "--allow-unresolved"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Output tok/s, summary-only pairs (no interval: summary only): 3/3 cells "
+                          "ahead by point estimate"),
+            std::string::npos)
+      << text.out;
 }
 
 TEST_F(ImportTable, NoMapOrAMissingColumnExitsTwoAndImportsNothing) {
