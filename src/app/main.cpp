@@ -340,6 +340,10 @@ void add_results_import_flags(CLI::App& cmd, dyno::app::ResultsImportOptions& o)
   cmd.add_option("--label", o.label, "the records' label (default: the file's label, or FORMAT)");
   cmd.add_option("--model", o.model, "the model id, when the file names none or names it wrong");
   cmd.add_option("--engine", o.engine, "the engine's name (the files rarely say it)");
+  cmd.add_option("--api", o.api,
+                 "chat or completions: the endpoint measured, for files that do not say it "
+                 "(an AIPerf per-record export, a ledger without an api column)")
+      ->check(CLI::IsMember({"chat", "completions"}));
   cmd.add_flag("--json", o.json, "print what was imported as JSON on stdout");
 }
 

@@ -78,6 +78,8 @@ int results_import_command(const ResultsImportOptions& o, std::ostream& out, std
     const std::string name = evidence_name(path);
     std::vector<record::ImportedResult> results =
         record::read_import(o.format, bytes, path, o.read);
+    // Every record's endpoint known before any is written: nothing half-imported.
+    for (const record::ImportedResult& r : results) (void)record::import_api(r, o.api, path);
     reads.push_back({name, std::move(bytes), std::move(results)});
   }
   record::ImportWriteOptions wo;
@@ -85,6 +87,7 @@ int results_import_command(const ResultsImportOptions& o, std::ostream& out, std
   wo.label = o.label;
   wo.model = o.model;
   wo.engine = o.engine;
+  wo.api = o.api;
   wo.harness = session::harness_identity();
   std::vector<ImportedRun> runs;
   for (const Read& r : reads) {

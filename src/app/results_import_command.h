@@ -21,6 +21,7 @@ struct ResultsImportOptions {
   std::optional<std::string> label;
   std::optional<std::string> model;
   std::optional<std::string> engine;
+  std::optional<std::string> api;  ///< --api: chat | completions, when a file does not say
   bool json = false;
   record::ImportReadOptions read;  ///< --map
 };

@@ -207,7 +207,7 @@ ImportedResult read_records(const std::string& bytes, const std::string& file) {
   r.source.tool = kAiperfTool;
   r.source.format = "aiperf";
   r.source.timing = "shared_clock";
-  r.api = "chat";  // AIPerf's default endpoint; the per-record export does not name it
+  // The per-record export does not name the endpoint: `dyno import --api` says it.
   r.requests = measured;
   r.load.imported = true;
   r.load.requests = measured;

@@ -111,6 +111,20 @@ json::object summary_json(const std::string& run_id, const std::string& status,
 
 }  // namespace
 
+std::string import_api(const ImportedResult& r, const std::optional<std::string>& flag,
+                       const std::string& file_name) {
+  const std::string where = file_name + (r.source.part ? " " + *r.source.part : "");
+  if (r.api && flag && *r.api != *flag) {
+    throw ImportFileError(where + ": the file says the endpoint was " + *r.api + ", --api says " +
+                          *flag);
+  }
+  if (r.api) return *r.api;
+  if (flag) return *flag;
+  throw ImportFileError(where +
+                        ": the file does not say whether the chat or the completions endpoint "
+                        "was measured; give it with --api chat|completions");
+}
+
 void drop_window_figures(metrics::Summary& s) {
   s.service_window_s.reset();
   s.output_tokens_per_s.reset();
@@ -141,7 +155,7 @@ ImportOutcome write_imported_run(const ImportedResult& r, const std::string& fil
   m.workload.protocol = json::object{{"name", "import"}, {"version", 1}};
   if (r.pairs_as) m.workload.protocol["pairs_as"] = *r.pairs_as;
   if (r.cell) m.workload.protocol["cell"] = *r.cell;
-  m.workload.api = r.api;
+  m.workload.api = import_api(r, o.api, file_name);
   m.workload.request_stream.source = "import:" + r.source.format + ":" + file_name;
   m.workload.request_stream.count = r.requests;
   m.load = r.load;

@@ -38,8 +38,9 @@ struct ImportedResult {
   std::optional<std::string> model_id;
   std::optional<std::string> engine_name;
   /// chat | completions, from the file's endpoint type; in_process for a benchmark that runs
-  /// the engine inside its own process (llama-bench): no HTTP API at all.
-  std::string api = "completions";
+  /// the engine inside its own process (llama-bench): no HTTP API at all. nullopt when the
+  /// file does not say (then `dyno import --api` must).
+  std::optional<std::string> api;
   /// What a board pairs the record with (workload.protocol.pairs_as and .cell): nullopt, a
   /// plain run at the file's load (cell c<C> or r<rate>); set when the file names a protocol
   /// and its cell (a ledger's columns).
@@ -79,6 +80,7 @@ struct ImportWriteOptions {
   std::optional<std::string> label;   ///< --label (default: the file's label, else the format)
   std::optional<std::string> model;   ///< --model: when the file names none, or to correct it
   std::optional<std::string> engine;  ///< --engine: the engine's name (the file rarely says)
+  std::optional<std::string> api;     ///< --api: the endpoint, when the file does not say
   boost::json::object harness;        ///< the dyno that imports (manifest `harness`)
   std::chrono::system_clock::time_point now = std::chrono::system_clock::now();
 };
@@ -96,6 +98,11 @@ struct ImportOutcome {
 /// "/ W" rate, achieved concurrency, decode_tokens_per_s, goodput) made absent: for records
 /// whose requests each have their own time origin (timing "per_request").
 void drop_window_figures(metrics::Summary& summary);
+
+/// The endpoint of `result`: the file's, else `flag` (--api). Throws ImportFileError naming the
+/// file when neither says, or when they disagree.
+std::string import_api(const ImportedResult& result, const std::optional<std::string>& flag,
+                       const std::string& file_name);
 
 /// Writes the record of `result` (read from the file named `file_name` whose bytes are
 /// `bytes`) under options.runs_root: the file's bytes become evidence/<file_name> (its digest

@@ -38,7 +38,7 @@ TEST_F(ImportServe, SglangAndAiperfFilesBecomeRecordsThatVerifyAndList) {
 
   const Outcome b = dyno({"import", "aiperf", (kData / "aiperf/profile_export.jsonl").string(),
                           (kData / "aiperf/profile_export_aiperf.json").string(), "--runs-root",
-                          runs(), "--model", "example-org/tiny-chat", "--json"});
+                          runs(), "--model", "example-org/tiny-chat", "--api", "chat", "--json"});
   ASSERT_EQ(b.exit_code, 0) << b.err;
   const json::array aiperf = json::parse(b.out).as_array();
   ASSERT_EQ(aiperf.size(), 2u);
@@ -77,9 +77,16 @@ TEST_F(ImportServe, ABadLineExitsTwoNamingFileAndLineAndImportsNothing) {
   EXPECT_NE(bad.err.find("not_json.jsonl:3: not JSON"), std::string::npos) << bad.err;
   const Outcome no_model =
       dyno({"import", "aiperf", (kData / "aiperf/profile_export.jsonl").string(), "--runs-root",
-            runs()});
+            runs(), "--api", "chat"});
   EXPECT_EQ(no_model.exit_code, 2);
   EXPECT_NE(no_model.err.find("--model"), std::string::npos) << no_model.err;
+  const Outcome no_api = dyno({"import", "aiperf", (kData / "aiperf/profile_export.jsonl").string(),
+                               "--runs-root", runs(), "--model", "m"});
+  EXPECT_EQ(no_api.exit_code, 2);
+  EXPECT_NE(no_api.err.find("profile_export.jsonl: the file does not say whether the chat or the "
+                            "completions endpoint"),
+            std::string::npos)
+      << no_api.err;
   EXPECT_FALSE(fs::exists(dir_ / "runs") && !fs::is_empty(dir_ / "runs"));
 }
 

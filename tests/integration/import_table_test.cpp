@@ -39,9 +39,10 @@ const std::vector<std::string> kMap{"--map", "Engine=engine",
                                     "--map", "E2E mean (s)=latency_ms.e2e.mean:s"};
 
 TEST_F(ImportTable, ALedgerBecomesRecordsThatVerifyListAndPairCellByCell) {
-  std::vector<std::string> args{"import",      "table", (kData / "ledger.csv").string(),
-                                "--runs-root", runs(),  "--label",
-                                "ledger",      "--json"};
+  std::vector<std::string> args{"import",      "table",  (kData / "ledger.csv").string(),
+                                "--runs-root", runs(),   "--label",
+                                "ledger",      "--json", "--api",
+                                "completions"};
   args.insert(args.end(), kMap.begin(), kMap.end());
   const Outcome imp = dyno(args);
   ASSERT_EQ(imp.exit_code, 0) << imp.err;

@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -41,15 +42,17 @@ inline std::string replace_all(std::string s, const std::string& from, const std
 }
 
 /// Writes every result (read from `file_name`, whose bytes are `bytes`), checks each record
-/// verifies, and compares them with the golden file `golden_name`.
+/// verifies, and compares them with the golden file `golden_name`. `api`: as --api gives it.
 inline void expect_import_golden(const std::string& golden_name,
                                  const std::vector<record::ImportedResult>& results,
-                                 const std::string& file_name, const std::string& bytes) {
+                                 const std::string& file_name, const std::string& bytes,
+                                 const std::optional<std::string>& api = std::nullopt) {
   TempDir root;
   boost::json::array records;
   for (const record::ImportedResult& r : results) {
-    const record::ImportOutcome out =
-        record::write_imported_run(r, file_name, bytes, fixed_import_options(root.path()));
+    record::ImportWriteOptions options = fixed_import_options(root.path());
+    options.api = api;
+    const record::ImportOutcome out = record::write_imported_run(r, file_name, bytes, options);
     const record::VerifyReport report = record::verify_run_dir(out.dir, true);
     for (const auto& p : report.problems)
       ADD_FAILURE() << out.run_id << ": " << p.path << ": " << p.message;

@@ -179,7 +179,10 @@ TEST(Aiperf, RecordsBecomeTracesOnTheSharedClock) {
   const ImportedResult& r = results[0];
   EXPECT_EQ(r.source.timing, "shared_clock");
   EXPECT_EQ(r.source.tool, "aiperf");
-  EXPECT_EQ(r.api, "chat");
+  // The export names no endpoint: `dyno import --api` must, or nothing is imported.
+  EXPECT_FALSE(r.api.has_value());
+  EXPECT_THROW((void)dyno::record::import_api(r, std::nullopt, "p.jsonl"), ImportFileError);
+  EXPECT_EQ(dyno::record::import_api(r, "completions", "p.jsonl"), "completions");
   EXPECT_EQ(r.status, "partial");
   EXPECT_EQ(r.requests, 3u);  // the warm-up record is not measured
   ASSERT_EQ(r.traces.size(), 4u);
@@ -294,8 +297,11 @@ void golden_with_model(const std::string& format, const std::string& dir, const 
   const std::string bytes = bytes_of(dir + "/" + name);
   auto results = dyno::record::read_import(format, bytes, name, {});
   for (auto& r : results) r.model_id = "example-org/tiny-chat";
+  // The per-record JSONL names no endpoint either (--api).
+  const std::optional<std::string> api =
+      format == "aiperf" ? std::optional<std::string>("chat") : std::nullopt;
   dyno::testing::expect_import_golden(format + "/" + fs::path(name).stem().string(), results, name,
-                                      bytes);
+                                      bytes, api);
 }
 
 TEST(ImportGolden, SglangBenchSummaryOnly) {
