@@ -107,8 +107,8 @@ metrics::Distribution mapped_distribution(const Doc& d, const std::string& metri
 
 metrics::Summary summary_only(const Doc& d, std::int64_t completed) {
   metrics::Summary s;
-  // The line does not say how many requests failed: requests.failed stays 0 and error_rate
-  // null (docs/interop.md).
+  // The line does not say how many requests failed: requests.failed and total are written
+  // null (ImportedResult::absent_counts), error_rate null (docs/interop.md).
   s.requests_ok = static_cast<std::uint64_t>(completed);
   s.requests_total = s.requests_ok;
   s.input_tokens_total = d.count("total_input_tokens");
@@ -216,7 +216,7 @@ metrics::Trace trace_of(const Doc& d, const Arrays& a, std::size_t i) {
 LoadSection load_of(const Doc& d, std::uint64_t requests) {
   LoadSection l;
   l.imported = true;
-  l.requests = requests;
+  if (requests > 0) l.requests = requests;  // 0: the line does not say
   if (const json::value* c = d.find("max_concurrency")) {
     const std::int64_t n = d.count(*c, "$.max_concurrency");
     if (n > 0) l.concurrency = static_cast<std::uint64_t>(n);
@@ -280,8 +280,14 @@ ImportedResult read_line(const json::object& top, const std::string& file, std::
              "0 and no per-request arrays: the line says no request completed and "
              "not how many were sent; nothing to record");
     }
-    r.requests = static_cast<std::uint64_t>(completed);
+    // The line says how many completed, not how many were sent or failed: those counts are
+    // null (and the request count of the stream), never a 0 or a guess.
+    r.requests = 0;
     r.summary = summary_only(d, completed);
+    r.absent_counts = {"requests.total", "requests.failed"};
+    if (d.find("total_output_tokens_retokenized") == nullptr) {
+      r.absent_counts.push_back("tokens.output_total");
+    }
     r.source.timing = "summary_only";
     r.status = "ok";
   } else {
