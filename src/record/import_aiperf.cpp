@@ -331,11 +331,7 @@ ImportedResult read_aggregate(const json::object& top, const std::string& file) 
     d.fail("$.request_count", "missing or 0 and no error_request_count: no request to record");
   }
   metrics::Summary& s = r.summary;
-  s.requests_ok = static_cast<std::uint64_t>(completed);
-  s.requests_failed = static_cast<std::uint64_t>(failed);
-  s.requests_total = s.requests_ok + s.requests_failed;
-  s.error_rate = static_cast<double>(failed) / static_cast<double>(s.requests_total);
-  if (failed > 0) s.errors_by_category["imported"] = static_cast<std::uint64_t>(failed);
+  set_request_counts(s, static_cast<std::uint64_t>(completed), static_cast<std::uint64_t>(failed));
   const auto ok_count = static_cast<std::uint64_t>(completed);
   if (const auto isl = counter(d, "total_isl", "tokens")) s.input_tokens_total = *isl;
   if (const auto osl = counter(d, "total_osl", "tokens")) {

@@ -22,8 +22,6 @@ using Doc = ImportDoc;
 constexpr double kMaxClockS = 1e10;
 constexpr const char* kStatuses[] = {"successful", "incomplete", "errored"};
 
-std::int64_t to_ns(double seconds) { return std::llround(seconds * 1e9); }
-
 /// The layouts GuideLLM ≥ 0.4 writes (a report `metadata`, a benchmark's `config` and
 /// `scheduler_metrics`, per-request `info.timings`) are refused by name, not misread.
 void refuse_newer(const Doc& top) {
@@ -77,7 +75,7 @@ metrics::Trace trace_of(const Doc& q, const std::string& status, std::size_t ind
   const double start = q.seconds(q.need("start_time"), q.at("start_time"), kMaxClockS);
   const double end = q.seconds(q.need("end_time"), q.at("end_time"), kMaxClockS);
   if (end < start) q.fail(q.at("end_time"), "is before start_time");
-  t.sent_ns = to_ns(start - origin);
+  t.sent_ns = seconds_to_ns(start - origin);
   t.input_tokens = q.count("prompt_tokens");
   if (status != "successful") {
     t.status =
@@ -92,10 +90,10 @@ metrics::Trace trace_of(const Doc& q, const std::string& status, std::size_t ind
   if (last < first) q.fail(q.at("last_token_time"), "is before first_token_time");
   if (end < last) q.fail(q.at("end_time"), "is before last_token_time");
   // Only the first and last token times: no per-token event times are invented.
-  t.first_token_ns = to_ns(first - origin);
+  t.first_token_ns = seconds_to_ns(first - origin);
   t.first_content_ns = t.first_token_ns;
-  t.last_token_ns = to_ns(last - origin);
-  t.done_ns = to_ns(end - origin);
+  t.last_token_ns = seconds_to_ns(last - origin);
+  t.done_ns = seconds_to_ns(end - origin);
   t.output_tokens = q.count("output_tokens");
   t.token_count_source = metrics::TokenCountSource::kTokenizer;
   if (const auto text = q.opt_string("output")) t.output_text = *text;
@@ -129,13 +127,7 @@ std::string api_of(const Doc& b, const std::vector<std::pair<Doc, std::string>>&
 /// percentiles are not numpy's linear ones; docs/interop.md).
 metrics::Summary summary_of(const Doc& b, std::int64_t ok, std::int64_t failed) {
   metrics::Summary s;
-  s.requests_ok = static_cast<std::uint64_t>(ok);
-  s.requests_failed = static_cast<std::uint64_t>(failed);
-  s.requests_total = s.requests_ok + s.requests_failed;
-  if (s.requests_total > 0) {
-    s.error_rate = static_cast<double>(failed) / static_cast<double>(s.requests_total);
-  }
-  if (failed > 0) s.errors_by_category["imported"] = static_cast<std::uint64_t>(failed);
+  set_request_counts(s, static_cast<std::uint64_t>(ok), static_cast<std::uint64_t>(failed));
   const Doc m = b.child("metrics");
   const auto mean_of = [&](const char* key) -> std::optional<double> {
     if (m.find(key) == nullptr) return std::nullopt;

@@ -17,6 +17,22 @@ std::string where(const std::string& file, std::size_t line) {
 
 }  // namespace
 
+std::int64_t seconds_to_ns(double seconds) { return std::llround(seconds * 1e9); }
+
+json::object named_gpu(std::optional<std::string> vendor, std::uint64_t index,
+                       const std::string& name) {
+  return json::object{{"vendor", vendor ? json::value(*vendor) : json::value(nullptr)},
+                      {"kind", "gpu"},
+                      {"index", index},
+                      {"name", name},
+                      {"uuid", nullptr},
+                      {"pci_bus_id", nullptr},
+                      {"driver", nullptr},
+                      {"memory_total_bytes", nullptr},
+                      {"power_limit_w", nullptr},
+                      {"capabilities", json::array{}}};
+}
+
 json::value parse_one_json(const std::string& bytes, const std::string& file,
                            const std::string& what, std::size_t line) {
   json::parser p;

@@ -14,6 +14,19 @@
 
 namespace dyno::record {
 
+/// The longest time within one request another tool recorded (a ttft, a gap, a latency, and
+/// their sums), in seconds: a time past it could not be a benchmark's, and would overflow the
+/// record's nanoseconds.
+inline constexpr double kMaxImportedRequestS = 1e7;
+
+/// Seconds (a tool's float) as whole nanoseconds.
+std::int64_t seconds_to_ns(double seconds);
+
+/// A device_identity entry (docs/schema/manifest.schema.json) of a GPU a file names: its
+/// vendor when the file says it (null otherwise), its index and name; the rest null.
+boost::json::object named_gpu(std::optional<std::string> vendor, std::uint64_t index,
+                              const std::string& name);
+
 /// Parses `bytes` as exactly one JSON value (`what` says what the tool writes, for the error:
 /// "the JSON object `vllm bench serve --save-result` writes"). `line` > 0: the value is line
 /// `line` of a JSONL file, and errors say FILE:LINE.

@@ -62,16 +62,7 @@ std::optional<json::array> gpus_of(const std::string& info, std::string& why) {
             "') whose vendor (nvidia, amd, intel) it does not say";
       return std::nullopt;
     }
-    gpus.push_back(json::object{{"vendor", *vendor},
-                                {"kind", "gpu"},
-                                {"index", index},
-                                {"name", name},
-                                {"uuid", nullptr},
-                                {"pci_bus_id", nullptr},
-                                {"driver", nullptr},
-                                {"memory_total_bytes", nullptr},
-                                {"power_limit_w", nullptr},
-                                {"capabilities", json::array{}}});
+    gpus.push_back(named_gpu(*vendor, index, name));
     from = to + 2;
   }
   return gpus;

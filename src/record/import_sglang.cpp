@@ -122,11 +122,6 @@ metrics::Summary summary_only(const Doc& d, std::int64_t completed) {
   return s;
 }
 
-/// The longest time within one request (a ttft, a gap, their sum).
-constexpr double kMaxRequestS = 1e7;
-
-std::int64_t to_ns(double seconds) { return std::llround(seconds * 1e9); }
-
 struct Arrays {
   const json::array* input_lens = nullptr;
   const json::array* output_lens = nullptr;
@@ -176,7 +171,7 @@ metrics::Trace trace_of(const Doc& d, const Arrays& a, std::size_t i) {
   if (!err.is_string()) d.fail("$.errors" + at, "expected a string (\"\" when it succeeded)");
   t.input_tokens = d.count(a.input_lens->at(i), "$.input_lens" + at);
   (void)d.count(a.output_lens->at(i), "$.output_lens" + at);
-  const double ttft = d.seconds(a.ttfts->at(i), "$.ttfts" + at, kMaxRequestS);
+  const double ttft = d.seconds(a.ttfts->at(i), "$.ttfts" + at, kMaxImportedRequestS);
   const json::value& itl = a.itls->at(i);
   if (!itl.is_array()) d.fail("$.itls" + at, "expected an array of seconds");
   const json::value& text = a.texts->at(i);
@@ -195,12 +190,13 @@ metrics::Trace trace_of(const Doc& d, const Arrays& a, std::size_t i) {
   }
   if (ttft > 0.0) {
     double elapsed = ttft;
-    t.event_times_ns.push_back(to_ns(elapsed));
+    t.event_times_ns.push_back(seconds_to_ns(elapsed));
     for (std::size_t k = 0; k < gaps.size(); ++k) {
       const std::string where = "$.itls" + at + "[" + std::to_string(k) + "]";
-      elapsed += d.seconds(gaps[k], where, kMaxRequestS);
-      if (elapsed > kMaxRequestS) d.fail(where, "the request's times add up past 1e7 seconds");
-      t.event_times_ns.push_back(to_ns(elapsed));
+      elapsed += d.seconds(gaps[k], where, kMaxImportedRequestS);
+      if (elapsed > kMaxImportedRequestS)
+        d.fail(where, "the request's times add up past 1e7 seconds");
+      t.event_times_ns.push_back(seconds_to_ns(elapsed));
     }
     t.first_token_ns = t.event_times_ns.front();
     t.first_content_ns = t.first_token_ns;

@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "record/import_json.h"
 #include "record/import_table.h"
 
 namespace dyno::record::table {
@@ -368,16 +369,7 @@ ImportedResult result_of(const RowValues& v, const RowFail& fail) {
     if (n == 0 || n > 512) fail("gpu '" + *gpu + "': expected 1 to 512 GPUs");
     r.gpus.emplace();
     for (std::uint64_t i = 0; i < n; ++i) {
-      r.gpus->push_back(json::object{{"vendor", nullptr},
-                                     {"kind", "gpu"},
-                                     {"index", i},
-                                     {"name", name},
-                                     {"uuid", nullptr},
-                                     {"pci_bus_id", nullptr},
-                                     {"driver", nullptr},
-                                     {"memory_total_bytes", nullptr},
-                                     {"power_limit_w", nullptr},
-                                     {"capabilities", json::array{}}});
+      r.gpus->push_back(named_gpu(std::nullopt, i, name));
     }
     r.gpus_unknown =
         "the file names the GPU model only: vendor, uuid, PCI bus id, driver, memory and power "

@@ -56,13 +56,7 @@ metrics::Distribution mapped_distribution(const Doc& d, const std::string& metri
 
 metrics::Summary summary_only(const Doc& d, std::int64_t completed, std::int64_t failed) {
   metrics::Summary s;
-  s.requests_ok = static_cast<std::uint64_t>(completed);
-  s.requests_failed = static_cast<std::uint64_t>(failed);
-  s.requests_total = s.requests_ok + s.requests_failed;
-  if (s.requests_total > 0) {
-    s.error_rate = static_cast<double>(failed) / static_cast<double>(s.requests_total);
-  }
-  if (failed > 0) s.errors_by_category["imported"] = static_cast<std::uint64_t>(failed);
+  set_request_counts(s, static_cast<std::uint64_t>(completed), static_cast<std::uint64_t>(failed));
   s.input_tokens_total = d.count("total_input_tokens");
   s.output_tokens_total = d.count("total_output_tokens");
   if (completed > 0) {
@@ -73,12 +67,8 @@ metrics::Summary summary_only(const Doc& d, std::int64_t completed, std::int64_t
   return s;
 }
 
-std::int64_t to_ns(double seconds) { return std::llround(seconds * 1e9); }
-
-/// The longest time within one request (a ttft, a gap, a latency, a queue wait, and their
-/// sums), and the largest send time (vLLM's clock is time.perf_counter: seconds since an
-/// arbitrary point, such as boot).
-constexpr double kMaxRequestS = 1e7;
+/// The largest send time (vLLM's clock is time.perf_counter: seconds since an arbitrary
+/// point, such as boot); the longest time within a request is kMaxImportedRequestS.
 constexpr double kMaxClockS = 1e9;
 
 /// The per-request arrays, each checked to hold `n` elements.
@@ -146,16 +136,17 @@ metrics::Trace trace_of(const Doc& d, const Arrays& a, std::size_t i,
   const bool ok = err.is_null() || err.get_string().empty();
   std::int64_t sent = 0;
   if (origin) {
-    sent = to_ns(d.seconds(a.start_times->at(i), "$.start_times" + at, kMaxClockS) - *origin);
+    sent =
+        seconds_to_ns(d.seconds(a.start_times->at(i), "$.start_times" + at, kMaxClockS) - *origin);
     if (a.queue_times != nullptr) {
-      const double q = d.seconds(a.queue_times->at(i), "$.queue_times" + at, kMaxRequestS);
-      t.scheduled_ns = std::max<std::int64_t>(0, sent - to_ns(q));
+      const double q = d.seconds(a.queue_times->at(i), "$.queue_times" + at, kMaxImportedRequestS);
+      t.scheduled_ns = std::max<std::int64_t>(0, sent - seconds_to_ns(q));
     }
   }
   t.sent_ns = sent;
   t.input_tokens = d.count(a.input_lens->at(i), "$.input_lens" + at);
   const std::int64_t out = d.count(a.output_lens->at(i), "$.output_lens" + at);
-  const double ttft = d.seconds(a.ttfts->at(i), "$.ttfts" + at, kMaxRequestS);
+  const double ttft = d.seconds(a.ttfts->at(i), "$.ttfts" + at, kMaxImportedRequestS);
   const json::value& itl = a.itls->at(i);
   if (!itl.is_array()) d.fail("$.itls" + at, "expected an array of seconds");
   if (a.texts != nullptr) {
@@ -172,22 +163,23 @@ metrics::Trace trace_of(const Doc& d, const Arrays& a, std::size_t i,
   t.output_tokens = out;
   t.token_count_source = metrics::TokenCountSource::kTokenizer;
   double elapsed = ttft;
-  t.event_times_ns.push_back(sent + to_ns(elapsed));
+  t.event_times_ns.push_back(sent + seconds_to_ns(elapsed));
   const json::array& gaps = itl.get_array();
   for (std::size_t k = 0; k < gaps.size(); ++k) {
     const std::string where = "$.itls" + at + "[" + std::to_string(k) + "]";
-    elapsed += d.seconds(gaps[k], where, kMaxRequestS);
-    if (elapsed > kMaxRequestS) d.fail(where, "the request's times add up past 1e7 seconds");
-    t.event_times_ns.push_back(sent + to_ns(elapsed));
+    elapsed += d.seconds(gaps[k], where, kMaxImportedRequestS);
+    if (elapsed > kMaxImportedRequestS)
+      d.fail(where, "the request's times add up past 1e7 seconds");
+    t.event_times_ns.push_back(sent + seconds_to_ns(elapsed));
   }
   t.first_token_ns = t.event_times_ns.front();
   t.first_content_ns = t.first_token_ns;
   t.last_token_ns = t.event_times_ns.back();
   if (a.latencies != nullptr) {
-    const double latency = d.seconds(a.latencies->at(i), "$.latencies" + at, kMaxRequestS);
+    const double latency = d.seconds(a.latencies->at(i), "$.latencies" + at, kMaxImportedRequestS);
     // The tool's latency and its token times come from one clock: only rounding to whole
     // nanoseconds can put the end before the last token.
-    t.done_ns = std::max(sent + to_ns(latency), *t.last_token_ns);
+    t.done_ns = std::max(sent + seconds_to_ns(latency), *t.last_token_ns);
   }
   return t;
 }
@@ -200,7 +192,7 @@ std::vector<metrics::Trace> traces_of(const Doc& d, const Arrays& a) {
       const std::string at = "[" + std::to_string(i) + "]";
       double arrival = d.seconds(a.start_times->at(i), "$.start_times" + at, kMaxClockS);
       if (a.queue_times != nullptr) {
-        arrival -= d.seconds(a.queue_times->at(i), "$.queue_times" + at, kMaxRequestS);
+        arrival -= d.seconds(a.queue_times->at(i), "$.queue_times" + at, kMaxImportedRequestS);
       }
       origin = origin ? std::min(*origin, arrival) : arrival;
     }

@@ -125,6 +125,16 @@ std::string import_api(const ImportedResult& r, const std::optional<std::string>
                         "was measured; give it with --api chat|completions");
 }
 
+void set_request_counts(metrics::Summary& s, std::uint64_t ok, std::uint64_t failed) {
+  s.requests_ok = ok;
+  s.requests_failed = failed;
+  s.requests_total = ok + failed;
+  if (s.requests_total > 0) {
+    s.error_rate = static_cast<double>(failed) / static_cast<double>(s.requests_total);
+  }
+  if (failed > 0) s.errors_by_category["imported"] = failed;
+}
+
 void drop_window_figures(metrics::Summary& s) {
   s.service_window_s.reset();
   s.output_tokens_per_s.reset();

@@ -94,6 +94,10 @@ struct ImportOutcome {
   std::optional<std::string> part;  ///< source.part: which result of the file
 };
 
+/// A summary-only record's request counts: ok and failed (the tool's failures, category
+/// `imported`), their total and the error rate.
+void set_request_counts(metrics::Summary& summary, std::uint64_t ok, std::uint64_t failed);
+
 /// The figures that need one time axis for every request (the service window and every
 /// "/ W" rate, achieved concurrency, decode_tokens_per_s, goodput) made absent: for records
 /// whose requests each have their own time origin (timing "per_request").

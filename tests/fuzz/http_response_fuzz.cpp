@@ -79,9 +79,9 @@ Result read_all(std::string_view input, std::string_view sizes) {
     const std::size_t n =
         sizes.empty()
             ? input.size()
-            : std::min(input.size(), 1 + static_cast<std::size_t>(static_cast<unsigned char>(
-                                             sizes[piece++ % sizes.size()]) %
-                                         64));
+            : std::min(input.size(),
+                       1 + static_cast<std::size_t>(
+                               static_cast<unsigned char>(sizes[piece++ % sizes.size()]) % 64));
     std::size_t consumed = 0;
     const HttpResponseReader::State state = reader.feed(input.data(), n, collector, &consumed);
     FUZZ_CHECK(consumed <= n);

@@ -24,7 +24,7 @@ void check(const dyno::record::ImportedResult& r) {
   FUZZ_CHECK(r.source.part && !r.source.part->empty());
   FUZZ_CHECK(r.status == "ok" || r.status == "partial" || r.status == "failed");
   FUZZ_CHECK(r.model_id && !r.model_id->empty());
-  FUZZ_CHECK(r.api == "chat" || r.api == "completions");
+  FUZZ_CHECK(!r.api || *r.api == "chat" || *r.api == "completions");  // none: --api says
   const auto& s = r.summary;
   FUZZ_CHECK(s.requests_ok + s.requests_failed == s.requests_total || s.requests_total == 0);
   for (const auto* f : {&s.output_tokens_per_s, &s.requests_per_s, &s.ttft_ms.p50, &s.ttft_ms.p99,
