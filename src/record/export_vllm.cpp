@@ -309,6 +309,10 @@ json::object export_vllm_bench(const ExportRecord& record) {
                       " has no measured request that ended: vLLM's num_prompts "
                       "must be at least 1");
   }
+  if (m.workload.api != "chat" && m.workload.api != "completions") {
+    throw ExportError("run " + id + " measured the " + m.workload.api +
+                      " endpoint: vLLM's result names OpenAI chat or completions backends only");
+  }
   const std::string backend = m.workload.api == "chat" ? "openai-chat" : "openai";
   json::object o;
   const std::optional<std::string> date = vllm_date(m.started_at);

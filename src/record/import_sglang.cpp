@@ -75,17 +75,11 @@ std::string api_of(const Doc& d, const std::string& backend) {
     return "chat";
   }
   if (backend == "sglang-oai" || backend == "vllm" || backend == "lmdeploy") return "completions";
-  std::string why = "dyno records OpenAI chat and completions runs only";
-  if (backend == "sglang" || backend == "sglang-native") {
-    why =
-        "SGLang's native /generate endpoint, not OpenAI chat or completions (its ITLs spread "
-        "each chunk's gap over the chunk's tokens); " +
-        why;
-  }
+  if (backend == "sglang" || backend == "sglang-native") return "generate";
   d.fail("$.backend", "'" + backend +
-                          "': expected sglang-oai, vllm, lmdeploy (completions) or "
-                          "sglang-oai-chat, vllm-chat, lmdeploy-chat (chat): " +
-                          why);
+                          "': expected sglang-oai, vllm, lmdeploy (completions), "
+                          "sglang-oai-chat, vllm-chat, lmdeploy-chat (chat) or sglang, "
+                          "sglang-native (SGLang's /generate): dyno records these endpoints only");
 }
 
 /// A distribution from SGLang's mean_/median_/p<N>_ keys of `metric` (e.g. "ttft_ms").
@@ -160,8 +154,30 @@ Arrays read_arrays(const Doc& d) {
   return a;
 }
 
+/// A request of SGLang's native /generate backend: its output length is the server's
+/// `completion_tokens`, and its ITLs spread each chunk's gap evenly over the chunk's tokens, so
+/// the chunks' own times are lost: only the first and the last token's times are kept (their
+/// sum is exact), never the spread ones as if they were events (docs/interop.md).
+void native_times(const Doc& d, const json::array& gaps, const std::string& at, double ttft,
+                  std::int64_t output_len, metrics::Trace& t) {
+  double elapsed = ttft;
+  for (std::size_t k = 0; k < gaps.size(); ++k) {
+    const std::string where = "$.itls" + at + "[" + std::to_string(k) + "]";
+    elapsed += d.seconds(gaps[k], where, kMaxImportedRequestS);
+    if (elapsed > kMaxImportedRequestS)
+      d.fail(where, "the request's times add up past 1e7 seconds");
+  }
+  if (ttft > 0.0) {
+    t.first_token_ns = seconds_to_ns(ttft);
+    t.first_content_ns = t.first_token_ns;
+    t.last_token_ns = seconds_to_ns(elapsed);
+  }
+  t.output_tokens = output_len;
+  t.token_count_source = metrics::TokenCountSource::kUsage;
+}
+
 /// One request as a trace, its times from its own send (SGLang keeps no send times).
-metrics::Trace trace_of(const Doc& d, const Arrays& a, std::size_t i) {
+metrics::Trace trace_of(const Doc& d, const Arrays& a, std::size_t i, bool native) {
   const std::string at = "[" + std::to_string(i) + "]";
   metrics::Trace t;
   t.index = i;
@@ -170,7 +186,7 @@ metrics::Trace trace_of(const Doc& d, const Arrays& a, std::size_t i) {
   const json::value& err = a.errors->at(i);
   if (!err.is_string()) d.fail("$.errors" + at, "expected a string (\"\" when it succeeded)");
   t.input_tokens = d.count(a.input_lens->at(i), "$.input_lens" + at);
-  (void)d.count(a.output_lens->at(i), "$.output_lens" + at);
+  const std::int64_t output_len = d.count(a.output_lens->at(i), "$.output_lens" + at);
   const double ttft = d.seconds(a.ttfts->at(i), "$.ttfts" + at, kMaxImportedRequestS);
   const json::value& itl = a.itls->at(i);
   if (!itl.is_array()) d.fail("$.itls" + at, "expected an array of seconds");
@@ -187,6 +203,10 @@ metrics::Trace trace_of(const Doc& d, const Arrays& a, std::size_t i) {
   // SGLang's ttft stays 0.0 until a chunk with text arrives: 0 means no token came.
   if (ttft == 0.0 && !gaps.empty()) {
     d.fail("$.itls" + at, "gaps after no first token ($.ttfts" + at + " is 0)");
+  }
+  if (native) {
+    native_times(d, gaps, at, ttft, output_len, t);
+    return t;
   }
   if (ttft > 0.0) {
     double elapsed = ttft;
@@ -287,7 +307,8 @@ ImportedResult read_line(const json::object& top, const std::string& file, std::
     r.source.timing = "summary_only";
     r.status = "ok";
   } else {
-    for (std::size_t i = 0; i < a.errors->size(); ++i) r.traces.push_back(trace_of(d, a, i));
+    for (std::size_t i = 0; i < a.errors->size(); ++i)
+      r.traces.push_back(trace_of(d, a, i, *r.api == "generate"));
     const auto ok = std::count_if(r.traces.begin(), r.traces.end(),
                                   [](const metrics::Trace& t) { return t.ok(); });
     if (ok != completed) {

@@ -137,11 +137,11 @@ TEST(SglangBench, BadFilesNameFileLineAndPath) {
 }
 
 TEST(SglangBench, RefusesWhatItCannotRecordHonestly) {
-  json::object o = json::parse(R"({"backend": "sglang", "duration": 1.0, "completed": 1,
+  json::object o = json::parse(R"({"backend": "tgi", "duration": 1.0, "completed": 1,
                       "total_input_tokens": 1, "total_output_tokens": 1})")
                        .as_object();
   EXPECT_TRUE(contains(error_of_bytes("sglang-bench", json::serialize(o)),
-                       "x.jsonl:1: $.backend: 'sglang': expected sglang-oai"));
+                       "x.jsonl:1: $.backend: 'tgi': expected sglang-oai"));
   o["backend"] = "vllm";
   o["completed"] = 0;  // no arrays, nothing completed: nothing to record
   EXPECT_TRUE(contains(error_of_bytes("sglang-bench", json::serialize(o)), "$.completed: 0"));
@@ -313,5 +313,34 @@ TEST(ImportGolden, SglangBenchDetails) {
 TEST(ImportGolden, AiperfRecords) { golden_with_model("aiperf", "aiperf", "profile_export.jsonl"); }
 TEST(ImportGolden, AiperfAggregate) { golden_of("aiperf", "aiperf", "profile_export_aiperf.json"); }
 TEST(ImportGolden, AiperfAggregateV0) { golden_of("aiperf", "aiperf", "aggregate_v0.json"); }
+
+}  // namespace
+
+namespace {
+
+TEST(SglangBench, NativeGenerateKeepsOnlyTheTimesItRecorded) {
+  const auto results = read("sglang-bench", "sglang_bench/native_details.jsonl");
+  ASSERT_EQ(results.size(), 1u);
+  const ImportedResult& r = results[0];
+  EXPECT_EQ(r.api, "generate");  // SGLang's own endpoint, never passed off as OpenAI's
+  ASSERT_EQ(r.traces.size(), 3u);
+  const auto& t = r.traces[0];
+  // The ITLs spread each chunk's gap over its tokens: only the first and last token are known.
+  EXPECT_TRUE(t.event_times_ns.empty());
+  EXPECT_EQ(t.first_token_ns, 100'000'000);
+  EXPECT_EQ(t.last_token_ns, 200'000'000);
+  EXPECT_EQ(t.output_tokens, 5);  // the server's completion_tokens
+  EXPECT_EQ(t.token_count_source, dyno::metrics::TokenCountSource::kUsage);
+  EXPECT_EQ(r.traces[2].status, dyno::metrics::RequestStatus::kError);
+  // dyno's TPOT from the exact ends; no event gaps invented from the spread ones.
+  const auto s = dyno::metrics::summarize_run(r.traces, {});
+  ASSERT_TRUE(s.tpot_ms.p50.has_value());
+  EXPECT_NEAR(*s.tpot_ms.p50, (25.0 + 50.0) / 2, 1e-6);  // 100 ms / 4 and 100 ms / 2
+  EXPECT_EQ(s.event_gap_ms.count, 0u);
+}
+
+TEST(ImportGolden, SglangBenchNativeDetails) {
+  golden_with_model("sglang-bench", "sglang_bench", "native_details.jsonl");
+}
 
 }  // namespace
