@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
          dyno::record::read_import("sglang-bench", bytes, "fuzz.jsonl", {})) {
       FUZZ_CHECK(r.requests >= 1 || r.source.timing == "summary_only");  // 0: not in the file
       FUZZ_CHECK(r.status == "ok" || r.status == "partial" || r.status == "failed");
-      FUZZ_CHECK(r.api == "chat" || r.api == "completions");
+      FUZZ_CHECK(r.api == "chat" || r.api == "completions" || r.api == "generate");
       FUZZ_CHECK(r.traces.empty() == (r.source.timing == "summary_only"));
       for (const auto& t : r.traces) {
         FUZZ_CHECK(t.sent_ns && *t.sent_ns >= 0);
