@@ -22,24 +22,8 @@ using Doc = ImportDoc;
 constexpr double kMaxClockS = 1e10;
 constexpr const char* kStatuses[] = {"successful", "incomplete", "errored"};
 
-/// The layouts GuideLLM ≥ 0.4 writes (a report `metadata`, a benchmark's `config` and
-/// `scheduler_metrics`, per-request `info.timings`) are refused by name, not misread.
-void refuse_newer(const Doc& top) {
-  if (const json::value* m = top.raw().if_contains("metadata")) {
-    std::string version = "unknown";
-    if (m->is_object()) {
-      if (const json::value* v = m->get_object().if_contains("version"))
-        version = json::serialize(*v);
-    }
-    top.fail("$.metadata", "a report of schema version " + version +
-                               " (GuideLLM 0.5 or later): dyno reads the layout of GuideLLM 0.2 "
-                               "and 0.3 (no metadata) only");
-  }
-}
-
 /// load: the benchmark's scheduling strategy.
-LoadSection load_of(const Doc& b, std::uint64_t total) {
-  const Doc s = b.child("args").child("strategy");
+LoadSection load_of(const Doc& s, std::uint64_t total) {
   const std::string type = s.string("type_");
   LoadSection l;
   l.imported = true;
@@ -165,7 +149,7 @@ ImportedResult benchmark_of(const Doc& b, std::size_t i) {
   if (b.find("config") != nullptr || b.find("scheduler_metrics") != nullptr) {
     b.fail(b.path(),
            "a benchmark in the layout of GuideLLM 0.4 or later (config, "
-           "scheduler_metrics): dyno reads the layout of GuideLLM 0.2 and 0.3 only");
+           "scheduler_metrics) in a report whose first benchmark has the layout of 0.2 and 0.3");
   }
   ImportedResult r;
   r.source.tool = kGuideLlmTool;
@@ -199,7 +183,7 @@ ImportedResult benchmark_of(const Doc& b, std::size_t i) {
   }
   r.api = api_of(b, requests);
   const std::int64_t total = n[0] + n[1] + n[2];
-  r.load = load_of(b, static_cast<std::uint64_t>(total));
+  r.load = load_of(b.child("args").child("strategy"), static_cast<std::uint64_t>(total));
   r.requests = static_cast<std::uint64_t>(total);
   r.status = n[0] == 0 ? "failed" : n[2] > 0 ? "partial" : "ok";
   if (sampled) {  // a sample of the requests: figures over the window would be the sample's
@@ -218,6 +202,204 @@ ImportedResult benchmark_of(const Doc& b, std::size_t i) {
   return r;
 }
 
+// ---- GuideLLM 0.4 and later: a benchmark's `config`, `scheduler_metrics`, requests'
+// `info.timings` (guidellm/benchmark/schemas, guidellm/schemas/request_stats.py, info.py).
+
+/// The layout of a 0.4+ report: its schema (0: GuideLLM 0.4, no `metadata`; 1: 0.5 and 0.6;
+/// 2: 0.7 and later), what source.tool_version says, the api a schema-2 report names once.
+struct Layout {
+  std::int64_t schema = 0;
+  std::string tool_version;
+  std::optional<std::string> api;
+  std::optional<std::string> model;
+  json::object metadata;
+};
+
+/// schema 2: the endpoint `$.config.spec.backend.request_format` names (requests no longer
+/// carry `request_type`).
+std::string api_of_format(const Doc& top) {
+  const Doc backend = top.child("config").child("spec").child("backend");
+  const std::string format = backend.string("request_format");
+  if (format == "/v1/chat/completions") return "chat";
+  if (format == "/v1/completions") return "completions";
+  backend.fail(backend.at("request_format"),
+               "'" + format + "': expected /v1/chat/completions or /v1/completions");
+}
+
+Layout layout_of(const Doc& top) {
+  Layout l;
+  if (top.find("args") != nullptr) l.model = top.child("args").opt_string("model");  // 0.4-0.6
+  if (top.find("metadata") == nullptr) {
+    l.tool_version = "0.4";
+    return l;
+  }
+  const Doc m = top.child("metadata");
+  l.schema = m.count("version");
+  if (l.schema != 1 && l.schema != 2) {
+    m.fail(m.at("version"), std::to_string(l.schema) +
+                                ": a report schema version dyno does not know; it reads 1 "
+                                "(GuideLLM 0.5, 0.6), 2 (GuideLLM 0.7 and later) and reports "
+                                "without metadata (GuideLLM 0.2 to 0.4)");
+  }
+  const auto package = m.opt_string("guidellm_version");
+  l.tool_version = (package ? *package + " " : std::string()) + "(report schema " +
+                   std::to_string(l.schema) + ")";
+  l.metadata = m.raw();
+  if (l.schema == 2) {
+    l.api = api_of_format(top);
+    l.model = top.child("config").child("spec").child("backend").opt_string("model");
+  }
+  if (l.model && l.model->empty()) l.model.reset();
+  return l;
+}
+
+/// A time of `timings` (seconds since the epoch), or nullopt when absent or null.
+std::optional<double> opt_time(const Doc& t, const char* key) {
+  const json::value* v = t.find(key);
+  if (v == nullptr) return std::nullopt;
+  return t.seconds(*v, t.at(key), kMaxClockS);
+}
+
+/// The token count `metrics.total_tokens` (input_metrics, output_metrics), or nullopt.
+std::optional<std::int64_t> opt_tokens(const Doc& q, const char* key) {
+  if (q.find(key) == nullptr) return std::nullopt;
+  return q.child(key).opt_count("total_tokens");
+}
+
+/// One 0.4+ request as a trace: its `info.timings` from `origin`.
+metrics::Trace trace_v4_of(const Doc& q, const std::string& status, std::size_t index,
+                           double origin, metrics::TokenCountSource source) {
+  metrics::Trace t;
+  t.index = index;
+  t.request_id = q.string("request_id");
+  const Doc info = q.child("info");
+  const Doc tm = info.child("timings");
+  const double start = tm.seconds(tm.need("request_start"), tm.at("request_start"), kMaxClockS);
+  t.sent_ns = seconds_to_ns(start - origin);
+  t.input_tokens = opt_tokens(q, "input_metrics");
+  if (status != "successful") {
+    t.status =
+        status == "errored" ? metrics::RequestStatus::kError : metrics::RequestStatus::kCancelled;
+    t.error_category = "imported";
+    t.error_message = info.opt_string("error").value_or(status);
+    return t;
+  }
+  const double end = tm.seconds(tm.need("request_end"), tm.at("request_end"), kMaxClockS);
+  if (end < start) tm.fail(tm.at("request_end"), "is before request_start");
+  t.done_ns = seconds_to_ns(end - origin);
+  // The first and last token times only: no per-token times are invented.
+  const double first =
+      tm.seconds(tm.need("first_token_iteration"), tm.at("first_token_iteration"), kMaxClockS);
+  const double last =
+      tm.seconds(tm.need("last_token_iteration"), tm.at("last_token_iteration"), kMaxClockS);
+  if (first < start) tm.fail(tm.at("first_token_iteration"), "is before request_start");
+  if (last < first) tm.fail(tm.at("last_token_iteration"), "is before first_token_iteration");
+  if (end < last) tm.fail(tm.at("request_end"), "is before last_token_iteration");
+  t.first_token_ns = seconds_to_ns(first - origin);
+  t.last_token_ns = seconds_to_ns(last - origin);
+  t.first_content_ns = t.first_token_ns;
+  if (const auto content = opt_time(tm, "first_output_token_iteration")) {  // schema 2
+    if (*content < first || *content > last) {
+      tm.fail(tm.at("first_output_token_iteration"),
+              "is outside first_token_iteration..last_token_iteration");
+    }
+    t.first_content_ns = seconds_to_ns(*content - origin);
+  }
+  t.output_tokens = opt_tokens(q, "output_metrics");
+  if (t.output_tokens) t.token_count_source = source;
+  if (const auto text = q.opt_string("output")) t.output_text = *text;
+  return t;
+}
+
+json::object file_fields_v4(const Doc& b, const Layout& l) {
+  json::object f;
+  const Doc c = b.child("config");
+  for (const char* key : {"id_", "run_id", "run_index", "strategy", "sample_size",
+                          "sample_requests", "prefer_response_metrics"}) {
+    if (const json::value* v = c.raw().if_contains(key)) f[std::string("config.") + key] = *v;
+  }
+  const Doc sm = b.child("scheduler_metrics");
+  for (const char* key : {"measure_start_time", "measure_end_time", "requests_made"}) {
+    if (const json::value* v = sm.raw().if_contains(key)) {
+      f[std::string("scheduler_metrics.") + key] = *v;
+    }
+  }
+  f["metrics.request_totals"] = b.child("metrics").child("request_totals").raw();
+  for (const auto& [key, v] : l.metadata) f["metadata." + std::string(key)] = v;
+  return f;
+}
+
+/// The requests of a 0.4+ benchmark: each with its status, and whether they are a sample.
+struct Requests {
+  std::vector<std::pair<Doc, std::string>> list;
+  std::int64_t n[3] = {0, 0, 0};
+  bool sampled = false;
+};
+
+Requests requests_v4_of(const Doc& b) {
+  Requests rq;
+  const Doc totals = b.child("metrics").child("request_totals");
+  const Doc lists = b.child("requests");
+  for (int k = 0; k < 3; ++k) {
+    rq.n[k] = totals.count(kStatuses[k]);
+    const json::array* a = lists.opt_array(kStatuses[k]);
+    if (a == nullptr) lists.fail(lists.at(kStatuses[k]), "missing (a GuideLLM benchmark has it)");
+    if (static_cast<std::int64_t>(a->size()) > rq.n[k]) {
+      lists.fail(lists.at(kStatuses[k]), "lists " + std::to_string(a->size()) +
+                                             " requests, more than metrics.request_totals." +
+                                             kStatuses[k] + " (" + std::to_string(rq.n[k]) + ")");
+    }
+    rq.sampled = rq.sampled || static_cast<std::int64_t>(a->size()) < rq.n[k];
+    for (std::size_t j = 0; j < a->size(); ++j) {
+      rq.list.emplace_back(lists.element(*a, j, lists.at(kStatuses[k])), kStatuses[k]);
+    }
+  }
+  return rq;
+}
+
+ImportedResult benchmark_v4_of(const Doc& b, std::size_t i, const Layout& l) {
+  ImportedResult r;
+  r.source.tool = kGuideLlmTool;
+  r.source.tool_version = l.tool_version;
+  r.source.format = "guidellm";
+  r.source.part = "$.benchmarks[" + std::to_string(i) + "]";
+  if (b.find("config") == nullptr)
+    b.fail(b.at("config"), "missing (a GuideLLM 0.4+ benchmark has it)");
+  r.source.file_fields = file_fields_v4(b, l);
+  if (l.model) r.model_id = *l.model;
+  const Doc config = b.child("config");
+  const Requests rq = requests_v4_of(b);
+  r.api = l.api ? *l.api : api_of(b, rq.list);
+  const std::int64_t total = rq.n[0] + rq.n[1] + rq.n[2];
+  r.load = load_of(config.child("strategy"), static_cast<std::uint64_t>(total));
+  r.requests = static_cast<std::uint64_t>(total);
+  r.status = rq.n[0] == 0 ? "failed" : rq.n[2] > 0 ? "partial" : "ok";
+  if (rq.sampled) {  // a sample: only the counts (docs/interop.md: why no means)
+    r.source.timing = "summary_only";
+    set_request_counts(r.summary, static_cast<std::uint64_t>(rq.n[0]),
+                       static_cast<std::uint64_t>(rq.n[2]));
+    return r;
+  }
+  bool usage = true;
+  if (const json::value* p = config.find("prefer_response_metrics")) {
+    if (!p->is_bool()) config.fail(config.at("prefer_response_metrics"), "expected true or false");
+    usage = p->get_bool();
+  }
+  double origin = kMaxClockS;
+  for (const auto& [q, status] : rq.list) {
+    const Doc tm = q.child("info").child("timings");
+    origin =
+        std::min(origin, tm.seconds(tm.need("request_start"), tm.at("request_start"), kMaxClockS));
+  }
+  for (std::size_t k = 0; k < rq.list.size(); ++k) {
+    r.traces.push_back(trace_v4_of(
+        rq.list[k].first, rq.list[k].second, k, origin,
+        usage ? metrics::TokenCountSource::kUsage : metrics::TokenCountSource::kTokenizer));
+  }
+  r.source.timing = "shared_clock";
+  return r;
+}
+
 }  // namespace
 
 std::vector<ImportedResult> read_guidellm(const std::string& bytes, const std::string& file_name) {
@@ -225,12 +407,20 @@ std::vector<ImportedResult> read_guidellm(const std::string& bytes, const std::s
       bytes, file_name, "the JSON report `guidellm benchmark --output-path x.json` writes");
   if (!v.is_object()) throw ImportFileError(file_name + ": $: expected a JSON object");
   const Doc top(v.get_object(), file_name, "$", "a GuideLLM report");
-  refuse_newer(top);
+  std::optional<Layout> layout;
+  if (top.find("metadata") != nullptr) layout = layout_of(top);
   const json::array* benchmarks = top.opt_array("benchmarks");
   if (benchmarks == nullptr) top.fail("$.benchmarks", "missing (a GuideLLM report has it)");
+  if (!layout && !benchmarks->empty()) {  // GuideLLM 0.4: no metadata, benchmarks with config
+    const Doc first = top.element(*benchmarks, 0, "$.benchmarks");
+    if (first.find("config") != nullptr || first.find("scheduler_metrics") != nullptr) {
+      layout = layout_of(top);
+    }
+  }
   std::vector<ImportedResult> out;
   for (std::size_t i = 0; i < benchmarks->size(); ++i) {
-    out.push_back(benchmark_of(top.element(*benchmarks, i, "$.benchmarks"), i));
+    const Doc b = top.element(*benchmarks, i, "$.benchmarks");
+    out.push_back(layout ? benchmark_v4_of(b, i, *layout) : benchmark_of(b, i));
   }
   return out;
 }

@@ -222,7 +222,8 @@ TEST(GuideLlm, BadFilesNameTheFileAndWhere) {
     EXPECT_NE(e.find(part), std::string::npos) << e;
   };
   has(error_of([] { return guide("newer.json"); }),
-      "newer.json: $.metadata: a report of schema version 2");
+      "newer.json: $.metadata.version: 3: a report schema version dyno does not know; it reads 1 "
+      "(GuideLLM 0.5, 0.6), 2");
   has(error_of([] { return guide("not_json.json"); }), "not_json.json:");
   has(error_of([] { return guide("not_json.json"); }), "not JSON");
   has(error_of([] { return guide("missing_key.json"); }),
@@ -240,11 +241,124 @@ TEST(GuideLlm, BadFilesNameTheFileAndWhere) {
   has(error_of([&] { return dyno::record::read_guidellm(json::serialize(o), "t.json"); }),
       "t.json: $.benchmarks[0].requests.successful: lists 2 requests, more than");
   b["request_totals"].as_object()["successful"] = 2;
-  b["config"] = json::object{};
+  o["benchmarks"].as_array()[1].as_object()["config"] = json::object{};
   has(error_of([&] { return dyno::record::read_guidellm(json::serialize(o), "c.json"); }),
-      "c.json: $.benchmarks[0]: a benchmark in the layout of GuideLLM 0.4");
+      "c.json: $.benchmarks[1]: a benchmark in the layout of GuideLLM 0.4");
   has(error_of([] { return dyno::record::read_guidellm("[]", "a.json"); }),
       "a.json: $: expected a JSON object");
+}
+
+TEST(GuideLlm, Layout04RequestsBecomeTracesFromInfoTimings) {
+  const auto rs = guide("v04_report.json");
+  ASSERT_EQ(rs.size(), 1u);
+  const ImportedResult& r = rs[0];
+  EXPECT_EQ(r.source.tool_version, "0.4");
+  EXPECT_EQ(r.source.timing, "shared_clock");
+  EXPECT_EQ(r.api, "chat");
+  EXPECT_EQ(r.model_id, "example-org/tiny-chat");
+  EXPECT_EQ(r.load.concurrency, 1u);
+  EXPECT_EQ(r.status, "partial");
+  ASSERT_EQ(r.traces.size(), 3u);
+  EXPECT_EQ(r.traces[1].request_id, "r1");
+  EXPECT_NEAR(static_cast<double>(*r.traces[1].sent_ns), 500'000'000, 1000);
+  EXPECT_NEAR(static_cast<double>(*r.traces[1].first_token_ns), 620'000'000, 1000);
+  EXPECT_NEAR(static_cast<double>(*r.traces[1].last_token_ns), 900'000'000, 1000);
+  EXPECT_NEAR(static_cast<double>(*r.traces[1].done_ns), 905'000'000, 1000);
+  EXPECT_EQ(r.traces[1].input_tokens, 12);
+  EXPECT_EQ(r.traces[1].output_tokens, 6);
+  EXPECT_EQ(r.traces[1].token_count_source, dyno::metrics::TokenCountSource::kUsage);
+  EXPECT_TRUE(r.traces[1].event_times_ns.empty());
+  EXPECT_EQ(r.traces[2].status, dyno::metrics::RequestStatus::kError);
+  EXPECT_EQ(r.traces[2].error_message, "HTTP 500: Internal Server Error");
+  EXPECT_FALSE(r.traces[2].first_token_ns.has_value());
+  const dyno::metrics::Summary s = dyno::metrics::summarize_run(r.traces, {});
+  EXPECT_EQ(s.requests_ok, 2u);
+  EXPECT_NEAR(*s.ttft_ms.p50, 110.0, 1e-3);  // 100 and 120 ms
+}
+
+TEST(GuideLlm, Schema1And2RecordTheirVersionsLoadAndEndpoint) {
+  const auto v1 = guide("v1_report.json");
+  ASSERT_EQ(v1.size(), 1u);
+  EXPECT_EQ(v1[0].source.tool_version, "0.5.4 (report schema 1)");
+  EXPECT_EQ(v1[0].api, "completions");
+  EXPECT_EQ(v1[0].load.concurrency, 2u);
+  EXPECT_EQ(v1[0].status, "ok");
+  ASSERT_EQ(v1[0].traces.size(), 3u);
+  EXPECT_EQ(v1[0].traces[2].status, dyno::metrics::RequestStatus::kCancelled);
+  // prefer_response_metrics false: GuideLLM counted with its tokenizer.
+  EXPECT_EQ(v1[0].traces[0].token_count_source, dyno::metrics::TokenCountSource::kTokenizer);
+  EXPECT_EQ(v1[0].source.file_fields.at("metadata.version").as_int64(), 1);
+
+  const auto v2 = guide("v2_report.json");
+  ASSERT_EQ(v2.size(), 1u);
+  const ImportedResult& r = v2[0];
+  EXPECT_EQ(r.source.tool_version, "0.7.3 (report schema 2)");
+  EXPECT_EQ(r.api, "chat");
+  EXPECT_EQ(r.model_id, "example-org/tiny-reasoner");
+  EXPECT_EQ(r.load.rate_per_s, 4.0);
+  EXPECT_EQ(r.load.arrival, "constant");
+  EXPECT_EQ(r.load.concurrency, 8u);
+  ASSERT_EQ(r.traces.size(), 3u);
+  // first_output_token_iteration (the first non-reasoning token) is the first content time.
+  EXPECT_NEAR(static_cast<double>(*r.traces[0].first_token_ns), 100'000'000, 1000);
+  EXPECT_NEAR(static_cast<double>(*r.traces[0].first_content_ns), 300'000'000, 1000);
+  EXPECT_EQ(r.traces[1].first_content_ns, r.traces[1].first_token_ns);
+}
+
+TEST(GuideLlm, SampledNewerReportsGiveCountsOnly) {
+  const auto rs = guide("v2_sampled.json");
+  ASSERT_EQ(rs.size(), 1u);
+  const ImportedResult& r = rs[0];
+  EXPECT_EQ(r.source.timing, "summary_only");
+  EXPECT_TRUE(r.traces.empty());
+  EXPECT_EQ(r.api, "completions");
+  EXPECT_EQ(r.requests, 42u);
+  EXPECT_EQ(r.summary.requests_ok, 40u);
+  EXPECT_EQ(r.summary.requests_failed, 2u);
+  EXPECT_EQ(r.load.arrival, "poisson");
+  // GuideLLM >= 0.4 averages a missing value as 0 (`or 0.0`): its means are not dyno's.
+  EXPECT_FALSE(r.summary.ttft_ms.mean.has_value());
+  EXPECT_FALSE(r.summary.e2e_ms.mean.has_value());
+}
+
+TEST(GuideLlm, BadNewerFilesNameTheFileAndWhere) {
+  const auto has = [](const std::string& e, const std::string& part) {
+    EXPECT_NE(e.find(part), std::string::npos) << e;
+  };
+  has(error_of([] { return guide("v2_missing_key.json"); }),
+      "v2_missing_key.json: $.benchmarks[0].requests.successful[1].info.timings.request_start: "
+      "missing");
+  has(error_of([] { return guide("v1_wrong_type.json"); }),
+      "v1_wrong_type.json: $.benchmarks[0].requests.successful[0].input_metrics.total_tokens: "
+      "expected a non-negative integer");
+  json::object o = json::parse(bytes_of("guidellm", "v2_report.json")).as_object();
+  o["config"].as_object()["spec"].as_object()["backend"].as_object()["request_format"] =
+      "/v1/embeddings";
+  has(error_of([&] { return dyno::record::read_guidellm(json::serialize(o), "e.json"); }),
+      "e.json: $.config.spec.backend.request_format: '/v1/embeddings'");
+  o = json::parse(bytes_of("guidellm", "v2_report.json")).as_object();
+  json::object& b = o["benchmarks"].as_array()[0].as_object();
+  b["config"].as_object()["strategy"].as_object()["type_"] = "trace";
+  has(error_of([&] { return dyno::record::read_guidellm(json::serialize(o), "t.json"); }),
+      "t.json: $.benchmarks[0].config.strategy.type_: 'trace'");
+  b["config"].as_object()["strategy"].as_object()["type_"] = "constant";
+  b["metrics"].as_object()["request_totals"].as_object()["errored"] = 0;
+  has(error_of([&] { return dyno::record::read_guidellm(json::serialize(o), "n.json"); }),
+      "n.json: $.benchmarks[0].requests.errored: lists 1 requests, more than");
+  b["metrics"].as_object()["request_totals"].as_object()["errored"] = 1;
+  json::object& t = b["requests"]
+                        .as_object()["successful"]
+                        .as_array()[0]
+                        .as_object()["info"]
+                        .as_object()["timings"]
+                        .as_object();
+  t["last_token_iteration"] = nullptr;
+  has(error_of([&] { return dyno::record::read_guidellm(json::serialize(o), "l.json"); }),
+      "l.json: $.benchmarks[0].requests.successful[0].info.timings.last_token_iteration: "
+      "expected a number");
+  o["metadata"].as_object()["version"] = "2";
+  has(error_of([&] { return dyno::record::read_guidellm(json::serialize(o), "v.json"); }),
+      "v.json: $.metadata.version: expected");
 }
 
 void golden(const std::string& format, const std::string& dir, const std::string& name) {
@@ -261,5 +375,9 @@ TEST(ImportGolden, LlamaBenchCsv) { golden("llama-bench", "llama_bench", "tests.
 TEST(ImportGolden, LlamaBenchOldCsv) { golden("llama-bench", "llama_bench", "old.csv"); }
 TEST(ImportGolden, GuideLlmReport) { golden("guidellm", "guidellm", "report.json"); }
 TEST(ImportGolden, GuideLlmSampled) { golden("guidellm", "guidellm", "sampled.json"); }
+TEST(ImportGolden, GuideLlm04) { golden("guidellm", "guidellm", "v04_report.json"); }
+TEST(ImportGolden, GuideLlmSchema1) { golden("guidellm", "guidellm", "v1_report.json"); }
+TEST(ImportGolden, GuideLlmSchema2) { golden("guidellm", "guidellm", "v2_report.json"); }
+TEST(ImportGolden, GuideLlmSchema2Sampled) { golden("guidellm", "guidellm", "v2_sampled.json"); }
 
 }  // namespace
