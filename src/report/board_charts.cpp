@@ -195,8 +195,9 @@ std::vector<HeatColumn> heatmap_columns(const Board& b,
 }
 
 /// A delta's verdict as its cell's label ("" when it has none).
-std::string verdict_label(compare::Verdict v) {
-  switch (v) {
+std::string verdict_label(const compare::Delta& d) {
+  if (d.summary_only && d.verdict == compare::Verdict::kNoInterval) return "summary only";
+  switch (d.verdict) {
     case compare::Verdict::kWin:
       return "win";
     case compare::Verdict::kTie:
@@ -233,7 +234,7 @@ void add_heatmap_row(chart::Heatmap& h, const std::vector<compare::DeltaPoint>& 
       continue;
     }
     values.push_back(it->delta.value);
-    labels.push_back(verdict_label(it->delta.verdict));
+    labels.push_back(verdict_label(it->delta));
   }
   h.values.push_back(std::move(values));
   h.cell_labels.push_back(std::move(labels));
