@@ -18,6 +18,17 @@ namespace {
 
 using Doc = ImportDoc;
 
+/// A request that did not succeed: errored (category `imported`, its message) or incomplete
+/// (cut off when the benchmark ended: cancelled, outside every figure).
+metrics::Trace unsuccessful(metrics::Trace t, const std::string& status,
+                            std::optional<std::string> error) {
+  t.status =
+      status == "errored" ? metrics::RequestStatus::kError : metrics::RequestStatus::kCancelled;
+  t.error_category = "imported";
+  t.error_message = error.value_or(status);
+  return t;
+}
+
 /// GuideLLM stamps requests with time.time(): seconds since the epoch.
 constexpr double kMaxClockS = 1e10;
 constexpr const char* kStatuses[] = {"successful", "incomplete", "errored"};
@@ -61,13 +72,7 @@ metrics::Trace trace_of(const Doc& q, const std::string& status, std::size_t ind
   if (end < start) q.fail(q.at("end_time"), "is before start_time");
   t.sent_ns = seconds_to_ns(start - origin);
   t.input_tokens = q.count("prompt_tokens");
-  if (status != "successful") {
-    t.status =
-        status == "errored" ? metrics::RequestStatus::kError : metrics::RequestStatus::kCancelled;
-    t.error_category = "imported";
-    t.error_message = q.opt_string("error").value_or(status);
-    return t;
-  }
+  if (status != "successful") return unsuccessful(std::move(t), status, q.opt_string("error"));
   const double first = q.seconds(q.need("first_token_time"), q.at("first_token_time"), kMaxClockS);
   const double last = q.seconds(q.need("last_token_time"), q.at("last_token_time"), kMaxClockS);
   if (first < start) q.fail(q.at("first_token_time"), "is before start_time");
@@ -278,11 +283,7 @@ metrics::Trace trace_v4_of(const Doc& q, const std::string& status, std::size_t 
   t.sent_ns = seconds_to_ns(start - origin);
   t.input_tokens = opt_tokens(q, "input_metrics");
   if (status != "successful") {
-    t.status =
-        status == "errored" ? metrics::RequestStatus::kError : metrics::RequestStatus::kCancelled;
-    t.error_category = "imported";
-    t.error_message = info.opt_string("error").value_or(status);
-    return t;
+    return unsuccessful(std::move(t), status, info.opt_string("error"));
   }
   const double end = tm.seconds(tm.need("request_end"), tm.at("request_end"), kMaxClockS);
   if (end < start) tm.fail(tm.at("request_end"), "is before request_start");
