@@ -84,8 +84,8 @@ TEST_F(ImportResults, ABadFileExitsTwoNamingWhereAndImportsNothing) {
   EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
   EXPECT_NE(unknown.err.find("no-such-tool"), std::string::npos) << unknown.err;
   // The wrong format for the file: a vLLM result read as SGLang's JSONL names where it fails.
-  const Outcome wrong = dyno({"import", "sglang-bench", (kData / "detailed.json").string(),
-                              "--runs-root", runs()});
+  const Outcome wrong =
+      dyno({"import", "sglang-bench", (kData / "detailed.json").string(), "--runs-root", runs()});
   EXPECT_EQ(wrong.exit_code, 2) << wrong.err;
   EXPECT_NE(wrong.err.find("detailed.json:"), std::string::npos) << wrong.err;
   const Outcome missing =
