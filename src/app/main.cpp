@@ -372,6 +372,48 @@ void raise_fd_limit() {
   }
 }
 
+/// The commands that make records from records or files, and files from records: rescore,
+/// import (other tools' results) and export.
+class StoreTools {
+ public:
+  explicit StoreTools(CLI::App& app) {
+    rescore_ = app.add_subcommand(
+        "rescore",
+        "judge a finished run's kept outputs again (a scorer given, or the requests' own) into "
+        "a new derived record; the run itself is not changed");
+    add_rescore_flags(*rescore_, rescore_options_);
+    import_ = app.add_subcommand(
+        "import",
+        "bring other tools' saved results (vLLM, SGLang, AIPerf, llama-bench, GuideLLM, "
+        "ledgers) into the run store as records, labelled with their source; not `dyno stream "
+        "import`, which makes request streams");
+    add_results_import_flags(*import_, import_options_);
+    export_ = app.add_subcommand(
+        "export",
+        "write finished runs in another tool's format: vllm-bench (vLLM's result JSON, so "
+        "vLLM's tooling plots them) or csv (one row per run); the records are not changed");
+    add_export_flags(*export_, export_options_);
+  }
+  bool parsed() const { return rescore_->parsed() || import_->parsed() || export_->parsed(); }
+  int execute() {
+    if (rescore_->parsed()) {
+      return dyno::app::rescore_command(rescore_options_, std::cout, std::cerr);
+    }
+    if (import_->parsed()) {
+      return dyno::app::results_import_command(import_options_, std::cout, std::cerr);
+    }
+    return dyno::app::export_command(export_options_, std::cout);
+  }
+
+ private:
+  dyno::app::RescoreCommandOptions rescore_options_;
+  dyno::app::ResultsImportOptions import_options_;
+  dyno::app::ExportCommandOptions export_options_;
+  CLI::App* rescore_ = nullptr;
+  CLI::App* import_ = nullptr;
+  CLI::App* export_ = nullptr;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -435,25 +477,7 @@ int main(int argc, char** argv) {
   CLI::App* stream_import = stream->add_subcommand(
       "import", "turn a data set (ShareGPT, a CSV/JSONL table, image questions) into a stream");
   add_import_flags(*stream_import, import_options);
-  dyno::app::RescoreCommandOptions rescore_options;
-  CLI::App* rescore = app.add_subcommand(
-      "rescore",
-      "judge a finished run's kept outputs again (a scorer given, or the requests' own) into a "
-      "new derived record; the run itself is not changed");
-  add_rescore_flags(*rescore, rescore_options);
-  dyno::app::ResultsImportOptions results_import_options;
-  CLI::App* results_import = app.add_subcommand(
-      "import",
-      "bring other tools' saved results (vllm bench serve --save-result) into the run store as "
-      "records, labelled with their source; not `dyno stream import`, which makes request "
-      "streams");
-  add_results_import_flags(*results_import, results_import_options);
-  dyno::app::ExportCommandOptions export_options;
-  CLI::App* export_cmd = app.add_subcommand(
-      "export",
-      "write finished runs in another tool's format: vllm-bench (vLLM's result JSON, so vLLM's "
-      "tooling plots them) or csv (one row per run); the records are not changed");
-  add_export_flags(*export_cmd, export_options);
+  StoreTools store_tools(app);       // dyno rescore | import | export
   dyno::app::RunsCli runs_cli(app);  // dyno runs list|show|diff|verify|rm|reindex|publish
   dyno::app::ReportCommands report_commands(app);
 
@@ -484,13 +508,7 @@ int main(int argc, char** argv) {
     if (sim->parsed()) return dyno::app::sim_command(sim_options);
     if (doctor->parsed()) return dyno::app::doctor_command(doctor_options);
     if (stream_import->parsed()) return dyno::app::import_command(import_options);
-    if (rescore->parsed()) {
-      return dyno::app::rescore_command(rescore_options, std::cout, std::cerr);
-    }
-    if (results_import->parsed()) {
-      return dyno::app::results_import_command(results_import_options, std::cout, std::cerr);
-    }
-    if (export_cmd->parsed()) return dyno::app::export_command(export_options, std::cout);
+    if (store_tools.parsed()) return store_tools.execute();
     if (runs_cli.parsed()) return runs_cli.execute(std::cout, std::cerr);
     if (report_commands.parsed()) return report_commands.run();
     if (stream_make->parsed()) {
