@@ -189,7 +189,10 @@ ImportOutcome write_imported_run(const ImportedResult& r, const std::string& fil
     writer.write_text(evidence, kept);
     if (r.source.timing != "summary_only") {
       std::string lines;
-      for (const metrics::Trace& t : r.traces) {
+      for (metrics::Trace t : r.traces) {
+        // A tool keeps what the server sent, a secret it echoed included: never into a record.
+        scrub_text::scrub_secrets(t.output_text);
+        scrub_text::scrub_secrets(t.error_message);
         lines += json_text::compact(trace_to_json(t, true)) + "\n";
       }
       writer.write_text("requests.jsonl", lines);

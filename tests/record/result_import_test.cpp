@@ -310,4 +310,20 @@ TEST(ImportedRecord, SecretsInTheFileNeverReachTheRecord) {
             std::string::npos);
 }
 
+TEST(ImportedRecord, ASecretTheServerEchoedInAnAnswerNeverReachesRequests) {
+  dyno::testing::TempDir root;
+  json::object o = json::parse(bytes_of("detailed.json")).as_object();
+  o["generated_texts"].as_array()[0] = "your header was Authorization: Bearer sk-live-SECRET123";
+  o["errors"].as_array()[3] = "401: bad key api_key=sk-live-SECRET123";
+  const std::string bytes = json::serialize(o);
+  const auto out = dyno::record::write_imported_run(read_vllm_bench(bytes, "e.json"), "e.json",
+                                                    bytes, options(root.path()));
+  EXPECT_TRUE(dyno::record::verify_run_dir(out.dir, true).ok());
+  for (const auto& e : fs::recursive_directory_iterator(out.dir)) {
+    if (!e.is_regular_file()) continue;
+    EXPECT_EQ(dyno::record::read_file(e.path()).find("SECRET123"), std::string::npos) << e.path();
+  }
+  EXPECT_EQ(dyno::record::read_requests(out.dir).size(), 4u);
+}
+
 }  // namespace
