@@ -22,7 +22,8 @@ double uniform(std::uint64_t& state) {
 
 }  // namespace
 
-Model::Model(Profile profile, std::uint64_t seed) : profile_(std::move(profile)), seed_(seed) {}
+Model::Model(Profile profile, std::uint64_t seed)
+    : profile_(std::move(profile)), seed_(seed), cache_(profile_.prefix_cache_blocks) {}
 
 std::int64_t Model::submit(const ModelRequest& request, double arrival_s) {
   Seq s;
@@ -53,8 +54,9 @@ std::int64_t Model::submit(const ModelRequest& request, double arrival_s) {
   }
   s.reasoning_len = static_cast<std::int64_t>(
       std::floor(profile_.reasoning_fraction * static_cast<double>(s.output_len)));
+  if (cache_.enabled()) s.block_hashes = request.block_hashes;
   if (!plan_) clock_ = std::max(clock_, arrival_s);
-  waiting_.push_back(s);
+  waiting_.push_back(std::move(s));
   return s.output_len;
 }
 
@@ -112,7 +114,8 @@ std::optional<StepPlan> Model::start_step(double now_s) {
   while (!waiting_.empty() && admissible(waiting_.front())) {
     kv_used_ += reservation(waiting_.front());
     ++live_;
-    running_.push_back(waiting_.front());
+    admit(waiting_.front());
+    running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
   }
   planned_.clear();
@@ -167,12 +170,15 @@ const std::vector<Event>& Model::complete_step() {
     if (p.decode) {
       e.tokens = decode_tokens(s);
     } else {
-      if (s.prefilled == 0) s.prefill_start_s = plan_->start_s;
+      if (!s.prefill_started) s.prefill_start_s = plan_->start_s;
+      s.prefill_started = true;
       s.prefilled += p.prefill;
       if (s.prefilled < s.prompt) continue;
+      cache_.insert(s.block_hashes);
       e.tokens = 1;  // prefill completion produces the first output token
       e.first = true;
       e.prefill_start_s = s.prefill_start_s;
+      e.cached_tokens = s.cached;
     }
     s.generated += e.tokens;
     if (s.generated >= s.output_len) {
@@ -187,6 +193,19 @@ const std::vector<Event>& Model::complete_step() {
   plan_.reset();
   compact();
   return events_;
+}
+
+// The prefix-cache lookup at admission: the longest run of leading cached blocks, leaving at
+// least the last prompt token to compute.
+void Model::admit(Seq& s) {
+  if (!cache_.enabled()) return;
+  cache_queries_ += s.prompt;
+  const auto max_blocks =
+      static_cast<std::size_t>((s.prompt - 1) / profile_.prefix_cache_block_tokens);
+  const std::size_t blocks = cache_.match(s.block_hashes, max_blocks);
+  s.cached = static_cast<std::int64_t>(blocks) * profile_.prefix_cache_block_tokens;
+  s.prefilled = s.cached;
+  cache_hits_ += s.cached;
 }
 
 void Model::compact() {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "sim/prefix_cache.h"
 #include "sim/profile.h"
 
 namespace dyno::sim {
@@ -21,6 +22,8 @@ struct ModelRequest {
   std::int64_t min_tokens = 0;     ///< no EOS stop before this many output tokens
   bool ignore_eos = false;         ///< never stop before max_tokens
   std::uint64_t seed = 0;          ///< mixed with the model seed for EOS/speculation draws
+  /// prefix_block_hashes of the prompt's cacheable ids (empty: nothing to look up or cache).
+  std::vector<std::uint64_t> block_hashes;
 };
 
 enum class TokenKind { kReasoning, kContent };
@@ -40,6 +43,8 @@ struct Event {
   /// Only on the `first` event: start of the step that prefilled the sequence's first prompt
   /// chunk (llama.cpp's t_start_process_prompt), so time_s − prefill_start_s is the prefill time.
   double prefill_start_s = 0.0;
+  /// Only on the `first` event: prompt tokens served from the prefix cache (not prefilled).
+  std::int64_t cached_tokens = 0;
 };
 
 /// What one planned step does (exposed for tests and diagnostics).
@@ -56,6 +61,10 @@ struct StepPlan {
 /// spec_tokens k > 0 of 1 + (leading accepted drafts, each accepted with spec_acceptance,
 /// stopping at the first rejection) tokens, capped by the remaining output and by the
 /// reasoning/content boundary. A decoding sequence takes one budget token whatever k is.
+/// Prefix cache (profile.prefix_cache_blocks > 0): at admission a sequence's leading blocks
+/// found in the cache (at most (prompt − 1) / block_tokens of them, so the last prompt token is
+/// always computed) count as prefilled and are never charged to a step; its blocks are inserted
+/// when its prefill completes.
 /// Output length is max_tokens (request, else default_max_tokens) unless an EOS draw (per
 /// token from index min_tokens on, probability eos_probability, not with ignore_eos) ends it
 /// earlier with FinishReason::kStop. The first floor(reasoning_fraction * length) tokens are
@@ -109,6 +118,11 @@ class Model {
   std::size_t waiting() const { return waiting_.size(); }
   std::size_t running() const { return live_; }
   std::int64_t kv_used() const { return kv_used_; }
+  /// Prefix-cache totals (vLLM's prefix_cache_queries/hits): prompt tokens of admitted requests
+  /// looked up in the cache (0 with the cache off), and those served from it.
+  std::int64_t prefix_cache_queries() const { return cache_queries_; }
+  std::int64_t prefix_cache_hits() const { return cache_hits_; }
+  const PrefixCache& prefix_cache() const { return cache_; }
   /// Duration of a step with the given shape under this profile (0 when zero_delay).
   double step_duration(std::int64_t decode_seqs, std::int64_t decode_context,
                        std::int64_t prefill_tokens) const;
@@ -123,6 +137,9 @@ class Model {
     std::int64_t reasoning_len = 0;  ///< floor(reasoning_fraction * output_len)
     std::int64_t generated = 0;
     double prefill_start_s = 0.0;  ///< start of the step with the first prompt chunk
+    bool prefill_started = false;
+    std::int64_t cached = 0;  ///< leading prompt tokens served by the prefix cache at admission
+    std::vector<std::uint64_t> block_hashes;
     FinishReason finish = FinishReason::kLength;
     std::uint64_t rng = 0;
     bool paused = false;
@@ -137,6 +154,7 @@ class Model {
   std::int64_t reservation(const Seq& s) const { return s.prompt + s.max_tokens; }
   bool admissible(const Seq& s) const;
   void compact();
+  void admit(Seq& s);
   std::int32_t decode_tokens(Seq& s);
 
   Profile profile_;
@@ -149,6 +167,9 @@ class Model {
   std::vector<Planned> planned_;
   std::vector<Event> events_;
   double clock_ = 0.0;
+  PrefixCache cache_;
+  std::int64_t cache_queries_ = 0;
+  std::int64_t cache_hits_ = 0;
 };
 
 }  // namespace dyno::sim

@@ -118,6 +118,8 @@ struct dyno_engine_request_handle {
   std::uint64_t text_seed = 0;
   std::int64_t generated = 0;
   std::int64_t reasoning_tokens = 0;
+  std::int64_t cached_tokens = 0;           // prefix-cache tokens (from the first event)
+  std::vector<std::uint64_t> block_hashes;  // the prompt's prefix-cache blocks (until submitted)
   bool ended = false;  // on_end is delivered or queued: no further callback is produced
   // Non-streamed requests: the whole answer, delivered as one event at the end.
   std::string content;
@@ -143,6 +145,7 @@ struct Outgoing {
   std::int64_t prompt_tokens = -1;
   std::int64_t completion_tokens = -1;
   std::int64_t reasoning_tokens = -1;
+  std::int64_t cached_tokens = -1;
 };
 
 // Counts a dyno thread that is about to take the engine mutex (see Engine::let_callers_in).
@@ -227,6 +230,7 @@ class Engine {
     check_context_length(req, profile_);
 
     auto handle = std::make_unique<Handle>();
+    handle->block_hashes = prompt_block_hashes(req, profile_);
     handle->callbacks = callbacks;
     handle->request = std::move(req);
     Handle* raw = handle.get();
@@ -245,6 +249,7 @@ class Engine {
       mr.min_tokens = raw->request.min_tokens;
       mr.ignore_eos = raw->request.ignore_eos;
       mr.seed = raw->text_seed;
+      mr.block_hashes = std::move(raw->block_hashes);
       model_.submit(mr, now_s());
       by_id_.emplace(raw->id, raw);
       handles_.emplace(raw, std::move(handle));
@@ -352,6 +357,7 @@ class Engine {
     if (it == by_id_.end()) return;
     Handle& h = *it->second;
     h.generated += e.tokens;
+    if (e.first) h.cached_tokens = e.cached_tokens;
     // Completions have no reasoning channel: the HTTP server sends reasoning tokens as text.
     const bool reasoning = e.kind == TokenKind::kReasoning && h.request.chat;
     if (e.kind == TokenKind::kReasoning) h.reasoning_tokens += e.tokens;
@@ -383,6 +389,7 @@ class Engine {
     end.finish_reason = finish_name(e.finish);
     end.prompt_tokens = h.request.prompt_tokens;
     end.completion_tokens = h.generated;
+    if (profile_.prefix_cache_blocks > 0) end.cached_tokens = h.cached_tokens;
     // Like the HTTP server's usage: reasoning tokens only for profiles that produce them.
     if (profile_.reasoning_fraction > 0.0) end.reasoning_tokens = h.reasoning_tokens;
     h.ended = true;
@@ -414,7 +421,7 @@ class Engine {
         end.error_message = o.error_message;
         end.prompt_tokens = o.prompt_tokens;
         end.completion_tokens = o.completion_tokens;
-        end.cached_tokens = -1;  // no prefix cache in the model
+        end.cached_tokens = o.cached_tokens;  // -1 (unknown) unless the prefix cache is on
         end.reasoning_tokens = o.reasoning_tokens;
         // The last use of this request's callbacks; the handle may be released from now on.
         o.callbacks.on_end(o.callbacks.user_data, &end);

@@ -154,6 +154,8 @@ void validate(const Profile& p, const std::string& where) {
   probability("reasoning_fraction", p.reasoning_fraction);
   if (p.chat_template_tokens < 0) fail("chat_template_tokens", "must be >= 0");
   if (p.image_tokens < 0) fail("image_tokens", "must be >= 0");
+  if (p.prefix_cache_block_tokens < 1) fail("prefix_cache_block_tokens", "must be >= 1");
+  if (p.prefix_cache_blocks < 0) fail("prefix_cache_blocks", "must be >= 0");
 }
 
 // Field setters of the JSON profile format, keyed by field name (same names as Profile).
@@ -236,6 +238,10 @@ void set_field(Profile& p, const std::string& where, const std::string& key, con
     p.chat_template_tokens = r.integer();
   } else if (key == "image_tokens") {
     p.image_tokens = r.integer();
+  } else if (key == "prefix_cache_block_tokens") {
+    p.prefix_cache_block_tokens = r.integer();
+  } else if (key == "prefix_cache_blocks") {
+    p.prefix_cache_blocks = r.integer();
   } else if (key == "zero_delay") {
     p.zero_delay = r.boolean();
   } else {
@@ -321,6 +327,8 @@ std::string profile_to_json(const Profile& p) {
   o["reasoning_fraction"] = p.reasoning_fraction;
   o["chat_template_tokens"] = p.chat_template_tokens;
   o["image_tokens"] = p.image_tokens;
+  o["prefix_cache_block_tokens"] = p.prefix_cache_block_tokens;
+  o["prefix_cache_blocks"] = p.prefix_cache_blocks;
   o["zero_delay"] = p.zero_delay;
   return json_text::compact(o);
 }

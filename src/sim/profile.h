@@ -48,6 +48,11 @@ struct Profile {
   /// Prompt tokens each image part of a chat message counts for (a fixed vision-encoder cost).
   std::int64_t image_tokens = 576;
 
+  /// Prefix cache (docs/sim.md "Prefix cache"): block size in tokens (vLLM's default 16) and
+  /// capacity in blocks; 0 blocks: no prefix cache (every built-in profile's default).
+  std::int64_t prefix_cache_block_tokens = 16;
+  std::int64_t prefix_cache_blocks = 0;
+
   bool zero_delay = false;  ///< firehose: all times 0, generate as fast as the sockets allow
 };
 
@@ -59,7 +64,8 @@ Profile builtin_profile(const std::string& name);
 /// and wrong types are errors naming the file and key); "base": "<builtin>" starts from a
 /// built-in, otherwise from Profile{}. "name" defaults to the file's stem. Values are validated
 /// (rates > 0, times >= 0, probabilities and reasoning_fraction in [0, 1], sizes >= 1,
-/// spec_tokens <= 64). Throws ProfileError.
+/// spec_tokens <= 64,
+/// prefix_cache_block_tokens >= 1, prefix_cache_blocks >= 0). Throws ProfileError.
 Profile load_profile_file(const std::filesystem::path& path);
 /// A built-in name, or a path to a JSON file.
 Profile resolve_profile(const std::string& name_or_path);

@@ -7,6 +7,8 @@
 #include <climits>
 #include <utility>
 
+#include "sim/prefix_cache.h"
+
 namespace dyno::sim {
 
 namespace json = boost::json;
@@ -229,6 +231,11 @@ CompletionRequest parse_completion(std::string_view body, bool chat, const Profi
           }
         }
         r.prompt_tokens = static_cast<std::int64_t>(a.size());
+        r.prompt_ids.reserve(a.size());
+        for (const json::value& t : a) {
+          r.prompt_ids.push_back(static_cast<std::int32_t>(
+              t.is_int64() ? t.get_int64() : static_cast<std::int64_t>(t.get_uint64())));
+        }
       }
     } else {
       bad_request("'prompt' must be a string, [string] or a non-empty array of token ids");
@@ -256,6 +263,15 @@ CompletionRequest parse_completion(std::string_view body, bool chat, const Profi
   }
   check_context_length(r, profile);
   return r;
+}
+
+std::vector<std::uint64_t> prompt_block_hashes(const CompletionRequest& r, const Profile& profile) {
+  if (profile.prefix_cache_blocks <= 0) return {};
+  if (!r.prompt_ids.empty())
+    return prefix_block_hashes(r.prompt_ids, profile.prefix_cache_block_tokens);
+  std::vector<std::int32_t> ids;
+  for (const Token& t : tokenize(r.prompt_text)) ids.push_back(t.id);
+  return prefix_block_hashes(ids, profile.prefix_cache_block_tokens);
 }
 
 }  // namespace dyno::sim

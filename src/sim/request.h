@@ -34,6 +34,7 @@ struct CompletionRequest {
   bool include_usage = false;
   std::string prompt_text;  ///< empty when the prompt was given as token ids
   std::int64_t prompt_tokens = 0;
+  std::vector<std::int32_t> prompt_ids;  ///< only when the prompt was given as token ids
   std::int64_t max_tokens = 0;
   std::int64_t min_tokens = 0;
   bool ignore_eos = false;
@@ -66,6 +67,12 @@ void set_chat_prompt(CompletionRequest& r, const boost::json::value& messages,
 void set_text_prompt(CompletionRequest& r, std::string text);
 /// 400 when prompt + max_tokens exceeds Profile::max_model_len.
 void check_context_length(const CompletionRequest& r, const Profile& profile);
+
+/// The prefix-cache block hashes of the request's prompt (prefix_block_hashes with
+/// Profile::prefix_cache_block_tokens) when the profile has a prefix cache, else none. The ids
+/// hashed are the tokenizer's ids of the (templated) prompt text, or the given token ids; image
+/// tokens follow the text and are never cached (their blocks are not hashed).
+std::vector<std::uint64_t> prompt_block_hashes(const CompletionRequest& r, const Profile& profile);
 
 /// Parses a POST /v1/chat/completions (chat) or /v1/completions body (docs/sim.md).
 CompletionRequest parse_completion(std::string_view body, bool chat, const Profile& profile);

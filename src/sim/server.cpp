@@ -129,6 +129,7 @@ void Server::Impl::dispatch(const Event& e) {
   if (e.kind == TokenKind::kReasoning) st.reasoning_tokens += e.tokens;
   if (e.first) {
     st.prefill_start_s = e.prefill_start_s;
+    st.cached_tokens = e.cached_tokens;
     st.first_token_s = e.time_s;
   } else if (options.profile.spec_tokens > 0) {
     st.draft_tokens += options.profile.spec_tokens;
@@ -220,6 +221,11 @@ void Server::Impl::render_tail(Stream& st) {
     out += std::to_string(st.generated);
     out += R"(,"total_tokens":)";
     out += std::to_string(prompt + st.generated);
+    if (options.profile.prefix_cache_blocks > 0) {
+      out += R"(,"prompt_tokens_details":{"cached_tokens":)";
+      out += std::to_string(st.cached_tokens);
+      out += "}";
+    }
     if (options.profile.reasoning_fraction > 0.0) {
       out += R"(,"completion_tokens_details":{"reasoning_tokens":)";
       out += std::to_string(st.reasoning_tokens);
@@ -235,11 +241,11 @@ void Server::Impl::render_tail(Stream& st) {
 // llama.cpp's per-response `timings` (server_slot::get_timings): prompt_ms from the start of
 // prompt processing to the first token, predicted_ms from the first token to the last,
 // predicted_n all output tokens (the first included), the per-token and per-second figures
-// derived from them; draft_n/draft_n_accepted only when speculative decoding is on. The sim has
-// no prefix cache: cache_n is 0 and prompt_n is the whole prompt. A rate over zero time (zero-
-// delay profiles) is null, as llama.cpp's JSON writer renders a non-finite number.
+// derived from them; draft_n/draft_n_accepted only when speculative decoding is on. cache_n is
+// the prompt tokens the prefix cache served, prompt_n the rest (those prefilled). A rate over zero
+// time (zero- delay profiles) is null, as llama.cpp's JSON writer renders a non-finite number.
 std::string Server::Impl::timings_json(const Stream& st) const {
-  const std::int64_t prompt_n = st.req.prompt_tokens;
+  const std::int64_t prompt_n = st.req.prompt_tokens - st.cached_tokens;
   const std::int64_t predicted_n = st.generated;
   // Whole microseconds, like llama.cpp's timer (ggml_time_us).
   const auto to_ms = [](double s) { return std::round(s * 1e6) / 1e3; };
@@ -253,7 +259,7 @@ std::string Server::Impl::timings_json(const Stream& st) const {
     return 1e3 / ms * static_cast<double>(n);
   };
   json::object t;
-  t["cache_n"] = 0;
+  t["cache_n"] = st.cached_tokens;
   t["prompt_n"] = prompt_n;
   t["prompt_ms"] = prompt_ms;
   t["prompt_per_token_ms"] = per_token(prompt_ms, prompt_n);
@@ -311,6 +317,8 @@ void Server::Impl::log_truth(const std::string& request_id, std::int64_t arrived
     out += stream ? "true" : "false";
     out += R"(,"prompt_tokens":)";
     out += std::to_string(st ? st->req.prompt_tokens : 0);
+    out += R"(,"cached_tokens":)";
+    out += std::to_string(st ? st->cached_tokens : 0);
     out += R"(,"completion_tokens":)";
     std::int64_t sent = 0;
     if (st) {

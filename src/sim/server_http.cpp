@@ -232,6 +232,12 @@ std::string Server::Impl::metrics_body() const {
            model_label, n(c.prompt_tokens));
   x.metric("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.",
            model_label, n(c.generation_tokens));
+  x.metric("vllm:prefix_cache_queries_total", "counter",
+           "Prefix cache queries, in terms of number of queried tokens.", model_label,
+           n(model.prefix_cache_queries()));
+  x.metric("vllm:prefix_cache_hits_total", "counter",
+           "Prefix cache hits, in terms of number of cached tokens.", model_label,
+           n(model.prefix_cache_hits()));
   x.family("vllm:request_success_total", "counter", "Count of successfully processed requests.");
   x.sample("vllm:request_success_total", model_label + ",finished_reason=\"length\"",
            n(c.finished_length));
@@ -411,6 +417,7 @@ asio::awaitable<bool> Server::Impl::handle_completion(Conn& conn,
   mr.min_tokens = parsed.min_tokens;
   mr.ignore_eos = parsed.ignore_eos;
   mr.seed = st->text_seed;
+  mr.block_hashes = prompt_block_hashes(parsed, options.profile);
   streams.emplace(st->id, st);
   if (st->fault != Fault::kNone && faults.after_tokens == 0) trigger_fault(*st);
   if (!st->fault_triggered) {
@@ -507,6 +514,11 @@ asio::awaitable<bool> Server::Impl::whole_response(Conn& conn, Stream& stream, u
     usage["prompt_tokens"] = s.req.prompt_tokens;
     usage["completion_tokens"] = s.generated;
     usage["total_tokens"] = s.req.prompt_tokens + s.generated;
+    if (options.profile.prefix_cache_blocks > 0) {
+      json::object prompt_details;
+      prompt_details["cached_tokens"] = s.cached_tokens;
+      usage["prompt_tokens_details"] = std::move(prompt_details);
+    }
     if (options.profile.reasoning_fraction > 0.0) {
       json::object details;
       details["reasoning_tokens"] = s.reasoning_tokens;

@@ -177,9 +177,10 @@ struct Stream {
 
   // The engine's own times (model clock, seconds since the server's epoch) and speculative
   // counts, for the llama.cpp-shaped `timings` object of the response.
-  double prefill_start_s = 0.0;  // start of the step with the first prompt chunk
-  double first_token_s = 0.0;    // end of the step that emitted the first token
-  double last_token_s = 0.0;     // end of the step that emitted the latest token
+  double prefill_start_s = 0.0;    // start of the step with the first prompt chunk
+  std::int64_t cached_tokens = 0;  // prompt tokens served by the prefix cache
+  double first_token_s = 0.0;      // end of the step that emitted the first token
+  double last_token_s = 0.0;       // end of the step that emitted the latest token
   std::int64_t draft_tokens = 0;
   std::int64_t draft_accepted = 0;
   std::string timings;  // the `timings` object as sent, "" until the response carries it
