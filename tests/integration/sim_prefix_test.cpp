@@ -114,5 +114,21 @@ TEST_F(SimPrefix, CachedTokensAreBlockAlignedAndCutTtft) {
   }
 }
 
+// The in-process engine (libdyno_sim_plugin.so) shares the model, the tokenizer and so the
+// cache: the same stream gives the same cached tokens through the plugin ABI.
+TEST_F(SimPrefix, ThePluginEngineReportsTheSameCachedTokens) {
+  const Outcome o = run_dyno({"--plugin", SIM_PLUGIN_PATH, "--plugin-config",
+                              "profile=" + write_files(4096).string(), "--stream",
+                              write_stream().string(), "-n", std::to_string(kRequests), "-c", "1"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto lines = check_record(o.run_dir);
+  ASSERT_EQ(lines.size(), static_cast<std::size_t>(kRequests));
+  for (int i = 0; i < kRequests; ++i) {
+    EXPECT_EQ(i64(lines[static_cast<std::size_t>(i)].at("cached_input_tokens")),
+              predicted_cached(i))
+        << "request " << i;
+  }
+}
+
 }  // namespace
 }  // namespace dyno::integration
