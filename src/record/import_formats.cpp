@@ -58,7 +58,7 @@ const std::vector<ImportFormat>& import_formats() {
       {"llama-bench", "llama.cpp's `llama-bench -o json|jsonl|csv` (one record per test)",
        llama_bench},
       {"guidellm",
-       "GuideLLM 0.2/0.3 `guidellm benchmark --output-path x.json` report (one "
+       "GuideLLM's `guidellm benchmark --output-path x.json` report, 0.2 to 0.7+ (one "
        "record per benchmark)",
        guidellm},
       {"table",
