@@ -94,13 +94,16 @@ int results_import_command(const ResultsImportOptions& o, std::ostream& out, std
     for (const record::ImportedResult& result : r.results) {
       ImportedRun run{record::write_imported_run(result, r.name, r.bytes, wo), std::nullopt};
       record::index_finished_run(o.runs_root, run.outcome.dir, err);
-      try {
-        record::RunIndex index(o.runs_root, err);
-        if (const auto row = index.find(run.outcome.run_id)) run.duplicate_of = row->duplicate_of;
-      } catch (const std::exception&) {  // index_finished_run has said why the index is unusable
-      }
       runs.push_back(std::move(run));
     }
+  }
+  // Which records repeat an earlier import: one look at the index for all of them.
+  try {
+    record::RunIndex index(o.runs_root, err);
+    for (ImportedRun& run : runs) {
+      if (const auto row = index.find(run.outcome.run_id)) run.duplicate_of = row->duplicate_of;
+    }
+  } catch (const std::exception&) {  // index_finished_run has said why the index is unusable
   }
   if (o.json) {
     out << json_text::pretty(imports_to_json(runs, o.format));

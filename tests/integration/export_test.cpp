@@ -13,8 +13,6 @@ namespace {
 
 class Export : public Integration {
  protected:
-  std::string runs() const { return (dir_ / "runs").string(); }
-
   std::string run_id(const Outcome& o) { return o.run_dir.filename().string(); }
 };
 

@@ -11,8 +11,6 @@ namespace {
 
 class ImportBoard : public Integration {
  protected:
-  std::string runs() const { return (dir_ / "runs").string(); }
-
   /// A vLLM --save-result file of 20 requests at max_concurrency 4 whose prompts add up to
   /// `input_total` tokens (as the dyno run's, so the input-token check passes), each with 16
   /// output tokens, its first token after `ttft_s`, then 15 gaps of `gap_s`. With

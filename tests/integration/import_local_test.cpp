@@ -10,10 +10,7 @@ namespace {
 
 const fs::path kData = fs::path(DYNO_SOURCE_DIR) / "tests/record/data";
 
-class ImportLocal : public Integration {
- protected:
-  std::string runs() const { return (dir_ / "runs").string(); }
-};
+class ImportLocal : public Integration {};
 
 TEST_F(ImportLocal, LlamaBenchAndGuideLlmFilesBecomeRecordsThatVerify) {
   const Outcome llama =

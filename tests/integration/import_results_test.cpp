@@ -11,17 +11,7 @@ namespace {
 
 const fs::path kData = fs::path(DYNO_SOURCE_DIR) / "tests/record/data/vllm_bench";
 
-class ImportResults : public Integration {
- protected:
-  std::string runs() const { return (dir_ / "runs").string(); }
-
-  std::size_t record_count() const {
-    std::size_t n = 0;
-    if (!fs::is_directory(dir_ / "runs")) return 0;
-    for (const auto& e : fs::directory_iterator(dir_ / "runs")) n += e.is_directory() ? 1 : 0;
-    return n;
-  }
-};
+class ImportResults : public Integration {};
 
 TEST_F(ImportResults, VllmResultsBecomeRecordsThatVerifyAndListWithTheirSource) {
   const std::string detailed = (kData / "detailed.json").string();

@@ -12,8 +12,6 @@ const fs::path kData = fs::path(DYNO_SOURCE_DIR) / "tests/record/data";
 
 class ImportServe : public Integration {
  protected:
-  std::string runs() const { return (dir_ / "runs").string(); }
-
   std::map<std::string, json::object> listed() {
     const Outcome list = dyno({"runs", "list", "--json", "--runs-root", runs()});
     EXPECT_EQ(list.exit_code, 0) << list.err;

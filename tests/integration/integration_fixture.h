@@ -57,6 +57,17 @@ class Integration : public ::testing::Test {
     if (!HasFailure() && std::getenv("DYNO_KEEP") == nullptr) fs::remove_all(dir_);
   }
 
+  /// The test's runs root (what run_dyno writes into).
+  std::string runs() const { return (dir_ / "runs").string(); }
+
+  /// Run directories under runs() (0 when it does not exist).
+  std::size_t record_count() const {
+    std::size_t n = 0;
+    if (!fs::is_directory(dir_ / "runs")) return 0;
+    for (const auto& e : fs::directory_iterator(dir_ / "runs")) n += e.is_directory() ? 1 : 0;
+    return n;
+  }
+
   /// Starts `dyno sim --port 0 ...`; returns its base URL.
   std::string start_sim(std::vector<std::string> extra) {
     std::vector<std::string> argv = {DYNO_BINARY, "sim", "--port", "0"};

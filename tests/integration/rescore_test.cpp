@@ -11,8 +11,6 @@ namespace {
 
 class Rescore : public Integration {
  protected:
-  std::string runs() const { return (dir_ / "runs").string(); }
-
   /// A stream of `answers.size()` one-word questions; request i has seed i (the simulated
   /// engine's words depend on the seed only) and expects answers[i] with `scorer`.
   fs::path stream(const std::string& name, const std::vector<std::string>& answers,
