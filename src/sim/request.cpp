@@ -125,6 +125,13 @@ void check_number(const json::object& o, std::string_view key) {
 
 }  // namespace
 
+void add_tools(ParsedChat& chat, const json::value* tools) {
+  if (tools == nullptr || tools->is_null()) return;
+  if (!tools->is_array()) bad_request("'tools' must be an array");
+  // The tool specification is rendered first, as chat templates do.
+  chat.messages.insert(chat.messages.begin(), ChatMessage{"tools", json::serialize(*tools)});
+}
+
 ParsedChat parse_messages(const json::value& v) {
   if (!v.is_array()) bad_request("'messages' must be an array");
   ParsedChat out;
@@ -158,6 +165,15 @@ ParsedChat parse_messages(const json::value& v) {
         bad_request("'content' must be a string, an array of parts or null");
       }
     }
+    // A tool call and the id a tool result answers are part of the prompt an engine renders.
+    if (const json::value* calls = o.if_contains("tool_calls"); calls && !calls->is_null()) {
+      if (!calls->is_array()) bad_request("'tool_calls' must be an array");
+      msg.content += json::serialize(*calls);
+    }
+    if (const json::value* id = o.if_contains("tool_call_id"); id && !id->is_null()) {
+      if (!id->is_string()) bad_request("'tool_call_id' must be a string");
+      msg.content.insert(0, std::string(id->get_string()) + ": ");
+    }
     out.messages.push_back(std::move(msg));
   }
   if (out.messages.empty()) bad_request("'messages' must not be empty");
@@ -179,8 +195,10 @@ void check_model(std::string_view model, const Profile& profile) {
   }
 }
 
-void set_chat_prompt(CompletionRequest& r, const json::value& messages, const Profile& profile) {
+void set_chat_prompt(CompletionRequest& r, const json::value& messages, const Profile& profile,
+                     const json::value* tools) {
   ParsedChat parsed = parse_messages(messages);
+  add_tools(parsed, tools);
   r.prompt_text = apply_chat_template(parsed.messages, true, profile.chat_template_tokens);
   r.prompt_tokens =
       static_cast<std::int64_t>(count_tokens(r.prompt_text)) + parsed.images * profile.image_tokens;
@@ -214,7 +232,7 @@ CompletionRequest parse_completion(std::string_view body, bool chat, const Profi
   if (chat) {
     const json::value* messages = o.if_contains("messages");
     if (!messages) bad_request("'messages' is required");
-    set_chat_prompt(r, *messages, profile);
+    set_chat_prompt(r, *messages, profile, o.if_contains("tools"));
   } else {
     const json::value* prompt = o.if_contains("prompt");
     if (!prompt) bad_request("'prompt' is required");

@@ -52,17 +52,23 @@ struct ParsedChat {
 /// Parses a JSON object body; 400 when it is not one.
 boost::json::object parse_object(std::string_view body);
 /// Parses an OpenAI `messages` array: string content, or parts ({"type":"text"} and
-/// {"type":"image_url"}; a data URL must be valid base64 and is hashed). 400 on any problem.
+/// {"type":"image_url"}; a data URL must be valid base64 and is hashed). An assistant's
+/// `tool_calls` (as JSON text) and a tool message's `tool_call_id` join its content, as an
+/// engine's template renders them. 400 on any problem.
 ParsedChat parse_messages(const boost::json::value& messages);
+/// A request's `tools` specification, rendered before the first message (as a message of role
+/// "tools"); nothing when `tools` is null or absent. 400 when it is not an array.
+void add_tools(ParsedChat& chat, const boost::json::value* tools);
 /// An optional boolean field; 400 when present with another type.
 bool optional_bool(const boost::json::object& o, std::string_view key, bool fallback);
 
 /// 404 unless `model` is the profile's model_name.
 void check_model(std::string_view model, const Profile& profile);
 /// Sets a chat prompt: the templated text of `messages` (Profile::chat_template_tokens extra per
-/// message) and its tokens, plus Profile::image_tokens per image part.
+/// message) and its tokens, plus Profile::image_tokens per image part; `tools` (the request's
+/// tool specification, may be null) is rendered first.
 void set_chat_prompt(CompletionRequest& r, const boost::json::value& messages,
-                     const Profile& profile);
+                     const Profile& profile, const boost::json::value* tools = nullptr);
 /// Sets a text prompt (completions) and its tokens; 400 when it is empty.
 void set_text_prompt(CompletionRequest& r, std::string text);
 /// 400 when prompt + max_tokens exceeds Profile::max_model_len.

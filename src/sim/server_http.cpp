@@ -279,6 +279,7 @@ std::string Server::Impl::handle_tokenize(const std::string& body, http::status&
     bool llama = false;  // llama.cpp's shape: {"content": ..} -> {"tokens": [..]} only
     if (const json::value* messages = o.if_contains("messages")) {
       ParsedChat parsed = parse_messages(*messages);
+      add_tools(parsed, o.if_contains("tools"));
       text = apply_chat_template(parsed.messages, optional_bool(o, "add_generation_prompt", true),
                                  options.profile.chat_template_tokens);
       images = parsed.images;

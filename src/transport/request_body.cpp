@@ -104,6 +104,14 @@ std::string build_messages_json(const workload::Request& request) {
         }
         out.push_back(']');
       }
+      if (!message.tool_calls.empty()) {
+        out += ",\"tool_calls\":";
+        out += message.tool_calls;  // compact JSON the stream reader validated
+      }
+      if (!message.tool_call_id.empty()) {
+        out += ",\"tool_call_id\":";
+        append_json_string(out, message.tool_call_id);
+      }
       out.push_back('}');
     }
   } else {
@@ -123,6 +131,10 @@ std::string build_request_body(const workload::Request& request, const std::stri
   if (api == workload::Api::kChat) {
     out += ",\"messages\":";
     out += build_messages_json(request);
+    if (request.turn && !request.turn->tools.empty()) {
+      out += ",\"tools\":";
+      out += request.turn->tools;
+    }
   } else {
     out += ",\"prompt\":";
     append_json_string(out, completions_prompt(request));

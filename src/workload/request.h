@@ -24,10 +24,14 @@ struct ContentPart {
 };
 
 /// One chat message: plain-text `content`, or `parts` (text and images) when non-empty.
+/// Agent transcripts: an assistant message may carry `tool_calls` (the OpenAI array, kept as
+/// compact JSON text), and a `tool` message names the call it answers in `tool_call_id`.
 struct Message {
   std::string role;
   std::string content;
   std::vector<ContentPart> parts{};
+  std::string tool_calls{};    ///< role assistant: JSON array of tool calls ("" when none)
+  std::string tool_call_id{};  ///< role tool: the id of the call this message answers
 
   bool operator==(const Message&) const = default;
 };
@@ -55,6 +59,21 @@ struct Sampling {
   bool operator==(const Sampling&) const = default;
 };
 
+/// A request's place in a multi-turn session (docs/protocols.md "Sessions"). The request's
+/// `messages` are what the turn adds; the conversation sent is the session's earlier messages,
+/// the assistant's actual answers, then these (workload/sessions.h).
+struct Turn {
+  std::string session;             ///< the session's id
+  std::int64_t index = 0;          ///< 0, 1, … in order
+  std::optional<double> think_ms;  ///< turn >= 1: the user's pause after the previous answer
+  /// turn >= 1: tool calls (JSON array) the previous answer is recorded to have made; they are
+  /// attached to that assistant message, and this turn's `tool` messages answer them.
+  std::string tool_calls;
+  std::string tools;  ///< turn 0: the tool specification (JSON array) sent with every turn
+
+  bool operator==(const Turn&) const = default;
+};
+
 /// One request of a stream. Chat requests carry `messages`; completion requests carry `prompt`.
 struct Request {
   std::string id;                     ///< stable across engines: derived from the stream
@@ -63,6 +82,8 @@ struct Request {
   Sampling sampling;
   std::optional<Expectation> expected;      ///< when set, the output is scored
   std::map<std::string, std::string> tags;  ///< free labels (language, case, pass)
+  std::optional<Turn> turn;                 ///< set when the request is a session's turn
+  std::optional<double> at_ms;  ///< trace replay: send time in ms from the trace's start
 
   bool is_chat() const { return !prompt.has_value(); }
   bool operator==(const Request&) const = default;

@@ -15,65 +15,22 @@
 #include <set>
 
 #include "json/json_text.h"
+#include "workload/message_json.h"
 #include "workload/scorer_spec.h"
 #include "workload/scoring.h"
+#include "workload/sessions.h"
+#include "workload/stream_json.h"
 
 namespace dyno::workload {
 
 namespace json = boost::json;
+using stream_json::as_int;
+using stream_json::as_number;
+using stream_json::as_string;
+using stream_json::fail;
+using stream_json::got;
 
 namespace {
-
-[[noreturn]] void fail(const std::string& where, const std::string& key, const std::string& what) {
-  throw StreamError(where + ": key `" + key + "`: " + what);
-}
-
-const char* kind_name(json::kind k) {
-  switch (k) {
-    case json::kind::null:
-      return "null";
-    case json::kind::bool_:
-      return "a boolean";
-    case json::kind::int64:
-    case json::kind::uint64:
-      return "an integer";
-    case json::kind::double_:
-      return "a non-integer number";
-    case json::kind::string:
-      return "a string";
-    case json::kind::array:
-      return "an array";
-    case json::kind::object:
-      return "an object";
-  }
-  return "a value";
-}
-
-std::string got(const json::value& v) { return std::string(" (got ") + kind_name(v.kind()) + ")"; }
-
-std::string as_string(const json::value& v, const std::string& where, const std::string& key) {
-  if (!v.is_string()) fail(where, key, "must be a string" + got(v));
-  return std::string(v.get_string());
-}
-
-/// An integer that fits int64 (JSON integers only; 5.0 is rejected to keep types exact).
-std::int64_t as_int(const json::value& v, const std::string& where, const std::string& key) {
-  if (v.is_int64()) return v.get_int64();
-  if (v.is_uint64()) {
-    if (v.get_uint64() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-      fail(where, key, "is too large; use an integer below 2^63");
-    }
-    return static_cast<std::int64_t>(v.get_uint64());
-  }
-  fail(where, key, "must be an integer" + got(v));
-}
-
-double as_number(const json::value& v, const std::string& where, const std::string& key) {
-  if (v.is_double()) return v.get_double();
-  if (v.is_int64()) return static_cast<double>(v.get_int64());
-  if (v.is_uint64()) return static_cast<double>(v.get_uint64());
-  fail(where, key, "must be a number" + got(v));
-}
 
 constexpr std::string_view kBase64Alphabet =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -162,118 +119,6 @@ const std::set<std::string>& scorer_names() {
   return kNames;
 }
 
-std::vector<ContentPart> parse_parts(const json::array& arr, const std::string& where,
-                                     const std::string& prefix,
-                                     const std::filesystem::path& base_dir) {
-  if (arr.empty()) fail(where, prefix, "is an empty array; give a string or at least one part");
-  std::vector<ContentPart> parts;
-  parts.reserve(arr.size());
-  for (std::size_t j = 0; j < arr.size(); ++j) {
-    const std::string key = prefix + "[" + std::to_string(j) + "]";
-    if (!arr[j].is_object()) fail(where, key, "must be an object {type, ...}" + got(arr[j]));
-    const json::object& obj = arr[j].get_object();
-    const json::value* type_value = obj.if_contains("type");
-    if (type_value == nullptr) {
-      fail(where, key + ".type", "missing; a part is of type text, image_url or image");
-    }
-    const std::string type = as_string(*type_value, where, key + ".type");
-    const auto only_keys = [&](std::initializer_list<std::string_view> allowed,
-                               const std::string& what) {
-      for (const auto& kv : obj) {
-        if (kv.key() == "type") continue;
-        bool known = false;
-        for (std::string_view a : allowed) known = known || kv.key() == a;
-        if (!known) {
-          fail(where, key + "." + std::string(kv.key()), "unknown key; " + what);
-        }
-      }
-    };
-    const auto required = [&](const char* name) -> const json::value& {
-      const json::value* v = obj.if_contains(name);
-      if (v == nullptr) fail(where, key + "." + name, "missing in a " + type + " part");
-      return *v;
-    };
-    if (type == "text") {
-      only_keys({"text"}, "a text part has only `type` and `text`");
-      ContentPart part;
-      part.kind = ContentPart::Kind::kText;
-      part.text = as_string(required("text"), where, key + ".text");
-      parts.push_back(std::move(part));
-    } else if (type == "image_url") {
-      only_keys({"image_url"}, "an image_url part has only `type` and `image_url`");
-      const json::value& iu = required("image_url");
-      if (!iu.is_object()) fail(where, key + ".image_url", "must be an object {url}" + got(iu));
-      for (const auto& kv : iu.get_object()) {
-        if (kv.key() != "url") {
-          fail(where, key + ".image_url." + std::string(kv.key()),
-               "unknown key; image_url has only `url`");
-        }
-      }
-      const json::value* url = iu.get_object().if_contains("url");
-      if (url == nullptr) fail(where, key + ".image_url.url", "missing; give the image URL");
-      parts.push_back(
-          image_part_from_url(as_string(*url, where, key + ".image_url.url"), where, key));
-    } else if (type == "image") {
-      if (obj.contains("sha256")) {
-        fail(where, key + ".sha256",
-             "an image given only by hash cannot be sent (that is the canonical hash form); give "
-             "`path` or an image_url part");
-      }
-      only_keys({"path"}, "an image part has only `type` and `path`");
-      const std::string rel = as_string(required("path"), where, key + ".path");
-      if (rel.empty()) fail(where, key + ".path", "is empty; give the image file's path");
-      std::filesystem::path file(rel);
-      if (file.is_relative() && !base_dir.empty()) file = base_dir / file;
-      parts.push_back(image_part_from_file(file, where, key + ".path"));
-    } else {
-      fail(where, key + ".type",
-           "unknown part type \"" + type + "\"; use text, image_url or image");
-    }
-  }
-  return parts;
-}
-
-std::vector<Message> parse_messages(const json::value& v, const std::string& where,
-                                    const std::filesystem::path& base_dir) {
-  if (!v.is_array()) fail(where, "messages", "must be an array of {role, content}" + got(v));
-  const json::array& arr = v.get_array();
-  if (arr.empty()) fail(where, "messages", "is empty; give at least one message");
-  std::vector<Message> out;
-  out.reserve(arr.size());
-  for (std::size_t i = 0; i < arr.size(); ++i) {
-    const std::string prefix = "messages[" + std::to_string(i) + "]";
-    if (!arr[i].is_object()) fail(where, prefix, "must be an object {role, content}" + got(arr[i]));
-    const json::object& obj = arr[i].get_object();
-    Message m;
-    bool has_role = false;
-    bool has_content = false;
-    for (const auto& kv : obj) {
-      const std::string k(kv.key());
-      if (k == "role") {
-        m.role = as_string(kv.value(), where, prefix + ".role");
-        if (m.role.empty()) fail(where, prefix + ".role", "is empty; use e.g. \"user\"");
-        has_role = true;
-      } else if (k == "content") {
-        if (kv.value().is_array()) {
-          m.parts = parse_parts(kv.value().get_array(), where, prefix + ".content", base_dir);
-        } else if (kv.value().is_string()) {
-          m.content = std::string(kv.value().get_string());
-        } else {
-          fail(where, prefix + ".content",
-               "must be a string or an array of parts" + got(kv.value()));
-        }
-        has_content = true;
-      } else {
-        fail(where, prefix + "." + k, "unknown key; a message has only `role` and `content`");
-      }
-    }
-    if (!has_role) fail(where, prefix + ".role", "missing; every message needs a role");
-    if (!has_content) fail(where, prefix + ".content", "missing; every message needs content");
-    out.push_back(std::move(m));
-  }
-  return out;
-}
-
 std::string to_hex(const unsigned char* data, unsigned int n) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
@@ -289,41 +134,19 @@ std::string to_hex(const unsigned char* data, unsigned int n) {
 json::object request_object(const Request& request, bool canonical) {
   json::object obj;
   obj["id"] = request.id;
+  if (request.turn) {
+    const Turn& t = *request.turn;
+    obj["session"] = t.session;
+    obj["turn"] = t.index;
+    if (t.think_ms) obj["think_ms"] = *t.think_ms;
+    if (!t.tool_calls.empty()) obj["tool_calls"] = parse_kept_json(t.tool_calls);
+    if (!t.tools.empty()) obj["tools"] = parse_kept_json(t.tools);
+  }
+  if (request.at_ms) obj["at_ms"] = *request.at_ms;
   if (request.prompt) {
     obj["prompt"] = *request.prompt;
   } else {
-    json::array messages;
-    for (const Message& m : request.messages) {
-      json::object mo;
-      mo["role"] = m.role;
-      if (m.parts.empty()) {
-        mo["content"] = m.content;
-      } else {
-        json::array parts;
-        for (const ContentPart& p : m.parts) {
-          json::object po;
-          if (p.kind == ContentPart::Kind::kText) {
-            po["type"] = "text";
-            po["text"] = p.text;
-          } else if (canonical && starts_with(p.image_url, "data:")) {
-            std::string sha = p.image_sha256;
-            if (sha.empty())
-              sha = image_part_from_url(p.image_url, request.id, "image_url").image_sha256;
-            po["type"] = "image";
-            po["sha256"] = sha;
-          } else {
-            po["type"] = "image_url";
-            json::object url;
-            url["url"] = p.image_url;
-            po["image_url"] = std::move(url);
-          }
-          parts.emplace_back(std::move(po));
-        }
-        mo["content"] = std::move(parts);
-      }
-      messages.emplace_back(std::move(mo));
-    }
-    obj["messages"] = std::move(messages);
+    obj["messages"] = messages_to_json(request.messages, canonical, request.id);
   }
   const Sampling& s = request.sampling;
   if (s.max_tokens) obj["max_tokens"] = *s.max_tokens;
@@ -499,6 +322,7 @@ Request parse_request_line(const std::string& line, const std::string& where,
   bool has_expected = false;
   bool has_scorer = false;
   Expectation expectation;
+  TurnKeys turn;
   for (const auto& kv : obj) {
     const std::string key(kv.key());
     const json::value& v = kv.value();
@@ -549,6 +373,13 @@ Request parse_request_line(const std::string& line, const std::string& where,
         const std::string tag_key(tag.key());
         r.tags[tag_key] = as_string(tag.value(), where, "tags." + tag_key);
       }
+    } else if (key == "session" || key == "turn" || key == "think_ms" || key == "tool_calls" ||
+               key == "tools") {
+      read_turn_key(key, v, where, turn);
+    } else if (key == "at_ms") {
+      const double at = as_number(v, where, key);
+      if (!(at >= 0.0) || !std::isfinite(at)) fail(where, key, "must be a finite number >= 0");
+      r.at_ms = at;
     } else if (key == "expected") {
       expectation.answer = as_string(v, where, key);
       has_expected = true;
@@ -557,8 +388,9 @@ Request parse_request_line(const std::string& line, const std::string& where,
       has_scorer = true;
     } else {
       fail(where, key,
-           "unknown key; allowed: id, messages, prompt, max_tokens, temperature, top_p, seed, "
-           "stop, ignore_eos, min_tokens, tags, expected, scorer");
+           "unknown key; allowed: id, session, turn, think_ms, tool_calls, tools, at_ms, messages, "
+           "prompt, max_tokens, temperature, top_p, seed, stop, ignore_eos, min_tokens, tags, "
+           "expected, scorer");
     }
   }
   if (has_scorer && !has_expected) {
@@ -577,6 +409,7 @@ Request parse_request_line(const std::string& line, const std::string& where,
   if (!has_messages && !r.prompt) {
     fail(where, "messages", "missing; give `messages` (chat) or `prompt` (completions)");
   }
+  if (turn.given) r.turn = finish_turn(turn, r, where);
   return r;
 }
 
@@ -593,6 +426,7 @@ RequestStream parse_stream_text(std::string_view text, const std::string& source
   RequestStream stream;
   stream.source = source;
   std::map<std::string, std::size_t> first_line_of_id;
+  std::vector<std::size_t> lines;  // the line of each request
   std::size_t line_no = 0;
   while (!text.empty()) {
     const std::size_t eol = text.find('\n');
@@ -610,10 +444,12 @@ RequestStream parse_stream_text(std::string_view text, const std::string& source
                "); ids must be unique within a stream");
     }
     stream.requests.push_back(std::move(r));
+    lines.push_back(line_no);
   }
   if (stream.requests.empty()) {
     throw StreamError(source + ": no requests; the file must hold one JSON object per line");
   }
+  check_sessions(stream.requests, source, lines);
   stream.sha256 = stream_sha256(stream.requests);
   return stream;
 }

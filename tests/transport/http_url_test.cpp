@@ -97,6 +97,24 @@ TEST(BuildRequestBody, CompletionsNonStreamMinimal) {
                std::invalid_argument);
 }
 
+TEST(BuildRequestBody, ToolCallsToolResultsAndTheToolSpec) {
+  workload::Request request;
+  request.messages = {{"user", "List."}};
+  workload::Message call{"assistant", "Looking."};
+  call.tool_calls = R"([{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}])";
+  workload::Message result{"tool", "a.txt"};
+  result.tool_call_id = "c1";
+  request.messages.push_back(call);
+  request.messages.push_back(result);
+  request.turn = workload::Turn{"s", 1, std::nullopt, "", R"([{"type":"function"}])"};
+  EXPECT_EQ(build_request_body(request, "m", workload::Api::kChat, false),
+            R"({"model":"m","messages":[{"role":"user","content":"List."},)"
+            R"({"role":"assistant","content":"Looking.","tool_calls":[{"id":"c1","type":)"
+            R"("function","function":{"name":"ls","arguments":"{}"}}]},{"role":"tool",)"
+            R"("content":"a.txt","tool_call_id":"c1"}],"tools":[{"type":"function"}],)"
+            R"("stream":false})");
+}
+
 TEST(BuildRequestBody, ChatPartsExact) {
   workload::Request request;
   request.id = "img";

@@ -194,8 +194,9 @@ TEST(RequestStream, HashChangesWithAnyByte) {
 
 TEST(RequestStream, LineErrorsNameWhereAndKey) {
   EXPECT_EQ(error_of(R"({"id":"a","prompt":"p","colour":1})"),
-            "f.jsonl:3: key `colour`: unknown key; allowed: id, messages, prompt, max_tokens, "
-            "temperature, top_p, seed, stop, ignore_eos, min_tokens, tags, expected, scorer");
+            "f.jsonl:3: key `colour`: unknown key; allowed: id, session, turn, think_ms, "
+            "tool_calls, tools, at_ms, messages, prompt, max_tokens, temperature, top_p, seed, "
+            "stop, ignore_eos, min_tokens, tags, expected, scorer");
   EXPECT_EQ(error_of(R"({"prompt":"p"})"),
             "f.jsonl:3: key `id`: missing; every request needs a unique string id");
   EXPECT_EQ(error_of(R"({"id":7,"prompt":"p"})"),
@@ -237,8 +238,8 @@ TEST(RequestStream, LineErrorsNameWhereAndKey) {
   EXPECT_EQ(error_of(R"({"id":"a","messages":{"role":"user"}})"),
             "f.jsonl:3: key `messages`: must be an array of {role, content} (got an object)");
   EXPECT_EQ(error_of(R"({"id":"a","messages":[{"role":"user","content":"c","name":"n"}]})"),
-            "f.jsonl:3: key `messages[0].name`: unknown key; a message has only `role` and "
-            "`content`");
+            "f.jsonl:3: key `messages[0].name`: unknown key; a message has `role`, `content`, and "
+            "`tool_calls` (assistant) or `tool_call_id` (tool)");
   EXPECT_EQ(error_of(R"({"id":"a","messages":[{"role":"user"}]})"),
             "f.jsonl:3: key `messages[0].content`: missing; every message needs content");
   EXPECT_EQ(error_of(R"({"id":"a","messages":[{"role":"u","content":"c"},{"content":"c"}]})"),

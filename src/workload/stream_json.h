@@ -1,0 +1,21 @@
+// Reading the JSON values of a stream line with errors that name the line and key (internal to
+// workload/: request_stream.cpp, message_json.cpp).
+#pragma once
+
+#include <boost/json/value.hpp>
+#include <cstdint>
+#include <string>
+
+namespace dyno::workload::stream_json {
+
+/// Throws StreamError("<where>: key `<key>`: <what>").
+[[noreturn]] void fail(const std::string& where, const std::string& key, const std::string& what);
+/// " (got a string)" and the like, for messages.
+std::string got(const boost::json::value& v);
+std::string as_string(const boost::json::value& v, const std::string& where,
+                      const std::string& key);
+/// An integer that fits int64 (JSON integers only; 5.0 is rejected to keep types exact).
+std::int64_t as_int(const boost::json::value& v, const std::string& where, const std::string& key);
+double as_number(const boost::json::value& v, const std::string& where, const std::string& key);
+
+}  // namespace dyno::workload::stream_json
