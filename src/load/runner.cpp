@@ -1,10 +1,13 @@
 #include "load/runner.h"
 
 #include <algorithm>
-#include <deque>
+#include <cmath>
 #include <iterator>
+#include <numeric>
 #include <stdexcept>
 #include <string>
+
+#include "load/run_loop.h"
 
 namespace dyno::load {
 
@@ -18,43 +21,38 @@ constexpr std::int64_t kEngineExitGraceNs = 2000 * kMs;
 constexpr std::int64_t kConnectRetryPauseNs = 20 * kMs;
 constexpr std::int64_t kMaxConnectRetryPauseNs = 1000 * kMs;
 
-class Run;
+/// The at_ms of stream position `pos`, or an error naming the request.
+double at_ms_of(const workload::Request& r) {
+  if (!r.at_ms) {
+    throw std::invalid_argument("request '" + r.id +
+                                "' has no at_ms; a replay (--schedule timestamps) needs at_ms on "
+                                "every request (on the first turn of every session)");
+  }
+  return *r.at_ms;
+}
 
-/// Turns a target's callbacks into a trace. Only appends: figures come later (P5).
-class RequestObserver final : public transport::StreamObserver {
- public:
-  RequestObserver(Run& run, std::uint64_t index) : run_(run), index_(index) {}
-  void on_sent(std::int64_t t_ns) override;
-  void on_first_byte(std::int64_t t_ns, int http_status) override;
-  void on_token_event(std::int64_t t_ns, std::string_view content,
-                      std::string_view reasoning) override;
-  void on_usage(const transport::Usage& usage) override;
-  void on_done(std::int64_t t_ns, const transport::DoneInfo& info) override;
-  void on_error(std::int64_t t_ns, transport::ErrorCategory category, std::string_view message,
-                std::optional<int> http_status) override;
+}  // namespace
 
- private:
-  metrics::Trace& trace();
-  Run& run_;
-  std::uint64_t index_;
-};
+Run::Run(transport::EventLoop& loop, transport::Target& target,
+         const std::vector<workload::Request>& requests, const LoadConfig& config,
+         const RunHooks& hooks)
+    : loop_(loop), target_(target), requests_(requests), config_(config), hooks_(hooks) {}
 
-class Run {
- public:
-  Run(transport::EventLoop& loop, transport::Target& target,
-      const std::vector<workload::Request>& requests, const LoadConfig& config,
-      const RunHooks& hooks)
-      : loop_(loop), target_(target), requests_(requests), config_(config), hooks_(hooks) {}
-
-  LoadResult execute() {
-    if (requests_.empty()) throw std::invalid_argument("the request stream is empty");
-    if (!config_.requests && !config_.duration_s) {
-      throw std::invalid_argument("give --requests or --duration (or both)");
-    }
-    if (!config_.open_loop && config_.concurrency == 0) {
-      throw std::invalid_argument("--concurrency must be at least 1");
-    }
-    // Wire forms are built before t0: the hot path only copies prepared bytes.
+LoadResult Run::execute() {
+  if (requests_.empty()) throw std::invalid_argument("the request stream is empty");
+  if (!config_.requests && !config_.duration_s) {
+    throw std::invalid_argument("give --requests or --duration (or both)");
+  }
+  if (!config_.open_loop && config_.concurrency == 0) {
+    throw std::invalid_argument("--concurrency must be at least 1");
+  }
+  if (config_.replay && !config_.open_loop) {
+    throw std::invalid_argument("a replay is an open loop");
+  }
+  sessions_ = workload::plan_sessions(requests_);
+  if (sessions_.empty()) {
+    // Wire forms are built before t0: the hot path only copies prepared bytes. (A session's
+    // turns are built when sent: they carry the answers.)
     prepared_.reserve(requests_.size());
     for (const auto& r : requests_) {
       // A large stream takes seconds to prepare: a stop request is answered meanwhile too.
@@ -66,275 +64,325 @@ class Run {
       }
       prepared_.push_back(target_.prepare(r));
     }
-    if (config_.open_loop) {
-      if (!config_.schedule) throw std::invalid_argument("open loop needs a schedule (--rate)");
-      schedule_ = make_schedule(*config_.schedule, config_.requests, config_.duration_s);
-      if (config_.duration_s) {  // both limits given: whichever comes first
-        const auto limit = static_cast<std::int64_t>(*config_.duration_s * 1e9);
-        std::erase_if(schedule_, [limit](std::int64_t t) { return t >= limit; });
-      }
-    }
-
-    result_.t0_steady_ns = transport::steady_now_ns();
-    progress_.total =
-        config_.open_loop ? std::optional<std::uint64_t>(schedule_.size()) : config_.requests;
-    loop_.post([this] { begin(); });
-    start_periodic();
-    loop_.run();
-    result_.traces.assign(std::make_move_iterator(traces_.begin()),
-                          std::make_move_iterator(traces_.end()));
-    return std::move(result_);
   }
+  if (config_.open_loop) make_open_loop_schedule();
 
-  metrics::Trace& trace(std::uint64_t index) { return traces_[index]; }
-  std::int64_t rel(std::int64_t t_ns) const { return t_ns - result_.t0_steady_ns; }
-  const LoadConfig& config() const { return config_; }
+  result_.t0_steady_ns = transport::steady_now_ns();
+  progress_.total = config_.open_loop && sessions_.empty()
+                        ? std::optional<std::uint64_t>(schedule_.size())
+                        : config_.requests;
+  loop_.post([this] { begin(); });
+  start_periodic();
+  loop_.run();
+  result_.traces.assign(std::make_move_iterator(traces_.begin()),
+                        std::make_move_iterator(traces_.end()));
+  return std::move(result_);
+}
 
-  void finished(std::uint64_t index) {
-    --in_flight_;
-    metrics::Trace& t = traces_[index];
-    if (t.measured()) {
-      if (t.ok()) {
-        ++progress_.done;
-        progress_.output_tokens += t.output_tokens.value_or(0);
-      } else if (t.status == metrics::RequestStatus::kError) {
-        ++progress_.failed;
-      }
+void Run::make_open_loop_schedule() {
+  if (config_.replay) {
+    // Each request (or session) at its at_ms, scaled, over the window, in time order.
+    const Replay& r = *config_.replay;
+    if (!(r.time_scale > 0) || !std::isfinite(r.time_scale)) {
+      throw std::invalid_argument("--time-scale must be a finite number > 0");
     }
-    if (hooks_.on_finished) hooks_.on_finished(t);
-    if (warmup_phase_) {
-      if (stopping_ || engine_has_exited()) {
-        maybe_end();
-      } else if (warmup_sent_ < config_.warmup) {
-        submit_next("warmup", std::nullopt);
-      } else if (in_flight_ == 0) {
-        start_measured();
-      }
-      return;
+    std::vector<std::pair<double, std::size_t>> items;
+    const std::size_t n = sessions_.empty() ? requests_.size() : sessions_.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const double at = at_ms_of(requests_[sessions_.empty() ? i : sessions_[i].turns.front()]);
+      if (at >= r.from_ms && (!r.to_ms || at < *r.to_ms)) items.emplace_back(at, i);
     }
-    if (!config_.open_loop && can_send_closed()) {
-      if (refused_before_serving(t) && hooks_.engine_exited != nullptr) {
-        // The engine's port refused a connection: it may be exiting, and its reaper may not
-        // have said so yet. Wait a moment before this slot sends again, so the run stops at
-        // the crash instead of sending into a closed port.
-        ++parked_;
-        // 20 ms, doubling with each refusal in a row (to 1 s): an engine that is gone is not
-        // hammered while its exit is being noticed.
-        const std::int64_t pause =
-            std::min(kConnectRetryPauseNs << std::min<std::uint64_t>(refused_in_a_row_++, 6),
-                     kMaxConnectRetryPauseNs);
-        loop_.call_at(transport::steady_now_ns() + pause, [this] {
-          --parked_;
-          if (engine_has_exited()) return maybe_end();
-          if (can_send_closed()) submit_next("measured", std::nullopt);
-          maybe_end();
-        });
-        return;
-      }
-      refused_in_a_row_ = 0;
-      submit_next("measured", std::nullopt);
+    std::stable_sort(items.begin(), items.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (sessions_.empty() && config_.requests && items.size() > *config_.requests) {
+      items.resize(*config_.requests);
     }
-    maybe_end();
+    for (const auto& [at, pos] : items) {
+      const double offset_ns = std::round((at - r.from_ms) * r.time_scale * 1e6);
+      if (offset_ns > 9.2e18) throw std::invalid_argument("a replay offset overflows");
+      schedule_.push_back(static_cast<std::int64_t>(offset_ns));
+      schedule_pos_.push_back(pos);
+    }
+  } else if (!config_.schedule) {
+    throw std::invalid_argument("open loop needs a schedule (--rate)");
+  } else {
+    std::optional<std::uint64_t> count = config_.requests;
+    if (!sessions_.empty() && count) {
+      // Sessions arrive: enough of them to cover the turns asked for (and the warm-up's).
+      std::uint64_t turns = 0, n = 0;
+      while (turns < *count + config_.warmup && (config_.cycle || n < sessions_.size())) {
+        turns += sessions_[n % sessions_.size()].turns.size();
+        ++n;
+      }
+      count = n;
+    }
+    schedule_ = make_schedule(*config_.schedule, count, config_.duration_s);
   }
+  if (config_.duration_s) {  // both limits given: whichever comes first
+    const auto limit = static_cast<std::int64_t>(*config_.duration_s * 1e9);
+    const auto end = std::find_if(schedule_.begin(), schedule_.end(),
+                                  [limit](std::int64_t t) { return t >= limit; });
+    const auto kept = static_cast<std::size_t>(end - schedule_.begin());
+    schedule_.resize(kept);
+    if (!schedule_pos_.empty()) schedule_pos_.resize(kept);
+  }
+}
 
- private:
-  void begin() {
-    if (hooks_.stop_requested != nullptr && hooks_.stop_requested->load()) {
-      stopping_ = true;  // interrupted while preparing: not one request is sent
-      result_.interrupted = true;
+void Run::finished(std::uint64_t index) {
+  --in_flight_;
+  metrics::Trace& t = traces_[index];
+  if (t.measured()) {
+    if (t.ok()) {
+      ++progress_.done;
+      progress_.output_tokens += t.output_tokens.value_or(0);
+    } else if (t.status == metrics::RequestStatus::kError) {
+      ++progress_.failed;
+    }
+  }
+  if (!sessions_.empty()) take_answer(t);  // before the record sees the trace
+  if (hooks_.on_finished) hooks_.on_finished(t);
+  if (sessions_.empty()) {
+    after_single(t);
+  } else {
+    after_turn(t);
+  }
+}
+
+void Run::after_single(const metrics::Trace& t) {
+  if (warmup_phase_) {
+    if (stopping_ || engine_has_exited()) {
       maybe_end();
-      return;
-    }
-    if (config_.warmup > 0) {
-      warmup_phase_ = true;
-      progress_.warmup = true;
-      const std::uint64_t slots =
-          std::min<std::uint64_t>(config_.warmup, std::max<std::uint32_t>(config_.concurrency, 1));
-      for (std::uint64_t i = 0; i < slots; ++i) submit_next("warmup", std::nullopt);
-    } else {
+    } else if (warmup_sent_ < config_.warmup) {
+      submit_next("warmup", std::nullopt);
+    } else if (in_flight_ == 0) {
       start_measured();
     }
+    return;
   }
-
-  void start_measured() {
-    warmup_phase_ = false;
-    progress_.warmup = false;
-    measured_start_abs_ = transport::steady_now_ns();
-    result_.measured_start_ns = rel(measured_start_abs_);
-    measuring_ = true;
-    if (config_.open_loop) {
-      arm_arrival_timer();
-    } else {
-      for (std::uint32_t i = 0; i < config_.concurrency && can_send_closed(); ++i) {
-        submit_next("measured", std::nullopt);
-      }
-    }
-    maybe_end();
-  }
-
-  static bool refused_before_serving(const metrics::Trace& t) {
-    // kConnect: refused or reset before a response started (after a stale keep-alive
-    // connection, the retry's connect was refused): the engine served nothing.
-    return t.status == metrics::RequestStatus::kError &&
-           t.error_category == transport::to_string(transport::ErrorCategory::kConnect);
-  }
-
-  /// Whether the launched engine has exited; the first time it says so, sending stops (the
-  /// requests in flight end by themselves, and any still in flight 2 s later are cancelled).
-  bool engine_has_exited() {
-    if (hooks_.engine_exited == nullptr || !hooks_.engine_exited->load()) return false;
-    if (!stopping_) {
-      stopping_ = true;
-      result_.engine_exited = true;
-      if (arrival_timer_ != 0) {
-        loop_.cancel_timer(arrival_timer_);
-        arrival_timer_ = 0;
-      }
-      exit_grace_timer_ = loop_.call_at(transport::steady_now_ns() + kEngineExitGraceNs, [this] {
-        exit_grace_timer_ = 0;
-        target_.cancel_all();
+  if (!config_.open_loop && can_send_closed()) {
+    if (refused_before_serving(t) && hooks_.engine_exited != nullptr) {
+      // The engine's port refused a connection: it may be exiting, and its reaper may not
+      // have said so yet. Wait a moment before this slot sends again, so the run stops at
+      // the crash instead of sending into a closed port.
+      ++parked_;
+      // 20 ms, doubling with each refusal in a row (to 1 s): an engine that is gone is not
+      // hammered while its exit is being noticed.
+      const std::int64_t pause =
+          std::min(kConnectRetryPauseNs << std::min<std::uint64_t>(refused_in_a_row_++, 6),
+                   kMaxConnectRetryPauseNs);
+      loop_.call_at(transport::steady_now_ns() + pause, [this] {
+        --parked_;
+        if (engine_has_exited()) return maybe_end();
+        if (can_send_closed()) submit_next("measured", std::nullopt);
+        maybe_end();
       });
+      return;
     }
-    return true;
+    refused_in_a_row_ = 0;
+    submit_next("measured", std::nullopt);
   }
+  maybe_end();
+}
 
-  bool can_send_closed() {
-    if (stopping_ || engine_has_exited()) return false;
-    if (config_.requests && measured_sent_ >= *config_.requests) return false;
-    if (config_.duration_s) {
-      const auto limit = measured_start_abs_ + static_cast<std::int64_t>(*config_.duration_s * 1e9);
-      if (transport::steady_now_ns() >= limit) return false;
-    }
-    return true;
+void Run::begin() {
+  if (hooks_.stop_requested != nullptr && hooks_.stop_requested->load()) {
+    stopping_ = true;  // interrupted while preparing: not one request is sent
+    result_.interrupted = true;
+    maybe_end();
+    return;
   }
-
-  void arm_arrival_timer() {
-    if (stopping_ || next_arrival_ >= schedule_.size()) return;
-    const std::int64_t at = measured_start_abs_ + schedule_[next_arrival_];
-    arrival_timer_ = loop_.call_at(at, [this] {
-      arrival_timer_ = 0;
-      // Catch up on every arrival that is due: a late timer must not thin the load.
-      const std::int64_t now = transport::steady_now_ns();
-      while (!stopping_ && !engine_has_exited() && next_arrival_ < schedule_.size() &&
-             measured_start_abs_ + schedule_[next_arrival_] <= now) {
-        const std::int64_t scheduled = measured_start_abs_ + schedule_[next_arrival_];
-        ++next_arrival_;
-        submit_next("measured", scheduled);
+  if (config_.warmup > 0) {
+    warmup_phase_ = true;
+    progress_.warmup = true;
+    const std::uint64_t slots =
+        std::min<std::uint64_t>(config_.warmup, std::max<std::uint32_t>(config_.concurrency, 1));
+    for (std::uint64_t i = 0; i < slots; ++i) {
+      if (sessions_.empty()) {
+        submit_next("warmup", std::nullopt);
+      } else if (!start_session(true, std::nullopt)) {
+        break;
       }
-      arm_arrival_timer();
-      maybe_end();
+    }
+    if (in_flight_ == 0 && think_waits_ == 0) start_measured();
+  } else {
+    start_measured();
+  }
+}
+
+void Run::start_measured() {
+  warmup_phase_ = false;
+  progress_.warmup = false;
+  measured_start_abs_ = transport::steady_now_ns();
+  result_.measured_start_ns = rel(measured_start_abs_);
+  measuring_ = true;
+  if (config_.open_loop) {
+    arm_arrival_timer();
+  } else {
+    for (std::uint32_t i = 0; i < config_.concurrency && can_send_closed(); ++i) {
+      if (sessions_.empty()) {
+        submit_next("measured", std::nullopt);
+      } else if (!start_session(false, std::nullopt)) {
+        break;
+      }
+    }
+  }
+  maybe_end();
+}
+
+bool Run::refused_before_serving(const metrics::Trace& t) {
+  // kConnect: refused or reset before a response started (after a stale keep-alive
+  // connection, the retry's connect was refused): the engine served nothing.
+  return t.status == metrics::RequestStatus::kError &&
+         t.error_category == transport::to_string(transport::ErrorCategory::kConnect);
+}
+
+bool Run::engine_has_exited() {
+  if (hooks_.engine_exited == nullptr || !hooks_.engine_exited->load()) return false;
+  if (!stopping_) {
+    stop_sending();
+    result_.engine_exited = true;
+    exit_grace_timer_ = loop_.call_at(transport::steady_now_ns() + kEngineExitGraceNs, [this] {
+      exit_grace_timer_ = 0;
+      target_.cancel_all();
     });
   }
+  return true;
+}
 
-  /// `scheduled_abs`: open-loop arrival time; closed loop uses "now" (the slot became free).
-  void submit_next(const char* phase, std::optional<std::int64_t> scheduled_abs) {
-    const std::uint64_t index = traces_.size();
-    const std::uint64_t stream_pos = index % requests_.size();
-    metrics::Trace& t = traces_.emplace_back();
-    t.index = index;
-    t.request_id = requests_[stream_pos].id;
-    t.phase = phase;
-    t.scheduled_ns = rel(scheduled_abs.value_or(transport::steady_now_ns()));
-    if (std::string_view(phase) == "warmup") {
-      ++warmup_sent_;
-    } else {
-      ++measured_sent_;
-    }
-    ++in_flight_;
-    RequestObserver& obs = observers_.emplace_back(*this, index);
-    target_.submit(*prepared_[stream_pos], index, obs);
+void Run::stop_sending() {
+  stopping_ = true;
+  if (arrival_timer_ != 0) {
+    loop_.cancel_timer(arrival_timer_);
+    arrival_timer_ = 0;
   }
+  cut_waiting_sessions();
+}
 
-  void maybe_end() {
-    if (ended_ || in_flight_ != 0 || parked_ != 0) return;
-    const bool more_to_send =
-        !stopping_ && (warmup_phase_ ||
-                       (config_.open_loop ? next_arrival_ < schedule_.size() : can_send_closed()));
-    if (more_to_send) return;
-    ended_ = true;
-    if (arrival_timer_ != 0) loop_.cancel_timer(arrival_timer_);
-    for (auto id : {lag_timer_, progress_timer_, stop_timer_, exit_grace_timer_}) {
-      if (id != 0) loop_.cancel_timer(id);
-    }
-    if (hooks_.on_progress) hooks_.on_progress(progress_);
-    loop_.stop();
+bool Run::budget_left(bool warmup) {
+  if (warmup) return !stopping_ && warmup_phase_ && warmup_sent_ < config_.warmup;
+  return can_send_closed();
+}
+
+bool Run::can_send_closed() {
+  if (stopping_ || engine_has_exited()) return false;
+  if (config_.requests && measured_sent_ >= *config_.requests) return false;
+  if (config_.duration_s) {
+    const auto limit = measured_start_abs_ + static_cast<std::int64_t>(*config_.duration_s * 1e9);
+    if (transport::steady_now_ns() >= limit) return false;
   }
+  return true;
+}
 
-  void start_periodic() {
+void Run::arm_arrival_timer() {
+  if (stopping_ || next_arrival_ >= schedule_.size()) return;
+  const std::int64_t at = measured_start_abs_ + schedule_[next_arrival_];
+  arrival_timer_ = loop_.call_at(at, [this] {
+    arrival_timer_ = 0;
+    // Catch up on every arrival that is due: a late timer must not thin the load.
     const std::int64_t now = transport::steady_now_ns();
-    schedule_lag(now + kLagPeriodNs);
-    schedule_progress(now + kProgressPeriodNs);
-    schedule_stop_poll(now + kStopPollNs);
+    while (!stopping_ && !engine_has_exited() && next_arrival_ < schedule_.size() &&
+           measured_start_abs_ + schedule_[next_arrival_] <= now) {
+      const std::int64_t scheduled = measured_start_abs_ + schedule_[next_arrival_];
+      arrive(next_arrival_++, scheduled);
+    }
+    arm_arrival_timer();
+    maybe_end();
+  });
+}
+
+void Run::arrive(std::size_t arrival, std::int64_t scheduled_abs) {
+  std::optional<std::size_t> pos;
+  if (!schedule_pos_.empty()) pos = schedule_pos_[arrival];
+  if (sessions_.empty()) return submit_next("measured", scheduled_abs, pos);
+  // A session arrives; once the turns asked for are sent, no later one can start.
+  if (!start_session(false, scheduled_abs, pos)) next_arrival_ = schedule_.size();
+}
+
+metrics::Trace& Run::new_trace(const char* phase, std::optional<std::int64_t> scheduled_abs,
+                               std::size_t stream_pos) {
+  const std::uint64_t index = traces_.size();
+  metrics::Trace& t = traces_.emplace_back();
+  t.index = index;
+  t.request_id = requests_[stream_pos].id;
+  t.phase = phase;
+  t.scheduled_ns = rel(scheduled_abs.value_or(transport::steady_now_ns()));
+  if (std::string_view(phase) == "warmup") {
+    ++warmup_sent_;
+  } else {
+    ++measured_sent_;
   }
+  ++in_flight_;
+  return t;
+}
 
-  // Event-loop lag: how late a timer fires. A busy loop delays every timestamp it takes.
-  void schedule_lag(std::int64_t due) {
-    lag_timer_ = loop_.call_at(due, [this, due] {
-      const std::int64_t now = transport::steady_now_ns();
-      if (measuring_) result_.loop_lag_s.push_back(static_cast<double>(now - due) * 1e-9);
-      schedule_lag(std::max(due + kLagPeriodNs, now + 1 * kMs));
-    });
+void Run::submit_next(const char* phase, std::optional<std::int64_t> scheduled_abs,
+                      std::optional<std::size_t> stream_pos) {
+  const std::size_t pos = stream_pos.value_or(traces_.size() % requests_.size());
+  const metrics::Trace& t = new_trace(phase, scheduled_abs, pos);
+  RequestObserver& obs = observers_.emplace_back(*this, t.index);
+  target_.submit(*prepared_[pos], t.index, obs);
+}
+
+bool Run::more_to_send() {
+  if (stopping_) return false;
+  if (warmup_phase_) return true;
+  if (config_.open_loop) return next_arrival_ < schedule_.size();
+  // A closed loop of sessions sends only from a running session (in flight or thinking).
+  return sessions_.empty() && can_send_closed();
+}
+
+void Run::maybe_end() {
+  if (ended_ || in_flight_ != 0 || parked_ != 0 || think_waits_ != 0) return;
+  if (more_to_send()) return;
+  ended_ = true;
+  if (arrival_timer_ != 0) loop_.cancel_timer(arrival_timer_);
+  for (auto id : {lag_timer_, progress_timer_, stop_timer_, exit_grace_timer_}) {
+    if (id != 0) loop_.cancel_timer(id);
   }
+  if (hooks_.on_progress) hooks_.on_progress(progress_);
+  loop_.stop();
+}
 
-  void schedule_progress(std::int64_t due) {
-    progress_timer_ = loop_.call_at(due, [this, due] {
-      progress_.in_flight = in_flight_;
-      if (hooks_.on_progress) hooks_.on_progress(progress_);
-      schedule_progress(std::max(due + kProgressPeriodNs, transport::steady_now_ns()));
-    });
-  }
+void Run::start_periodic() {
+  const std::int64_t now = transport::steady_now_ns();
+  schedule_lag(now + kLagPeriodNs);
+  schedule_progress(now + kProgressPeriodNs);
+  schedule_stop_poll(now + kStopPollNs);
+}
 
-  void schedule_stop_poll(std::int64_t due) {
-    stop_timer_ = loop_.call_at(due, [this, due] {
-      if (hooks_.stop_requested != nullptr && hooks_.stop_requested->load() && !stopping_) {
-        stopping_ = true;
-        result_.interrupted = true;
-        if (arrival_timer_ != 0) {
-          loop_.cancel_timer(arrival_timer_);
-          arrival_timer_ = 0;
-        }
-        target_.cancel_all();  // every in-flight request ends as kCancelled
-        maybe_end();
-        if (ended_) return;
-      }
-      if (!stopping_ && engine_has_exited()) {
-        maybe_end();
-        if (ended_) return;
-      }
-      schedule_stop_poll(std::max(due + kStopPollNs, transport::steady_now_ns()));
-    });
-  }
+// Event-loop lag: how late a timer fires. A busy loop delays every timestamp it takes.
+void Run::schedule_lag(std::int64_t due) {
+  lag_timer_ = loop_.call_at(due, [this, due] {
+    const std::int64_t now = transport::steady_now_ns();
+    if (measuring_) result_.loop_lag_s.push_back(static_cast<double>(now - due) * 1e-9);
+    schedule_lag(std::max(due + kLagPeriodNs, now + 1 * kMs));
+  });
+}
 
-  transport::EventLoop& loop_;
-  transport::Target& target_;
-  const std::vector<workload::Request>& requests_;
-  const LoadConfig& config_;
-  const RunHooks& hooks_;
+void Run::schedule_progress(std::int64_t due) {
+  progress_timer_ = loop_.call_at(due, [this, due] {
+    progress_.in_flight = in_flight_;
+    if (hooks_.on_progress) hooks_.on_progress(progress_);
+    schedule_progress(std::max(due + kProgressPeriodNs, transport::steady_now_ns()));
+  });
+}
 
-  std::vector<std::unique_ptr<transport::PreparedRequest>> prepared_;
-  std::vector<std::int64_t> schedule_;
-  std::deque<metrics::Trace> traces_;  // stable addresses while requests are in flight
-  std::deque<RequestObserver> observers_;
-  LoadResult result_;
-  Progress progress_;
-
-  std::int64_t measured_start_abs_ = 0;
-  std::uint64_t warmup_sent_ = 0;
-  std::uint64_t measured_sent_ = 0;
-  std::uint64_t in_flight_ = 0;
-  std::uint64_t parked_ = 0;  // closed-loop slots waiting after a refused connection
-  std::uint64_t refused_in_a_row_ = 0;
-  std::size_t next_arrival_ = 0;
-  bool warmup_phase_ = false;
-  bool measuring_ = false;
-  bool stopping_ = false;
-  std::uint64_t exit_grace_timer_ = 0;
-  bool ended_ = false;
-  std::uint64_t arrival_timer_ = 0;
-  std::uint64_t lag_timer_ = 0;
-  std::uint64_t progress_timer_ = 0;
-  std::uint64_t stop_timer_ = 0;
-};
+void Run::schedule_stop_poll(std::int64_t due) {
+  stop_timer_ = loop_.call_at(due, [this, due] {
+    if (hooks_.stop_requested != nullptr && hooks_.stop_requested->load() && !stopping_) {
+      stop_sending();
+      result_.interrupted = true;
+      target_.cancel_all();  // every in-flight request ends as kCancelled
+      maybe_end();
+      if (ended_) return;
+    }
+    if (!stopping_ && engine_has_exited()) {
+      maybe_end();
+      if (ended_) return;
+    }
+    schedule_stop_poll(std::max(due + kStopPollNs, transport::steady_now_ns()));
+  });
+}
 
 metrics::Trace& RequestObserver::trace() { return run_.trace(index_); }
 
@@ -355,7 +403,7 @@ void RequestObserver::on_token_event(std::int64_t t_ns, std::string_view content
   if (content.empty() && !reasoning.empty()) ++t.reasoning_events;
   t.last_token_ns = r;
   t.event_times_ns.push_back(r);
-  if (run_.config().keep_output_text) t.output_text.append(content);
+  if (run_.collects_text()) t.output_text.append(content);
 }
 
 void RequestObserver::on_usage(const transport::Usage& usage) {
@@ -366,6 +414,8 @@ void RequestObserver::on_usage(const transport::Usage& usage) {
     t.token_count_source = metrics::TokenCountSource::kUsage;
   }
   t.cached_input_tokens = usage.cached_tokens;
+  t.cached_source =
+      usage.cached_tokens ? metrics::CachedSource::kUsage : metrics::CachedSource::kNone;
   t.reasoning_tokens = usage.reasoning_tokens;
 }
 
@@ -395,8 +445,6 @@ void RequestObserver::on_error(std::int64_t t_ns, transport::ErrorCategory categ
   if (http_status) t.http_status = http_status;
   run_.finished(index_);
 }
-
-}  // namespace
 
 LoadResult run_load(transport::EventLoop& loop, transport::Target& target,
                     const std::vector<workload::Request>& requests, const LoadConfig& config,

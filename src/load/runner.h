@@ -16,8 +16,21 @@
 
 namespace dyno::load {
 
+/// Trace replay (`--schedule timestamps`): each request of the stream, or each session's first
+/// turn, is sent at its `at_ms`; the send offset from the start of the measured phase is
+/// (at_ms − from_ms) × time_scale, over the requests with at_ms in [from_ms, to_ms).
+struct Replay {
+  double time_scale = 1.0;  ///< > 0; 2 replays twice as slowly, 0.5 twice as fast
+  double from_ms = 0.0;
+  std::optional<double> to_ms;
+};
+
 struct LoadConfig {
   bool open_loop = false;
+  std::optional<Replay> replay;  ///< open loop on the stream's timestamps instead of a schedule
+  /// Sessions: a session may start again once every session of the stream has started (the
+  /// stream cycles); false: each session runs at most once.
+  bool cycle = true;
   std::uint32_t concurrency = 1;          ///< closed loop: requests kept in flight
   std::optional<ScheduleSpec> schedule;   ///< open loop
   std::optional<std::uint64_t> requests;  ///< measured requests to send
@@ -55,13 +68,25 @@ struct LoadResult {
   std::int64_t t0_steady_ns = 0;       ///< the run's t0 (all trace times are relative to it)
   std::int64_t measured_start_ns = 0;  ///< relative to t0
   bool interrupted = false;
-  bool engine_exited = false;      ///< the run ended because the engine's process ended
-  std::vector<double> loop_lag_s;  ///< event-loop lag samples taken every 10 ms
+  bool engine_exited = false;          ///< the run ended because the engine's process ended
+  std::vector<double> loop_lag_s;      ///< event-loop lag samples taken every 10 ms
+  std::uint64_t sessions_started = 0;  ///< sessions of a session stream started (warm-up too)
 };
 
 /// Runs warm-up then the measured phase. Submissions walk `requests` cyclically: submissions
 /// 0..warmup-1 are warm-up, the rest measured. Requires requests.size() > 0 and at least one
 /// of config.requests / config.duration_s.
+///
+/// A stream of sessions (workload/sessions.h) runs session by session instead: closed loop
+/// keeps `concurrency` sessions running, open loop starts a session at each arrival (or at its
+/// first turn's at_ms in a replay). A session's turns go one after another: turn n+1 is sent
+/// its think_ms after turn n ended, with the conversation so far (the actual answers fed back);
+/// a failed turn ends its session. Each turn is one submission; the warm-up and the request
+/// count are counted in turns, and a session still running when its phase's count is reached is
+/// cut (its later turns are not sent).
+///
+/// A replay (config.replay) sends each request of the stream once at its time, in at_ms order
+/// (stable), the warm-up first at concurrency 1 from the stream's start.
 LoadResult run_load(transport::EventLoop& loop, transport::Target& target,
                     const std::vector<workload::Request>& requests, const LoadConfig& config,
                     const RunHooks& hooks);

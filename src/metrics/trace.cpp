@@ -28,4 +28,16 @@ const char* to_string(RequestStatus status) {
   return "error";
 }
 
+const char* to_string(CachedSource source) {
+  switch (source) {
+    case CachedSource::kNone:
+      return "none";
+    case CachedSource::kUsage:
+      return "usage";
+    case CachedSource::kTimings:
+      return "timings";
+  }
+  return "none";
+}
+
 }  // namespace dyno::metrics

@@ -12,6 +12,9 @@ namespace dyno::metrics {
 /// Where output_tokens/input_tokens came from (METRICS.md "Tokens").
 enum class TokenCountSource { kNone, kUsage, kTokenizer, kChunks };
 
+/// Where cached_input_tokens came from (docs/metrics.md "Prefix cache").
+enum class CachedSource { kNone, kUsage, kTimings };
+
 /// Outcome of a request.
 enum class RequestStatus {
   kOk,         ///< completed; counted in every figure
@@ -39,9 +42,18 @@ struct Trace {
 
   std::optional<std::int64_t> input_tokens;
   std::optional<std::int64_t> output_tokens;
-  std::optional<std::int64_t> cached_input_tokens;  ///< usage.prompt_tokens_details.cached_tokens
-  std::optional<std::int64_t> reasoning_tokens;     ///< usage.completion_tokens_details
+  /// Prompt tokens the engine served from its prefix cache: usage.prompt_tokens_details
+  /// .cached_tokens, or llama.cpp's timings.cache_n (cached_source says which).
+  std::optional<std::int64_t> cached_input_tokens;
+  CachedSource cached_source = CachedSource::kNone;
+  std::optional<std::int64_t> reasoning_tokens;  ///< usage.completion_tokens_details
   TokenCountSource token_count_source = TokenCountSource::kNone;
+
+  // Multi-turn sessions (docs/metrics.md "Sessions"): set on a session's turns only.
+  std::string session;                        ///< the session's id in the stream
+  std::optional<std::uint64_t> session_run;   ///< which session of the run (0, 1, … as started)
+  std::optional<std::int64_t> turn;           ///< the turn's index in its session
+  std::optional<std::int64_t> session_turns;  ///< turns the session has in the stream
 
   RequestStatus status = RequestStatus::kOk;
   std::optional<int> http_status;
@@ -70,5 +82,6 @@ struct Trace {
 
 const char* to_string(TokenCountSource source);
 const char* to_string(RequestStatus status);
+const char* to_string(CachedSource source);
 
 }  // namespace dyno::metrics

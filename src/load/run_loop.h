@@ -1,0 +1,142 @@
+// The run loop's state (internal to load/): runner.cpp sends single requests on a closed- or
+// open-loop schedule or a replay's timestamps; session_run.cpp runs a stream of sessions turn
+// by turn. Both share this class.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "load/runner.h"
+#include "workload/sessions.h"
+
+namespace dyno::load {
+
+class Run;
+
+/// Turns a target's callbacks into a trace. Only appends: figures come later (P5).
+class RequestObserver final : public transport::StreamObserver {
+ public:
+  RequestObserver(Run& run, std::uint64_t index) : run_(run), index_(index) {}
+  void on_sent(std::int64_t t_ns) override;
+  void on_first_byte(std::int64_t t_ns, int http_status) override;
+  void on_token_event(std::int64_t t_ns, std::string_view content,
+                      std::string_view reasoning) override;
+  void on_usage(const transport::Usage& usage) override;
+  void on_done(std::int64_t t_ns, const transport::DoneInfo& info) override;
+  void on_error(std::int64_t t_ns, transport::ErrorCategory category, std::string_view message,
+                std::optional<int> http_status) override;
+
+ private:
+  metrics::Trace& trace();
+  Run& run_;
+  std::uint64_t index_;
+};
+
+class Run {
+ public:
+  Run(transport::EventLoop& loop, transport::Target& target,
+      const std::vector<workload::Request>& requests, const LoadConfig& config,
+      const RunHooks& hooks);
+
+  LoadResult execute();
+
+  metrics::Trace& trace(std::uint64_t index) { return traces_[index]; }
+  std::int64_t rel(std::int64_t t_ns) const { return t_ns - result_.t0_steady_ns; }
+  /// Whether an answer's text is collected (kept outputs, or a session feeding it back).
+  bool collects_text() const { return config_.keep_output_text || !sessions_.empty(); }
+  void finished(std::uint64_t index);
+
+ private:
+  /// One session being run (session_run.cpp).
+  struct ActiveSession {
+    std::size_t plan = 0;       ///< index into sessions_
+    std::uint64_t ordinal = 0;  ///< the trace's session_run
+    std::size_t next = 0;       ///< position in the plan's turns of the next turn to send
+    workload::Conversation conversation;
+    bool warmup = false;
+    bool holds_slot = false;  ///< closed loop: its end starts another session
+    std::uint64_t think_timer = 0;
+  };
+
+  // runner.cpp
+  void prepare_requests();
+  void make_open_loop_schedule();
+  void begin();
+  void start_measured();
+  void after_single(const metrics::Trace& t);
+  static bool refused_before_serving(const metrics::Trace& t);
+  bool engine_has_exited();
+  void stop_sending();
+  bool budget_left(bool warmup);
+  bool can_send_closed();
+  void arm_arrival_timer();
+  void arrive(std::size_t arrival, std::int64_t scheduled_abs);
+  metrics::Trace& new_trace(const char* phase, std::optional<std::int64_t> scheduled_abs,
+                            std::size_t stream_pos);
+  void submit_next(const char* phase, std::optional<std::int64_t> scheduled_abs,
+                   std::optional<std::size_t> stream_pos = std::nullopt);
+  bool more_to_send();
+  void maybe_end();
+  void start_periodic();
+  void schedule_lag(std::int64_t due);
+  void schedule_progress(std::int64_t due);
+  void schedule_stop_poll(std::int64_t due);
+
+  // session_run.cpp
+  bool start_session(bool warmup, std::optional<std::int64_t> scheduled_abs,
+                     std::optional<std::size_t> plan = std::nullopt);
+  void send_turn(ActiveSession& s, std::optional<std::int64_t> scheduled_abs);
+  void take_answer(metrics::Trace& t);
+  void after_turn(const metrics::Trace& t);
+  void end_session(std::uint64_t ordinal);
+  void cut_waiting_sessions();
+  void settle();
+
+  transport::EventLoop& loop_;
+  transport::Target& target_;
+  const std::vector<workload::Request>& requests_;
+  const LoadConfig& config_;
+  const RunHooks& hooks_;
+
+  std::vector<std::unique_ptr<transport::PreparedRequest>> prepared_;
+  std::vector<std::int64_t> schedule_;
+  /// Replay: the stream position (or session) of each arrival; empty: arrivals walk the stream.
+  std::vector<std::size_t> schedule_pos_;
+  std::deque<metrics::Trace> traces_;  // stable addresses while requests are in flight
+  std::deque<RequestObserver> observers_;
+  LoadResult result_;
+  Progress progress_;
+
+  // Sessions (empty: a stream of single requests).
+  std::vector<workload::SessionPlan> sessions_;
+  std::map<std::uint64_t, ActiveSession> active_;  // by ordinal
+  /// The wire form of each turn in flight, built when it is sent (it holds the answers).
+  std::unordered_map<std::uint64_t, std::unique_ptr<transport::PreparedRequest>> turn_wire_;
+  std::size_t next_session_ = 0;  // sessions started so far (the cursor walks sessions_)
+  std::uint64_t think_waits_ = 0;
+
+  std::int64_t measured_start_abs_ = 0;
+  std::uint64_t warmup_sent_ = 0;
+  std::uint64_t measured_sent_ = 0;
+  std::uint64_t in_flight_ = 0;
+  std::uint64_t parked_ = 0;  // closed-loop slots waiting after a refused connection
+  std::uint64_t refused_in_a_row_ = 0;
+  std::size_t next_arrival_ = 0;
+  bool warmup_phase_ = false;
+  bool measuring_ = false;
+  bool stopping_ = false;
+  std::uint64_t exit_grace_timer_ = 0;
+  bool ended_ = false;
+  std::uint64_t arrival_timer_ = 0;
+  std::uint64_t lag_timer_ = 0;
+  std::uint64_t progress_timer_ = 0;
+  std::uint64_t stop_timer_ = 0;
+};
+
+}  // namespace dyno::load
