@@ -155,6 +155,16 @@ void add_load_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
       ->transform(flags::integer(1, flags::kMaxRequests));
   cmd.add_option("-d,--duration", o.load.duration_s, "stop sending after S seconds")
       ->transform(flags::seconds());
+  cmd.add_option("--schedule", o.load.schedule,
+                 "timestamps: replay the --stream, each request (or session) at its at_ms")
+      ->check(CLI::IsMember({"timestamps"}));
+  cmd.add_option("--time-scale", o.load.time_scale,
+                 "replay: multiply the trace's times by X (2: half as fast; 0.5: twice as fast)")
+      ->transform(flags::number(0, 1e6, true))
+      ->capture_default_str();
+  cmd.add_option("--time-window", o.load.time_window,
+                 "replay: only the trace's requests at times in [FROM, TO), e.g. 600,1200 or "
+                 "10m,20m (seconds unless ms, s, m or h; TO may be left out)");
   cmd.add_flag("--cycle", o.stream.cycle,
                "send the --stream again from its start when -n (plus --warmup) asks for more "
                "requests than it holds (named in the record)");

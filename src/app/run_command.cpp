@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include "app/cell_report.h"
@@ -45,6 +46,74 @@ double parse_duration_ms(const std::string& value, const std::string& key) {
                      "most " + flags::number_text(flags::kMaxSeconds) + " s (30 days)");
   }
   return ms;
+}
+
+/// One end of --time-window: a number of seconds, or with a unit ms, s, m or h; in ms.
+double window_end_ms(const std::string& text, const std::string& value) {
+  std::size_t pos = 0;
+  double number = 0;
+  try {
+    number = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  const std::string unit = text.substr(pos);
+  const double scale = unit.empty() || unit == "s" ? 1000.0
+                       : unit == "ms"              ? 1.0
+                       : unit == "m"               ? 60'000.0
+                       : unit == "h"               ? 3'600'000.0
+                                                   : -1.0;
+  if (pos == 0 || scale < 0 || !(number >= 0) || !std::isfinite(number)) {
+    throw UsageError("--time-window " + value + ": '" + text +
+                     "' is not a time >= 0; write e.g. 600,1200 (seconds) or 10m,20m");
+  }
+  return number * scale;
+}
+
+/// --schedule timestamps and its --time-scale / --time-window.
+load::Replay parse_replay(const load::LoadOptions& o) {
+  load::Replay r;
+  r.time_scale = o.time_scale;
+  if (o.time_window) {
+    const std::string& w = *o.time_window;
+    const auto comma = w.find(',');
+    if (comma == std::string::npos) {
+      throw UsageError("--time-window " + w + ": give FROM,TO (TO may be left out: FROM,)");
+    }
+    r.from_ms = window_end_ms(w.substr(0, comma), w);
+    if (comma + 1 < w.size()) r.to_ms = window_end_ms(w.substr(comma + 1), w);
+    if (r.to_ms && *r.to_ms <= r.from_ms) {
+      throw UsageError("--time-window " + w + ": TO must be after FROM");
+    }
+  }
+  return r;
+}
+
+/// The stream's requests (or sessions) a replay sends; UsageError naming a request without
+/// at_ms (on a session's first turn), or when the window holds none.
+std::uint64_t replayed_requests(const std::vector<workload::Request>& requests,
+                                const load::Replay& r, const std::string& file) {
+  std::uint64_t n = 0;
+  std::map<std::string, bool> session_in_window;
+  for (const workload::Request& q : requests) {
+    if (q.turn && q.turn->index > 0) {
+      n += session_in_window[q.turn->session] ? 1 : 0;
+      continue;
+    }
+    if (!q.at_ms) {
+      throw UsageError("--schedule timestamps: request '" + q.id + "' of --stream " + file +
+                       " has no at_ms; a replay needs at_ms on every request (on the first "
+                       "turn of every session)");
+    }
+    const bool in = *q.at_ms >= r.from_ms && (!r.to_ms || *q.at_ms < *r.to_ms);
+    if (q.turn) session_in_window[q.turn->session] = in;
+    n += in ? 1 : 0;
+  }
+  if (n == 0) {
+    throw UsageError("--time-window: no request of --stream " + file +
+                     " has its at_ms in the window");
+  }
+  return n;
 }
 
 struct Plan {
@@ -113,7 +182,27 @@ Plan validate(const RunOptions& o) {
   p.load.warmup = o.load.warmup;
   p.load.keep_event_times = !o.record.no_chunk_times;
   p.load.keep_output_text = o.record.keep_outputs;
-  if (o.load.rate) {
+  const bool replay_flags = o.load.time_window || o.load.time_scale != 1.0;
+  if (o.load.schedule) {
+    if (o.load.rate || o.load.concurrency) {
+      throw UsageError(
+          "--schedule timestamps sends each request at the stream's time; it excludes --rate "
+          "and --concurrency");
+    }
+    if (!o.stream.file) {
+      throw UsageError(
+          "--schedule timestamps replays a --stream whose requests carry at_ms "
+          "(dyno stream import mooncake|azure|burstgpt writes one)");
+    }
+    p.load.open_loop = true;
+    p.load.replay = parse_replay(o.load);
+    p.load.concurrency = 1;  // warm-up requests go one at a time
+    p.load_text =
+        "replay of the stream's timestamps, time scale " + flags::number_text(o.load.time_scale);
+    if (o.load.time_window) p.load_text += ", window " + *o.load.time_window;
+  } else if (replay_flags) {
+    throw UsageError("--time-scale and --time-window shape a replay; give --schedule timestamps");
+  } else if (o.load.rate) {
     load::ScheduleSpec spec;
     spec.arrival = about("--arrival", [&] { return load::parse_arrival(o.load.arrival); });
     spec.rate_per_s = *o.load.rate;
@@ -185,7 +274,17 @@ int run_command(const RunOptions& o) {
   workload::RequestStream stream;
   if (o.stream.file) {
     stream = session::build_stream(o.stream, plan.api, o.load.seed, 0);
-    plan_requests(o, stream.requests.size(), plan);
+    if (plan.load.replay) {
+      // A replay sends what its window holds, each request once.
+      const std::uint64_t in_window =
+          replayed_requests(stream.requests, *plan.load.replay, *o.stream.file);
+      if (o.stream.cycle) throw UsageError("--cycle: a replay sends each request once");
+      if (!o.load.requests && !o.load.duration_s) plan.load.requests = in_window;
+      if (o.load.requests) plan.load.requests = std::min(*o.load.requests, in_window);
+      if (o.load.duration_s) plan.load.duration_s = o.load.duration_s;
+    } else {
+      plan_requests(o, stream.requests.size(), plan);
+    }
   } else {
     plan_requests(o, std::nullopt, plan);
     // Enough distinct synthetic prompts that a count-limited run never repeats one.

@@ -36,6 +36,11 @@ std::string cell_of(const RunRecord& r) {
     s << "r" << *rate;
     return s.str();
   }
+  if (const auto scale = number_at(r.manifest, "load.replay.time_scale")) {
+    std::ostringstream s;
+    s << "replay x" << *scale;  // the same trace at the same speed pairs
+    return s.str();
+  }
   return "run";
 }
 

@@ -174,4 +174,15 @@ json::array timing_caveats(std::span<const metrics::Trace> traces, const ServerT
   return out;
 }
 
+void cached_tokens_from_timings(std::vector<metrics::Trace>& traces) {
+  for (metrics::Trace& t : traces) {
+    if (t.cached_input_tokens || t.server_timings_json.empty()) continue;
+    const auto timings = parse_llamacpp_timings(t.server_timings_json);
+    if (timings && timings->cache_n) {
+      t.cached_input_tokens = *timings->cache_n;
+      t.cached_source = metrics::CachedSource::kTimings;
+    }
+  }
+}
+
 }  // namespace dyno::engine

@@ -74,4 +74,9 @@ boost::json::array timing_caveats(std::span<const metrics::Trace> traces,
                                   const ServerTimingFigures& figures,
                                   std::optional<double> tokens_per_event);
 
+/// For each completed request whose engine gave no cached count in `usage` but whose timings
+/// carry cache_n (llama.cpp), sets cached_input_tokens = cache_n with source kTimings, so the
+/// prefix-cache figures (metrics/sessions.h) see it.
+void cached_tokens_from_timings(std::vector<metrics::Trace>& traces);
+
 }  // namespace dyno::engine

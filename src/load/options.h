@@ -17,6 +17,9 @@ struct LoadOptions {
   std::optional<double> duration_s;
   std::uint64_t warmup = 0;
   std::uint64_t seed = 0;  ///< the arrival schedule's, the synthetic stream's, the sim's
+  std::optional<std::string> schedule;     ///< "timestamps": replay the stream's at_ms
+  double time_scale = 1.0;                 ///< replay: offsets × this
+  std::optional<std::string> time_window;  ///< replay: "FROM,TO" of trace time
   std::optional<std::string> slo;
   double error_budget = 0.05;
 };

@@ -65,6 +65,8 @@ const char* to_string(WarningCode code) {
       return "energy_sources_disagree";
     case WarningCode::kWindowTooShort:
       return "window_too_short";
+    case WarningCode::kReplayBehind:
+      return "replay_behind";
   }
   return "unknown";
 }
@@ -381,6 +383,28 @@ void warn_client_saturated(std::span<const Trace* const> ended, const SummaryOpt
   }
 }
 
+/// A replay that fell behind its timestamps says so, with the lag (sent − scheduled).
+void warn_replay_behind(std::span<const Trace* const> ended, Summary& s) {
+  std::vector<double> lag_ms;
+  std::uint64_t late = 0;
+  for (const Trace* t : ended) {
+    if (!t->sent_ns || !t->scheduled_ns) continue;
+    const double lag = static_cast<double>(*t->sent_ns - *t->scheduled_ns) * 1e-6;
+    lag_ms.push_back(lag);
+    if (lag > kReplayLagP99WarnS * 1e3) ++late;
+  }
+  const Distribution d = summarize(lag_ms);
+  if (!d.p99 || *d.p99 <= kReplayLagP99WarnS * 1e3) return;
+  s.warnings.push_back(
+      {WarningCode::kReplayBehind,
+       "the replay fell behind its timestamps: " + std::to_string(late) + " of " +
+           std::to_string(d.count) + " requests were sent more than " +
+           num(kReplayLagP99WarnS * 1e3) + " ms late (send lag p50 " + num(*d.p50) + " ms, p99 " +
+           num(*d.p99) + " ms, max " + num(*d.max) + " ms)",
+       "the load these requests met was not the trace's: slow the replay (a larger "
+       "--time-scale), replay a shorter --time-window, or give the client a faster machine"});
+}
+
 }  // namespace
 
 Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& options) {
@@ -392,6 +416,9 @@ Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& optio
   client_figures(options, s);
   warn_outcome(options, s);
   warn_client_saturated(outcomes.ended, options, s);
+  if (options.replay) warn_replay_behind(outcomes.ended, s);
+  s.sessions = session_figures(traces);
+  s.prefix_cache = prefix_cache_figures(traces);
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "metrics/sessions.h"
 #include "metrics/stats.h"
 #include "metrics/trace.h"
 
@@ -59,6 +60,7 @@ enum class WarningCode {
   kInvalidUtf8Replaced,
   kEnergySourcesDisagree,
   kWindowTooShort,
+  kReplayBehind,
 };
 inline constexpr WarningCode kWarningCodes[] = {WarningCode::kConcurrencyUnderfilled,
                                                 WarningCode::kHighErrorRate,
@@ -68,7 +70,8 @@ inline constexpr WarningCode kWarningCodes[] = {WarningCode::kConcurrencyUnderfi
                                                 WarningCode::kExitedAtOnce,
                                                 WarningCode::kInvalidUtf8Replaced,
                                                 WarningCode::kEnergySourcesDisagree,
-                                                WarningCode::kWindowTooShort};
+                                                WarningCode::kWindowTooShort,
+                                                WarningCode::kReplayBehind};
 
 /// The code's name, e.g. "concurrency_underfilled".
 const char* to_string(WarningCode code);
@@ -95,6 +98,7 @@ struct SummaryOptions {
   Slo slo;
   ClientCost client;
   double high_error_rate = 0.05;  ///< warn above this error rate
+  bool replay = false;            ///< sent at a trace's timestamps (replay_behind)
 };
 
 /// Warning thresholds (summarize_run).
@@ -107,6 +111,8 @@ inline constexpr double kUnderfillRatio = 0.9;
 inline constexpr double kLoopLagP99WarnS = 0.005;
 inline constexpr double kQueueDelayP99WarnS = 0.010;
 inline constexpr double kQueueDelayGrowthWarnS = 0.005;
+/// replay_behind: a replay's send lag (queue delay) p99 above this.
+inline constexpr double kReplayLagP99WarnS = 0.010;
 
 /// The run figures of the measured phase (warm-up excluded).
 struct Summary {
@@ -155,6 +161,9 @@ struct Summary {
   std::optional<double> client_cpu_s;
   std::optional<double> client_peak_rss_bytes;
   Distribution client_loop_lag_ms;
+
+  std::optional<SessionFigures> sessions;          ///< when the stream ran sessions
+  std::optional<PrefixCacheFigures> prefix_cache;  ///< when the engine reported cached tokens
 
   std::vector<Warning> warnings;
 };

@@ -112,17 +112,24 @@ json::object workload_to_json(const WorkloadSection& w) {
 }
 
 json::object load_to_json(const LoadSection& l) {
-  return json::object{{"mode", l.imported    ? "imported"
-                               : l.open_loop ? "open"
-                                             : "closed"},
-                      {"concurrency", or_null(l.concurrency)},
-                      {"rate_per_s", number_or_null(l.rate_per_s)},
-                      {"arrival", or_null(l.arrival)},
-                      {"burstiness", number_or_null(l.burstiness)},
-                      {"seed", l.imported ? json::value(nullptr) : json::value(l.seed)},
-                      {"requests", or_null(l.requests)},
-                      {"duration_s", number_or_null(l.duration_s)},
-                      {"timeouts_s", l.timeouts_s}};
+  json::object o{{"mode", l.imported    ? "imported"
+                          : l.replay    ? "replay"
+                          : l.open_loop ? "open"
+                                        : "closed"},
+                 {"concurrency", or_null(l.concurrency)},
+                 {"rate_per_s", number_or_null(l.rate_per_s)},
+                 {"arrival", or_null(l.arrival)},
+                 {"burstiness", number_or_null(l.burstiness)},
+                 {"seed", l.imported ? json::value(nullptr) : json::value(l.seed)},
+                 {"requests", or_null(l.requests)},
+                 {"duration_s", number_or_null(l.duration_s)},
+                 {"timeouts_s", l.timeouts_s}};
+  if (l.replay) {
+    o["replay"] = json::object{{"time_scale", l.replay->time_scale},
+                               {"from_ms", l.replay->from_ms},
+                               {"to_ms", number_or_null(l.replay->to_ms)}};
+  }
+  return o;
 }
 
 json::object engine_to_json(const Manifest& m) {
@@ -179,10 +186,15 @@ WorkloadSection workload_from(const Reader& r) {
 LoadSection load_from(const Reader& r) {
   LoadSection l;
   const std::string mode = r.string("mode");
-  if (mode != "open" && mode != "closed" && mode != "imported") {
-    malformed(r.name("mode"), "is not open, closed or imported");
+  if (mode != "open" && mode != "closed" && mode != "imported" && mode != "replay") {
+    malformed(r.name("mode"), "is not open, closed, replay or imported");
   }
-  l.open_loop = mode == "open";
+  l.open_loop = mode == "open" || mode == "replay";
+  if (mode == "replay") {
+    const Reader rp = r.object("replay");
+    l.replay = ReplaySection{rp.opt_number("time_scale").value_or(1.0),
+                             rp.opt_number("from_ms").value_or(0.0), rp.opt_number("to_ms")};
+  }
   l.imported = mode == "imported";
   l.concurrency = r.opt_uint("concurrency");
   l.rate_per_s = r.opt_number("rate_per_s");

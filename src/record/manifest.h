@@ -34,8 +34,16 @@ struct WorkloadSection {
   std::uint64_t warmup_requests = 0;
 };
 
+/// load.replay: sent at the stream's timestamps (mode "replay", docs/protocols.md).
+struct ReplaySection {
+  double time_scale = 1.0;
+  double from_ms = 0.0;
+  std::optional<double> to_ms;
+};
+
 struct LoadSection {
   bool open_loop = false;
+  std::optional<ReplaySection> replay;  ///< mode "replay" (open loop on the stream's at_ms)
   /// An imported record (manifest `source`): mode "imported", the load as the other tool
   /// states it (a concurrency cap and a rate may both be set), seed null.
   bool imported = false;

@@ -86,7 +86,16 @@ json::object trace_to_json(const metrics::Trace& t, bool keep_event_times) {
   o["input_tokens"] = opt_int(t.input_tokens);
   o["output_tokens"] = opt_int(t.output_tokens);
   o["cached_input_tokens"] = opt_int(t.cached_input_tokens);
+  if (t.cached_input_tokens && t.cached_source != metrics::CachedSource::kNone) {
+    o["cached_source"] = metrics::to_string(t.cached_source);
+  }
   o["reasoning_tokens"] = opt_int(t.reasoning_tokens);
+  if (t.session_run) {
+    o["session"] = json::object{{"id", t.session},
+                                {"run", *t.session_run},
+                                {"turn", opt_int(t.turn)},
+                                {"turns", opt_int(t.session_turns)}};
+  }
   o["token_count_source"] = metrics::to_string(t.token_count_source);
   o["token_events"] = t.event_times_ns.size();
   o["reasoning_events"] = t.reasoning_events;
@@ -147,6 +156,20 @@ metrics::Trace trace_from_json(const json::object& o) {
   t.output_tokens = get_opt_int(o, "output_tokens");
   t.cached_input_tokens = get_opt_int(o, "cached_input_tokens");
   t.reasoning_tokens = get_opt_int(o, "reasoning_tokens");
+  if (t.cached_input_tokens) {
+    const std::string cached = get_string(o, "cached_source");
+    t.cached_source = cached == "timings" ? metrics::CachedSource::kTimings
+                                          : metrics::CachedSource::kUsage;  // absent: usage
+  }
+  if (const json::value* se = o.if_contains("session"); se != nullptr && se->is_object()) {
+    const json::object& so = se->get_object();
+    t.session = get_string(so, "id");
+    const auto run = get_opt_int(so, "run");
+    if (!run) throw std::runtime_error("key `session.run`: missing");
+    t.session_run = static_cast<std::uint64_t>(*run);
+    t.turn = get_opt_int(so, "turn");
+    t.session_turns = get_opt_int(so, "turns");
+  }
   const std::string source = get_string(o, "token_count_source");
   for (auto s : {metrics::TokenCountSource::kNone, metrics::TokenCountSource::kUsage,
                  metrics::TokenCountSource::kTokenizer, metrics::TokenCountSource::kChunks}) {
@@ -211,6 +234,53 @@ json::object quality_to_json(const metrics::Summary& s) {
       {"accuracy", number_or_null(s.accuracy)}};
 }
 
+json::object cache_totals_to_json(const metrics::CacheTotals& c) {
+  return json::object{{"requests", c.requests},
+                      {"prompt_tokens", c.prompt_tokens},
+                      {"cached_tokens", c.cached_tokens},
+                      {"hit_rate", number_or_null(c.hit_rate)}};
+}
+
+json::object prefix_cache_to_json(const metrics::PrefixCacheFigures& f) {
+  json::object o = cache_totals_to_json(f.totals);
+  o["source"] = f.source;
+  json::array buckets;
+  for (const auto& b : f.buckets) {
+    buckets.push_back(json::object{{"uncached_min", b.uncached_min},
+                                   {"uncached_max", b.uncached_max},
+                                   {"requests", b.requests},
+                                   {"ttft_p50_ms", number_or_null(b.ttft_p50_ms)}});
+  }
+  o["ttft_vs_uncached"] =
+      json::object{{"intercept_ms", number_or_null(f.ttft_intercept_ms)},
+                   {"ms_per_1k_uncached_tokens", number_or_null(f.ttft_ms_per_1k_uncached)},
+                   {"r2", number_or_null(f.ttft_fit_r2)},
+                   {"buckets", std::move(buckets)}};
+  return o;
+}
+
+json::object sessions_to_json(const metrics::SessionFigures& f) {
+  json::array per_turn;
+  for (const auto& t : f.per_turn) {
+    per_turn.push_back(json::object{
+        {"turn", t.turn},
+        {"requests", t.requests},
+        {"failed", t.failed},
+        {"ttft_ms", distribution_to_json(t.ttft_ms)},
+        {"input_tokens", distribution_to_json(t.input_tokens)},
+        {"cache", t.cache ? json::value(cache_totals_to_json(*t.cache)) : json::value(nullptr)}});
+  }
+  return json::object{{"sessions", f.sessions},
+                      {"completed", f.completed},
+                      {"failed", f.failed},
+                      {"cut", f.cut},
+                      {"turns", distribution_to_json(f.turns)},
+                      {"duration_s", distribution_to_json(f.duration_s)},
+                      {"input_tokens", distribution_to_json(f.input_tokens)},
+                      {"output_tokens", distribution_to_json(f.output_tokens)},
+                      {"per_turn", std::move(per_turn)}};
+}
+
 json::object summary_to_json(const metrics::Summary& s) {
   json::object o;
   o["definition_set"] = s.definition_set;
@@ -261,6 +331,8 @@ json::object summary_to_json(const metrics::Summary& s) {
   o["client"] = json::object{{"cpu_s", number_or_null(s.client_cpu_s)},
                              {"peak_rss_bytes", number_or_null(s.client_peak_rss_bytes)},
                              {"loop_lag_ms", distribution_to_json(s.client_loop_lag_ms)}};
+  if (s.sessions) o["sessions"] = sessions_to_json(*s.sessions);
+  if (s.prefix_cache) o["prefix_cache"] = prefix_cache_to_json(*s.prefix_cache);
   json::array warnings;
   for (const auto& w : s.warnings) warnings.push_back(warning_to_json(w));
   o["warnings"] = std::move(warnings);

@@ -121,6 +121,11 @@ std::string describe_workload(const RunRecord& r) {
 std::string describe_load(const RunRecord& r) {
   const json::object& m = r.manifest;
   const std::string mode = text_at(m, "load.mode");
+  if (mode == "replay") {
+    return "replay of the stream's timestamps, time scale " + text_at(m, "load.replay.time_scale") +
+           ", window from " + text_at(m, "load.replay.from_ms") + " ms to " +
+           text_at(m, "load.replay.to_ms", "the end");
+  }
   if (mode == "open") {
     return "open loop, " + text_at(m, "load.rate_per_s") + " req/s, " + text_at(m, "load.arrival") +
            " arrivals";

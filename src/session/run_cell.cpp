@@ -298,6 +298,9 @@ record::Manifest open_manifest(EngineSession& engine, const CellSpec& cell,
     l.arrival = load::to_string(sched->arrival);
     l.burstiness = sched->burstiness;
   }
+  if (const auto& replay = cell.load.replay) {
+    l.replay = record::ReplaySection{replay->time_scale, replay->from_ms, replay->to_ms};
+  }
   l.seed = cell.seed;
   l.requests = cell.load.requests;
   l.duration_s = cell.load.duration_s;
@@ -468,6 +471,7 @@ void summarize_cell(const CellSpec& cell, const Measured& m, CellOutcome& out) {
   so.client.cpu_s = m.client_cpu_s;
   so.client.peak_rss_bytes = peak_rss_bytes();
   so.client.loop_lag_s = result.loop_lag_s;
+  so.replay = cell.load.replay.has_value();
   out.summary = metrics::summarize_run(result.traces, so);
   out.server_timings = engine::server_timing_figures(result.traces);
   if (auto w = engine::prefill_gap_warning(out.server_timings)) {
@@ -542,6 +546,7 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
   // Answers that will be scored are kept, with or without --keep-outputs (an audit re-scores
   // them from the record).
   load::LoadConfig load_config = cell.load;
+  load_config.cycle = cell.stream_cycles;  // a session runs again only when the stream cycles
   const bool scored =
       std::any_of(cell.requests.begin(), cell.requests.end(),
                   [](const workload::Request& r) { return r.expected.has_value(); });
@@ -561,6 +566,7 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
   load::LoadResult& result = m.result;
   out.crash = engine_exit(engine, result.traces);
   if (scored) score_traces(cell.requests, result.traces);
+  engine::cached_tokens_from_timings(result.traces);
 
   // 3. The figures (docs/metrics.md), energy and telemetry over the cell.
   summarize_cell(cell, m, out);

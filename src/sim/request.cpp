@@ -62,19 +62,6 @@ std::optional<std::string> base64_decode(std::string_view in) {
   return out;
 }
 
-std::string sha256_hex(std::string_view bytes) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), md.data(), &len, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 0xFu]);
-  }
-  return out;
-}
-
 // An image part's URL: {"type":"image_url","image_url":{"url":..}} (or "image_url":"<url>").
 // A data URL must be base64 ("data:<mime>;base64,<bytes>"); its bytes are hashed.
 void parse_image_part(const json::object& p, ParsedChat& out) {
@@ -124,6 +111,19 @@ void check_number(const json::object& o, std::string_view key) {
 }
 
 }  // namespace
+
+std::string sha256_hex(std::string_view bytes) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int len = 0;
+  EVP_Digest(bytes.data(), bytes.size(), md.data(), &len, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(kHex[md[i] >> 4]);
+    out.push_back(kHex[md[i] & 0xFu]);
+  }
+  return out;
+}
 
 void add_tools(ParsedChat& chat, const json::value* tools) {
   if (tools == nullptr || tools->is_null()) return;

@@ -56,6 +56,8 @@ boost::json::object parse_object(std::string_view body);
 /// `tool_calls` (as JSON text) and a tool message's `tool_call_id` join its content, as an
 /// engine's template renders them. 400 on any problem.
 ParsedChat parse_messages(const boost::json::value& messages);
+/// SHA-256 (lowercase hex) of `bytes` (image parts; the truth log's prompt_sha256).
+std::string sha256_hex(std::string_view bytes);
 /// A request's `tools` specification, rendered before the first message (as a message of role
 /// "tools"); nothing when `tools` is null or absent. 400 when it is not an array.
 void add_tools(ParsedChat& chat, const boost::json::value* tools);

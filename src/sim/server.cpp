@@ -317,6 +317,11 @@ void Server::Impl::log_truth(const std::string& request_id, std::int64_t arrived
     out += stream ? "true" : "false";
     out += R"(,"prompt_tokens":)";
     out += std::to_string(st ? st->req.prompt_tokens : 0);
+    if (st) {
+      out += R"(,"prompt_sha256":")";
+      out += sha256_hex(st->req.prompt_text);
+      out += '"';
+    }
     out += R"(,"cached_tokens":)";
     out += std::to_string(st ? st->cached_tokens : 0);
     out += R"(,"completion_tokens":)";

@@ -100,8 +100,11 @@ TEST_F(SimPrefix, CachedTokensAreBlockAlignedAndCutTtft) {
     const json::object& r = cached[static_cast<std::size_t>(i)];
     EXPECT_EQ(i64(r.at("cached_input_tokens")), predicted_cached(i)) << "request " << i;
     EXPECT_EQ(i64(r.at("input_tokens")), static_cast<std::int64_t>(chat_ids(question(i)).size()));
-    // Cache off: the sim reports no prompt_tokens_details, so the count is unknown.
-    EXPECT_EQ(i64(uncached[static_cast<std::size_t>(i)].at("cached_input_tokens")), -1);
+    // Cache off: the sim reports no prompt_tokens_details, but its llama.cpp-style timings say
+    // cache_n 0, and that is the count the record keeps (named as such).
+    EXPECT_EQ(i64(uncached[static_cast<std::size_t>(i)].at("cached_input_tokens")), 0);
+    EXPECT_EQ(uncached[static_cast<std::size_t>(i)].at("cached_source").as_string(), "timings");
+    EXPECT_EQ(r.at("cached_source").as_string(), "usage");
   }
   // The first request prefills the whole prompt either way; the later ones only their tails.
   for (int i = 1; i < kRequests; ++i) {
