@@ -99,6 +99,41 @@ void ProgressBar::finish() {
   drawn_ = false;
 }
 
+std::string percent_text(std::optional<double> fraction) {
+  return fmt(fraction ? std::optional<double>(*fraction * 100.0) : std::nullopt, 1) + " %";
+}
+
+std::string sessions_text(const metrics::Summary& s) {
+  std::ostringstream out;
+  if (const auto& f = s.sessions) {
+    out << "sessions    " << f->sessions << " · " << f->completed << " completed · " << f->failed
+        << " failed · " << f->cut << " cut · turns p50 " << fmt(f->turns.p50, 1)
+        << " · duration p50 " << fmt(f->duration_s.p50, 2) << " s\n";
+    // Turn by turn: how TTFT and the cache follow the conversation's growth (at most 8 shown).
+    const std::size_t shown = std::min<std::size_t>(f->per_turn.size(), 8);
+    for (std::size_t i = 0; i < shown; ++i) {
+      const metrics::TurnFigures& t = f->per_turn[i];
+      out << "  turn " << t.turn << "      " << t.requests << " req · ttft p50 "
+          << fmt(t.ttft_ms.p50, 2) << " ms · prompt p50 " << fmt(t.input_tokens.p50, 0)
+          << " tok · cached " << (t.cache ? percent_text(t.cache->hit_rate) : "n/a") << "\n";
+    }
+    if (shown < f->per_turn.size()) {
+      out << "  (" << f->per_turn.size() - shown << " more turns in summary.json)\n";
+    }
+  }
+  if (const auto& c = s.prefix_cache) {
+    out << "prefix cache " << c->totals.cached_tokens << " of " << c->totals.prompt_tokens
+        << " prompt tokens cached (" << percent_text(c->totals.hit_rate) << ", from "
+        << c->source << ")";
+    if (c->ttft_ms_per_1k_uncached) {
+      out << " · ttft " << fmt(c->ttft_intercept_ms, 2) << " ms + "
+          << fmt(c->ttft_ms_per_1k_uncached, 2) << " ms per 1k uncached";
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
 std::string render_summary(const RunHeadline& h, const metrics::Summary& s, bool color) {
   std::ostringstream out;
   out << paint("dyno run " + h.run_id, kBold, color) << " · " << h.status << "\n";
@@ -183,6 +218,7 @@ std::string render_summary(const RunHeadline& h, const metrics::Summary& s, bool
     }
     out << "\n";
   }
+  out << sessions_text(s);
   if (!h.energy.empty()) out << "energy      " << h.energy << "\n";
   out << "client      cpu " << fmt(s.client_cpu_s, 2) << " s · peak rss "
       << bytes_text(s.client_peak_rss_bytes) << " · loop lag p99 "

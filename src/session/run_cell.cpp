@@ -465,7 +465,10 @@ namespace {
 void summarize_cell(const CellSpec& cell, const Measured& m, CellOutcome& out) {
   const load::LoadResult& result = m.result;
   metrics::SummaryOptions so;
-  if (!cell.load.open_loop) so.declared_concurrency = cell.load.concurrency;
+  // Closed-loop sessions keep C sessions, not C requests, in flight: a session thinking
+  // between its turns is not an underfilled slot.
+  const bool sessions = !cell.requests.empty() && cell.requests.front().turn.has_value();
+  if (!cell.load.open_loop && !sessions) so.declared_concurrency = cell.load.concurrency;
   so.open_loop = cell.load.open_loop;
   so.slo = cell.slo;
   so.client.cpu_s = m.client_cpu_s;
