@@ -1,6 +1,7 @@
 #include "engine/server_metrics.h"
 
 #include <boost/json.hpp>
+#include <cmath>
 #include <string_view>
 
 #include "engine/prometheus.h"
@@ -89,9 +90,25 @@ json::object server_section(const std::string& before_text, const std::string& a
       {"generation_tokens", record::number_or_null(generation)},
       {"preemptions", record::number_or_null(delta_of(deltas, "vllm:num_preemptions_total"))},
       {"prefix_cache_hit_rate", record::number_or_null(ratio(hits, queries))},
+      {"prefix_cache_queries", record::number_or_null(queries)},
+      {"prefix_cache_hits", record::number_or_null(hits)},
       {"spec_decode_acceptance_rate", record::number_or_null(ratio(accepted, drafts))},
       {"counter_reset", reset},
       {"counters", std::move(counters)}};
+}
+
+std::optional<json::object> prefix_cache_from_counters(const json::object& server) {
+  const json::value* q = server.if_contains("prefix_cache_queries");
+  const json::value* h = server.if_contains("prefix_cache_hits");
+  if (q == nullptr || h == nullptr || !q->is_number() || !h->is_number()) return std::nullopt;
+  const double queries = q->to_number<double>(), hits = h->to_number<double>();
+  if (!(queries > 0) || !(hits >= 0) || hits > queries || queries > 9e18) return std::nullopt;
+  return json::object{{"source", "metrics"},
+                      {"requests", nullptr},
+                      {"prompt_tokens", static_cast<std::int64_t>(std::llround(queries))},
+                      {"cached_tokens", static_cast<std::int64_t>(std::llround(hits))},
+                      {"hit_rate", hits / queries},
+                      {"ttft_vs_uncached", nullptr}};
 }
 
 }  // namespace dyno::engine

@@ -498,6 +498,11 @@ json::object summary_document(EngineSession& engine, CellTarget& target, Measure
   doc["energy"] = std::move(energy);
   doc["server"] =
       server_and_evidence(engine, m, out.crash.has_value(), out.server_timings, writer, manifest);
+  if (!doc.contains("prefix_cache")) {
+    if (auto from_metrics = engine::prefix_cache_from_counters(doc["server"].as_object())) {
+      doc["prefix_cache"] = std::move(*from_metrics);
+    }
+  }
   // What a reader must know to read the figures right (docs/metrics.md "Timing caveats").
   doc["caveats"] =
       engine::timing_caveats(m.result.traces, out.server_timings, out.summary.tokens_per_event);

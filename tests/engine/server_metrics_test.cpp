@@ -1,0 +1,59 @@
+#include "engine/server_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <vector>
+
+#include "engine/server_timings.h"
+
+namespace dyno::engine {
+namespace {
+
+namespace json = boost::json;
+
+TEST(ServerMetrics, PrefixCacheCountersGiveTheHitRateWhenNoRequestCounted) {
+  const std::string types =
+      "# TYPE vllm:prefix_cache_queries_total counter\n"
+      "# TYPE vllm:prefix_cache_hits_total counter\n";
+  const std::string before = types +
+                             "vllm:prefix_cache_queries_total{model_name=\"m\"} 100\n"
+                             "vllm:prefix_cache_hits_total{model_name=\"m\"} 40\n";
+  const std::string after = types +
+                            "vllm:prefix_cache_queries_total{model_name=\"m\"} 1100\n"
+                            "vllm:prefix_cache_hits_total{model_name=\"m\"} 790\n";
+  const json::object server = server_section(before, after);
+  EXPECT_EQ(server.at("prefix_cache_queries").to_number<double>(), 1000.0);
+  EXPECT_EQ(server.at("prefix_cache_hits").to_number<double>(), 750.0);
+  const auto cache = prefix_cache_from_counters(server);
+  ASSERT_TRUE(cache);
+  EXPECT_EQ(cache->at("source").as_string(), "metrics");
+  EXPECT_EQ(cache->at("prompt_tokens").as_int64(), 1000);
+  EXPECT_EQ(cache->at("cached_tokens").as_int64(), 750);
+  EXPECT_DOUBLE_EQ(cache->at("hit_rate").as_double(), 0.75);
+  EXPECT_TRUE(cache->at("requests").is_null());
+  // No counters, no lookups, or more hits than lookups (not believed): nothing.
+  EXPECT_FALSE(prefix_cache_from_counters(server_section("", "")));
+  EXPECT_FALSE(prefix_cache_from_counters(
+      json::object{{"prefix_cache_queries", 0.0}, {"prefix_cache_hits", 0.0}}));
+  EXPECT_FALSE(prefix_cache_from_counters(
+      json::object{{"prefix_cache_queries", 10.0}, {"prefix_cache_hits", 11.0}}));
+}
+
+TEST(ServerMetrics, LlamaCppCacheNBecomesTheCachedCountWhenUsageHasNone) {
+  std::vector<metrics::Trace> traces(3);
+  traces[0].server_timings_json = R"({"cache_n":96,"prompt_n":4})";
+  traces[1].server_timings_json = R"({"cache_n":50})";
+  traces[1].cached_input_tokens = 48;  // usage said: usage wins
+  traces[1].cached_source = metrics::CachedSource::kUsage;
+  traces[2].server_timings_json = R"({"prompt_n":4})";
+  cached_tokens_from_timings(traces);
+  EXPECT_EQ(traces[0].cached_input_tokens, 96);
+  EXPECT_EQ(traces[0].cached_source, metrics::CachedSource::kTimings);
+  EXPECT_EQ(traces[1].cached_input_tokens, 48);
+  EXPECT_EQ(traces[1].cached_source, metrics::CachedSource::kUsage);
+  EXPECT_FALSE(traces[2].cached_input_tokens);
+}
+
+}  // namespace
+}  // namespace dyno::engine
