@@ -118,6 +118,7 @@ class Run {
   std::map<std::uint64_t, ActiveSession> active_;  // by ordinal
   /// The wire form of each turn in flight, built when it is sent (it holds the answers).
   std::unordered_map<std::uint64_t, std::unique_ptr<transport::PreparedRequest>> turn_wire_;
+  std::vector<std::unique_ptr<transport::PreparedRequest>> retired_wire_;  // ended turns
   std::size_t next_session_ = 0;  // sessions started so far (the cursor walks sessions_)
   std::uint64_t think_waits_ = 0;
 

@@ -50,6 +50,11 @@ LoadResult Run::execute() {
     throw std::invalid_argument("a replay is an open loop");
   }
   sessions_ = workload::plan_sessions(requests_);
+  for (const workload::SessionPlan& s : sessions_) {
+    // A turn is built when it is sent; a turn the target cannot take fails here, before t0.
+    workload::Conversation probe;
+    (void)target_.prepare(probe.request_for(requests_[s.turns.front()]));
+  }
   if (sessions_.empty()) {
     // Wire forms are built before t0: the hot path only copies prepared bytes. (A session's
     // turns are built when sent: they carry the answers.)
@@ -130,6 +135,7 @@ void Run::make_open_loop_schedule() {
 
 void Run::finished(std::uint64_t index) {
   --in_flight_;
+  retired_wire_.clear();  // turns that ended before this callback: their targets let go
   metrics::Trace& t = traces_[index];
   if (t.measured()) {
     if (t.ok()) {

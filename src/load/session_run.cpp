@@ -45,8 +45,9 @@ void Run::send_turn(ActiveSession& s, std::optional<std::int64_t> scheduled_abs)
 
 void Run::take_answer(metrics::Trace& t) {
   if (t.session_run) {
-    // The wire form may still be referenced by the target until its callback returns.
-    loop_.post([this, index = t.index] { turn_wire_.erase(index); });
+    // The target may still hold the wire form until this callback returns: it is freed at the
+    // next request's end (Run::finished), never from a posted task that could outlive the run.
+    if (auto node = turn_wire_.extract(t.index)) retired_wire_.push_back(std::move(node.mapped()));
     const auto it = active_.find(*t.session_run);
     if (t.ok() && it != active_.end()) {
       // The answer as streamed back is the next turn's assistant message.
