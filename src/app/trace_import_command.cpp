@@ -1,0 +1,99 @@
+// `dyno stream import mooncake|azure|burstgpt`: a trace's requests with exact prompts, counted
+// by the target's tokenizer, and send times (at_ms) for replay.
+#include <boost/json.hpp>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+
+#include "app/import_command.h"
+#include "app/run_command.h"
+#include "app/target_counter.h"
+#include "json/json_text.h"
+#include "workload/request_stream.h"
+#include "workload/trace_import.h"
+#include "workload/trace_prompts.h"
+
+namespace dyno::app {
+
+int trace_import_command(const ImportOptions& o) {
+  if (o.max_tokens) {
+    throw UsageError(
+        "--max-tokens: a trace sets each request's output length (max_tokens = "
+        "min_tokens, ignore_eos)");
+  }
+  if (o.block_tokens < 1) throw UsageError("--block-tokens must be at least 1");
+  const auto start = std::chrono::steady_clock::now();
+  TargetFlags flags{o.url, o.model, o.api, o.profile, o.timeout_s, o.insecure, o.ca_file};
+  TargetCounter count(flags, o.seed);
+  const workload::TraceFile trace =
+      about("stream import", [&] { return workload::read_trace_file(o.kind, o.input, o.limit); });
+  workload::TracePromptOptions to;
+  to.api = count.api();
+  to.block_tokens = o.block_tokens;
+  to.seed = o.seed;
+  workload::TraceReport report;
+  const workload::RequestStream stream = about("stream import", [&] {
+    return workload::build_trace_stream(
+        trace, to, [&count](const workload::Request& r) { return count(r); }, &report);
+  });
+  about("-o", [&] { workload::write_stream_file(o.output, stream); });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  if (o.json) {
+    boost::json::array adjusted;
+    for (const std::string& id : report.adjusted) adjusted.emplace_back(id);
+    boost::json::object doc{{"output", o.output},
+                            {"source", stream.source},
+                            {"kind", o.kind},
+                            {"engine", count.engine()},
+                            {"embedded_sim", count.embedded()},
+                            {"model", count.model()},
+                            {"tokenizer", count.flavor()},
+                            {"api", o.api},
+                            {"rows", trace.rows},
+                            {"skipped_no_output", trace.skipped_no_output},
+                            {"skipped_no_input", trace.skipped_no_input},
+                            {"requests", stream.requests.size()},
+                            {"block_tokens", o.block_tokens},
+                            {"distinct_blocks", report.distinct_blocks},
+                            {"vocabulary", report.vocabulary},
+                            {"calibration_calls", report.calibration_calls},
+                            {"count_calls", report.count_calls},
+                            {"exact_first", report.exact_first},
+                            {"adjusted", std::move(adjusted)},
+                            {"requested_tokens", report.requested_tokens},
+                            {"achieved_tokens", report.achieved_tokens},
+                            {"seconds", seconds},
+                            {"canonical_sha256", stream.sha256}};
+    std::cout << json_text::pretty(doc);
+    return kExitOk;
+  }
+  std::cout << count.describe(o.api);
+  std::cout << "read " << trace.rows << " rows of " << o.input << ": " << stream.requests.size()
+            << " requests";
+  if (trace.skipped_no_output > 0) {
+    std::cout << ", " << trace.skipped_no_output << " skipped with 0 output tokens"
+              << (o.kind == "burstgpt" ? " (failed requests)" : "");
+  }
+  if (trace.skipped_no_input > 0) {
+    std::cout << ", " << trace.skipped_no_input << " skipped with 0 input tokens";
+  }
+  std::cout << "\n";
+  if (report.distinct_blocks > 0) {
+    std::cout << report.distinct_blocks << " distinct hash ids, blocks of " << o.block_tokens
+              << " tokens\n";
+  }
+  std::cout << "calibration: " << report.vocabulary << " one-token words ("
+            << report.calibration_calls << " tokenize calls)\n";
+  std::cout << "prompts: " << report.exact_first << "/" << stream.requests.size()
+            << " exact at their first count, " << report.adjusted.size()
+            << " re-fitted; every prompt exact (" << report.achieved_tokens << " tokens, "
+            << report.count_calls << " tokenize calls)\n";
+  std::cout << "wrote " << stream.requests.size() << " requests to " << o.output << " in "
+            << json_text::compact(boost::json::value(std::round(seconds * 100) / 100))
+            << " s\ncanonical sha256 " << stream.sha256 << "\n";
+  return kExitOk;
+}
+
+}  // namespace dyno::app
