@@ -76,7 +76,7 @@ void check_kind_flags(const ImportOptions& o) {
 int import_command(const ImportOptions& o) {
   check_kind_flags(o);
   if (workload::is_trace_kind(o.kind)) return trace_import_command(o);
-  const workload::Api api = session::parse_api(o.api);
+  const workload::Api api = session::parse_api(o.api.value_or("chat"));
   workload::RequestStream stream;
   {
     // An import's errors name the file and line; "stream import: " says which command read it.

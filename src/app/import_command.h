@@ -14,7 +14,9 @@ struct ImportOptions {
   std::string kind;    ///< sharegpt | table | image-qa | agent | mooncake | azure | burstgpt
   std::string input;   ///< the data file (or directory, for image-qa)
   std::string output;  ///< -o FILE
-  std::string api = "chat";
+  /// chat | completions; unset: chat, except the traces: completions (a trace's input length
+  /// is the model's input, and the completions prompt has the least fixed cost).
+  std::optional<std::string> api;
   std::optional<std::int64_t> max_tokens;
   std::optional<std::size_t> limit;
   std::optional<std::uint64_t> shuffle_seed;  ///< sharegpt: shuffle with this seed
@@ -36,6 +38,7 @@ struct ImportOptions {
   std::optional<std::string> ca_file;
   std::int64_t block_tokens = 512;  ///< mooncake: tokens per hash id
   std::uint64_t seed = 0;           ///< the block texts' seed
+  bool skip_short = false;          ///< traces: skip rows below a prompt's fixed cost
   bool json = false;
 };
 

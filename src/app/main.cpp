@@ -248,9 +248,8 @@ void add_import_flags(CLI::App& cmd, dyno::app::ImportOptions& o) {
           {"sharegpt", "table", "image-qa", "agent", "mooncake", "azure", "burstgpt"}));
   cmd.add_option("input", o.input, "the data file (image-qa: or its directory)")->required();
   cmd.add_option("-o,--output", o.output, "stream file to write (JSONL)")->required();
-  cmd.add_option("--api", o.api, "chat or completions")
-      ->check(CLI::IsMember({"chat", "completions"}))
-      ->capture_default_str();
+  cmd.add_option("--api", o.api, "chat or completions (default: chat; traces: completions)")
+      ->check(CLI::IsMember({"chat", "completions"}));
   cmd.add_option("--max-tokens", o.max_tokens, "max_tokens of every request (not for traces)")
       ->transform(flags::integer(1, flags::kMaxTokens));
   cmd.add_option("--limit", o.limit,
@@ -283,6 +282,9 @@ void add_import_flags(CLI::App& cmd, dyno::app::ImportOptions& o) {
   cmd.add_option("--block-tokens", o.block_tokens, "mooncake: tokens per hash id")
       ->transform(flags::integer(1, flags::kMaxTokens))
       ->capture_default_str();
+  cmd.add_flag("--skip-short", o.skip_short,
+               "traces: skip (and count) rows shorter than a prompt's fixed cost (template, "
+               "BOS), instead of an error");
   cmd.add_option("--seed", o.seed, "traces: seed of the block texts")
       ->transform(flags::integer(0, flags::kMaxU64))
       ->capture_default_str();

@@ -43,4 +43,14 @@ std::string TargetCounter::describe(const std::string& api_name) {
   return out;
 }
 
+std::vector<workload::PromptTokenCounter> TargetCounter::parallel(std::size_t n, double timeout_s) {
+  std::vector<workload::PromptTokenCounter> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    more_.push_back(std::make_unique<session::PromptCounter>(session_, timeout_s));
+    session::PromptCounter* c = more_.back().get();
+    out.emplace_back([c](const workload::Request& r) { return (*c)(r); });
+  }
+  return out;
+}
+
 }  // namespace dyno::app

@@ -4,11 +4,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "session/engine_session.h"
 #include "telemetry/options.h"
+#include "workload/exact_prompt.h"
 #include "workload/request.h"
 
 namespace dyno::app {
@@ -37,6 +40,9 @@ class TargetCounter {
   const char* flavor() { return count_.flavor(); }
   /// "no --url: …" when the embedded sim counts, then "tokenizer: … /tokenize (…), model …".
   std::string describe(const std::string& api_name);
+  /// `n` more counters on connections of their own, each to be called from one thread (they
+  /// live as long as this object).
+  std::vector<workload::PromptTokenCounter> parallel(std::size_t n, double timeout_s);
 
  private:
   workload::Api api_;
@@ -44,6 +50,7 @@ class TargetCounter {
   std::atomic<bool> never_stop_{false};  // no engine is launched (no --engine here)
   session::EngineSession session_;
   session::PromptCounter count_;
+  std::vector<std::unique_ptr<session::PromptCounter>> more_;
 };
 
 }  // namespace dyno::app

@@ -1,9 +1,12 @@
 // `dyno stream import mooncake|azure|burstgpt`: a trace's requests with exact prompts, counted
 // by the target's tokenizer, and send times (at_ms) for replay.
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <thread>
+#include <vector>
 
 #include "app/import_command.h"
 #include "app/run_command.h"
@@ -15,6 +18,13 @@
 
 namespace dyno::app {
 
+namespace {
+
+/// At most this many tokenize connections at once.
+constexpr std::size_t kTokenizeConnections = 4;
+
+}  // namespace
+
 int trace_import_command(const ImportOptions& o) {
   if (o.max_tokens) {
     throw UsageError(
@@ -23,7 +33,8 @@ int trace_import_command(const ImportOptions& o) {
   }
   if (o.block_tokens < 1) throw UsageError("--block-tokens must be at least 1");
   const auto start = std::chrono::steady_clock::now();
-  TargetFlags flags{o.url, o.model, o.api, o.profile, o.timeout_s, o.insecure, o.ca_file};
+  const std::string api = o.api.value_or("completions");
+  TargetFlags flags{o.url, o.model, api, o.profile, o.timeout_s, o.insecure, o.ca_file};
   TargetCounter count(flags, o.seed);
   const workload::TraceFile trace =
       about("stream import", [&] { return workload::read_trace_file(o.kind, o.input, o.limit); });
@@ -31,10 +42,17 @@ int trace_import_command(const ImportOptions& o) {
   to.api = count.api();
   to.block_tokens = o.block_tokens;
   to.seed = o.seed;
+  to.skip_short = o.skip_short;
+  // Prompts are counted on a few connections at once (the engine tokenizes one while dyno
+  // builds and sends the next).
+  const std::size_t connections =
+      std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, kTokenizeConnections);
+  const std::vector<workload::PromptTokenCounter> parallel =
+      count.parallel(connections, o.timeout_s);
   workload::TraceReport report;
   const workload::RequestStream stream = about("stream import", [&] {
     return workload::build_trace_stream(
-        trace, to, [&count](const workload::Request& r) { return count(r); }, &report);
+        trace, to, [&count](const workload::Request& r) { return count(r); }, &report, parallel);
   });
   about("-o", [&] { workload::write_stream_file(o.output, stream); });
   const double seconds =
@@ -50,16 +68,18 @@ int trace_import_command(const ImportOptions& o) {
                             {"embedded_sim", count.embedded()},
                             {"model", count.model()},
                             {"tokenizer", count.flavor()},
-                            {"api", o.api},
+                            {"api", api},
                             {"rows", trace.rows},
                             {"skipped_no_output", trace.skipped_no_output},
                             {"skipped_no_input", trace.skipped_no_input},
+                            {"skipped_short", report.skipped_short.size()},
                             {"requests", stream.requests.size()},
                             {"block_tokens", o.block_tokens},
                             {"distinct_blocks", report.distinct_blocks},
                             {"vocabulary", report.vocabulary},
                             {"calibration_calls", report.calibration_calls},
                             {"count_calls", report.count_calls},
+                            {"tokenize_connections", connections},
                             {"exact_first", report.exact_first},
                             {"adjusted", std::move(adjusted)},
                             {"requested_tokens", report.requested_tokens},
@@ -69,7 +89,7 @@ int trace_import_command(const ImportOptions& o) {
     std::cout << json_text::pretty(doc);
     return kExitOk;
   }
-  std::cout << count.describe(o.api);
+  std::cout << count.describe(api);
   std::cout << "read " << trace.rows << " rows of " << o.input << ": " << stream.requests.size()
             << " requests";
   if (trace.skipped_no_output > 0) {
@@ -78,6 +98,11 @@ int trace_import_command(const ImportOptions& o) {
   }
   if (trace.skipped_no_input > 0) {
     std::cout << ", " << trace.skipped_no_input << " skipped with 0 input tokens";
+  }
+  if (!report.skipped_short.empty()) {
+    std::cout << ", " << report.skipped_short.size()
+              << " skipped below a prompt's fixed cost (--skip-short; first on line "
+              << report.skipped_short.front() << ")";
   }
   std::cout << "\n";
   if (report.distinct_blocks > 0) {

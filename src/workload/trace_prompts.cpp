@@ -1,6 +1,11 @@
 #include "workload/trace_prompts.h"
 
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <optional>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 
 #include "workload/request_stream.h"
@@ -115,20 +120,22 @@ std::string where_of(const TraceFile& t, const TraceRecord& r) {
   throw StreamError(where_of(t, r) + ": " + std::to_string(tokens) +
                     " tokens cannot start a prompt: one word alone already counts " +
                     std::to_string(least) +
-                    "+ tokens with this API (template, BOS); --api completions has the least");
+                    "+ tokens with this API (template, BOS); --api completions has the least, "
+                    "--skip-short skips such rows (and counts them)");
 }
 
-/// The prompt text of one record, exact by the vocabulary's costs; `last_block` receives the
-/// offset where its last block starts (0 without hash ids).
-std::string prompt_text(const TraceFile& t, const TraceRecord& r, const Vocabulary& v,
-                        const TracePromptOptions& o, std::size_t& last_block) {
+/// The prompt text of one record, exact by the vocabulary's costs (nullopt: its first block is
+/// shorter than a prompt's fixed cost); `last_block` receives the offset where its last block
+/// starts (0 without hash ids).
+std::optional<std::string> prompt_text(const TraceRecord& r, const Vocabulary& v,
+                                       const TracePromptOptions& o, std::size_t& last_block) {
   std::string text;
   last_block = 0;
   if (r.hash_ids.empty()) {
     text.reserve(static_cast<std::size_t>(r.input_tokens) * 5);
     if (!append_text(text, v, WordSequence(v, o.seed, r.line, kSaltRecord, r.line), true,
                      r.input_tokens)) {
-      too_short(t, r, v, r.input_tokens);
+      return std::nullopt;
     }
     return text;
   }
@@ -140,7 +147,7 @@ std::string prompt_text(const TraceFile& t, const TraceRecord& r, const Vocabula
     const WordSequence words(v, o.seed, r.hash_ids[static_cast<std::size_t>(b)], kSaltBlock,
                              std::nullopt);
     last_block = text.size();
-    if (!append_text(text, v, words, b == 0, tokens)) too_short(t, r, v, tokens);
+    if (!append_text(text, v, words, b == 0, tokens)) return std::nullopt;
   }
   return text;
 }
@@ -171,10 +178,59 @@ void check_blocks(const TraceFile& t, const TraceRecord& r, std::int64_t block_t
   }
 }
 
+/// One record's request as built and first counted (by a worker).
+struct Built {
+  std::optional<Request> request;  ///< nullopt: below a prompt's fixed cost
+  std::size_t last_block = 0;
+  std::int64_t count = 0;
+};
+
+/// Builds and counts records [0, n) on `counters.size()` threads (each its own counter), the
+/// i-th record going to whichever thread takes it next. The first exception is rethrown.
+std::vector<Built> build_and_count(const TraceFile& trace, const Vocabulary& vocab,
+                                   const TracePromptOptions& o,
+                                   const std::vector<PromptTokenCounter>& counters) {
+  std::vector<Built> out(trace.records.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  const auto work = [&](const PromptTokenCounter& count) {
+    try {
+      for (std::size_t i = next++; i < out.size() && !failed; i = next++) {
+        const TraceRecord& r = trace.records[i];
+        std::optional<std::string> prompt = prompt_text(r, vocab, o, out[i].last_block);
+        if (!prompt) continue;
+        Request req = request_of(o.api, std::move(*prompt));
+        req.id = trace.kind + "-" + std::to_string(r.line);
+        req.sampling.max_tokens = r.output_tokens;
+        req.sampling.min_tokens = r.output_tokens;
+        req.sampling.ignore_eos = true;
+        req.tags = r.tags;
+        req.tags["source"] = trace.kind;
+        out[i].count = count(req);
+        out[i].request = std::move(req);
+      }
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::current_exception();
+      failed = true;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t t = 1; t < counters.size(); ++t)
+    threads.emplace_back(work, std::cref(counters[t]));
+  work(counters.front());
+  for (std::thread& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+  return out;
+}
+
 }  // namespace
 
 RequestStream build_trace_stream(const TraceFile& trace, const TracePromptOptions& o,
-                                 const PromptTokenCounter& count, TraceReport* report) {
+                                 const PromptTokenCounter& count, TraceReport* report,
+                                 const std::vector<PromptTokenCounter>& parallel) {
   if (o.block_tokens < 1) throw std::invalid_argument("block_tokens must be at least 1");
   if (!count) throw std::invalid_argument("no prompt token counter");
   if (trace.records.empty()) throw StreamError(trace.source + ": no requests");
@@ -187,28 +243,32 @@ RequestStream build_trace_stream(const TraceFile& trace, const TracePromptOption
 
   const Vocabulary vocab = calibrate(o.api, count, rep.calibration_calls);
   rep.vocabulary = vocab.words.size();
-  const std::int64_t t0 = trace.records.front().time_ns;
+  std::vector<Built> built =
+      build_and_count(trace, vocab, o, parallel.empty() ? std::vector{count} : parallel);
+
+  std::optional<std::int64_t> t0;  // the first request written
   RequestStream stream;
   stream.requests.reserve(trace.records.size());
-  for (const TraceRecord& r : trace.records) {
-    std::size_t last_block = 0;
-    Request req = request_of(o.api, prompt_text(trace, r, vocab, o, last_block));
-    req.id = trace.kind + "-" + std::to_string(r.line);
-    req.at_ms = static_cast<double>(r.time_ns - t0) / 1e6;
-    req.sampling.max_tokens = r.output_tokens;
-    req.sampling.min_tokens = r.output_tokens;
-    req.sampling.ignore_eos = true;
-    req.tags = r.tags;
-    req.tags["source"] = trace.kind;
-    const std::int64_t got = count(req);
+  for (std::size_t i = 0; i < built.size(); ++i) {
+    const TraceRecord& r = trace.records[i];
+    if (!built[i].request) {
+      if (!o.skip_short) {
+        too_short(trace, r, vocab, r.hash_ids.size() > 1 ? o.block_tokens : r.input_tokens);
+      }
+      rep.skipped_short.push_back(r.line);
+      continue;
+    }
+    if (!t0) t0 = r.time_ns;
+    Request& req = *built[i].request;
+    req.at_ms = static_cast<double>(r.time_ns - *t0) / 1e6;
     ++rep.count_calls;
-    if (got == r.input_tokens) {
+    if (built[i].count == r.input_tokens) {
       ++rep.exact_first;
     } else {
       // Re-fit the last block against the whole prompt (the blocks before it stay as they are).
       std::string& text = req.is_chat() ? req.messages.back().content : *req.prompt;
       ExactTextSpec spec;
-      spec.head = text.substr(0, last_block);
+      spec.head = text.substr(0, built[i].last_block);
       spec.seed = o.seed;
       spec.stream = r.line;
       spec.index = r.line;
@@ -227,6 +287,11 @@ RequestStream build_trace_stream(const TraceFile& trace, const TracePromptOption
     rep.requested_tokens += r.input_tokens;
     rep.achieved_tokens += r.input_tokens;
     stream.requests.push_back(std::move(req));
+  }
+  if (stream.requests.empty()) {
+    throw StreamError(trace.source +
+                      ": no requests (every row is shorter than a prompt's fixed "
+                      "cost)");
   }
   rep.requests = stream.requests.size();
   stream.source = trace.kind + ":" + trace.source;

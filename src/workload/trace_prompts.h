@@ -20,15 +20,19 @@ struct TracePromptOptions {
   Api api = Api::kChat;             ///< chat: one user message; completions: the prompt
   std::int64_t block_tokens = 512;  ///< tokens per hash id (Mooncake's traces: 512)
   std::uint64_t seed = 0;           ///< the block words' seed
+  /// A row whose first block is below a prompt's fixed cost (template, BOS, one word): skipped
+  /// and listed in TraceReport::skipped_short (false: an error naming its line).
+  bool skip_short = false;
 };
 
 /// What building a trace's prompts cost and found.
 struct TraceReport {
   std::size_t requests = 0;
-  std::size_t exact_first = 0;        ///< prompts whose first count was their input length
-  std::vector<std::string> adjusted;  ///< ids whose last block was re-fitted (first count off)
-  std::size_t distinct_blocks = 0;    ///< distinct hash ids
-  std::size_t vocabulary = 0;         ///< one-token words the block texts are made of
+  std::size_t exact_first = 0;             ///< prompts whose first count was their input length
+  std::vector<std::string> adjusted;       ///< ids whose last block was re-fitted (first count off)
+  std::vector<std::size_t> skipped_short;  ///< lines skipped by skip_short
+  std::size_t distinct_blocks = 0;         ///< distinct hash ids
+  std::size_t vocabulary = 0;              ///< one-token words the block texts are made of
   std::int64_t calibration_calls = 0;
   std::int64_t count_calls = 0;  ///< one per request (its whole prompt), plus re-fits
   std::int64_t requested_tokens = 0;
@@ -46,13 +50,19 @@ struct TraceReport {
 /// (a prefix of the full block's text). A record without hash ids gets a text of its own
 /// (first words encode its line). Each prompt is counted once; when the count is off (a
 /// tokenizer that merges across words), the last block is re-fitted (fit_exact_text) against the
-/// whole prompt and the id is listed in `adjusted`. Requests: id "<kind>-<line>", at_ms = ms
-/// since the first kept record, max_tokens = min_tokens = output length, ignore_eos, tags
+/// whole prompt and the id is listed in `adjusted`. A length below the prompt's fixed cost is an
+/// error naming the line, or with skip_short skipped and listed. Requests: id "<kind>-<line>",
+/// at_ms = ms since the first request written, max_tokens = min_tokens = output length, ignore_eos,
+/// tags
 /// {"source": kind} plus the record's. `source` = "<kind>:<file>"; sha256 set.
 /// Throws StreamError naming "<file>:<line>" when hash_ids do not fit the input length at
 /// this block size, when a hash id starts one prompt and sits inside another, or when a
-/// length is below the prompt's fixed cost; ExactLengthError when a re-fit fails.
+/// length is below the prompt's fixed cost (without skip_short); ExactLengthError when a re-fit
+/// fails.
+/// `parallel` (optional): counters to build and count the prompts with, one thread each (each
+/// counter is only called from its thread); `count` alone calibrates and re-fits.
 RequestStream build_trace_stream(const TraceFile& trace, const TracePromptOptions& options,
-                                 const PromptTokenCounter& count, TraceReport* report = nullptr);
+                                 const PromptTokenCounter& count, TraceReport* report = nullptr,
+                                 const std::vector<PromptTokenCounter>& parallel = {});
 
 }  // namespace dyno::workload

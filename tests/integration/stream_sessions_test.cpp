@@ -106,13 +106,14 @@ TEST_F(StreamSessions, ImportShareGptTurnsAndAgentTrajectories) {
 TEST_F(StreamSessions, TraceImportsWriteExactPromptsAndSendTimes) {
   const std::string out = (dir_ / "t.jsonl").string();
   Outcome o = dyno({"stream", "import", "mooncake", (kData / "traces/mooncake.jsonl").string(),
-                    "--block-tokens", "16", "--api", "completions", "-o", out, "--json"});
+                    "--block-tokens", "16", "-o", out, "--json"});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   json::object doc = json::parse(o.out).as_object();
   EXPECT_EQ(doc.at("requests").as_int64(), 5);
   EXPECT_EQ(doc.at("distinct_blocks").as_int64(), 6);
   EXPECT_EQ(doc.at("exact_first").as_int64(), 5);
   EXPECT_TRUE(doc.at("embedded_sim").as_bool());
+  EXPECT_EQ(doc.at("api").as_string(), "completions");  // the traces' default
   const workload::RequestStream s = workload::read_stream_file(out);
   const std::vector<std::int64_t> lengths = {40, 35, 16, 20, 48};
   const std::vector<double> at = {0, 0, 1500, 3052.5, 4000};
@@ -128,11 +129,12 @@ TEST_F(StreamSessions, TraceImportsWriteExactPromptsAndSendTimes) {
   EXPECT_NE(o.out.find("read 4 rows of"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("3 requests, 1 skipped with 0 output tokens"), std::string::npos) << o.out;
   o = dyno({"stream", "import", "burstgpt", (kData / "traces/burstgpt.csv").string(), "--limit",
-            "1", "-o", out, "--json"});
+            "1", "--api", "chat", "-o", out, "--json"});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   doc = json::parse(o.out).as_object();
   EXPECT_EQ(doc.at("requests").as_int64(), 1);
   const workload::RequestStream b = workload::read_stream_file(out);
+  ASSERT_TRUE(b.requests[0].is_chat());
   EXPECT_EQ(sim_count(b.requests[0]), 210);  // chat: the template included
   EXPECT_EQ(b.requests[0].tags.at("model"), "ChatGPT");
 }

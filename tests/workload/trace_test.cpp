@@ -189,7 +189,7 @@ TEST(TracePrompts, ChatCountsTheTemplateInTheFirstBlock) {
   // Block 0 holds 64 tokens with the template: its first word alone counts 20 with the sim's
   // template (19 for one user message), so 64 - 20 + 1 words.
   EXPECT_EQ(words(text_of(s.requests[2])).size(), 45u);
-  // Too short for the template: an error naming the line.
+  // Too short for the template: an error naming the line, or skipped and listed.
   const TraceFile a = read_trace_file("azure", kTraces / "azure.csv");
   try {
     build_trace_stream(a, o, sim_count);
@@ -198,8 +198,16 @@ TEST(TracePrompts, ChatCountsTheTemplateInTheFirstBlock) {
     EXPECT_EQ(std::string(e.what()),
               (kTraces / "azure.csv").string() +
                   ":5: 1 tokens cannot start a prompt: one word alone already counts 20+ tokens "
-                  "with this API (template, BOS); --api completions has the least");
+                  "with this API (template, BOS); --api completions has the least, --skip-short "
+                  "skips such rows (and counts them)");
   }
+  o.skip_short = true;
+  TraceReport report;
+  const RequestStream kept = build_trace_stream(a, o, sim_count, &report);
+  ASSERT_EQ(kept.requests.size(), 2u);
+  EXPECT_EQ(report.skipped_short, std::vector<std::size_t>{5});
+  EXPECT_EQ(report.requests, 2u);
+  EXPECT_EQ(sim_count(kept.requests[1]), 96);
 }
 
 TEST(TracePrompts, RecordsWithoutHashIdsGetTextsOfTheirOwn) {
@@ -229,6 +237,12 @@ TEST(TracePrompts, SeededAndDeterministic) {
   const RequestStream a = build_trace_stream(t, completions(16), sim_count);
   const RequestStream b = build_trace_stream(t, completions(16), sim_count);
   EXPECT_EQ(a.sha256, b.sha256);
+  // Built and counted on three threads: the same stream.
+  TraceReport report;
+  const RequestStream c =
+      build_trace_stream(t, completions(16), sim_count, &report, {sim_count, sim_count, sim_count});
+  EXPECT_EQ(c.requests, a.requests);
+  EXPECT_EQ(report.exact_first, 5u);
   TracePromptOptions o = completions(16);
   o.seed = 2;
   EXPECT_NE(build_trace_stream(t, o, sim_count).sha256, a.sha256);
