@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "app/flag_values.h"
 #include "app/run_command.h"
 #include "app/stream_command.h"
 #include "app/target_counter.h"
@@ -30,6 +31,11 @@ void validate_sessions(const StreamMakeOptions& o) {
                        " does not apply with --sessions (N sessions × --turns turns of "
                        "--turn-input-tokens each)");
     }
+  }
+  if (o.sessions * static_cast<std::uint64_t>(o.turns) > flags::kMaxRequests) {
+    throw UsageError("--sessions × --turns is " + std::to_string(o.sessions) + " × " +
+                     std::to_string(o.turns) + "; at most " + std::to_string(flags::kMaxRequests) +
+                     " turns in all");
   }
   if (!o.system.empty() && o.system_tokens > 0) {
     throw UsageError("--system and --system-tokens: give a literal system message or its length");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <iostream>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "app/import_command.h"
@@ -32,12 +33,23 @@ int trace_import_command(const ImportOptions& o) {
         "min_tokens, ignore_eos)");
   }
   if (o.block_tokens < 1) throw UsageError("--block-tokens must be at least 1");
+  for (const auto& [given, flag] : {std::pair{o.shuffle_seed.has_value(), "--shuffle-seed"},
+                                    {o.output_from_reference, "--output-from-reference"},
+                                    {o.min_prompt_chars != 0, "--min-prompt-chars"},
+                                    {!o.columns.empty(), "--columns"},
+                                    {!o.format.empty(), "--format"},
+                                    {!o.scorer.empty(), "--scorer"},
+                                    {!o.instruction.empty(), "--instruction"},
+                                    {!o.image_dir.empty(), "--image-dir"}}) {
+    if (given) throw UsageError(std::string(flag) + ": not for a trace (" + o.kind + ")");
+  }
   const auto start = std::chrono::steady_clock::now();
   const std::string api = o.api.value_or("completions");
-  TargetFlags flags{o.url, o.model, api, o.profile, o.timeout_s, o.insecure, o.ca_file};
-  TargetCounter count(flags, o.seed);
+  // The trace first: a malformed file is reported before any engine is asked.
   const workload::TraceFile trace =
       about("stream import", [&] { return workload::read_trace_file(o.kind, o.input, o.limit); });
+  TargetFlags flags{o.url, o.model, api, o.profile, o.timeout_s, o.insecure, o.ca_file};
+  TargetCounter count(flags, o.seed);
   workload::TracePromptOptions to;
   to.api = count.api();
   to.block_tokens = o.block_tokens;

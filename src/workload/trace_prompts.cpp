@@ -237,6 +237,14 @@ RequestStream build_trace_stream(const TraceFile& trace, const TracePromptOption
   TraceReport local;
   TraceReport& rep = report ? *report : local;
   rep = TraceReport{};
+  std::int64_t total = 0;
+  for (const TraceRecord& r : trace.records) total += r.input_tokens;
+  if (total > kMaxTraceTokens) {
+    throw StreamError(trace.source + ": " + std::to_string(trace.records.size()) +
+                      " requests ask for " + std::to_string(total) +
+                      " prompt tokens in all, more than " + std::to_string(kMaxTraceTokens) +
+                      " (about 5 GB of text); import part of the trace with --limit");
+  }
   std::unordered_map<std::uint64_t, std::pair<std::size_t, bool>> seen;
   for (const TraceRecord& r : trace.records) check_blocks(trace, r, o.block_tokens, seen);
   rep.distinct_blocks = seen.size();

@@ -16,6 +16,9 @@
 
 namespace dyno::workload {
 
+/// The most prompt tokens one import writes (every token is text in memory and in the file).
+inline constexpr std::int64_t kMaxTraceTokens = 1'000'000'000;
+
 struct TracePromptOptions {
   Api api = Api::kChat;             ///< chat: one user message; completions: the prompt
   std::int64_t block_tokens = 512;  ///< tokens per hash id (Mooncake's traces: 512)
@@ -55,7 +58,8 @@ struct TraceReport {
 /// at_ms = ms since the first request written, max_tokens = min_tokens = output length, ignore_eos,
 /// tags
 /// {"source": kind} plus the record's. `source` = "<kind>:<file>"; sha256 set.
-/// Throws StreamError naming "<file>:<line>" when hash_ids do not fit the input length at
+/// Throws StreamError naming the file when the prompts add up to more than kMaxTraceTokens,
+/// naming "<file>:<line>" when hash_ids do not fit the input length at
 /// this block size, when a hash id starts one prompt and sits inside another, or when a
 /// length is below the prompt's fixed cost (without skip_short); ExactLengthError when a re-fit
 /// fails.

@@ -270,6 +270,21 @@ TEST(TracePrompts, ATokenizerThatMergesAcrossWordsGetsItsTailsRefitted) {
   EXPECT_GT(report.count_calls, 3);
 }
 
+TEST(TracePrompts, TooManyTokensInAllIsAnError) {
+  TraceFile t = read_trace_file("azure", kTraces / "azure.csv");
+  for (TraceRecord& r : t.records) r.input_tokens = 9'000'000;
+  for (int i = 0; i < 120; ++i) t.records.push_back(t.records.back());
+  try {
+    build_trace_stream(t, completions(512), sim_count);
+    FAIL() << "no error";
+  } catch (const StreamError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              (kTraces / "azure.csv").string() +
+                  ": 123 requests ask for 1107000000 prompt tokens in all, more than 1000000000 "
+                  "(about 5 GB of text); import part of the trace with --limit");
+  }
+}
+
 TEST(TracePrompts, HashIdsThatDoNotFitAreErrors) {
   const auto error = [](const std::string& text, std::int64_t block_tokens) {
     try {
