@@ -1,7 +1,6 @@
 #include "workload/import_util.h"
 
 #include <algorithm>
-#include <boost/json/parse.hpp>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -9,6 +8,7 @@
 #include <iterator>
 
 #include "workload/request_stream.h"
+#include "workload/stream_json.h"
 
 namespace dyno::workload::import_util {
 
@@ -30,7 +30,7 @@ std::string read_all(const fs::path& path, const char* what) {
 
 boost::json::value parse_json(const std::string& text, const std::string& where) {
   boost::system::error_code ec;
-  boost::json::value v = boost::json::parse(text, ec);
+  boost::json::value v = stream_json::parse(text, ec);
   if (ec) throw StreamError(where + ": invalid JSON (" + ec.message() + ")");
   return v;
 }
