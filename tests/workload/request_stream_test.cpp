@@ -114,6 +114,12 @@ TEST(RequestStream, NumbersAreReadCorrectlyRounded) {
         parse_request_line(R"({"id":"a","prompt":"p","temperature":)" + number + "}", "x");
     EXPECT_EQ(*r.sampling.temperature, std::stod(number)) << number;
     EXPECT_EQ(parse_request_line(to_json_line(r), "x"), r) << number;
+    // Numbers inside kept JSON (a tool specification) too.
+    const Request t =
+        parse_request_line(R"({"id":"a","session":"s","turn":0,"tools":[{"type":"function","x":)" +
+                               number + R"(}],"messages":[{"role":"user","content":"u"}]})",
+                           "x");
+    EXPECT_EQ(parse_request_line(to_json_line(t), "x"), t) << number;
   }
 }
 
