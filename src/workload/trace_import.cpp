@@ -17,7 +17,6 @@ using stream_json::got;
 
 namespace {
 
-constexpr std::int64_t kMaxInt64 = std::numeric_limits<std::int64_t>::max();
 /// The longest input or output a trace row may ask for (as dyno's --max-tokens flags).
 constexpr std::int64_t kMaxLength = 10'000'000;
 
@@ -37,7 +36,7 @@ std::optional<std::int64_t> parse_seconds_ns(std::string_view s) {
   const std::size_t dot = s.find('.');
   const std::string_view whole = s.substr(0, dot);
   const std::optional<std::int64_t> sec = parse_digits(whole);
-  if (!sec || *sec > kMaxInt64 / 1'000'000'000) return std::nullopt;
+  if (!sec || *sec > 9'000'000'000) return std::nullopt;  // ns of 285 years fit an int64
   std::int64_t frac = 0;
   if (dot != std::string_view::npos) {
     const std::string_view f = s.substr(dot + 1);
@@ -257,7 +256,7 @@ void parse_burstgpt(std::string_view text, Collector& out, const std::string& so
     const std::optional<std::int64_t> ns = parse_seconds_ns(row[time]);
     if (!ns) {
       throw StreamError(where + ": column `Timestamp`: \"" + row[time] +
-                        "\" is not a number of seconds >= 0 (up to 9 decimals)");
+                        "\" is not a number of seconds from 0 to 9e9 (up to 9 decimals)");
     }
     r.time_ns = *ns;
     r.input_tokens = csv_length(row[input], where, "Request tokens");
@@ -287,7 +286,8 @@ std::optional<std::int64_t> parse_datetime_ns(std::string_view s) {
   const auto mi = parse_digits(s.substr(14, 2));
   std::optional<std::int64_t> sec_ns;
   if (s.size() == 19 || s[19] == '.') sec_ns = parse_seconds_ns(s.substr(17));
-  if (!y || !mo || !d || !h || !mi || !sec_ns || *y < 1970) return std::nullopt;
+  // From 1970 to 2200: the ns since 1970 fit an int64 (up to 2262).
+  if (!y || !mo || !d || !h || !mi || !sec_ns || *y < 1970 || *y > 2200) return std::nullopt;
   static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   if (*mo < 1 || *mo > 12 || *d < 1) return std::nullopt;
   const std::int64_t month_days = kDays[*mo - 1] + (*mo == 2 && leap(*y) ? 1 : 0);

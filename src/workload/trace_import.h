@@ -58,8 +58,8 @@ TraceFile parse_trace_text(std::string_view kind, std::string_view text, const s
 TraceFile read_trace_file(std::string_view kind, const std::filesystem::path& path,
                           std::optional<std::size_t> limit = std::nullopt);
 
-/// "YYYY-MM-DD HH:MM:SS[.f…]" (also with 'T' between date and time) as ns since 1970-01-01
-/// UTC; nullopt when malformed (fields out of range included).
+/// "YYYY-MM-DD HH:MM:SS[.f…]" (also with 'T' between date and time; years 1970 to 2200) as ns
+/// since 1970-01-01 UTC; nullopt when malformed (fields out of range included).
 std::optional<std::int64_t> parse_datetime_ns(std::string_view text);
 
 }  // namespace dyno::workload

@@ -86,6 +86,9 @@ TEST(TraceRead, Datetimes) {
   EXPECT_EQ(parse_datetime_ns("2023-11-16 18:15:46.1234567890"), std::nullopt);
   EXPECT_EQ(parse_datetime_ns("2023-11-16 18:15:46x"), std::nullopt);
   EXPECT_EQ(parse_datetime_ns("2023/11/16 18:15:46"), std::nullopt);
+  EXPECT_EQ(parse_datetime_ns("2200-12-31 23:59:59.999999999"), 7'289'654'399'999'999'999);
+  EXPECT_EQ(parse_datetime_ns("7052-11-16 18:15:46"), std::nullopt);  // beyond int64 ns
+  EXPECT_EQ(parse_datetime_ns("1969-12-31 23:59:59"), std::nullopt);
 }
 
 TEST(TraceRead, MalformedRowsNameTheLineAndKey) {
@@ -124,7 +127,13 @@ TEST(TraceRead, MalformedRowsNameTheLineAndKey) {
   EXPECT_EQ(parse_error("burstgpt",
                         "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
                         "-1,ChatGPT,1,1,2,API log\n"),
-            "t:2: column `Timestamp`: \"-1\" is not a number of seconds >= 0 (up to 9 decimals)");
+            "t:2: column `Timestamp`: \"-1\" is not a number of seconds from 0 to 9e9 (up to 9 "
+            "decimals)");
+  EXPECT_EQ(parse_error("burstgpt",
+                        "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+                        "9223372036.999999999,ChatGPT,1,1,2,API log\n"),
+            "t:2: column `Timestamp`: \"9223372036.999999999\" is not a number of seconds from 0 "
+            "to 9e9 (up to 9 decimals)");
   EXPECT_EQ(parse_error("burstgpt",
                         "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
                         "1,ChatGPT,0,1,1,API log\n"),
