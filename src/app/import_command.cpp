@@ -3,11 +3,14 @@
 #include <boost/json.hpp>
 #include <iostream>
 #include <sstream>
+#include <utility>
 
 #include "app/run_command.h"
 #include "json/json_text.h"
 #include "session/engine_session.h"
+#include "workload/import_sessions.h"
 #include "workload/request_stream.h"
+#include "workload/trace_import.h"
 
 namespace dyno::app {
 
@@ -51,10 +54,29 @@ workload::TableMapping parse_columns(const std::string& text, workload::TableMap
   return m;
 }
 
+/// Flags that only some kinds take.
+void check_kind_flags(const ImportOptions& o) {
+  const bool trace = workload::is_trace_kind(o.kind);
+  if (!trace) {
+    for (const auto& [given, flag] : {std::pair{o.url.has_value(), "--url"},
+                                      {o.model.has_value(), "--model"},
+                                      {o.block_tokens != 512, "--block-tokens"},
+                                      {o.seed != 0, "--seed"}}) {
+      if (given) {
+        throw UsageError(std::string(flag) +
+                         ": only the trace imports (mooncake, azure, burstgpt) count tokens");
+      }
+    }
+  }
+  if (o.multi_turn && o.kind != "sharegpt") throw UsageError("--multi-turn: sharegpt only");
+}
+
 }  // namespace
 
 int import_command(const ImportOptions& o) {
-  const workload::Api api = session::parse_api(o.api);
+  check_kind_flags(o);
+  if (workload::is_trace_kind(o.kind)) return trace_import_command(o);
+  const workload::Api api = session::parse_api(o.api.value_or("chat"));
   workload::RequestStream stream;
   {
     // An import's errors name the file and line; "stream import: " says which command read it.
@@ -67,7 +89,16 @@ int import_command(const ImportOptions& o) {
       so.seed = o.shuffle_seed.value_or(0);
       so.output_from_reference = o.output_from_reference;
       so.min_prompt_chars = o.min_prompt_chars;
-      stream = about("stream import", [&] { return workload::import_sharegpt(o.input, so); });
+      stream = about("stream import", [&] {
+        return o.multi_turn ? workload::import_sharegpt_sessions(o.input, so)
+                            : workload::import_sharegpt(o.input, so);
+      });
+    } else if (o.kind == "agent") {
+      if (api != workload::Api::kChat) throw UsageError("--api: agent sessions need the chat API");
+      workload::AgentOptions ao;
+      ao.max_tokens = o.max_tokens;
+      ao.limit = o.limit;
+      stream = about("stream import", [&] { return workload::import_agent(o.input, ao); });
     } else if (o.kind == "table") {
       workload::TableMapping m;
       m.api = api;
@@ -94,7 +125,7 @@ int import_command(const ImportOptions& o) {
       stream = about("stream import", [&] { return workload::import_image_qa(o.input, io); });
     } else {
       throw UsageError("stream import: unknown kind '" + o.kind +
-                       "'; use sharegpt, table or image-qa");
+                       "'; use sharegpt, table, image-qa, agent, mooncake, azure or burstgpt");
     }
   }
   about("-o", [&] { workload::write_stream_file(o.output, stream); });

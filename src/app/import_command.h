@@ -11,10 +11,12 @@
 namespace dyno::app {
 
 struct ImportOptions {
-  std::string kind;    ///< sharegpt | table | image-qa
+  std::string kind;    ///< sharegpt | table | image-qa | agent | mooncake | azure | burstgpt
   std::string input;   ///< the data file (or directory, for image-qa)
   std::string output;  ///< -o FILE
-  std::string api = "chat";
+  /// chat | completions; unset: chat, except the traces: completions (a trace's input length
+  /// is the model's input, and the completions prompt has the least fixed cost).
+  std::optional<std::string> api;
   std::optional<std::int64_t> max_tokens;
   std::optional<std::size_t> limit;
   std::optional<std::uint64_t> shuffle_seed;  ///< sharegpt: shuffle with this seed
@@ -26,11 +28,27 @@ struct ImportOptions {
   std::string scorer;       ///< table / image-qa: scorer for every row
   std::string instruction;  ///< image-qa: appended to each question
   std::string image_dir;    ///< image-qa: image directory relative to the data file
+  bool multi_turn = false;  ///< sharegpt: every human turn (a session per conversation)
+  // Trace imports (mooncake, azure, burstgpt): the counting target and the block texts.
+  std::optional<std::string> url;
+  std::optional<std::string> model;
+  std::string profile = "small-gpu";
+  double timeout_s = 30.0;
+  bool insecure = false;
+  std::optional<std::string> ca_file;
+  std::int64_t block_tokens = 512;  ///< mooncake: tokens per hash id
+  std::uint64_t seed = 0;           ///< the block texts' seed
+  bool skip_short = false;          ///< traces: skip rows below a prompt's fixed cost
   bool json = false;
 };
 
 /// Imports and writes the stream; prints its size and hash. Throws UsageError naming the flag
 /// or file:line.
 int import_command(const ImportOptions& options);
+
+/// `dyno stream import mooncake|azure|burstgpt` (app/trace_import_command.cpp): reads the
+/// trace, builds exact prompts counted by the target (workload/trace_prompts.h), writes the
+/// stream and prints what it cost. Throws StreamError naming file:line for bad rows.
+int trace_import_command(const ImportOptions& options);
 
 }  // namespace dyno::app

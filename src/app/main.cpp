@@ -250,15 +250,20 @@ void add_sim_flags(CLI::App& cmd, dyno::app::SimOptions& o) {
 }
 
 void add_import_flags(CLI::App& cmd, dyno::app::ImportOptions& o) {
-  cmd.add_option("kind", o.kind, "sharegpt, table or image-qa")
+  cmd.add_option("kind", o.kind,
+                 "sharegpt, table, image-qa, agent (JSONL trajectories), or a trace: mooncake, "
+                 "azure, burstgpt")
       ->required()
-      ->check(CLI::IsMember({"sharegpt", "table", "image-qa"}));
+      ->check(CLI::IsMember(
+          {"sharegpt", "table", "image-qa", "agent", "mooncake", "azure", "burstgpt"}));
   cmd.add_option("input", o.input, "the data file (image-qa: or its directory)")->required();
   cmd.add_option("-o,--output", o.output, "stream file to write (JSONL)")->required();
-  cmd.add_option("--api", o.api, "chat or completions")->capture_default_str();
-  cmd.add_option("--max-tokens", o.max_tokens, "max_tokens of every request")
+  cmd.add_option("--api", o.api, "chat or completions (default: chat; traces: completions)")
+      ->check(CLI::IsMember({"chat", "completions"}));
+  cmd.add_option("--max-tokens", o.max_tokens, "max_tokens of every request (not for traces)")
       ->transform(flags::integer(1, flags::kMaxTokens));
-  cmd.add_option("--limit", o.limit, "keep at most this many requests")
+  cmd.add_option("--limit", o.limit,
+                 "keep at most this many requests (sharegpt --multi-turn, agent: sessions)")
       ->transform(flags::integer(1, flags::kMaxU64));
   cmd.add_option("--shuffle-seed", o.shuffle_seed, "sharegpt: shuffle (seeded) before --limit")
       ->transform(flags::integer(0, flags::kMaxU64));
@@ -266,6 +271,8 @@ void add_import_flags(CLI::App& cmd, dyno::app::ImportOptions& o) {
                "sharegpt: max_tokens approximated from the reference reply");
   cmd.add_option("--min-prompt-chars", o.min_prompt_chars, "sharegpt: skip shorter prompts")
       ->transform(flags::integer(0, flags::kMaxU64));
+  cmd.add_flag("--multi-turn", o.multi_turn,
+               "sharegpt: every human turn; each conversation becomes a session");
   cmd.add_option("--columns", o.columns,
                  "table: FIELD=COLUMN list, e.g. prompt=question,id=qid,expected=answer,"
                  "tags=lang;topic (fields: prompt id system expected max_tokens image tags)");
@@ -276,6 +283,26 @@ void add_import_flags(CLI::App& cmd, dyno::app::ImportOptions& o) {
   cmd.add_option("--instruction", o.instruction, "image-qa: text appended to each question");
   cmd.add_option("--image-dir", o.image_dir,
                  "image-qa: image directory, relative to the data file");
+  cmd.add_option("--url", o.url,
+                 "traces: base URL whose /tokenize counts prompts (default: the embedded "
+                 "simulated engine)");
+  cmd.add_option("--model", o.model, "traces: model name (required with --url)");
+  cmd.add_option("--profile", o.profile, "traces: embedded simulated engine profile (no --url)")
+      ->capture_default_str();
+  cmd.add_option("--block-tokens", o.block_tokens, "mooncake: tokens per hash id")
+      ->transform(flags::integer(1, flags::kMaxTokens))
+      ->capture_default_str();
+  cmd.add_flag("--skip-short", o.skip_short,
+               "traces: skip (and count) rows shorter than a prompt's fixed cost (template, "
+               "BOS), instead of an error");
+  cmd.add_option("--seed", o.seed, "traces: seed of the block texts")
+      ->transform(flags::integer(0, flags::kMaxU64))
+      ->capture_default_str();
+  cmd.add_option("--timeout", o.timeout_s, "traces: seconds per tokenize call")
+      ->transform(flags::seconds())
+      ->capture_default_str();
+  cmd.add_flag("--insecure", o.insecure, "traces, https: do not verify the server's certificate");
+  cmd.add_option("--ca-file", o.ca_file, "traces, https: PEM file of extra CA certificates");
   cmd.add_flag("--json", o.json, "print the result as JSON");
 }
 
@@ -289,13 +316,12 @@ void add_stream_make_flags(CLI::App& cmd, dyno::app::StreamMakeOptions& o) {
       ->capture_default_str();
   cmd.add_option("--profile", o.profile, "embedded simulated engine profile (no --url)")
       ->capture_default_str();
-  cmd.add_option("--count", o.count, "requests to generate")
-      ->transform(flags::integer(1, flags::kMaxRequests))
-      ->required();
+  cmd.add_option("--count", o.count, "requests to generate (required without --sessions)")
+      ->transform(flags::integer(1, flags::kMaxRequests));
   cmd.add_option("--input-tokens", o.input_tokens,
-                 "exact prompt tokens per request (chat: with the chat template)")
-      ->transform(flags::integer(1, flags::kMaxTokens))
-      ->required();
+                 "exact prompt tokens per request (chat: with the chat template; required "
+                 "without --sessions)")
+      ->transform(flags::integer(1, flags::kMaxTokens));
   cmd.add_option("--output-tokens", o.output_tokens,
                  "output tokens per request (max_tokens = min_tokens, ignore_eos)")
       ->transform(flags::integer(1, flags::kMaxTokens))
@@ -307,6 +333,24 @@ void add_stream_make_flags(CLI::App& cmd, dyno::app::StreamMakeOptions& o) {
                  "every prompt starts with the same text of exactly P tokens")
       ->transform(flags::integer(0, flags::kMaxTokens));
   cmd.add_option("--system", o.system, "chat: a system message; completions: leading text");
+  cmd.add_option("--sessions", o.sessions,
+                 "a session stream of N multi-turn sessions (chat; with --turns and "
+                 "--turn-input-tokens)")
+      ->transform(flags::integer(1, flags::kMaxRequests));
+  cmd.add_option("--turns", o.turns, "sessions: turns per session")
+      ->transform(flags::integer(1, flags::kMaxRequests));
+  cmd.add_option("--turn-input-tokens", o.turn_input_tokens,
+                 "sessions: tokens each new user message adds to the conversation (turn 0: "
+                 "with --system-tokens, the whole prompt)")
+      ->transform(flags::integer(1, flags::kMaxTokens));
+  cmd.add_option("--system-tokens", o.system_tokens,
+                 "sessions: a system message of exactly S tokens (alone, template included)")
+      ->transform(flags::integer(1, flags::kMaxTokens));
+  cmd.add_flag("--shared-system,!--no-shared-system", o.shared_system,
+               "sessions: one system text for every session (default), or one per session");
+  cmd.add_option("--think-ms", o.think_ms,
+                 "sessions: the user's pause before each turn >= 1, in ms")
+      ->transform(flags::number(0, 86'400'000));
   cmd.add_option("-o,--output", o.output, "stream file to write (JSONL)")->required();
   cmd.add_flag("--json", o.json, "print the length report as JSON on stdout");
   cmd.add_option("--timeout", o.timeout_s, "seconds per tokenize call")
@@ -485,7 +529,9 @@ int main(int argc, char** argv) {
   add_stream_make_flags(*stream_make, stream_make_options);
   dyno::app::ImportOptions import_options;
   CLI::App* stream_import = stream->add_subcommand(
-      "import", "turn a data set (ShareGPT, a CSV/JSONL table, image questions) into a stream");
+      "import",
+      "turn a data set (ShareGPT, a CSV/JSONL table, image questions, agent trajectories) or a "
+      "trace (Mooncake, Azure, BurstGPT) into a stream");
   add_import_flags(*stream_import, import_options);
   StoreTools store_tools(app);       // dyno rescore | import | export
   dyno::app::RunsCli runs_cli(app);  // dyno runs list|show|diff|verify|rm|reindex|publish

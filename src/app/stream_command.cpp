@@ -1,19 +1,13 @@
 #include "app/stream_command.h"
 
 #include <boost/json.hpp>
-#include <cstdio>
-#include <cstdlib>
 #include <iomanip>
-#include <memory>
-#include <sstream>
+#include <utility>
 #include <vector>
 
 #include "app/run_command.h"
+#include "app/target_counter.h"
 #include "session/engine_session.h"
-#include "sim/profile.h"
-#include "sim/server.h"
-#include "transport/http_target.h"
-#include "transport/tokenize_client.h"
 #include "workload/exact_prompt.h"
 #include "workload/request_stream.h"
 
@@ -26,6 +20,15 @@ namespace json = boost::json;
 workload::Api validate(const StreamMakeOptions& o) {
   const workload::Api api = session::parse_api(o.api);
   if (o.url && !o.model) throw UsageError("--model is required with --url");
+  if (o.count == 0) throw UsageError("--count is required (or --sessions for a session stream)");
+  if (o.input_tokens == 0) throw UsageError("--input-tokens is required");
+  for (const auto& [given, flag] : {std::pair{o.turns != 0, "--turns"},
+                                    {o.turn_input_tokens != 0, "--turn-input-tokens"},
+                                    {o.system_tokens != 0, "--system-tokens"},
+                                    {!o.shared_system, "--no-shared-system"},
+                                    {o.think_ms.has_value(), "--think-ms"}}) {
+    if (given) throw UsageError(std::string(flag) + " belongs to a session stream (--sessions)");
+  }
   if (o.shared_prefix >= o.input_tokens) {  // ranges: checked as parsed (app/flag_values.h)
     throw UsageError("--shared-prefix (" + std::to_string(o.shared_prefix) +
                      ") must be less than --input-tokens (" + std::to_string(o.input_tokens) + ")");
@@ -37,24 +40,15 @@ workload::Api validate(const StreamMakeOptions& o) {
 }  // namespace
 
 int stream_make_command(const StreamMakeOptions& o, std::ostream& out) {
+  if (o.sessions > 0) return stream_sessions_command(o, out);
   const workload::Api api = validate(o);
 
   // The tokenizer: the engine the user names, or the embedded simulated engine.
-  session::TargetOptions target;
-  target.url = o.url;
-  target.model = o.model;
-  target.api = o.api;
-  target.profile = o.profile;
-  target.insecure = o.insecure;
-  target.ca_file = o.ca_file;
-  telemetry::TelemetryOptions telemetry;
-  telemetry.mode = "off";  // no load is measured: no sampler thread, no idle baseline
-  const std::atomic<bool> never_stop{false};  // no engine is launched (no --engine here)
-  session::EngineSession session(target, telemetry, o.seed, api, never_stop);
-  const std::string engine = session.display();
-  const bool embedded = session.embedded() != nullptr;
-  const std::string model = session.model();
-  session::PromptCounter count(session, o.timeout_s);
+  TargetFlags flags{o.url, o.model, o.api, o.profile, o.timeout_s, o.insecure, o.ca_file};
+  TargetCounter count(flags, o.seed);
+  const std::string engine = count.engine();
+  const bool embedded = count.embedded();
+  const std::string model = count.model();
 
   workload::ExactOptions eo;
   eo.api = api;
@@ -117,12 +111,7 @@ int stream_make_command(const StreamMakeOptions& o, std::ostream& out) {
     doc["ok"] = ok;
     out << json::serialize(doc) << "\n";
   } else {
-    if (embedded) {
-      out << "no --url: lengths measured by the embedded dyno sim (" << engine
-          << "); its tokenizer is not your engine's\n";
-    }
-    out << "tokenizer: " << engine << " /tokenize (" << flavor << "), model " << model << ", api "
-        << o.api << "\n";
+    out << count.describe(o.api);
     const bool prefix = o.shared_prefix > 0;
     if (prefix) {
       out << "shared prefix: " << report.front().prefix_achieved << " / " << o.shared_prefix

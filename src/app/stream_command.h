@@ -11,13 +11,19 @@ namespace dyno::app {
 
 /// `dyno stream make` flags, as parsed. Validated by stream_make_command().
 struct StreamMakeOptions {
-  std::optional<std::string> url;     ///< base URL, e.g. http://127.0.0.1:8000/v1
-  std::optional<std::string> model;   ///< required with --url
-  std::string api = "chat";           ///< chat | completions
-  std::string profile = "small-gpu";  ///< embedded sim profile (no --url)
-  std::uint64_t count = 0;            ///< --count (required, >= 1)
-  std::int64_t input_tokens = 0;      ///< --input-tokens (required, >= 1)
-  std::int64_t output_tokens = 0;     ///< --output-tokens (required, >= 1)
+  std::optional<std::string> url;      ///< base URL, e.g. http://127.0.0.1:8000/v1
+  std::optional<std::string> model;    ///< required with --url
+  std::string api = "chat";            ///< chat | completions
+  std::string profile = "small-gpu";   ///< embedded sim profile (no --url)
+  std::uint64_t count = 0;             ///< --count (required without --sessions, >= 1)
+  std::int64_t input_tokens = 0;       ///< --input-tokens (required without --sessions, >= 1)
+  std::int64_t output_tokens = 0;      ///< --output-tokens (required, >= 1)
+  std::uint64_t sessions = 0;          ///< --sessions N: a session stream (0: none)
+  std::int64_t turns = 0;              ///< --turns T (required with --sessions)
+  std::int64_t turn_input_tokens = 0;  ///< --turn-input-tokens K (required with --sessions)
+  std::int64_t system_tokens = 0;      ///< --system-tokens S (sessions)
+  bool shared_system = true;           ///< --shared-system / --no-shared-system (sessions)
+  std::optional<double> think_ms;      ///< --think-ms M (sessions: turns >= 1)
   std::uint64_t seed = 0;
   std::int64_t shared_prefix = 0;  ///< --shared-prefix P (0: none; < input tokens)
   std::string system;              ///< --system TEXT
@@ -36,6 +42,11 @@ struct StreamMakeOptions {
 /// kExitRunFailed otherwise. Throws UsageError naming the flag for bad options; TokenizeError /
 /// ExactLengthError / StreamError when the tokenizer cannot be used, a length cannot be hit, or the
 /// file cannot be written.
+/// With --sessions: a session stream (workload/session_make.h), every turn re-counted
+/// (turn_tokens), and the per-turn report (stream_sessions_command).
 int stream_make_command(const StreamMakeOptions& options, std::ostream& out);
+
+/// The --sessions half of stream_make_command (app/stream_sessions.cpp).
+int stream_sessions_command(const StreamMakeOptions& options, std::ostream& out);
 
 }  // namespace dyno::app

@@ -51,21 +51,8 @@ class Words {
 // Searches one text of exactly `target` tokens, counting at most kMaxExactCalls times.
 class Fitter {
  public:
-  Fitter(const ExactOptions& options, const PromptTokenCounter& counter, std::string where)
-      : options_(options), counter_(counter), where_(std::move(where)) {}
-
-  Request request(const std::string& text) const {
-    Request r;
-    if (options_.api == Api::kChat) {
-      if (!options_.system_prompt.empty()) {
-        r.messages.push_back(Message{"system", options_.system_prompt});
-      }
-      r.messages.push_back(Message{"user", text});
-    } else {
-      r.prompt = options_.system_prompt.empty() ? text : options_.system_prompt + "\n\n" + text;
-    }
-    return r;
-  }
+  Fitter(const TextTokenCounter& measure, std::string where)
+      : measure_(measure), where_(std::move(where)) {}
 
   std::int64_t calls() const { return calls_; }
 
@@ -147,7 +134,7 @@ class Fitter {
   std::int64_t count(const std::string& text) {
     if (calls_ >= kMaxExactCalls) fail();
     ++calls_;
-    const std::int64_t c = counter_(request(text));
+    const std::int64_t c = measure_(text);
     if (c < target_ && (!below_ || c > *below_)) below_ = c;
     if (c > target_ && (!above_ || c < *above_)) above_ = c;
     return c;
@@ -163,14 +150,27 @@ class Fitter {
                            " tokenize calls (closest " + closest + ")");
   }
 
-  const ExactOptions& options_;
-  const PromptTokenCounter& counter_;
+  const TextTokenCounter& measure_;
   std::string where_;
   std::int64_t target_ = 0;
   std::int64_t calls_ = 0;
   std::optional<std::int64_t> below_;
   std::optional<std::int64_t> above_;
 };
+
+// The request of one generated text (make_exact_stream): [system?, user] or the prompt.
+Request exact_request(const ExactOptions& options, const std::string& text) {
+  Request r;
+  if (options.api == Api::kChat) {
+    if (!options.system_prompt.empty()) {
+      r.messages.push_back(Message{"system", options.system_prompt});
+    }
+    r.messages.push_back(Message{"user", text});
+  } else {
+    r.prompt = options.system_prompt.empty() ? text : options.system_prompt + "\n\n" + text;
+  }
+  return r;
+}
 
 std::string describe(const ExactOptions& o) {
   std::string s =
@@ -182,6 +182,21 @@ std::string describe(const ExactOptions& o) {
 }
 
 }  // namespace
+
+std::string fit_exact_text(const ExactTextSpec& spec, const TextTokenCounter& measure,
+                           std::int64_t* calls) {
+  Fitter fitter(measure, spec.where);
+  Words words(spec.seed, spec.stream, spec.index);
+  std::string text;
+  try {
+    text = fitter.fit(spec.head, words, spec.target);
+  } catch (...) {
+    if (calls) *calls += fitter.calls();
+    throw;
+  }
+  if (calls) *calls += fitter.calls();
+  return text;
+}
 
 RequestStream make_exact_stream(const ExactOptions& options,
                                 const PromptTokenCounter& count_prompt_tokens,
@@ -202,21 +217,27 @@ RequestStream make_exact_stream(const ExactOptions& options,
   std::string prefix;
   std::int64_t prefix_achieved = 0;
   if (options.shared_prefix_tokens > 0) {
-    Fitter fitter(options, count_prompt_tokens, "shared prefix");
+    const TextTokenCounter measure = [&](const std::string& text) {
+      return count_prompt_tokens(exact_request(options, text));
+    };
+    Fitter fitter(measure, "shared prefix");
     Words words(options.seed, 0, std::nullopt);
     prefix = fitter.fit("", words, options.shared_prefix_tokens);
     prefix_achieved = options.shared_prefix_tokens;
   }
 
+  const TextTokenCounter measure = [&](const std::string& text) {
+    return count_prompt_tokens(exact_request(options, text));
+  };
   RequestStream stream;
   stream.requests.reserve(options.count);
   if (report) report->clear();
   for (std::uint64_t i = 0; i < options.count; ++i) {
     const std::string id = "exact-" + std::to_string(options.seed) + "-" + std::to_string(i);
-    Fitter fitter(options, count_prompt_tokens, "request " + std::to_string(i) + " (" + id + ")");
+    Fitter fitter(measure, "request " + std::to_string(i) + " (" + id + ")");
     Words words(options.seed, i + 1, i);
     const std::string text = fitter.fit(prefix, words, options.input_tokens);
-    Request r = fitter.request(text);
+    Request r = exact_request(options, text);
     r.id = id;
     r.sampling.max_tokens = options.output_tokens;
     r.sampling.min_tokens = options.output_tokens;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -51,6 +52,27 @@ using PromptTokenCounter = std::function<std::int64_t(const Request&)>;
 
 /// Calls the counter at most this many times per request (and for the shared prefix).
 inline constexpr std::int64_t kMaxExactCalls = 40;
+
+/// Returns the target's token count of whatever a generated text becomes (a whole prompt, or
+/// the tokens one message adds to a conversation: see workload/session_make.h).
+using TextTokenCounter = std::function<std::int64_t(const std::string& text)>;
+
+/// One text to fit: `head` followed by seeded words, exact by a TextTokenCounter.
+struct ExactTextSpec {
+  std::string head;                    ///< fixed start (e.g. a shared prefix); may be empty
+  std::uint64_t seed = 0;              ///< the words' seed
+  std::uint64_t stream = 0;            ///< which word sequence of the seed (distinct texts)
+  std::optional<std::uint64_t> index;  ///< encoded in the first words (texts differ early)
+  std::int64_t target = 0;             ///< tokens wanted
+  std::string where;                   ///< names the text in errors ("session 3 turn 2 (id)")
+};
+
+/// The search make_exact_stream runs for each prompt (words by count, then short pieces),
+/// measured by `measure`, at most kMaxExactCalls calls. Adds the calls spent to `*calls`
+/// (also when it throws). Throws ExactLengthError naming spec.where; exceptions from
+/// `measure` propagate.
+std::string fit_exact_text(const ExactTextSpec& spec, const TextTokenCounter& measure,
+                           std::int64_t* calls = nullptr);
 
 /// Generates `count` requests whose prompts count exactly `input_tokens` tokens by
 /// `count_prompt_tokens`. Per request: seeded words (own splitmix64; a fixed 64-word vocabulary

@@ -13,6 +13,7 @@
 
 #include "json/json_text.h"
 #include "workload/csv.h"
+#include "workload/import_util.h"
 #include "workload/seeded_text.h"
 
 namespace dyno::workload {
@@ -22,65 +23,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_all(const fs::path& path, const char* what) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    throw StreamError(path.string() + " is a directory, not a " + what + "; give the file in it");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw StreamError(path.string() + ": cannot open " + what + " (" + std::strerror(errno) + ")");
-  }
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw StreamError(path.string() + ": read error (" + std::strerror(errno) + ")");
-  return text;
-}
-
-json::value parse_json(const std::string& text, const std::string& where) {
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (ec) throw StreamError(where + ": invalid JSON (" + ec.message() + ")");
-  return v;
-}
-
-/// Fisher–Yates from the back: for i = n-1 .. 1, swap(v[i], v[below(i + 1)]).
-template <typename T>
-void seeded_shuffle(std::vector<T>& v, std::uint64_t seed) {
-  SplitMix64 rng(seed);
-  for (std::size_t i = v.size(); i > 1; --i) {
-    const auto j = static_cast<std::size_t>(rng.below(i));
-    std::swap(v[i - 1], v[j]);
-  }
-}
-
-std::size_t count_words(const std::string& s) {
-  std::size_t n = 0;
-  bool in_word = false;
-  for (const char c : s) {
-    const bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-    if (!space && !in_word) ++n;
-    in_word = !space;
-  }
-  return n;
-}
-
-void finish(RequestStream& stream, const std::string& kind, const fs::path& path) {
-  if (stream.requests.empty()) {
-    throw StreamError(path.string() + ": no requests imported (empty, or all records filtered)");
-  }
-  stream.source = kind + ":" + path.string();
-  stream.sha256 = stream_sha256(stream.requests);
-}
-
-void add_unique(RequestStream& stream, std::map<std::string, std::string>& seen, Request r,
-                const std::string& where) {
-  const auto [it, inserted] = seen.emplace(r.id, where);
-  if (!inserted) {
-    throw StreamError(where + ": duplicate id \"" + r.id + "\" (first at " + it->second +
-                      "); ids must be unique within a stream");
-  }
-  stream.requests.push_back(std::move(r));
-}
+using import_util::add_unique;
+using import_util::finish;
+using import_util::parse_json;
+using import_util::read_all;
 
 // ----------------------------------------------------------------------------------------------
 // Tables: CSV, JSONL, JSON array
@@ -366,14 +312,13 @@ RequestStream import_sharegpt(const fs::path& path, const ShareGptOptions& optio
     }
     if (options.output_from_reference) {
       if (!reply) continue;
-      const double approx = std::round(static_cast<double>(count_words(*reply)) * 1.3);
-      r.sampling.max_tokens = std::max<std::int64_t>(1, static_cast<std::int64_t>(approx));
+      r.sampling.max_tokens = import_util::reply_max_tokens(*reply);
     } else {
       r.sampling.max_tokens = options.max_tokens;
     }
     items.push_back({std::move(r), where});
   }
-  if (options.shuffle) seeded_shuffle(items, options.seed);
+  if (options.shuffle) import_util::seeded_shuffle(items, options.seed);
   if (options.limit && items.size() > *options.limit) items.resize(*options.limit);
   RequestStream stream;
   std::map<std::string, std::string> seen;

@@ -1,6 +1,7 @@
 #include "workload/message_json.h"
 
 #include <boost/json.hpp>
+#include <stdexcept>
 
 #include "json/json_text.h"
 #include "workload/request_stream.h"
@@ -155,7 +156,12 @@ std::string parse_tools(const json::value& v, const std::string& where, const st
   return json_text::compact(v);
 }
 
-json::value parse_kept_json(const std::string& text) { return json::parse(text); }
+json::value parse_kept_json(const std::string& text) {
+  boost::system::error_code ec;
+  json::value v = stream_json::parse(text, ec);  // the numbers as they were read
+  if (ec) throw std::logic_error("parse_kept_json: not JSON: " + ec.message());
+  return v;
+}
 
 std::vector<Message> parse_messages(const json::value& v, const std::string& where,
                                     const std::filesystem::path& base_dir) {

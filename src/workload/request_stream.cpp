@@ -306,7 +306,7 @@ void validate_expectation(const Expectation& e, const std::string& where, const 
 Request parse_request_line(const std::string& line, const std::string& where,
                            const std::filesystem::path& base_dir) {
   boost::system::error_code ec;
-  json::value root = json::parse(line, ec);
+  json::value root = stream_json::parse(line, ec);
   if (ec) {
     throw StreamError(where + ": invalid JSON (" + ec.message() +
                       "); each line must be one complete JSON object");

@@ -3,10 +3,18 @@
 #pragma once
 
 #include <boost/json/value.hpp>
+#include <boost/system/error_code.hpp>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace dyno::workload::stream_json {
+
+/// `text` as one JSON value (boost::json::parse's grammar and limits), with every non-integer
+/// number read correctly rounded (std::from_chars). Boost.JSON 1.81 rounds some numbers to a
+/// neighbouring double (e.g. 4.0222222222222222e50), so a double written in its shortest form
+/// would not read back equal. `ec` is set when the text is not JSON.
+boost::json::value parse(std::string_view text, boost::system::error_code& ec);
 
 /// Throws StreamError("<where>: key `<key>`: <what>").
 [[noreturn]] void fail(const std::string& where, const std::string& key, const std::string& what);

@@ -104,6 +104,25 @@ TEST(RequestStream, LineRoundTrip) {
   EXPECT_FALSE(parse_request_line(R"({"id":"a","prompt":""})", "x").is_chat());
 }
 
+TEST(RequestStream, NumbersAreReadCorrectlyRounded) {
+  // Boost.JSON 1.81 alone reads these to a neighbouring double, so the shortest form written
+  // back would not read back equal (found by the agent_trajectory fuzz target).
+  for (const std::string number :
+       {"402222222222222222222222222222222222222222222222222.222222222", "0.12345678901234567",
+        "4.0222222222222222e50", "1e-300", "0.7"}) {
+    const Request r =
+        parse_request_line(R"({"id":"a","prompt":"p","temperature":)" + number + "}", "x");
+    EXPECT_EQ(*r.sampling.temperature, std::stod(number)) << number;
+    EXPECT_EQ(parse_request_line(to_json_line(r), "x"), r) << number;
+    // Numbers inside kept JSON (a tool specification) too.
+    const Request t =
+        parse_request_line(R"({"id":"a","session":"s","turn":0,"tools":[{"type":"function","x":)" +
+                               number + R"(}],"messages":[{"role":"user","content":"u"}]})",
+                           "x");
+    EXPECT_EQ(parse_request_line(to_json_line(t), "x"), t) << number;
+  }
+}
+
 TEST(RequestStream, FileRoundTrip) {
   TempDir dir;
   RequestStream stream;

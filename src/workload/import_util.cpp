@@ -1,0 +1,72 @@
+#include "workload/import_util.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "workload/request_stream.h"
+#include "workload/stream_json.h"
+
+namespace dyno::workload::import_util {
+
+namespace fs = std::filesystem;
+
+std::string read_all(const fs::path& path, const char* what) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw StreamError(path.string() + " is a directory, not a " + what + "; give the file in it");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw StreamError(path.string() + ": cannot open " + what + " (" + std::strerror(errno) + ")");
+  }
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw StreamError(path.string() + ": read error (" + std::strerror(errno) + ")");
+  return text;
+}
+
+boost::json::value parse_json(const std::string& text, const std::string& where) {
+  boost::system::error_code ec;
+  boost::json::value v = stream_json::parse(text, ec);
+  if (ec) throw StreamError(where + ": invalid JSON (" + ec.message() + ")");
+  return v;
+}
+
+std::size_t count_words(const std::string& s) {
+  std::size_t n = 0;
+  bool in_word = false;
+  for (const char c : s) {
+    const bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+    if (!space && !in_word) ++n;
+    in_word = !space;
+  }
+  return n;
+}
+
+std::int64_t reply_max_tokens(const std::string& reply) {
+  const double approx = std::round(static_cast<double>(count_words(reply)) * 1.3);
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(approx));
+}
+
+void finish(RequestStream& stream, const std::string& kind, const fs::path& path) {
+  if (stream.requests.empty()) {
+    throw StreamError(path.string() + ": no requests imported (empty, or all records filtered)");
+  }
+  stream.source = kind + ":" + path.string();
+  stream.sha256 = stream_sha256(stream.requests);
+}
+
+void add_unique(RequestStream& stream, std::map<std::string, std::string>& seen, Request r,
+                const std::string& where) {
+  const auto [it, inserted] = seen.emplace(r.id, where);
+  if (!inserted) {
+    throw StreamError(where + ": duplicate id \"" + r.id + "\" (first at " + it->second +
+                      "); ids must be unique within a stream");
+  }
+  stream.requests.push_back(std::move(r));
+}
+
+}  // namespace dyno::workload::import_util
