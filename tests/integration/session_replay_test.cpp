@@ -177,5 +177,42 @@ TEST_F(Sessions, AReplaySendsEachRequestAtItsTraceTime) {
   EXPECT_NE(empty.err.find("--time-window"), std::string::npos) << empty.err;
 }
 
+TEST_F(Sessions, AMooncakeReplayOfSharedHashIdsHitsTheCacheInThePredictedProportion) {
+  // Blocks of 32 tokens (the sim caches 16-token blocks). Predicted cached tokens, in time
+  // order: the longest leading run of hash ids an earlier request shares, in tokens, at most
+  // (prompt − 1) rounded down to the sim's block.
+  const fs::path trace = dir_ / "mooncake.jsonl";
+  std::ofstream(trace)
+      << R"({"timestamp": 0, "input_length": 128, "output_length": 4, "hash_ids": [1, 2, 3, 4]}
+{"timestamp": 150, "input_length": 128, "output_length": 4, "hash_ids": [1, 2, 3, 5]}
+{"timestamp": 300, "input_length": 96, "output_length": 4, "hash_ids": [1, 2, 6]}
+{"timestamp": 450, "input_length": 64, "output_length": 4, "hash_ids": [7, 8]}
+{"timestamp": 600, "input_length": 128, "output_length": 4, "hash_ids": [1, 2, 3, 4]}
+)";
+  const std::vector<std::int64_t> predicted = {0, 96, 64, 0, 112};
+  std::ofstream(dir_ / "profile.json") << R"({"base":"small-gpu","prefix_cache_blocks":4096,)"
+                                       << R"("prefix_cache_block_tokens":16})";
+  const std::string profile = (dir_ / "profile.json").string();
+  const std::string stream = (dir_ / "replay.jsonl").string();
+  const Outcome made = dyno({"stream", "import", "mooncake", trace.string(), "--block-tokens", "32",
+                             "--profile", profile, "-o", stream});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const Outcome o = run_dyno({"--profile", profile, "--api", "completions", "--stream", stream,
+                              "--schedule", "timestamps"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto lines = check_record(o.run_dir);
+  ASSERT_EQ(lines.size(), predicted.size());
+  std::int64_t cached = 0, prompt = 0;
+  for (std::size_t k = 0; k < lines.size(); ++k) {
+    EXPECT_EQ(i64(lines[k].at("cached_input_tokens")), predicted[k]) << "request " << k;
+    cached += predicted[k];
+    prompt += i64(lines[k].at("input_tokens"));
+  }
+  EXPECT_EQ(prompt, 544);  // the trace's lengths, exactly
+  const json::object summary = read_json(o.run_dir / "summary.json");
+  EXPECT_DOUBLE_EQ(summary.at("prefix_cache").at("hit_rate").as_double(),
+                   static_cast<double>(cached) / 544.0);  // 272 / 544
+}
+
 }  // namespace
 }  // namespace dyno::integration
