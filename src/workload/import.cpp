@@ -273,31 +273,16 @@ RequestStream import_sharegpt(const fs::path& path, const ShareGptOptions& optio
     std::optional<std::string> user;
     std::optional<std::string> reply;
     for (std::size_t t = 0; t < turns.size(); ++t) {
-      const std::string key = "conversations[" + std::to_string(t) + "]";
-      if (!turns[t].is_object()) throw StreamError(where + ": key `" + key + "` is not an object");
-      const json::object& turn = turns[t].get_object();
-      const json::value* from = turn.if_contains("from");
-      const json::value* value = turn.if_contains("value");
-      if (from == nullptr || !from->is_string()) {
-        throw StreamError(where + ": key `" + key + ".from` missing or not a string");
-      }
-      if (value == nullptr || !value->is_string()) {
-        throw StreamError(where + ": key `" + key + ".value` missing or not a string");
-      }
-      const std::string role(from->get_string());
-      const std::string text(value->get_string());
-      const bool is_user = role == "human" || role == "user";
-      const bool is_reply = role == "gpt" || role == "assistant" || role == "chatgpt" ||
-                            role == "bard" || role == "bing";
-      if (!is_user && !is_reply && role != "system") {
-        throw StreamError(where + ": key `" + key + ".from`: unknown role \"" + role +
-                          "\"; expected human, gpt or system");
-      }
+      using Role = import_util::ShareGptTurn::Role;
+      const import_util::ShareGptTurn turn = import_util::read_sharegpt_turn(turns, t, where);
+      const std::string& text = turn.text;
+      const bool is_user = turn.role == Role::kUser;
+      const bool is_reply = turn.role == Role::kReply;
       if (user) {
         if (is_reply) reply = text;
         break;
       }
-      if (role == "system") system = text;
+      if (turn.role == Role::kSystem) system = text;
       if (is_user) user = text;
     }
     if (!user) continue;

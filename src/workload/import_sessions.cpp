@@ -61,27 +61,11 @@ Conversation read_conversation(const json::value& element, std::size_t index,
   std::vector<Message> pending_system;  // system turns after the first human turn
   const json::array& turns = conv->get_array();
   for (std::size_t t = 0; t < turns.size(); ++t) {
-    const std::string key = "conversations[" + std::to_string(t) + "]";
-    if (!turns[t].is_object()) throw StreamError(where + ": key `" + key + "` is not an object");
-    const json::object& turn = turns[t].get_object();
-    const json::value* from = turn.if_contains("from");
-    const json::value* value = turn.if_contains("value");
-    if (from == nullptr || !from->is_string()) {
-      throw StreamError(where + ": key `" + key + ".from` missing or not a string");
-    }
-    if (value == nullptr || !value->is_string()) {
-      throw StreamError(where + ": key `" + key + ".value` missing or not a string");
-    }
-    const std::string role(from->get_string());
-    std::string text(value->get_string());
-    const bool is_user = role == "human" || role == "user";
-    const bool is_reply = role == "gpt" || role == "assistant" || role == "chatgpt" ||
-                          role == "bard" || role == "bing";
-    if (!is_user && !is_reply && role != "system") {
-      throw StreamError(where + ": key `" + key + ".from`: unknown role \"" + role +
-                        "\"; expected human, gpt or system");
-    }
-    if (role == "system") {
+    using Role = import_util::ShareGptTurn::Role;
+    import_util::ShareGptTurn turn = import_util::read_sharegpt_turn(turns, t, where);
+    std::string& text = turn.text;
+    const bool is_user = turn.role == Role::kUser;
+    if (turn.role == Role::kSystem) {
       if (c.turns.empty()) {
         first_system = std::move(text);
       } else {
@@ -341,18 +325,9 @@ RequestStream parse_agent_text(std::string_view text, const std::string& source,
   RequestStream stream;
   std::map<std::string, std::string> seen;
   std::map<std::string, std::string> sessions;
-  std::size_t line_no = 0;
   std::size_t kept = 0;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    if (options.limit && kept >= *options.limit) break;
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string line(text.substr(start, end - start));
-    start = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+  import_util::for_each_line(text, [&](const std::string& line, std::size_t line_no) {
+    if (options.limit && kept >= *options.limit) return false;
     const std::string where = source + ":" + std::to_string(line_no);
     std::vector<Request> turns =
         read_trajectory(import_util::parse_json(line, where), where, options);
@@ -364,7 +339,8 @@ RequestStream parse_agent_text(std::string_view text, const std::string& source,
     }
     for (Request& r : turns) import_util::add_unique(stream, seen, std::move(r), where);
     ++kept;
-  }
+    return true;
+  });
   if (stream.requests.empty()) throw StreamError(source + ": no trajectories (empty file)");
   stream.source = source;
   stream.sha256 = stream_sha256(stream.requests);

@@ -69,4 +69,34 @@ void add_unique(RequestStream& stream, std::map<std::string, std::string>& seen,
   stream.requests.push_back(std::move(r));
 }
 
+ShareGptTurn read_sharegpt_turn(const boost::json::array& turns, std::size_t t,
+                                const std::string& where) {
+  const std::string key = "conversations[" + std::to_string(t) + "]";
+  if (!turns[t].is_object()) throw StreamError(where + ": key `" + key + "` is not an object");
+  const boost::json::object& turn = turns[t].get_object();
+  const boost::json::value* from = turn.if_contains("from");
+  const boost::json::value* value = turn.if_contains("value");
+  if (from == nullptr || !from->is_string()) {
+    throw StreamError(where + ": key `" + key + ".from` missing or not a string");
+  }
+  if (value == nullptr || !value->is_string()) {
+    throw StreamError(where + ": key `" + key + ".value` missing or not a string");
+  }
+  const std::string role(from->get_string());
+  ShareGptTurn out;
+  out.text = std::string(value->get_string());
+  if (role == "human" || role == "user") {
+    out.role = ShareGptTurn::Role::kUser;
+  } else if (role == "gpt" || role == "assistant" || role == "chatgpt" || role == "bard" ||
+             role == "bing") {
+    out.role = ShareGptTurn::Role::kReply;
+  } else if (role == "system") {
+    out.role = ShareGptTurn::Role::kSystem;
+  } else {
+    throw StreamError(where + ": key `" + key + ".from`: unknown role \"" + role +
+                      "\"; expected human, gpt or system");
+  }
+  return out;
+}
+
 }  // namespace dyno::workload::import_util

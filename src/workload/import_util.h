@@ -3,12 +3,14 @@
 // errors, a seeded shuffle, word counts, unique ids, and the stream's source and hash.
 #pragma once
 
+#include <boost/json/array.hpp>
 #include <boost/json/value.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -45,5 +47,36 @@ void finish(RequestStream& stream, const std::string& kind, const std::filesyste
 /// Appends `r`; StreamError naming both places when its id was seen (seen: id → where).
 void add_unique(RequestStream& stream, std::map<std::string, std::string>& seen, Request r,
                 const std::string& where);
+
+/// Calls `visit(line, line_no)` for each non-blank line of `text` (LF-separated, a CR before
+/// the LF dropped; line numbers count blank lines too) until it returns false.
+template <typename Visit>
+void for_each_line(std::string_view text, Visit visit) {
+  std::size_t line_no = 0;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string line(text.substr(start, end - start));
+    start = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    if (!visit(line, line_no)) return;
+  }
+}
+
+/// One element of a ShareGPT `conversations` array: who spoke and what.
+struct ShareGptTurn {
+  enum class Role { kUser, kReply, kSystem };
+  Role role = Role::kUser;
+  std::string text;
+};
+
+/// Reads conversations[t]: `from` (human/user; gpt/assistant/chatgpt/bard/bing; system) and
+/// `value`. StreamError("<where>: key `conversations[t]…`: …") when either is missing, not a
+/// string, or the role is unknown.
+ShareGptTurn read_sharegpt_turn(const boost::json::array& turns, std::size_t t,
+                                const std::string& where);
 
 }  // namespace dyno::workload::import_util

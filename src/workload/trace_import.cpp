@@ -105,16 +105,8 @@ std::int64_t json_length(const json::value& v, const std::string& where, const s
 }
 
 void parse_mooncake(std::string_view text, Collector& out, const std::string& source) {
-  std::size_t line_no = 0;
-  std::size_t start = 0;
-  while (start < text.size() && !out.full()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string line(text.substr(start, end - start));
-    start = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+  import_util::for_each_line(text, [&](const std::string& line, std::size_t line_no) {
+    if (out.full()) return false;
     const std::string where = source + ":" + std::to_string(line_no);
     const json::value v = import_util::parse_json(line, where);
     if (!v.is_object()) throw StreamError(where + ": expected a JSON object" + got(v));
@@ -164,7 +156,8 @@ void parse_mooncake(std::string_view text, Collector& out, const std::string& so
     if (!has_input) fail(where, "input_length", "missing (the prompt's tokens)");
     if (!has_output) fail(where, "output_length", "missing (the answer's tokens)");
     out.add(std::move(r), where, "timestamp", false);
-  }
+    return true;
+  });
 }
 
 /// The CSV readers: the header's columns by name, then one record per data row.
@@ -209,11 +202,16 @@ std::int64_t csv_length(const std::string& cell, const std::string& where,
   return *n;
 }
 
-void parse_azure(std::string_view text, Collector& out, const std::string& source) {
-  const CsvTable t = load_csv(text, source);
-  const std::size_t time = t.column("TIMESTAMP", source);
-  const std::size_t input = t.column("ContextTokens", source);
-  const std::size_t output = t.column("GeneratedTokens", source);
+/// Each data row of a CSV trace as a TraceRecord: its time (`parse_time`, named by
+/// `time_column` and described by `time_form` in errors) and its input and output lengths;
+/// `fill` adds what else the format keeps. Rows past the collector's limit are not read.
+template <typename ParseTime, typename Fill>
+void collect_csv_rows(const CsvTable& t, Collector& out, const std::string& source,
+                      const char* time_column, const char* time_form, const char* input_column,
+                      const char* output_column, ParseTime parse_time, Fill fill) {
+  const std::size_t time = t.column(time_column, source);
+  const std::size_t input = t.column(input_column, source);
+  const std::size_t output = t.column(output_column, source);
   const std::size_t fields = t.records.front().second.size();
   for (std::size_t i = 1; i < t.records.size() && !out.full(); ++i) {
     const auto& [line, row] = t.records[i];
@@ -224,47 +222,37 @@ void parse_azure(std::string_view text, Collector& out, const std::string& sourc
     }
     TraceRecord r;
     r.line = line;
-    const std::optional<std::int64_t> ns = parse_datetime_ns(row[time]);
+    const std::optional<std::int64_t> ns = parse_time(row[time]);
     if (!ns) {
-      throw StreamError(where + ": column `TIMESTAMP`: \"" + row[time] +
-                        "\" is not a date and time \"YYYY-MM-DD HH:MM:SS.fffffff\"");
+      throw StreamError(where + ": column `" + time_column + "`: \"" + row[time] + "\" is not " +
+                        time_form);
     }
     r.time_ns = *ns;
-    r.input_tokens = csv_length(row[input], where, "ContextTokens");
-    r.output_tokens = csv_length(row[output], where, "GeneratedTokens");
-    out.add(std::move(r), where, "TIMESTAMP", true);
+    r.input_tokens = csv_length(row[input], where, input_column);
+    r.output_tokens = csv_length(row[output], where, output_column);
+    fill(row, r);
+    out.add(std::move(r), where, time_column, true);
   }
+}
+
+void parse_azure(std::string_view text, Collector& out, const std::string& source) {
+  collect_csv_rows(load_csv(text, source), out, source, "TIMESTAMP",
+                   "a date and time \"YYYY-MM-DD HH:MM:SS.fffffff\"", "ContextTokens",
+                   "GeneratedTokens", parse_datetime_ns,
+                   [](const std::vector<std::string>&, TraceRecord&) {});
 }
 
 void parse_burstgpt(std::string_view text, Collector& out, const std::string& source) {
   const CsvTable t = load_csv(text, source);
-  const std::size_t time = t.column("Timestamp", source);
   const std::size_t model = t.column("Model", source);
-  const std::size_t input = t.column("Request tokens", source);
-  const std::size_t output = t.column("Response tokens", source);
   const std::size_t log_type = t.column("Log Type", source);
-  const std::size_t fields = t.records.front().second.size();
-  for (std::size_t i = 1; i < t.records.size() && !out.full(); ++i) {
-    const auto& [line, row] = t.records[i];
-    const std::string where = source + ":" + std::to_string(line);
-    if (row.size() != fields) {
-      throw StreamError(where + ": " + std::to_string(row.size()) + " fields, but the header has " +
-                        std::to_string(fields));
-    }
-    TraceRecord r;
-    r.line = line;
-    const std::optional<std::int64_t> ns = parse_seconds_ns(row[time]);
-    if (!ns) {
-      throw StreamError(where + ": column `Timestamp`: \"" + row[time] +
-                        "\" is not a number of seconds from 0 to 9e9 (up to 9 decimals)");
-    }
-    r.time_ns = *ns;
-    r.input_tokens = csv_length(row[input], where, "Request tokens");
-    r.output_tokens = csv_length(row[output], where, "Response tokens");
-    r.tags["model"] = row[model];
-    r.tags["log_type"] = row[log_type];
-    out.add(std::move(r), where, "Timestamp", true);
-  }
+  collect_csv_rows(t, out, source, "Timestamp",
+                   "a number of seconds from 0 to 9e9 (up to 9 decimals)", "Request tokens",
+                   "Response tokens", parse_seconds_ns,
+                   [&](const std::vector<std::string>& row, TraceRecord& r) {
+                     r.tags["model"] = row[model];
+                     r.tags["log_type"] = row[log_type];
+                   });
 }
 
 }  // namespace
