@@ -45,11 +45,12 @@ Profile with_point(Profile p, const Point& x) {
   return p;
 }
 
+// |log(predicted / measured)|: an L1 objective, so that one cell the replay cannot follow
+// (a closed loop that fell into another phase pattern) does not pull every parameter.
 double log_error(std::optional<double> measured, std::optional<double> predicted) {
   if (!measured || !predicted || !(*measured > 0.0)) return 0.0;
   if (!(*predicted > 0.0)) return 100.0;  // never better than any defined prediction
-  const double e = std::log(*predicted / *measured);
-  return e * e;
+  return std::abs(std::log(*predicted / *measured));
 }
 
 // The refinement's objective over prepared cells.
@@ -200,6 +201,28 @@ void set_scheduling(Profile& p, const std::vector<ObservedCell>& cells, const St
   p.kv_capacity_tokens = std::max(p.kv_capacity_tokens, longest);
 }
 
+// The client's delay before each send of a closed loop (CellSpec::send_delays_s): for the first
+// C requests, from the first send; for the others, from the latest last token before the send
+// (the end that freed the slot; 0 when no earlier request had ended).
+std::vector<double> send_delays(const std::vector<const metrics::Trace*>& ts, std::uint32_t c) {
+  std::vector<double> delays;
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    const std::int64_t sent = *ts[i]->sent_ns;
+    std::optional<std::int64_t> from;
+    if (i < c) {
+      from = *ts.front()->sent_ns;
+    } else {
+      for (std::size_t j = 0; j < i; ++j) {
+        const std::int64_t last = ts[j]->last_token_ns.value_or(*ts[j]->done_ns);
+        if (last <= sent && (!from || last > *from)) from = last;
+      }
+    }
+    delays.push_back(from ? static_cast<double>(std::max<std::int64_t>(0, sent - *from)) * 1e-9
+                          : 0.0);
+  }
+  return delays;
+}
+
 }  // namespace
 
 CellSpec cell_spec(const ObservedCell& cell) {
@@ -231,6 +254,7 @@ CellSpec cell_spec(const ObservedCell& cell) {
       spec.arrivals_s.push_back(static_cast<double>(*t->sent_ns - *ts.front()->sent_ns) * 1e-9);
     }
   }
+  if (cell.concurrency) spec.send_delays_s = send_delays(ts, *cell.concurrency);
   return spec;
 }
 

@@ -7,7 +7,7 @@
 // and their context, and the step that produced each first token against the prompt tokens
 // prefilled in it; max_running_seqs from the most requests ever seen decoding at once;
 // (2) refinement: every cell replayed through the Model in virtual time (sim/replay.h) with
-// candidate parameters, minimising Σ over cells of log(predicted / measured)² of TTFT p50,
+// candidate parameters, minimising Σ over cells of |log(predicted / measured)| of TTFT p50,
 // TPOT p50 and output tokens/s, by a deterministic Nelder–Mead search in log space.
 #pragma once
 
@@ -60,7 +60,7 @@ struct FitResult {
   std::uint32_t max_decoding_seen = 0;
   std::int64_t regression_rows = 0;   ///< steps the regression used
   int evaluations = 0;                ///< replays of all cells in the refinement
-  double objective = 0.0;             ///< Σ log² errors at the optimum
+  double objective = 0.0;             ///< Σ |log errors| at the optimum
   std::vector<CellComparison> cells;  ///< in-sample: each input cell, measured vs predicted
   std::vector<std::string> notes;     ///< what could not be identified, and why
 };

@@ -1,8 +1,11 @@
 #include "sim/replay.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <queue>
 #include <stdexcept>
+#include <utility>
 
 #include "metrics/summary.h"
 #include "sim/model.h"
@@ -16,6 +19,11 @@ void check(const CellSpec& cell) {
   if (cell.requests.empty()) throw std::invalid_argument("replay_cell: a cell without requests");
   if (cell.concurrency) {
     if (*cell.concurrency == 0) throw std::invalid_argument("replay_cell: concurrency 0");
+    for (const double d : cell.send_delays_s) {
+      if (!std::isfinite(d) || d < 0.0) {
+        throw std::invalid_argument("replay_cell: send delays must be finite and >= 0");
+      }
+    }
     return;
   }
   if (cell.arrivals_s.size() != cell.requests.size()) {
@@ -60,22 +68,23 @@ class Driver {
   }
 
   std::vector<metrics::Trace> run() {
-    double now = 0.0;
     if (cell_.concurrency) {
-      while (next_ < traces_.size() && next_ < *cell_.concurrency) send(now);
+      while (next_ < traces_.size() && next_ < *cell_.concurrency) schedule(0.0);
+    } else {
+      while (next_ < traces_.size()) schedule(0.0);
     }
+    double now = 0.0;
     for (;;) {
       if (!model_.in_step()) {
-        if (!model_.start_step(now)) {
-          if (!open_loop_pending()) break;
-          now = std::max(now, cell_.arrivals_s[next_]);
-          send(now);
+        send_until(now);
+        if (!model_.in_step() && !model_.start_step(now)) {
+          if (pending_.empty()) break;
+          now = pending_.top().first;
           continue;
         }
       }
       const double end = model_.next_step_end().value_or(now);
-      // Open loop: requests that arrive while the step runs join the next one.
-      while (open_loop_pending() && cell_.arrivals_s[next_] <= end) send(cell_.arrivals_s[next_]);
+      send_until(end);  // requests sent while the step runs join the next one
       const std::vector<Event> events = model_.complete_step();
       now = end;
       std::size_t freed = 0;
@@ -85,7 +94,7 @@ class Driver {
       // is idle.
       model_.start_step(now);
       for (std::size_t k = 0; k < freed && cell_.concurrency && next_ < traces_.size(); ++k) {
-        send(now);
+        schedule(now);
       }
     }
     return std::move(traces_);
@@ -99,16 +108,32 @@ class Driver {
     p.zero_delay = false;
     return p;
   }
-  bool open_loop_pending() const { return !cell_.concurrency && next_ < traces_.size(); }
 
-  void send(double at_s) {
+  // The next request in order is sent at its arrival (open loop), or `delay` after `from`
+  // (closed loop: its slot freed at `from`).
+  void schedule(double from) {
     const std::size_t i = next_++;
-    traces_[i].scheduled_ns = to_ns(cell_.concurrency ? at_s : cell_.arrivals_s[i]);
-    traces_[i].sent_ns = to_ns(at_s);
-    model_.submit(model_request(cell_.requests[i], i), at_s);
-    // Requests sent at one instant reach the engine one after another: the first one finds
-    // an idle engine and starts a step alone, the others join the step after it.
-    if (!model_.in_step()) model_.start_step(at_s);
+    double at = from;
+    if (!cell_.concurrency) {
+      at = cell_.arrivals_s[i];
+    } else if (i < cell_.send_delays_s.size()) {
+      at += cell_.send_delays_s[i];
+    }
+    traces_[i].scheduled_ns = to_ns(at);
+    pending_.emplace(at, i);
+  }
+
+  // Sends every pending request due at or before t, in time (then request) order.
+  void send_until(double t) {
+    while (!pending_.empty() && pending_.top().first <= t) {
+      const auto [at, i] = pending_.top();
+      pending_.pop();
+      traces_[i].sent_ns = to_ns(at);
+      model_.submit(model_request(cell_.requests[i], i), at);
+      // Requests sent at one instant reach the engine one after another: the first one finds
+      // an idle engine and starts a step alone, the others join the step after it.
+      if (!model_.in_step()) model_.start_step(at);
+    }
   }
 
   // Records the event; true when it ended its request.
@@ -131,7 +156,9 @@ class Driver {
   const CellSpec& cell_;
   Model model_;
   std::vector<metrics::Trace> traces_;
-  std::size_t next_ = 0;
+  std::size_t next_ = 0;  ///< the next request to schedule
+  using Due = std::pair<double, std::size_t>;
+  std::priority_queue<Due, std::vector<Due>, std::greater<>> pending_;
 };
 
 }  // namespace

@@ -26,21 +26,28 @@ struct CellRequest {
 /// `arrivals_s[i]`, seconds from the cell's start, non-decreasing).
 struct CellSpec {
   std::optional<std::uint32_t> concurrency;
+  /// Closed loop only, optional: the client's own delay before sending request i — from the
+  /// cell's start for the first `concurrency` requests, from the moment its slot freed for
+  /// the others (0 for requests beyond the vector). A replay of a record uses the delays the
+  /// record shows, so the requests reach the engine as spread out as they did.
+  std::vector<double> send_delays_s;
   std::vector<double> arrivals_s;  ///< open loop only: one per request
   std::vector<CellRequest> requests;
 };
 
 /// Plays the cell and returns one measured, ok trace per request (in request order), its
 /// times in ns from the cell's start: sent, first token, every event, done (the last event).
-/// The client adds no time of its own: a request is sent the instant its slot frees (closed
-/// loop) or at its arrival (open loop), and an event is seen the instant its step ends. A
+/// The client adds no time of its own beyond send_delays_s: a request is sent when its slot
+/// frees (closed loop) or at its arrival (open loop), and an event is seen the instant its
+/// step ends. A
 /// request sent while a step runs joins the step after it; one sent to an idle engine starts a
-/// step at once (alone, even when others are sent at the same instant: they arrive just after). Cached tokens shorten the prompt
-/// the model prefills (and the context it decodes with). The profile's prefix cache and EOS
-/// draws are off (every request produces exactly output_tokens); speculative decoding keeps
-/// the profile's settings (seed 0). Throws std::invalid_argument for an empty cell, a closed
-/// loop of concurrency 0, or an open loop whose arrivals are not one per request, finite,
-/// >= 0 and non-decreasing.
+/// step at once (alone, even when others are sent at the same instant: they arrive just after).
+/// Cached tokens shorten the prompt the model prefills (and the context it decodes with). The
+/// profile's prefix cache and EOS draws are off (every request produces exactly output_tokens);
+/// speculative decoding keeps the profile's settings (seed 0). Throws std::invalid_argument for an
+/// empty cell, a closed loop of concurrency 0, or an open loop whose arrivals are not one per
+/// request, finite,
+/// >= 0 and non-decreasing, or send delays that are not finite and >= 0.
 std::vector<metrics::Trace> replay_cell(const Profile& profile, const CellSpec& cell);
 
 /// The figures a cell is judged by (seconds and per-second rates, from metrics::summarize_run

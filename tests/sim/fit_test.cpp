@@ -31,8 +31,9 @@ double noise(std::uint64_t& state) {
   return static_cast<double>(state >> 11) * 0x1.0p-52 - 1.0;
 }
 
-// A cell measured from the truth: every time moved by up to ±jitter_s (each event on its own,
-// kept in order), as a client on a loaded host sees them.
+// A cell measured from the truth: every event but the last (which frees the closed loop's
+// slot: the next send follows it) seen up to jitter_s late, each on its own, kept in order,
+// as a client on a loaded host sees them.
 ObservedCell measure(std::uint32_t c, std::int64_t in, std::int64_t out, std::size_t n,
                      double jitter_s = 0.0) {
   CellSpec spec;
@@ -49,8 +50,8 @@ ObservedCell measure(std::uint32_t c, std::int64_t in, std::int64_t out, std::si
     return static_cast<std::int64_t>(std::llround(jitter_s * 1e9 * 0.5 * (noise(state) + 1.0)));
   };
   for (metrics::Trace& t : cell.traces) {
-    std::int64_t prev = *t.sent_ns;
-    for (std::int64_t& e : t.event_times_ns) prev = e = std::max(prev, e + j());
+    const std::int64_t last = t.event_times_ns.back();
+    for (std::int64_t& e : t.event_times_ns) e = std::min(last, e + j());
     t.first_token_ns = t.event_times_ns.front();
     t.first_content_ns = t.first_token_ns;
     t.last_token_ns = t.event_times_ns.back();
