@@ -76,7 +76,8 @@ TEST_F(SimFit, AProfileFittedToRunsPredictsAHeldOutRun) {
       dyno({"sim", "predict", "--profile", fitted.string(), "-c", "2", "--input-tokens", "200",
             "--output-tokens", "24", "-n", "10", "--json"});
   ASSERT_EQ(flags.exit_code, 0) << flags.err;
-  const json::object& f = json::parse(flags.out).at("predicted").as_object();
+  const json::value flags_doc = json::parse(flags.out);
+  const json::object& f = flags_doc.at("predicted").as_object();
   const json::object& m = pr.at("cells").at(0).at("measured").as_object();
   EXPECT_NEAR(number(f.at("tpot_p50_s")) / number(m.at("tpot_p50_s")), 1.0, 0.2) << flags.out;
   const Outcome text = dyno({"sim", "predict", "--profile", fitted.string(), "--rate", "5",
