@@ -295,6 +295,7 @@ void print_fit(const sim::FitResult& r, const std::vector<LoadedCell>& cells,
       {"step_base_s", param_text(a.step_base_s), param_text(b.step_base_s)},
       {"decode_seq_s", param_text(a.decode_seq_s), param_text(b.decode_seq_s)},
       {"decode_ctx_token_s", param_text(a.decode_ctx_token_s), param_text(b.decode_ctx_token_s)},
+      {"prefill_ctx_token_s", param_text(a.prefill_ctx_token_s), param_text(b.prefill_ctx_token_s)},
       {"max_running_seqs", std::to_string(a.max_running_seqs),
        std::to_string(b.max_running_seqs) +
            (r.max_running_identified ? " (seen)" : " (not identified)")}};

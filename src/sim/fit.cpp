@@ -13,12 +13,14 @@
 namespace dyno::sim {
 namespace {
 
-constexpr std::size_t kParams = 4;  // prefill s/token, step_base_s, decode_seq_s, decode_ctx
+// prefill s/token, step_base_s, decode_seq_s, decode_ctx_token_s, prefill_ctx_token_s
+constexpr std::size_t kParams = 5;
 using Point = std::array<double, kParams>;
 
 // Floors of the log-space search: below these a parameter no longer matters to any figure a
-// record can resolve (a tenth of a microsecond per step, a picosecond per context token).
-constexpr Point kFloor = {1e-9, 1e-7, 1e-8, 1e-13};
+// record can resolve (a tenth of a microsecond per step, a tenth of a picosecond per context
+// token).
+constexpr Point kFloor = {1e-9, 1e-7, 1e-8, 1e-13, 1e-13};
 
 bool usable(const metrics::Trace& t) {
   return t.measured() && t.ok() && t.sent_ns && t.first_token_ns && t.done_ns && t.input_tokens &&
@@ -29,7 +31,8 @@ Point to_point(const Profile& p) {
   return {std::log(std::max(kFloor[0], 1.0 / p.prefill_tokens_per_s)),
           std::log(std::max(kFloor[1], p.step_base_s)),
           std::log(std::max(kFloor[2], p.decode_seq_s)),
-          std::log(std::max(kFloor[3], p.decode_ctx_token_s))};
+          std::log(std::max(kFloor[3], p.decode_ctx_token_s)),
+          std::log(std::max(kFloor[4], p.prefill_ctx_token_s))};
 }
 
 // A time at its floor is written as 0: the search cannot tell it from nothing.
@@ -42,6 +45,7 @@ Profile with_point(Profile p, const Point& x) {
   p.step_base_s = time(1);
   p.decode_seq_s = time(2);
   p.decode_ctx_token_s = time(3);
+  p.prefill_ctx_token_s = time(4);
   return p;
 }
 
@@ -162,13 +166,15 @@ Profile initial_profile(const Profile& base, const StepRegression& r,
         "separable from step_base_s (measure at least two concurrencies)");
   }
   if (r.decode_ctx_token_s) p.decode_ctx_token_s = *r.decode_ctx_token_s;
+  p.prefill_ctx_token_s = r.prefill_ctx_token_s.value_or(0.0);
   if (r.prefill_s_per_token) {
     p.prefill_tokens_per_s = 1.0 / *r.prefill_s_per_token;
   }
   if (r.prefill_levels < 2) {
     notes.push_back(
         "prefill_tokens_per_s: every first-token step prefilled the same number of tokens, so "
-        "the per-token cost rests on the step time alone (measure at least two prompt lengths)");
+        "the per-token cost rests on the step time alone and prefill_ctx_token_s (quadratic "
+        "part) is not fitted (measure at least two prompt lengths)");
   }
   return p;
 }
@@ -283,7 +289,8 @@ FitResult fit_profile(const std::vector<ObservedCell>& cells, const FitOptions& 
   // Two passes: the second restarts from the first's optimum with a smaller simplex, which
   // guards against Nelder–Mead's premature collapse.
   std::vector<std::size_t> free = {0, 1, 3};
-  if (r.decode_seq_s) free.push_back(2);  // else it stays 0: not separable from step_base_s
+  if (r.decode_seq_s) free.push_back(2);         // else it stays 0: not separable from step_base_s
+  if (r.prefill_ctx_token_s) free.push_back(4);  // else 0: one prompt size, no curvature
   for (const double step : {0.7, 0.2}) {
     const int left = options.max_evaluations - objective.evaluations();
     if (left <= static_cast<int>(free.size()) + 1) break;

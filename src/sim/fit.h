@@ -5,10 +5,11 @@
 // Method: (1) initial estimates by least squares on the step structure the traces show —
 // inter-event gaps of decoding requests against the number of requests decoding at that moment
 // and their context, and the step that produced each first token against the prompt tokens
-// prefilled in it; max_running_seqs from the most requests ever seen decoding at once;
-// (2) refinement: every cell replayed through the Model in virtual time (sim/replay.h) with
-// candidate parameters, minimising Σ over cells of |log(predicted / measured)| of TTFT p50,
-// TPOT p50 and output tokens/s, by a deterministic Nelder–Mead search in log space.
+// prefilled in it (and their attention context, the quadratic part); max_running_seqs from the most
+// requests ever seen decoding at once; (2) refinement: every cell replayed through the Model in
+// virtual time (sim/replay.h) with candidate parameters, minimising Σ over cells of |log(predicted
+// / measured)| of TTFT p50, TPOT p50 and output tokens/s, by a deterministic Nelder–Mead search in
+// log space.
 #pragma once
 
 #include <cstdint>

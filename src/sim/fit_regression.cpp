@@ -10,7 +10,7 @@
 namespace dyno::sim {
 namespace {
 
-constexpr std::size_t kColumns = 4;  // 1, B, Σctx, P
+constexpr std::size_t kColumns = 5;  // 1, B, Σctx, P, A
 using Row = std::array<double, kColumns>;
 
 struct Sample {
@@ -89,7 +89,7 @@ bool solve_subset(const std::vector<Sample>& s, unsigned mask, const Row& scale,
   return true;
 }
 
-// Non-negative least squares by enumeration of the column subsets (4 columns: 15 subsets):
+// Non-negative least squares by enumeration of the column subsets (5 columns: 31 subsets):
 // the best fit whose coefficients are all >= 0. Columns that are zero throughout are left out
 // (their coefficient stays unknown).
 std::optional<Row> nnls(const std::vector<Sample>& s, unsigned allowed) {
@@ -155,7 +155,7 @@ void decode_rows(const std::vector<ObservedTimes>& rs, const std::vector<double>
       const auto hit = std::upper_bound(firsts.begin(), firsts.end(), mid);
       if (hit != firsts.end() && *hit <= b + 0.5 * gap) continue;  // a prefill in the step
       Sample s;
-      s.x = {1.0, static_cast<double>(count), static_cast<double>(context), 0.0};
+      s.x = {1.0, static_cast<double>(count), static_cast<double>(context), 0.0, 0.0};
       s.y = gap;
       s.w = static_cast<double>(stride) / static_cast<double>(count);  // each step once
       out.samples.push_back(s);
@@ -177,17 +177,20 @@ void prefill_rows(const std::vector<ObservedTimes>& rs, double tol, std::int64_t
     const double duration = ft - std::max(r.sent_s, prev);
     if (!(duration > 0.0)) continue;
     std::int64_t prompt = 0;
+    double attention = 0.0;  // each prompt prefilled from position 0 in this one step
     std::int64_t group = 0;
     for (const ObservedTimes& q : rs) {
       if (std::abs(q.first() - ft) > tol) continue;
       prompt += q.prompt_tokens;
+      attention +=
+          0.5 * static_cast<double>(q.prompt_tokens) * static_cast<double>(q.prompt_tokens + 1);
       ++group;
     }
     if (prompt > budget) continue;
     const auto [count, context] = decoding_at(rs, ft - tol);
     Sample s;
     s.x = {1.0, static_cast<double>(count), static_cast<double>(context),
-           static_cast<double>(prompt)};
+           static_cast<double>(prompt), attention};
     s.y = duration;
     s.w = 1.0 / static_cast<double>(group);
     out.samples.push_back(s);
@@ -273,13 +276,16 @@ StepRegression regress_steps(const std::vector<std::vector<ObservedTimes>>& cell
   all.insert(all.end(), prefill.begin(), prefill.end());
   if (all.empty()) return out;
   // B only helps when it varies; otherwise step_base_s and decode_seq_s are one number.
-  unsigned allowed = 0b1101;
-  if (out.batch_levels >= 2) allowed |= 0b0010;
+  // Likewise A only when the prompt sizes vary.
+  unsigned allowed = 0b01101;
+  if (out.batch_levels >= 2) allowed |= 0b00010;
+  if (out.prefill_levels >= 2) allowed |= 0b10000;
   if (const auto coef = nnls(all, allowed)) {
     out.step_base_s = (*coef)[0];
     if (allowed & 0b0010) out.decode_seq_s = (*coef)[1];
     if (allowed & 0b0100) out.decode_ctx_token_s = (*coef)[2];
     if (!prefill.empty() && (*coef)[3] > 0.0) out.prefill_s_per_token = (*coef)[3];
+    if (allowed & 0b10000) out.prefill_ctx_token_s = (*coef)[4];
   }
   return out;
 }

@@ -31,19 +31,21 @@ struct StepRegression {
   std::optional<double> decode_seq_s;
   std::optional<double> decode_ctx_token_s;
   std::optional<double> prefill_s_per_token;
-  std::int64_t decode_rows = 0;     ///< decode-only steps used
-  std::int64_t prefill_rows = 0;    ///< first-token steps used
-  std::uint32_t max_decoding = 0;   ///< most requests seen decoding at once
+  std::optional<double> prefill_ctx_token_s;  ///< per (prompt token × its context) prefilled
+  std::int64_t decode_rows = 0;               ///< decode-only steps used
+  std::int64_t prefill_rows = 0;              ///< first-token steps used
+  std::uint32_t max_decoding = 0;             ///< most requests seen decoding at once
   std::uint32_t max_in_flight = 0;  ///< most requests seen between sent and last event at once
   int batch_levels = 0;             ///< distinct numbers of decoding requests among the rows
   int prefill_levels = 0;           ///< distinct prompt sizes among the first-token rows
 };
 
-/// Regresses step durations on [1, B, Σctx, P] (non-negative least squares, each step
-/// weighted once): decode rows are inter-event gaps during which no other request's first token
-/// came; first-token rows are the step that ended with a request's first token, from the later
-/// of its sent time and the previous event of any other request. Steps whose prefill exceeds
-/// `step_token_budget` (chunked over several steps) are left out.
+/// Regresses step durations on [1, B, Σctx, P, A] (A: Σ over prefilled prompt tokens of their
+/// position + 1; non-negative least squares, each step weighted once): decode rows are inter-event
+/// gaps during which no other request's first token came; first-token rows are the step that ended
+/// with a request's first token, from the later of its sent time and the previous event of any
+/// other request. Steps whose prefill exceeds `step_token_budget` (chunked over several steps) are
+/// left out.
 StepRegression regress_steps(const std::vector<std::vector<ObservedTimes>>& cells,
                              std::int64_t step_token_budget);
 

@@ -22,6 +22,7 @@ Profile truth() {
   p.step_base_s = 0.004;
   p.decode_seq_s = 0.0015;
   p.decode_ctx_token_s = 2e-7;
+  p.prefill_ctx_token_s = 1e-7;  // a 512-token prompt: 13 ms of attention on top of 64 ms
   return p;
 }
 
@@ -92,6 +93,7 @@ TEST(Fit, RecoversItsOwnProfileExactly) {
   expect_near_rel(r.profile.step_base_s, t.step_base_s, 0.03, "base");
   expect_near_rel(r.profile.decode_seq_s, t.decode_seq_s, 0.03, "seq");
   EXPECT_NEAR(r.profile.decode_ctx_token_s, t.decode_ctx_token_s, 0.5e-7);
+  expect_near_rel(r.profile.prefill_ctx_token_s, t.prefill_ctx_token_s, 0.2, "prefill ctx");
   EXPECT_TRUE(r.max_running_identified);
   EXPECT_EQ(r.profile.max_running_seqs, 6u);
   EXPECT_LT(r.objective, 1e-3);
