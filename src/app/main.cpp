@@ -18,6 +18,7 @@
 #include "app/runs_command.h"
 #include "app/signals.h"
 #include "app/sim_command.h"
+#include "app/sim_tools.h"
 #include "app/stream_command.h"
 #include "dyno/build_info.h"
 #include "record/import_formats.h"
@@ -519,6 +520,7 @@ int main(int argc, char** argv) {
   dyno::app::SimOptions sim_options;
   CLI::App* sim = app.add_subcommand("sim", "serve the simulated OpenAI-compatible engine");
   add_sim_flags(*sim, sim_options);
+  dyno::app::SimTools sim_tools(*sim);  // dyno sim fit | predict
   dyno::app::StreamMakeOptions stream_make_options;
   CLI::App* stream = app.add_subcommand("stream", "request stream tools");
   stream->require_subcommand(1);
@@ -561,6 +563,7 @@ int main(int argc, char** argv) {
     if (ladder->parsed()) return dyno::app::ladder_command(ladder_common, ladder_options);
     if (speed->parsed()) return dyno::app::speed_command(speed_common, speed_options);
     if (real->parsed()) return dyno::app::real_command(real_common, real_options);
+    if (sim_tools.parsed()) return sim_tools.execute(std::cout);
     if (sim->parsed()) return dyno::app::sim_command(sim_options);
     if (doctor->parsed()) return dyno::app::doctor_command(doctor_options);
     if (stream_import->parsed()) return dyno::app::import_command(import_options);

@@ -102,11 +102,12 @@ bool Model::has_work() const {
 }
 
 double Model::step_duration(std::int64_t decode_seqs, std::int64_t decode_context,
-                            std::int64_t prefill_tokens) const {
+                            std::int64_t prefill_tokens, std::int64_t prefill_context) const {
   if (profile_.zero_delay) return 0.0;
   return profile_.step_base_s + profile_.decode_seq_s * static_cast<double>(decode_seqs) +
          profile_.decode_ctx_token_s * static_cast<double>(decode_context) +
-         static_cast<double>(prefill_tokens) / profile_.prefill_tokens_per_s;
+         static_cast<double>(prefill_tokens) / profile_.prefill_tokens_per_s +
+         profile_.prefill_ctx_token_s * static_cast<double>(prefill_context);
 }
 
 std::optional<StepPlan> Model::start_step(double now_s) {
@@ -136,10 +137,13 @@ std::optional<StepPlan> Model::start_step(double now_s) {
     planned_.push_back(Planned{i, chunk, false});
     budget -= chunk;
     plan.prefill_tokens += chunk;
+    // Token k (0-based position) attends to k + 1 tokens: the chunk covers s.prefilled onwards.
+    plan.prefill_context += chunk * s.prefilled + chunk * (chunk + 1) / 2;
   }
   if (planned_.empty()) return std::nullopt;
   plan.start_s = now_s;
-  plan.end_s = now_s + step_duration(plan.decode_seqs, plan.decode_context, plan.prefill_tokens);
+  plan.end_s = now_s + step_duration(plan.decode_seqs, plan.decode_context, plan.prefill_tokens,
+                                     plan.prefill_context);
   plan_ = plan;
   return plan_;
 }

@@ -51,9 +51,10 @@ struct Event {
 struct StepPlan {
   double start_s = 0.0;
   double end_s = 0.0;
-  std::int64_t decode_seqs = 0;     ///< B
-  std::int64_t decode_context = 0;  ///< Σctx of the decoding sequences
-  std::int64_t prefill_tokens = 0;  ///< P
+  std::int64_t decode_seqs = 0;      ///< B
+  std::int64_t decode_context = 0;   ///< Σctx of the decoding sequences
+  std::int64_t prefill_tokens = 0;   ///< P
+  std::int64_t prefill_context = 0;  ///< A: Σ over prefilled tokens of their position + 1
 };
 
 /// Semantics per step: a sequence whose prefill completes in the step emits its first token
@@ -125,7 +126,7 @@ class Model {
   const PrefixCache& prefix_cache() const { return cache_; }
   /// Duration of a step with the given shape under this profile (0 when zero_delay).
   double step_duration(std::int64_t decode_seqs, std::int64_t decode_context,
-                       std::int64_t prefill_tokens) const;
+                       std::int64_t prefill_tokens, std::int64_t prefill_context = 0) const;
 
  private:
   struct Seq {

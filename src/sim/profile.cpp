@@ -145,6 +145,7 @@ void validate(const Profile& p, const std::string& where) {
   finite_nonneg("step_base_s", p.step_base_s);
   finite_nonneg("decode_seq_s", p.decode_seq_s);
   finite_nonneg("decode_ctx_token_s", p.decode_ctx_token_s);
+  finite_nonneg("prefill_ctx_token_s", p.prefill_ctx_token_s);
   if (p.kv_capacity_tokens < 1) fail("kv_capacity_tokens", "must be >= 1");
   if (p.max_model_len < 2) fail("max_model_len", "must be >= 2");
   if (p.default_max_tokens < 1) fail("default_max_tokens", "must be >= 1");
@@ -220,6 +221,8 @@ void set_field(Profile& p, const std::string& where, const std::string& key, con
     p.decode_seq_s = r.number();
   } else if (key == "decode_ctx_token_s") {
     p.decode_ctx_token_s = r.number();
+  } else if (key == "prefill_ctx_token_s") {
+    p.prefill_ctx_token_s = r.number();
   } else if (key == "kv_capacity_tokens") {
     p.kv_capacity_tokens = r.integer();
   } else if (key == "max_model_len") {
@@ -318,6 +321,7 @@ std::string profile_to_json(const Profile& p) {
   o["step_base_s"] = p.step_base_s;
   o["decode_seq_s"] = p.decode_seq_s;
   o["decode_ctx_token_s"] = p.decode_ctx_token_s;
+  o["prefill_ctx_token_s"] = p.prefill_ctx_token_s;
   o["kv_capacity_tokens"] = p.kv_capacity_tokens;
   o["max_model_len"] = p.max_model_len;
   o["default_max_tokens"] = p.default_max_tokens;

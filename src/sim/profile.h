@@ -19,8 +19,11 @@ class ProfileError : public Error {
 /// Every parameter of the model. Times in seconds, rates in tokens/s, sizes in tokens.
 /// Step time of one engine iteration:
 ///   step_s = step_base_s + decode_seq_s * B + decode_ctx_token_s * Σctx + P / prefill_tokens_per_s
-/// where B = sequences decoding in the step, Σctx = their context lengths summed and
-/// P = prompt tokens prefilled in the step (at most step_token_budget − B; chunked prefill).
+///            + prefill_ctx_token_s * A
+/// where B = sequences decoding in the step, Σctx = their context lengths summed,
+/// P = prompt tokens prefilled in the step (at most step_token_budget − B; chunked prefill) and
+/// A = Σ over those prompt tokens of the context each attends to (its position + 1: a chunk of c
+/// tokens from position p adds c·p + c(c+1)/2), the quadratic part of prefill.
 struct Profile {
   std::string name = "custom";
   std::string description;
@@ -32,6 +35,7 @@ struct Profile {
   double step_base_s = 0.004;
   double decode_seq_s = 0.0001;               ///< per decoding sequence in the step
   double decode_ctx_token_s = 0.0;            ///< per context token of decoding sequences
+  double prefill_ctx_token_s = 0.0;           ///< per (prompt token × context token) prefilled
   std::int64_t kv_capacity_tokens = 1 << 20;  ///< Σ(prompt + max_tokens) of running sequences
   std::int64_t max_model_len = 32768;         ///< prompt + max_tokens above this: HTTP 400
 

@@ -88,6 +88,26 @@ TEST(Model, DecodeStepGrowsWithBatchAndContext) {
   EXPECT_DOUBLE_EQ(m.step_duration(3, 1000, 50), 0.01 + 0.003 + 0.001 + 0.005);
 }
 
+// prefill_ctx_token_s: token k of a prompt attends to k + 1 tokens, so a chunk of c tokens from
+// position p adds c·p + c(c+1)/2 to A; chunks of one prompt add up to P(P+1)/2.
+TEST(Model, PrefillAttentionIsQuadraticInThePrompt) {
+  Profile p = paper_profile();
+  p.step_token_budget = 60;
+  p.prefill_ctx_token_s = 1e-7;
+  Model m(p);
+  m.submit(request(1, 100, 2), 0.0);
+  const StepPlan first = *m.start_step(0.0);
+  EXPECT_EQ(first.prefill_tokens, 60);
+  EXPECT_EQ(first.prefill_context, 60 * 61 / 2);
+  EXPECT_NEAR(first.end_s, 0.01 + 60 / 10000.0 + 1830 * 1e-7, 1e-12);
+  m.complete_step();
+  const StepPlan second = *m.start_step(m.clock());
+  EXPECT_EQ(second.prefill_tokens, 40);
+  EXPECT_EQ(second.prefill_context, 40 * 60 + 40 * 41 / 2);
+  EXPECT_EQ(first.prefill_context + second.prefill_context, 100 * 101 / 2);
+  EXPECT_DOUBLE_EQ(m.step_duration(0, 0, 10, 55), 0.01 + 0.001 + 55 * 1e-7);
+}
+
 TEST(Model, DecodeTakesBudgetBeforePrefill) {
   Profile p = paper_profile();
   p.step_token_budget = 100;

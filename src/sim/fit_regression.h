@@ -1,0 +1,52 @@
+// The fitter's first stage (sim/fit.h): least-squares estimates of the step-time parameters
+// from the step structure that per-request event times show. Internal to sim/fit.cpp (and its
+// tests).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "metrics/trace.h"
+
+namespace dyno::sim {
+
+/// One request's times in seconds from its cell's start, with its token counts.
+struct ObservedTimes {
+  double sent_s = 0.0;
+  std::vector<double> events_s;    ///< token-bearing events, first token first; never empty
+  std::int64_t prompt_tokens = 1;  ///< prompt tokens prefilled (input − cached, >= 1)
+  std::int64_t output_tokens = 1;
+  double first() const { return events_s.front(); }
+  double last() const { return events_s.back(); }
+};
+
+/// The usable measured requests of a cell (ok, measured, with sent and event times and token
+/// counts), times relative to the earliest of their sent times.
+std::vector<ObservedTimes> observed_times(const std::vector<metrics::Trace>& traces);
+
+/// What the regression found. A coefficient is nullopt when the data cannot determine it.
+struct StepRegression {
+  std::optional<double> step_base_s;
+  std::optional<double> decode_seq_s;
+  std::optional<double> decode_ctx_token_s;
+  std::optional<double> prefill_s_per_token;
+  std::optional<double> prefill_ctx_token_s;  ///< per (prompt token × its context) prefilled
+  std::int64_t decode_rows = 0;               ///< decode-only steps used
+  std::int64_t prefill_rows = 0;              ///< first-token steps used
+  std::uint32_t max_decoding = 0;             ///< most requests seen decoding at once
+  std::uint32_t max_in_flight = 0;  ///< most requests seen between sent and last event at once
+  int batch_levels = 0;             ///< distinct numbers of decoding requests among the rows
+  int prefill_levels = 0;           ///< distinct prompt sizes among the first-token rows
+};
+
+/// Regresses step durations on [1, B, Σctx, P, A] (A: Σ over prefilled prompt tokens of their
+/// position + 1; non-negative least squares, each step weighted once): decode rows are inter-event
+/// gaps during which no other request's first token came; first-token rows are the step that ended
+/// with a request's first token, from the later of its sent time and the previous event of any
+/// other request. Steps whose prefill exceeds `step_token_budget` (chunked over several steps) are
+/// left out.
+StepRegression regress_steps(const std::vector<std::vector<ObservedTimes>>& cells,
+                             std::int64_t step_token_budget);
+
+}  // namespace dyno::sim
