@@ -123,8 +123,8 @@ std::string sessions_text(const metrics::Summary& s) {
   }
   if (const auto& c = s.prefix_cache) {
     out << "prefix cache " << c->totals.cached_tokens << " of " << c->totals.prompt_tokens
-        << " prompt tokens cached (" << percent_text(c->totals.hit_rate) << ", from "
-        << c->source << ")";
+        << " prompt tokens cached (" << percent_text(c->totals.hit_rate) << ", from " << c->source
+        << ")";
     if (c->ttft_ms_per_1k_uncached) {
       out << " · ttft " << fmt(c->ttft_intercept_ms, 2) << " ms + "
           << fmt(c->ttft_ms_per_1k_uncached, 2) << " ms per 1k uncached";

@@ -109,7 +109,7 @@ int stream_sessions_command(const StreamMakeOptions& o, std::ostream& out) {
                      {"embedded_sim", count.embedded()},
                      {"model", count.model()},
                      {"tokenizer", count.flavor()},
-                     {"placeholder_answer", workload::kPlaceholderAnswer},
+                     {"measured_with_answer", workload::kStandInAnswer},
                      {"turns", std::move(rows)}};
     doc["totals"] = json::object{{"sessions", o.sessions},
                                  {"turns", report.size()},
@@ -123,7 +123,7 @@ int stream_sessions_command(const StreamMakeOptions& o, std::ostream& out) {
   out << count.describe(o.api);
   out << "turn 0: the whole prompt (system + user, template included); turn k >= 1: the tokens "
          "its user message adds to the conversation (earlier answers as \""
-      << workload::kPlaceholderAnswer << "\")\n";
+      << workload::kStandInAnswer << "\")\n";
   if (!report.empty() && report.front().system_achieved > 0) {
     out << "system message: " << report.front().system_achieved << " tokens alone"
         << (o.system_tokens > 0 ? " (requested " + std::to_string(o.system_tokens) + ")" : "")

@@ -57,7 +57,7 @@ std::vector<Message> conversation_before(const std::vector<const Request*>& turn
     out.insert(out.end(), turns[j]->messages.begin(), turns[j]->messages.end());
     Message answer;
     answer.role = "assistant";
-    answer.content = kPlaceholderAnswer;
+    answer.content = kStandInAnswer;
     if (turns[j + 1]->turn) answer.tool_calls = turns[j + 1]->turn->tool_calls;
     out.push_back(std::move(answer));
   }

@@ -47,11 +47,11 @@ struct TurnLengthReport {
 
 /// The text every earlier answer stands for when a turn's delta is measured (the actual
 /// answers are only known at run time).
-inline constexpr const char* kPlaceholderAnswer = "ok";
+inline constexpr const char* kStandInAnswer = "ok";
 
 /// The conversation a turn's delta is measured against: the session's turns 0..k-1 as
 /// Conversation would assemble them, each answer replaced by an assistant message
-/// kPlaceholderAnswer (carrying the next turn's recorded tool_calls), then the placeholder
+/// kStandInAnswer (carrying the next turn's recorded tool_calls), then the stand-in
 /// answer of turn k-1 (with turn k's tool_calls). `turns` are the session's requests in turn
 /// order; k >= 1.
 std::vector<Message> conversation_before(const std::vector<const Request*>& turns, std::size_t k);

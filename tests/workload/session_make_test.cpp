@@ -89,7 +89,7 @@ TEST(SessionMake, EveryTurnHitsItsLengthWithTheSimTokenizer) {
 
 TEST(SessionMake, TheDeltaDoesNotDependOnTheAnswerText) {
   // The sim's template frames each message alone, so the tokens a user message adds are the
-  // same whatever the previous answer says: the placeholder stands for the real answer.
+  // same whatever the previous answer says: the stand-in stands for the real answer.
   const RequestStream s = make_session_stream(options(), sim_count);
   const auto turns = turns_of(s, "sess-5-1");
   for (const std::string answer : {"ok", " a much longer answer, with 7 digits 1234567!", ""}) {
