@@ -105,7 +105,7 @@ std::uint64_t replayed_requests(const std::vector<workload::Request>& requests,
                        " has no at_ms; a replay needs at_ms on every request (on the first "
                        "turn of every session)");
     }
-    const bool in = *q.at_ms >= r.from_ms && (!r.to_ms || *q.at_ms < *r.to_ms);
+    const bool in = r.in_window(*q.at_ms);
     if (q.turn) session_in_window[q.turn->session] = in;
     n += in ? 1 : 0;
   }

@@ -95,7 +95,7 @@ void Run::make_open_loop_schedule() {
     const std::size_t n = sessions_.empty() ? requests_.size() : sessions_.size();
     for (std::size_t i = 0; i < n; ++i) {
       const double at = at_ms_of(requests_[sessions_.empty() ? i : sessions_[i].turns.front()]);
-      if (at >= r.from_ms && (!r.to_ms || at < *r.to_ms)) items.emplace_back(at, i);
+      if (r.in_window(at)) items.emplace_back(at, i);
     }
     std::stable_sort(items.begin(), items.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });

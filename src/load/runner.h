@@ -23,6 +23,8 @@ struct Replay {
   double time_scale = 1.0;  ///< > 0; 2 replays twice as slowly, 0.5 twice as fast
   double from_ms = 0.0;
   std::optional<double> to_ms;
+  /// Whether a request at `at_ms` is replayed: from_ms <= at_ms < to_ms.
+  bool in_window(double at_ms) const { return at_ms >= from_ms && (!to_ms || at_ms < *to_ms); }
 };
 
 struct LoadConfig {
