@@ -296,10 +296,20 @@ void print_fit(const sim::FitResult& r, const std::vector<LoadedCell>& cells,
       {"decode_seq_s", param_text(a.decode_seq_s), param_text(b.decode_seq_s)},
       {"decode_ctx_token_s", param_text(a.decode_ctx_token_s), param_text(b.decode_ctx_token_s)},
       {"prefill_ctx_token_s", param_text(a.prefill_ctx_token_s), param_text(b.prefill_ctx_token_s)},
+      {"shared_kv_token_s", param_text(a.shared_kv_token_s), param_text(b.shared_kv_token_s)},
       {"max_running_seqs", std::to_string(a.max_running_seqs),
        std::to_string(b.max_running_seqs) +
            (r.max_running_identified ? " (seen)" : " (not identified)")}};
   out << render_table(rows, "  ");
+  out << "attention: " << sim::attention_name(r.attention);
+  if (!r.attention_objectives.empty()) {
+    out << " (objective Σ|log error|:";
+    for (const auto& [structure, e] : r.attention_objectives) {
+      out << " " << sim::attention_name(structure) << " " << param_text(e);
+    }
+    out << ")";
+  }
+  out << "\n";
   for (const std::string& n : r.notes) out << "note: " << n << "\n";
   out << "in-sample (each run replayed with the fitted profile):\n"
       << comparison_text(r.cells, cells) << "wrote " << terminal_text(output) << "\n";
@@ -315,6 +325,10 @@ int sim_fit_command(const SimFitOptions& o, std::ostream& out) {
   if (o.base) fo.base = about("--base", [&] { return sim::resolve_profile(*o.base); });
   if (!cells.front().model.empty()) fo.base.model_name = cells.front().model;
   fo.max_evaluations = o.max_evaluations;
+  if (o.attention != "auto") {
+    fo.attention =
+        o.attention == "shared-cache" ? sim::Attention::kSharedCache : sim::Attention::kPerSequence;
+  }
   std::vector<sim::ObservedCell> observed;
   for (const LoadedCell& c : cells) observed.push_back(c.cell);
   sim::FitResult r = sim::fit_profile(observed, fo);
@@ -331,6 +345,8 @@ int sim_fit_command(const SimFitOptions& o, std::ostream& out) {
     cs.push_back(comparison_json(r.cells[i], cells[i]));
   json::array notes;
   for (const std::string& n : r.notes) notes.push_back(json::string(n));
+  json::object objectives;
+  for (const auto& [a, e] : r.attention_objectives) objectives[sim::attention_name(a)] = e;
   const json::object doc = {{"output", o.output},
                             {"profile", json::parse(sim::profile_to_json(r.profile))},
                             {"initial", json::parse(sim::profile_to_json(r.initial))},
@@ -339,6 +355,8 @@ int sim_fit_command(const SimFitOptions& o, std::ostream& out) {
                             {"regression_rows", r.regression_rows},
                             {"evaluations", r.evaluations},
                             {"objective", r.objective},
+                            {"attention", sim::attention_name(r.attention)},
+                            {"attention_objectives", objectives},
                             {"notes", notes},
                             {"cells", cs},
                             {"median_abs_error", medians_json(r.cells)}};
@@ -448,6 +466,12 @@ SimTools::SimTools(CLI::App& sim) {
   fit_->add_option("--max-evaluations", fit_options_.max_evaluations,
                    "replays of every run the refinement may spend")
       ->transform(flags::integer(10, 100000))
+      ->capture_default_str();
+  fit_->add_option("--attention", fit_options_.attention,
+                   "attention structure: per-sequence (each sequence's own context), "
+                   "shared-cache (one KV cache for all sequences, as llama.cpp), or auto (both "
+                   "fitted, the one with the lower in-sample error kept)")
+      ->check(CLI::IsMember({"auto", "per-sequence", "shared-cache"}))
       ->capture_default_str();
   fit_->add_flag("--json", fit_options_.json, "print the fit as JSON on stdout");
 

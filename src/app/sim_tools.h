@@ -18,6 +18,7 @@ struct SimFitOptions {
   std::string runs_root = "runs";
   std::optional<std::string> base;  ///< --base: a built-in profile name or a profile file
   int max_evaluations = 600;
+  std::string attention = "per-sequence";  ///< --attention: per-sequence, shared-cache or auto
   bool json = false;
 };
 

@@ -13,14 +13,15 @@
 namespace dyno::sim {
 namespace {
 
-// prefill s/token, step_base_s, decode_seq_s, decode_ctx_token_s, prefill_ctx_token_s
-constexpr std::size_t kParams = 5;
+// prefill s/token, step_base_s, decode_seq_s, decode_ctx_token_s, prefill_ctx_token_s,
+// shared_kv_token_s
+constexpr std::size_t kParams = 6;
 using Point = std::array<double, kParams>;
 
 // Floors of the log-space search: below these a parameter no longer matters to any figure a
 // record can resolve (a tenth of a microsecond per step, a tenth of a picosecond per context
 // token).
-constexpr Point kFloor = {1e-9, 1e-7, 1e-8, 1e-13, 1e-13};
+constexpr Point kFloor = {1e-9, 1e-7, 1e-8, 1e-13, 1e-13, 1e-13};
 
 bool usable(const metrics::Trace& t) {
   return t.measured() && t.ok() && t.sent_ns && t.first_token_ns && t.done_ns && t.input_tokens &&
@@ -32,7 +33,8 @@ Point to_point(const Profile& p) {
           std::log(std::max(kFloor[1], p.step_base_s)),
           std::log(std::max(kFloor[2], p.decode_seq_s)),
           std::log(std::max(kFloor[3], p.decode_ctx_token_s)),
-          std::log(std::max(kFloor[4], p.prefill_ctx_token_s))};
+          std::log(std::max(kFloor[4], p.prefill_ctx_token_s)),
+          std::log(std::max(kFloor[5], p.shared_kv_token_s))};
 }
 
 // A time at its floor is written as 0: the search cannot tell it from nothing.
@@ -46,6 +48,7 @@ Profile with_point(Profile p, const Point& x) {
   p.decode_seq_s = time(2);
   p.decode_ctx_token_s = time(3);
   p.prefill_ctx_token_s = time(4);
+  p.shared_kv_token_s = time(5);
   return p;
 }
 
@@ -167,6 +170,7 @@ Profile initial_profile(const Profile& base, const StepRegression& r,
   }
   if (r.decode_ctx_token_s) p.decode_ctx_token_s = *r.decode_ctx_token_s;
   p.prefill_ctx_token_s = r.prefill_ctx_token_s.value_or(0.0);
+  p.shared_kv_token_s = r.shared_kv_token_s.value_or(0.0);
   if (r.prefill_s_per_token) {
     p.prefill_tokens_per_s = 1.0 / *r.prefill_s_per_token;
   }
@@ -264,20 +268,15 @@ CellSpec cell_spec(const ObservedCell& cell) {
   return spec;
 }
 
-FitResult fit_profile(const std::vector<ObservedCell>& cells, const FitOptions& options) {
-  if (cells.empty()) throw std::invalid_argument("no cell to fit");
-  std::vector<std::vector<ObservedTimes>> times;
-  bool two_tokens = false;
-  for (const ObservedCell& c : cells) {
-    (void)cell_spec(c);  // throws for an unusable cell
-    times.push_back(observed_times(c.traces));
-    for (const ObservedTimes& r : times.back()) two_tokens = two_tokens || r.events_s.size() >= 2;
-  }
-  if (!two_tokens) {
-    throw std::invalid_argument("no request produced two tokens: no step can be timed");
-  }
+namespace {
+
+// The fit under one attention structure, with at most `budget` replays in the refinement.
+FitResult fit_with(const std::vector<ObservedCell>& cells,
+                   const std::vector<std::vector<ObservedTimes>>& times, const FitOptions& options,
+                   Attention attention, int budget) {
   FitResult out;
-  const StepRegression r = regress_steps(times, options.base.step_token_budget);
+  out.attention = attention;
+  const StepRegression r = regress_steps(times, options.base.step_token_budget, attention);
   out.regression_rows = r.decode_rows + r.prefill_rows;
   Profile start = initial_profile(options.base, r, out.notes);
   set_scheduling(start, cells, r, out);
@@ -291,8 +290,9 @@ FitResult fit_profile(const std::vector<ObservedCell>& cells, const FitOptions& 
   std::vector<std::size_t> free = {0, 1, 3};
   if (r.decode_seq_s) free.push_back(2);         // else it stays 0: not separable from step_base_s
   if (r.prefill_ctx_token_s) free.push_back(4);  // else 0: one prompt size, no curvature
+  if (r.shared_kv_token_s) free.push_back(5);    // else 0: per-sequence attention, or no sign
   for (const double step : {0.7, 0.2}) {
-    const int left = options.max_evaluations - objective.evaluations();
+    const int left = budget - objective.evaluations();
     if (left <= static_cast<int>(free.size()) + 1) break;
     auto [bx, bf] = nelder_mead(objective, x, free, step, left);
     if (bf <= fx) {
@@ -304,6 +304,39 @@ FitResult fit_profile(const std::vector<ObservedCell>& cells, const FitOptions& 
   out.evaluations = objective.evaluations();
   out.objective = fx;
   for (const ObservedCell& c : cells) out.cells.push_back(compare_cell(out.profile, c));
+  return out;
+}
+
+}  // namespace
+
+FitResult fit_profile(const std::vector<ObservedCell>& cells, const FitOptions& options) {
+  if (cells.empty()) throw std::invalid_argument("no cell to fit");
+  std::vector<std::vector<ObservedTimes>> times;
+  bool two_tokens = false;
+  for (const ObservedCell& c : cells) {
+    (void)cell_spec(c);  // throws for an unusable cell
+    times.push_back(observed_times(c.traces));
+    for (const ObservedTimes& r : times.back()) two_tokens = two_tokens || r.events_s.size() >= 2;
+  }
+  if (!two_tokens) {
+    throw std::invalid_argument("no request produced two tokens: no step can be timed");
+  }
+  if (options.attention) {
+    return fit_with(cells, times, options, *options.attention, options.max_evaluations);
+  }
+  // Both structures have five step-time parameters, so their in-sample objectives compare
+  // fairly; per sequence wins ties (it is the default).
+  FitResult per_sequence =
+      fit_with(cells, times, options, Attention::kPerSequence, options.max_evaluations);
+  FitResult shared =
+      fit_with(cells, times, options, Attention::kSharedCache, options.max_evaluations);
+  const std::vector<std::pair<Attention, double>> compared = {
+      {Attention::kPerSequence, per_sequence.objective},
+      {Attention::kSharedCache, shared.objective}};
+  FitResult out = shared.objective < per_sequence.objective * (1.0 - 1e-9) - 1e-12
+                      ? std::move(shared)
+                      : std::move(per_sequence);
+  out.attention_objectives = compared;
   return out;
 }
 

@@ -9,7 +9,8 @@
 // requests ever seen decoding at once; (2) refinement: every cell replayed through the Model in
 // virtual time (sim/replay.h) with candidate parameters, minimising Σ over cells of |log(predicted
 // / measured)| of TTFT p50, TPOT p50 and output tokens/s, by a deterministic Nelder–Mead search in
-// log space.
+// log space. The attention structure (per sequence, or a KV cache shared by all sequences) is
+// the one whose fit reaches the lower objective.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "metrics/trace.h"
+#include "sim/fit_regression.h"
 #include "sim/profile.h"
 #include "sim/replay.h"
 
@@ -43,6 +45,9 @@ struct FitOptions {
   /// kv_capacity_tokens, max_model_len, ...), and max_running_seqs when no cell saturated.
   Profile base;
   int max_evaluations = 600;  ///< replays of every cell in the refinement
+  /// The attention structure to fit; nullopt: both are fitted and the one with the lower
+  /// objective is kept (per sequence on a tie).
+  std::optional<Attention> attention;
 };
 
 /// Measured and predicted figures of one cell.
@@ -64,6 +69,9 @@ struct FitResult {
   double objective = 0.0;             ///< Σ |log errors| at the optimum
   std::vector<CellComparison> cells;  ///< in-sample: each input cell, measured vs predicted
   std::vector<std::string> notes;     ///< what could not be identified, and why
+  Attention attention = Attention::kPerSequence;  ///< the structure fitted
+  /// Each structure's objective when both were fitted (empty when the structure was given).
+  std::vector<std::pair<Attention, double>> attention_objectives;
 };
 
 /// Fits the model to the cells. Throws std::invalid_argument when no cell is given, a cell is

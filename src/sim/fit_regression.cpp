@@ -10,7 +10,7 @@
 namespace dyno::sim {
 namespace {
 
-constexpr std::size_t kColumns = 5;  // 1, B, Σctx, P, A
+constexpr std::size_t kColumns = 6;  // 1, B, Σctx, P, A, (B + P)·K
 using Row = std::array<double, kColumns>;
 
 struct Sample {
@@ -47,6 +47,45 @@ std::pair<std::int64_t, std::int64_t> decoding_at(const std::vector<ObservedTime
     context += q.prompt_tokens + tokens_after(q, emitted);
   }
   return {count, context};
+}
+
+// K at time t, with `taken` slots just taken by requests being prefilled: the requests between
+// first and last token (their prompt and the tokens emitted by t), and in the other slots what
+// the requests that ended last left (prompt + output): least-recently-used reuse keeps those.
+// `by_last`: the cell's requests in order of their last event.
+double shared_cells_at(const std::vector<ObservedTimes>& by_last, double t, std::size_t slots,
+                       std::size_t taken) {
+  double cells = 0.0;
+  std::size_t held = taken;
+  for (const ObservedTimes& q : by_last) {
+    if (!(q.first() <= t && q.last() > t)) continue;
+    const auto emitted = static_cast<std::size_t>(
+        std::upper_bound(q.events_s.begin(), q.events_s.end(), t) - q.events_s.begin());
+    cells += static_cast<double>(q.input_tokens + tokens_after(q, emitted));
+    ++held;
+  }
+  auto it = std::upper_bound(by_last.begin(), by_last.end(), t,
+                             [](double v, const ObservedTimes& q) { return v < q.last(); });
+  while (held < slots && it != by_last.begin()) {
+    --it;
+    cells += static_cast<double>(it->input_tokens + it->output_tokens);
+    ++held;
+  }
+  return cells;
+}
+
+// The most requests of one cell between their first and last token at once.
+std::size_t most_decoding(const std::vector<ObservedTimes>& rs) {
+  std::vector<std::pair<double, int>> edges;
+  for (const ObservedTimes& r : rs) {
+    edges.emplace_back(r.first(), 1);
+    edges.emplace_back(r.last(), -1);
+  }
+  std::sort(edges.begin(), edges.end());
+  int now = 0;
+  int most = 0;
+  for (const auto& [t, d] : edges) most = std::max(most, now += d);
+  return static_cast<std::size_t>(most);
 }
 
 // Solves the weighted least squares restricted to `mask`'s columns; false when singular.
@@ -89,7 +128,7 @@ bool solve_subset(const std::vector<Sample>& s, unsigned mask, const Row& scale,
   return true;
 }
 
-// Non-negative least squares by enumeration of the column subsets (5 columns: 31 subsets):
+// Non-negative least squares by enumeration of the column subsets (6 columns: 63 subsets):
 // the best fit whose coefficients are all >= 0. Columns that are zero throughout are left out
 // (their coefficient stays unknown).
 std::optional<Row> nnls(const std::vector<Sample>& s, unsigned allowed) {
@@ -118,6 +157,8 @@ std::optional<Row> nnls(const std::vector<Sample>& s, unsigned allowed) {
 }
 
 struct CellRows {
+  std::vector<ObservedTimes> by_last;  ///< the cell's requests in order of their last event
+  std::size_t slots = 1;               ///< for shared_cells_at
   std::vector<Sample> samples;
   std::uint32_t max_decoding = 0;
   std::uint32_t max_in_flight = 0;
@@ -155,7 +196,10 @@ void decode_rows(const std::vector<ObservedTimes>& rs, const std::vector<double>
       const auto hit = std::upper_bound(firsts.begin(), firsts.end(), mid);
       if (hit != firsts.end() && *hit <= b + 0.5 * gap) continue;  // a prefill in the step
       Sample s;
-      s.x = {1.0, static_cast<double>(count), static_cast<double>(context), 0.0, 0.0};
+      const double cells =
+          shared_cells_at(out.by_last, mid, out.slots, 0) + static_cast<double>(count);
+      s.x = {1.0, static_cast<double>(count),        static_cast<double>(context), 0.0,
+             0.0, static_cast<double>(count) * cells};
       s.y = gap;
       s.w = static_cast<double>(stride) / static_cast<double>(count);  // each step once
       out.samples.push_back(s);
@@ -177,20 +221,29 @@ void prefill_rows(const std::vector<ObservedTimes>& rs, double tol, std::int64_t
     const double duration = ft - std::max(r.sent_s, prev);
     if (!(duration > 0.0)) continue;
     std::int64_t prompt = 0;
+    std::int64_t input = 0;
     double attention = 0.0;  // each prompt prefilled from position 0 in this one step
     std::int64_t group = 0;
     for (const ObservedTimes& q : rs) {
       if (std::abs(q.first() - ft) > tol) continue;
       prompt += q.prompt_tokens;
+      input += q.input_tokens;
       attention +=
           0.5 * static_cast<double>(q.prompt_tokens) * static_cast<double>(q.prompt_tokens + 1);
       ++group;
     }
     if (prompt > budget) continue;
     const auto [count, context] = decoding_at(rs, ft - tol);
+    const double cells =
+        shared_cells_at(out.by_last, ft - tol, out.slots, static_cast<std::size_t>(group)) +
+        static_cast<double>(input + count);
     Sample s;
-    s.x = {1.0, static_cast<double>(count), static_cast<double>(context),
-           static_cast<double>(prompt), attention};
+    s.x = {1.0,
+           static_cast<double>(count),
+           static_cast<double>(context),
+           static_cast<double>(prompt),
+           attention,
+           static_cast<double>(prompt + count) * cells};
     s.y = duration;
     s.w = 1.0 / static_cast<double>(group);
     out.samples.push_back(s);
@@ -230,6 +283,7 @@ std::vector<ObservedTimes> observed_times(const std::vector<metrics::Trace>& tra
     std::sort(r.events_s.begin(), r.events_s.end());
     r.prompt_tokens = std::max<std::int64_t>(
         1, *t.input_tokens - std::max<std::int64_t>(0, t.cached_input_tokens.value_or(0)));
+    r.input_tokens = std::max<std::int64_t>(1, *t.input_tokens);
     r.output_tokens = *t.output_tokens;
     origin = std::min(origin, r.sent_s);
     out.push_back(std::move(r));
@@ -241,11 +295,17 @@ std::vector<ObservedTimes> observed_times(const std::vector<metrics::Trace>& tra
   return out;
 }
 
+const char* attention_name(Attention a) {
+  return a == Attention::kSharedCache ? "shared-cache" : "per-sequence";
+}
+
 StepRegression regress_steps(const std::vector<std::vector<ObservedTimes>>& cells,
-                             std::int64_t step_token_budget) {
+                             std::int64_t step_token_budget, Attention attention) {
   StepRegression out;
   std::vector<Sample> decode;
   std::vector<Sample> prefill;
+  std::size_t slots = 1;
+  for (const std::vector<ObservedTimes>& rs : cells) slots = std::max(slots, most_decoding(rs));
   for (const std::vector<ObservedTimes>& rs : cells) {
     if (rs.empty()) continue;
     std::vector<double> firsts;
@@ -258,6 +318,10 @@ StepRegression regress_steps(const std::vector<std::vector<ObservedTimes>>& cell
     }
     std::sort(firsts.begin(), firsts.end());
     CellRows rows;
+    rows.by_last = rs;
+    std::stable_sort(rows.by_last.begin(), rows.by_last.end(),
+                     [](const auto& a, const auto& b) { return a.last() < b.last(); });
+    rows.slots = slots;
     decode_rows(rs, firsts, rows);
     decode.insert(decode.end(), rows.samples.begin(), rows.samples.end());
     rows.samples.clear();
@@ -277,15 +341,20 @@ StepRegression regress_steps(const std::vector<std::vector<ObservedTimes>>& cell
   if (all.empty()) return out;
   // B only helps when it varies; otherwise step_base_s and decode_seq_s are one number.
   // Likewise A only when the prompt sizes vary.
-  unsigned allowed = 0b01101;
-  if (out.batch_levels >= 2) allowed |= 0b00010;
-  if (out.prefill_levels >= 2) allowed |= 0b10000;
+  unsigned allowed = 0b001101;
+  if (out.batch_levels >= 2) allowed |= 0b000010;
+  if (attention == Attention::kSharedCache) {
+    allowed |= 0b100000;
+  } else if (out.prefill_levels >= 2) {
+    allowed |= 0b010000;
+  }
   if (const auto coef = nnls(all, allowed)) {
     out.step_base_s = (*coef)[0];
-    if (allowed & 0b0010) out.decode_seq_s = (*coef)[1];
-    if (allowed & 0b0100) out.decode_ctx_token_s = (*coef)[2];
+    if (allowed & 0b000010) out.decode_seq_s = (*coef)[1];
+    if (allowed & 0b000100) out.decode_ctx_token_s = (*coef)[2];
     if (!prefill.empty() && (*coef)[3] > 0.0) out.prefill_s_per_token = (*coef)[3];
-    if (allowed & 0b10000) out.prefill_ctx_token_s = (*coef)[4];
+    if (allowed & 0b010000) out.prefill_ctx_token_s = (*coef)[4];
+    if ((allowed & 0b100000) && (*coef)[5] > 0.0) out.shared_kv_token_s = (*coef)[5];
   }
   return out;
 }

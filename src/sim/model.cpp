@@ -23,7 +23,11 @@ double uniform(std::uint64_t& state) {
 }  // namespace
 
 Model::Model(Profile profile, std::uint64_t seed)
-    : profile_(std::move(profile)), seed_(seed), cache_(profile_.prefix_cache_blocks) {}
+    : profile_(std::move(profile)), seed_(seed), cache_(profile_.prefix_cache_blocks) {
+  if (profile_.shared_kv_token_s > 0.0 && !profile_.zero_delay) {
+    slots_.resize(std::min<std::size_t>(profile_.max_running_seqs, 65536));
+  }
+}
 
 std::int64_t Model::submit(const ModelRequest& request, double arrival_s) {
   Seq s;
@@ -69,9 +73,7 @@ bool Model::cancel(std::uint64_t id) {
   }
   for (Seq& s : running_) {
     if (s.id == id && !s.gone) {
-      s.gone = true;
-      --live_;
-      kv_used_ -= reservation(s);
+      release(s);
       if (!plan_) compact();
       return true;
     }
@@ -102,12 +104,25 @@ bool Model::has_work() const {
 }
 
 double Model::step_duration(std::int64_t decode_seqs, std::int64_t decode_context,
-                            std::int64_t prefill_tokens, std::int64_t prefill_context) const {
+                            std::int64_t prefill_tokens, std::int64_t prefill_context,
+                            std::int64_t kv_cells) const {
   if (profile_.zero_delay) return 0.0;
   return profile_.step_base_s + profile_.decode_seq_s * static_cast<double>(decode_seqs) +
          profile_.decode_ctx_token_s * static_cast<double>(decode_context) +
          static_cast<double>(prefill_tokens) / profile_.prefill_tokens_per_s +
-         profile_.prefill_ctx_token_s * static_cast<double>(prefill_context);
+         profile_.prefill_ctx_token_s * static_cast<double>(prefill_context) +
+         profile_.shared_kv_token_s * static_cast<double>(decode_seqs + prefill_tokens) *
+             static_cast<double>(kv_cells);
+}
+
+std::int64_t Model::kv_cells() const {
+  if (slots_.empty()) return 0;
+  std::int64_t cells = 0;
+  for (const Slot& slot : slots_) cells += slot.left;
+  for (const Seq& s : running_) {
+    if (!s.gone) cells += s.prefilled + s.generated;
+  }
+  return cells;
 }
 
 std::optional<StepPlan> Model::start_step(double now_s) {
@@ -116,6 +131,7 @@ std::optional<StepPlan> Model::start_step(double now_s) {
     kv_used_ += reservation(waiting_.front());
     ++live_;
     admit(waiting_.front());
+    take_slot(waiting_.front());
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
   }
@@ -141,9 +157,10 @@ std::optional<StepPlan> Model::start_step(double now_s) {
     plan.prefill_context += chunk * s.prefilled + chunk * (chunk + 1) / 2;
   }
   if (planned_.empty()) return std::nullopt;
+  if (!slots_.empty()) plan.kv_cells = kv_cells() + plan.decode_seqs + plan.prefill_tokens;
   plan.start_s = now_s;
   plan.end_s = now_s + step_duration(plan.decode_seqs, plan.decode_context, plan.prefill_tokens,
-                                     plan.prefill_context);
+                                     plan.prefill_context, plan.kv_cells);
   plan_ = plan;
   return plan_;
 }
@@ -187,9 +204,7 @@ const std::vector<Event>& Model::complete_step() {
     s.generated += e.tokens;
     if (s.generated >= s.output_len) {
       e.finish = s.finish;
-      s.gone = true;
-      --live_;
-      kv_used_ -= reservation(s);
+      release(s);
     }
     events_.push_back(e);
   }
@@ -210,6 +225,25 @@ void Model::admit(Seq& s) {
   s.cached = static_cast<std::int64_t>(blocks) * profile_.prefix_cache_block_tokens;
   s.prefilled = s.cached;
   cache_hits_ += s.cached;
+}
+
+// The free slot used least recently (never-used slots first, lowest index first).
+void Model::take_slot(Seq& s) {
+  std::size_t best = kNoSlot;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].busy) continue;
+    if (best == kNoSlot || slots_[i].last_use < slots_[best].last_use) best = i;
+  }
+  if (best == kNoSlot) return;
+  slots_[best] = Slot{0, slots_[best].last_use, true};
+  s.slot = best;
+}
+
+void Model::release(Seq& s) {
+  s.gone = true;
+  --live_;
+  kv_used_ -= reservation(s);
+  if (s.slot != kNoSlot) slots_[s.slot] = Slot{s.prefilled + s.generated, ++releases_, false};
 }
 
 void Model::compact() {

@@ -55,6 +55,8 @@ struct StepPlan {
   std::int64_t decode_context = 0;   ///< Σctx of the decoding sequences
   std::int64_t prefill_tokens = 0;   ///< P
   std::int64_t prefill_context = 0;  ///< A: Σ over prefilled tokens of their position + 1
+  /// K: cells of the shared KV cache occupied after the step (0 unless shared_kv_token_s > 0).
+  std::int64_t kv_cells = 0;
 };
 
 /// Semantics per step: a sequence whose prefill completes in the step emits its first token
@@ -66,6 +68,9 @@ struct StepPlan {
 /// found in the cache (at most (prompt − 1) / block_tokens of them, so the last prompt token is
 /// always computed) count as prefilled and are never charged to a step; its blocks are inserted
 /// when its prefill completes.
+/// Shared KV cache (profile.shared_kv_token_s > 0): each admitted sequence takes the free slot
+/// (of max_running_seqs, at most 65536) used least recently, whose previous content it replaces;
+/// a finished or cancelled sequence leaves its cells (prompt + output so far) in its slot.
 /// Output length is max_tokens (request, else default_max_tokens) unless an EOS draw (per
 /// token from index min_tokens on, probability eos_probability, not with ignore_eos) ends it
 /// earlier with FinishReason::kStop. The first floor(reasoning_fraction * length) tokens are
@@ -126,7 +131,10 @@ class Model {
   const PrefixCache& prefix_cache() const { return cache_; }
   /// Duration of a step with the given shape under this profile (0 when zero_delay).
   double step_duration(std::int64_t decode_seqs, std::int64_t decode_context,
-                       std::int64_t prefill_tokens, std::int64_t prefill_context = 0) const;
+                       std::int64_t prefill_tokens, std::int64_t prefill_context = 0,
+                       std::int64_t kv_cells = 0) const;
+  /// Shared-KV-cache cells occupied now: running sequences' plus those left in free slots.
+  std::int64_t kv_cells() const;
 
  private:
   struct Seq {
@@ -144,8 +152,15 @@ class Model {
     FinishReason finish = FinishReason::kLength;
     std::uint64_t rng = 0;
     bool paused = false;
-    bool gone = false;  ///< cancelled or finished; removed after the step
+    bool gone = false;           ///< cancelled or finished; removed after the step
+    std::size_t slot = kNoSlot;  ///< shared-KV-cache slot
   };
+  struct Slot {
+    std::int64_t left = 0;       ///< cells a finished sequence left (0 while busy)
+    std::uint64_t last_use = 0;  ///< release order; 0: never used
+    bool busy = false;
+  };
+  static constexpr std::size_t kNoSlot = static_cast<std::size_t>(-1);
   struct Planned {
     std::size_t index = 0;     ///< into running_
     std::int64_t prefill = 0;  ///< chunk size; decode when the sequence was decoding
@@ -156,6 +171,8 @@ class Model {
   bool admissible(const Seq& s) const;
   void compact();
   void admit(Seq& s);
+  void take_slot(Seq& s);
+  void release(Seq& s);  ///< marks a finished or cancelled sequence gone and frees what it held
   std::int32_t decode_tokens(Seq& s);
 
   Profile profile_;
@@ -171,6 +188,8 @@ class Model {
   PrefixCache cache_;
   std::int64_t cache_queries_ = 0;
   std::int64_t cache_hits_ = 0;
+  std::vector<Slot> slots_;  ///< shared KV cache only
+  std::uint64_t releases_ = 0;
 };
 
 }  // namespace dyno::sim

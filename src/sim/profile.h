@@ -19,11 +19,15 @@ class ProfileError : public Error {
 /// Every parameter of the model. Times in seconds, rates in tokens/s, sizes in tokens.
 /// Step time of one engine iteration:
 ///   step_s = step_base_s + decode_seq_s * B + decode_ctx_token_s * Σctx + P / prefill_tokens_per_s
-///            + prefill_ctx_token_s * A
+///            + prefill_ctx_token_s * A + shared_kv_token_s * (B + P) * K
 /// where B = sequences decoding in the step, Σctx = their context lengths summed,
 /// P = prompt tokens prefilled in the step (at most step_token_budget − B; chunked prefill) and
 /// A = Σ over those prompt tokens of the context each attends to (its position + 1: a chunk of c
-/// tokens from position p adds c·p + c(c+1)/2), the quadratic part of prefill.
+/// tokens from position p adds c·p + c(c+1)/2), the quadratic part of prefill, and K = KV cells
+/// occupied after the step in a cache shared by all sequences (llama.cpp's unified KV cache, where
+/// every token of a batch attends over all occupied cells, masked or not): the running sequences'
+/// cells plus what finished sequences left in their slots (max_running_seqs slots, reused least
+/// recently used first; a slot keeps its last sequence's prompt and output until reused).
 struct Profile {
   std::string name = "custom";
   std::string description;
@@ -33,9 +37,10 @@ struct Profile {
   std::int64_t step_token_budget = 8192;  ///< tokens per step (decode + prefill chunk)
   double prefill_tokens_per_s = 20000.0;
   double step_base_s = 0.004;
-  double decode_seq_s = 0.0001;               ///< per decoding sequence in the step
-  double decode_ctx_token_s = 0.0;            ///< per context token of decoding sequences
-  double prefill_ctx_token_s = 0.0;           ///< per (prompt token × context token) prefilled
+  double decode_seq_s = 0.0001;      ///< per decoding sequence in the step
+  double decode_ctx_token_s = 0.0;   ///< per context token of decoding sequences
+  double prefill_ctx_token_s = 0.0;  ///< per (prompt token × context token) prefilled
+  double shared_kv_token_s = 0.0;    ///< per (batch token × occupied cell of a shared KV cache)
   std::int64_t kv_capacity_tokens = 1 << 20;  ///< Σ(prompt + max_tokens) of running sequences
   std::int64_t max_model_len = 32768;         ///< prompt + max_tokens above this: HTTP 400
 

@@ -59,6 +59,21 @@ TEST_F(SimFit, AProfileFittedToRunsPredictsAHeldOutRun) {
   EXPECT_TRUE(r.at("max_running_identified").as_bool());
   EXPECT_EQ(r.at("cells").as_array().size(), train.size());
   EXPECT_EQ(p.at("name").as_string(), "fitted");
+  EXPECT_EQ(r.at("attention").as_string(), "per-sequence");  // the default, as given
+  EXPECT_TRUE(r.at("attention_objectives").as_object().empty());
+  EXPECT_EQ(number(p.at("shared_kv_token_s")), 0.0);
+
+  // auto fits both attention structures and keeps the one with the lower objective.
+  args.push_back("--attention=auto");
+  const Outcome both = dyno(args);
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  const json::object rb = json::parse(both.out).as_object();
+  const json::object& objectives = rb.at("attention_objectives").as_object();
+  ASSERT_EQ(objectives.size(), 2u) << both.out;
+  const std::string kept(rb.at("attention").as_string());
+  const std::string other = kept == "per-sequence" ? "shared-cache" : "per-sequence";
+  EXPECT_LE(number(objectives.at(kept)), number(objectives.at(other))) << both.out;
+  args.pop_back();
 
   // The file is a plain profile: the sim serves it, and predicts the held-out run with it.
   const Outcome show = dyno({"sim", "--show-profile", "--profile", fitted.string()});
@@ -103,6 +118,10 @@ TEST_F(SimFit, RefusesRunsThatCannotBeFittedTogether) {
   EXPECT_EQ(unknown.exit_code, 2);
   const Outcome no_output = dyno({"sim", "fit", "--runs-root", runs(), a});
   EXPECT_EQ(no_output.exit_code, 2);
+  const Outcome attention =
+      dyno({"sim", "fit", "--runs-root", runs(), "-o", out, "--attention", "paged", a});
+  EXPECT_EQ(attention.exit_code, 2);
+  EXPECT_NE(attention.err.find("--attention"), std::string::npos) << attention.err;
   const Outcome no_dir =
       dyno({"sim", "fit", "--runs-root", runs(), "-o", (dir_ / "missing" / "p.json").string(), a});
   EXPECT_EQ(no_dir.exit_code, 2);

@@ -36,7 +36,7 @@ double noise(std::uint64_t& state) {
 // slot: the next send follows it) seen up to jitter_s late, each on its own, kept in order,
 // as a client on a loaded host sees them.
 ObservedCell measure(std::uint32_t c, std::int64_t in, std::int64_t out, std::size_t n,
-                     double jitter_s = 0.0) {
+                     double jitter_s = 0.0, const Profile& engine = truth()) {
   CellSpec spec;
   spec.concurrency = c;
   for (std::size_t i = 0; i < n; ++i) {
@@ -45,7 +45,7 @@ ObservedCell measure(std::uint32_t c, std::int64_t in, std::int64_t out, std::si
   ObservedCell cell;
   cell.name = "c" + std::to_string(c) + "-in" + std::to_string(in);
   cell.concurrency = c;
-  cell.traces = replay_cell(truth(), spec);
+  cell.traces = replay_cell(engine, spec);
   std::uint64_t state = c * 1000u + static_cast<std::uint64_t>(in);
   const auto j = [&] {
     return static_cast<std::int64_t>(std::llround(jitter_s * 1e9 * 0.5 * (noise(state) + 1.0)));
@@ -89,6 +89,8 @@ void expect_held_out_within(const Profile& p, double tol, double jitter_s) {
 TEST(Fit, RecoversItsOwnProfileExactly) {
   const FitResult r = fit_profile(training(0.0), FitOptions{});
   const Profile t = truth();
+  EXPECT_EQ(r.attention, Attention::kPerSequence);
+  EXPECT_EQ(r.profile.shared_kv_token_s, 0.0);
   expect_near_rel(r.profile.prefill_tokens_per_s, t.prefill_tokens_per_s, 0.03, "prefill");
   expect_near_rel(r.profile.step_base_s, t.step_base_s, 0.03, "base");
   expect_near_rel(r.profile.decode_seq_s, t.decode_seq_s, 0.03, "seq");
@@ -124,6 +126,41 @@ TEST(Fit, ToleratesClientTimingNoise) {
                   t.step_base_s + 4 * t.decode_seq_s, 0.08, "step at B=4");
   EXPECT_EQ(r.profile.max_running_seqs, 6u);
   expect_held_out_within(r.profile, 0.10, 0.0005);
+}
+
+// A llama.cpp-like truth: one KV cache shared by 4 slots, attention charged per batch token for
+// every occupied cell (finished requests' cells stay in their slots), nothing per sequence's own
+// context.
+TEST(Fit, RecoversASharedKvCache) {
+  Profile shared = truth();
+  shared.max_running_seqs = 4;
+  shared.decode_ctx_token_s = 0.0;
+  shared.prefill_ctx_token_s = 0.0;
+  shared.shared_kv_token_s = 3e-7;
+  const std::vector<ObservedCell> train = {
+      measure(1, 64, 32, 12, 0.0, shared), measure(1, 512, 32, 12, 0.0, shared),
+      measure(4, 64, 32, 24, 0.0, shared), measure(4, 512, 32, 24, 0.0, shared),
+      measure(8, 256, 48, 40, 0.0, shared)};
+  const FitResult r = fit_profile(train, FitOptions{});  // both structures fitted
+  EXPECT_EQ(r.attention, Attention::kSharedCache);
+  ASSERT_EQ(r.attention_objectives.size(), 2u);
+  EXPECT_LT(r.attention_objectives[1].second, 1e-3);
+  EXPECT_GT(r.attention_objectives[0].second, 0.05);
+  expect_near_rel(r.profile.shared_kv_token_s, 3e-7, 0.1, "shared kv");
+  expect_near_rel(r.profile.step_base_s + 4 * r.profile.decode_seq_s,
+                  shared.step_base_s + 4 * shared.decode_seq_s, 0.05, "step at B=4");
+  EXPECT_EQ(r.profile.max_running_seqs, 4u);
+  std::vector<CellComparison> cs;
+  for (const ObservedCell& c :
+       {measure(2, 256, 40, 16, 0.0, shared), measure(3, 128, 64, 24, 0.0, shared),
+        measure(6, 384, 32, 30, 0.0, shared)}) {
+    cs.push_back(compare_cell(r.profile, c));
+  }
+  for (const Figure f : {Figure::kTtftP50, Figure::kTpotP50, Figure::kOutputTokensPerS}) {
+    const auto e = median_abs_error(cs, f);
+    ASSERT_TRUE(e.has_value());
+    EXPECT_LT(*e, 0.03) << static_cast<int>(f);
+  }
 }
 
 TEST(Fit, SaysWhatOneConcurrencyCannotIdentify) {

@@ -108,6 +108,45 @@ TEST(Model, PrefillAttentionIsQuadraticInThePrompt) {
   EXPECT_DOUBLE_EQ(m.step_duration(0, 0, 10, 55), 0.01 + 0.001 + 55 * 1e-7);
 }
 
+// shared_kv_token_s: every batch token attends over all occupied cells of one KV cache; a
+// finished sequence leaves its prompt + output in its slot until a later sequence takes that slot
+// (least recently used first, never-used first of all).
+TEST(Model, SharedKvCacheChargesEveryBatchTokenForAllOccupiedCells) {
+  Profile p = paper_profile();
+  p.max_running_seqs = 2;
+  p.shared_kv_token_s = 1e-6;
+  Model m(p);
+  m.submit(request(1, 10, 5), 0.0);  // slot 0
+  const StepPlan a = *m.start_step(0.0);
+  EXPECT_EQ(a.kv_cells, 10);
+  EXPECT_NEAR(a.end_s, 0.01 + 10 / 10000.0 + 10 * 10 * 1e-6, 1e-12);
+  m.complete_step();
+  const StepPlan a2 = *m.start_step(m.clock());  // decodes token 2: cells 10 + 1 + 1
+  EXPECT_EQ(a2.kv_cells, 12);
+  m.complete_step();
+  m.run_until(kInf);  // request 1 leaves 10 + 5 cells in slot 0
+  EXPECT_EQ(m.kv_cells(), 15);
+  m.submit(request(2, 20, 3), m.clock());  // slot 1 (never used)
+  const StepPlan b = *m.start_step(m.clock());
+  EXPECT_EQ(b.kv_cells, 15 + 20);
+  m.run_until(kInf);
+  EXPECT_EQ(m.kv_cells(), 15 + 23);
+  m.submit(request(3, 7, 2), m.clock());  // slot 0, used least recently: its 15 cells go
+  const StepPlan c = *m.start_step(m.clock());
+  EXPECT_EQ(c.kv_cells, 23 + 7);
+  m.complete_step();
+  EXPECT_TRUE(m.cancel(3));  // a cancelled sequence leaves the cells it had: 7 + 1
+  EXPECT_EQ(m.kv_cells(), 23 + 8);
+  EXPECT_DOUBLE_EQ(m.step_duration(2, 0, 3, 0, 100), 0.01 + 0.002 + 3 / 10000.0 + 5 * 100 * 1e-6);
+}
+
+TEST(Model, WithoutASharedKvCacheNoCellsAreCounted) {
+  Model m(paper_profile());
+  m.submit(request(1, 10, 5), 0.0);
+  EXPECT_EQ(m.start_step(0.0)->kv_cells, 0);
+  EXPECT_EQ(m.kv_cells(), 0);
+}
+
 TEST(Model, DecodeTakesBudgetBeforePrefill) {
   Profile p = paper_profile();
   p.step_token_budget = 100;
