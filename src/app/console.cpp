@@ -220,8 +220,11 @@ std::string render_summary(const RunHeadline& h, const metrics::Summary& s, bool
   }
   out << sessions_text(s);
   if (!h.energy.empty()) out << "energy      " << h.energy << "\n";
-  out << "client      cpu " << fmt(s.client_cpu_s, 2) << " s · peak rss "
-      << bytes_text(s.client_peak_rss_bytes) << " · loop lag p99 "
+  out << "client      cpu " << fmt(s.client_cpu_s, 2) << " s";
+  if (!s.client_cpu_scope.empty()) {
+    out << " (" << s.client_cpu_scope << "; event loop " << fmt(s.client_loop_cpu_s, 2) << " s)";
+  }
+  out << " · peak rss " << bytes_text(s.client_peak_rss_bytes) << " · loop lag p99 "
       << fmt(s.client_loop_lag_ms.p99, 2) << " ms\n";
   out << "definitions " << s.definition_set << " (percentiles: linear interpolation)\n";
   out << "record      " << terminal_text(h.record_dir, true) << "\n";

@@ -124,6 +124,10 @@ void add_common_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
                  "fail a request whose stream sends no token for this many seconds (0: never)")
       ->transform(flags::seconds(true))
       ->capture_default_str();
+  cmd.add_option("--client-threads", o.load.client_threads,
+                 "event loops (threads) the client's connections are shared out over (HTTP "
+                 "engines; default: half the machine's hardware threads, 1 to 8)")
+      ->transform(flags::integer(1, 64));
   cmd.add_option("--error-budget", o.load.error_budget,
                  "exit 3 when the error rate exceeds this fraction")
       ->transform(flags::number(0, 1))

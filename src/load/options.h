@@ -2,9 +2,11 @@
 // --warmup, --seed, --slo, --error-budget); commands turn it into a load::LoadConfig.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <thread>
 
 namespace dyno::load {
 
@@ -22,6 +24,14 @@ struct LoadOptions {
   std::optional<std::string> time_window;  ///< replay: "FROM,TO" of trace time
   std::optional<std::string> slo;
   double error_budget = 0.05;
+  /// --client-threads: event loops the client's connections are shared out over (unset: the
+  /// machine's spare cores, default_client_threads()).
+  std::optional<unsigned> client_threads;
 };
+
+/// Half the machine's hardware threads (the engine may share the host), at least 1, at most 8.
+inline unsigned default_client_threads() {
+  return std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u);
+}
 
 }  // namespace dyno::load

@@ -22,7 +22,10 @@ class Run;
 /// Turns a target's callbacks into a trace. Only appends: figures come later (P5).
 class RequestObserver final : public transport::StreamObserver {
  public:
-  RequestObserver(Run& run, std::uint64_t index) : run_(run), index_(index) {}
+  /// `trace` is the request's own trace: with --client-threads the per-event calls come from a
+  /// shard's thread, which must touch nothing else of the run (transport/sharded_target.h).
+  RequestObserver(Run& run, std::uint64_t index, metrics::Trace& trace)
+      : run_(run), index_(index), trace_(trace) {}
   void on_sent(std::int64_t t_ns) override;
   void on_first_byte(std::int64_t t_ns, int http_status) override;
   void on_token_event(std::int64_t t_ns, std::string_view content,
@@ -33,9 +36,10 @@ class RequestObserver final : public transport::StreamObserver {
                 std::optional<int> http_status) override;
 
  private:
-  metrics::Trace& trace();
+  metrics::Trace& trace() { return trace_; }
   Run& run_;
   std::uint64_t index_;
+  metrics::Trace& trace_;
 };
 
 class Run {

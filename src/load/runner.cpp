@@ -324,8 +324,8 @@ metrics::Trace& Run::new_trace(const char* phase, std::optional<std::int64_t> sc
 void Run::submit_next(const char* phase, std::optional<std::int64_t> scheduled_abs,
                       std::optional<std::size_t> stream_pos) {
   const std::size_t pos = stream_pos.value_or(traces_.size() % requests_.size());
-  const metrics::Trace& t = new_trace(phase, scheduled_abs, pos);
-  RequestObserver& obs = observers_.emplace_back(*this, t.index);
+  metrics::Trace& t = new_trace(phase, scheduled_abs, pos);
+  RequestObserver& obs = observers_.emplace_back(*this, t.index, t);
   target_.submit(*prepared_[pos], t.index, obs);
 }
 
@@ -389,8 +389,6 @@ void Run::schedule_stop_poll(std::int64_t due) {
     schedule_stop_poll(std::max(due + kStopPollNs, transport::steady_now_ns()));
   });
 }
-
-metrics::Trace& RequestObserver::trace() { return run_.trace(index_); }
 
 void RequestObserver::on_sent(std::int64_t t_ns) { trace().sent_ns = run_.rel(t_ns); }
 

@@ -40,6 +40,9 @@ struct LoadConfig {
   std::uint64_t warmup = 0;               ///< discarded requests sent first (at concurrency)
   bool keep_event_times = true;           ///< keep every token-bearing event time
   bool keep_output_text = false;
+  /// HTTP targets: event loops, each on its own thread, that the connections are shared out
+  /// over (transport/sharded_target.h); 1: the run's own loop does all the I/O.
+  unsigned client_threads = 1;
 };
 
 /// Progress, sampled by the caller for the progress bar (read on the loop thread).

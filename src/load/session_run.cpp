@@ -38,7 +38,7 @@ void Run::send_turn(ActiveSession& s, std::optional<std::int64_t> scheduled_abs)
   t.turn = static_cast<std::int64_t>(s.next);
   t.session_turns = static_cast<std::int64_t>(plan.turns.size());
   ++s.next;
-  RequestObserver& obs = observers_.emplace_back(*this, t.index);
+  RequestObserver& obs = observers_.emplace_back(*this, t.index, t);
   const transport::PreparedRequest& sent = *(turn_wire_[t.index] = std::move(wire));
   target_.submit(sent, t.index, obs);
 }

@@ -291,6 +291,9 @@ void answer_quality(std::span<const Trace* const> ended, Summary& s) {
 /// The client's own CPU time, memory and event-loop lag.
 void client_figures(const SummaryOptions& options, Summary& s) {
   s.client_cpu_s = options.client.cpu_s;
+  s.client_cpu_scope = options.client.cpu_scope;
+  s.client_loop_cpu_s = options.client.loop_cpu_s;
+  s.client_threads = options.client.threads;
   s.client_peak_rss_bytes = options.client.peak_rss_bytes;
   std::vector<double> lag_ms;
   lag_ms.reserve(options.client.loop_lag_s.size());

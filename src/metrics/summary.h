@@ -87,7 +87,14 @@ struct Warning {
 
 /// What the client cost while it measured (P10: the record shows whether dyno distorted it).
 struct ClientCost {
-  std::optional<double> cpu_s;           ///< user + system CPU of the dyno process during the run
+  std::optional<double> cpu_s;  ///< user + system CPU of the dyno process during the run
+  /// What cpu_s covers: "process" (every thread of the dyno process during the load: event
+  /// loop, record appender, telemetry), "process_minus_engine" (the same less the embedded
+  /// engine's thread) or "event_loops" (the event-loop threads alone: an in-process plugin's
+  /// threads cannot be told apart). Empty: not stated (imported records).
+  std::string cpu_scope;
+  std::optional<double> loop_cpu_s;      ///< the event-loop thread(s) alone during the load
+  unsigned threads = 1;                  ///< event loops (threads) that did the I/O
   std::optional<double> peak_rss_bytes;  ///< peak resident memory
   std::vector<double> loop_lag_s;        ///< event-loop lag samples (timer lateness)
 };
@@ -159,6 +166,9 @@ struct Summary {
 
   // dyno's own cost.
   std::optional<double> client_cpu_s;
+  std::string client_cpu_scope;  ///< ClientCost::cpu_scope
+  std::optional<double> client_loop_cpu_s;
+  unsigned client_threads = 1;
   std::optional<double> client_peak_rss_bytes;
   Distribution client_loop_lag_ms;
 

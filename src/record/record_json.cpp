@@ -331,6 +331,11 @@ json::object summary_to_json(const metrics::Summary& s) {
   o["client"] = json::object{{"cpu_s", number_or_null(s.client_cpu_s)},
                              {"peak_rss_bytes", number_or_null(s.client_peak_rss_bytes)},
                              {"loop_lag_ms", distribution_to_json(s.client_loop_lag_ms)}};
+  if (!s.client_cpu_scope.empty()) {
+    o["client"].as_object()["cpu_scope"] = s.client_cpu_scope;
+    o["client"].as_object()["loop_cpu_s"] = number_or_null(s.client_loop_cpu_s);
+    o["client"].as_object()["threads"] = s.client_threads;
+  }
   if (s.sessions) o["sessions"] = sessions_to_json(*s.sessions);
   if (s.prefix_cache) o["prefix_cache"] = prefix_cache_to_json(*s.prefix_cache);
   json::array warnings;

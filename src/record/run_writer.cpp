@@ -80,34 +80,81 @@ std::vector<fs::path> open_run_dirs() {
 }
 
 void write_file_atomic(const fs::path& path, std::string_view bytes) {
-  std::lock_guard gate(record_write_lock());
-  const fs::path tmp = path.string() + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw RecordError("cannot create " + tmp.string() + ": " + errno_text());
-  // A failure leaves neither a partial file nor the temporary one behind.
+  AtomicFileWriter out(path);
+  out.append(bytes);
+  out.commit();
+}
+
+namespace {
+constexpr std::size_t kAtomicWriteChunk = 256 * 1024;
+}  // namespace
+
+AtomicFileWriter::AtomicFileWriter(fs::path path)
+    : gate_(record_write_lock()), path_(std::move(path)), tmp_(path_.string() + ".tmp") {
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw RecordError("cannot create " + tmp_.string() + ": " + errno_text());
+}
+
+AtomicFileWriter::~AtomicFileWriter() { abandon(); }
+
+// A failure leaves neither a partial file nor the temporary one behind.
+void AtomicFileWriter::abandon() noexcept {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  fd_ = -1;
+  ::unlink(tmp_.c_str());
+}
+
+void AtomicFileWriter::flush() {
+  if (pending_.empty()) return;
   try {
-    write_all(fd, bytes, tmp);
+    write_all(fd_, pending_, tmp_);
   } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
+    abandon();
     throw;
   }
-  if (::fsync(fd) != 0) {
-    const std::string cause = errno_text();
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw RecordError("cannot write " + tmp.string() + ": " + cause);
+  pending_.clear();
+}
+
+void AtomicFileWriter::append(std::string_view bytes) {
+  if (fd_ < 0) throw RecordError("cannot write " + tmp_.string() + ": already closed");
+  if (pending_.size() + bytes.size() > kAtomicWriteChunk) {
+    flush();
+    if (bytes.size() >= kAtomicWriteChunk) {
+      try {
+        write_all(fd_, bytes, tmp_);
+      } catch (...) {
+        abandon();
+        throw;
+      }
+      return;
+    }
   }
+  pending_.append(bytes);
+}
+
+void AtomicFileWriter::commit() {
+  if (fd_ < 0) throw RecordError("cannot write " + tmp_.string() + ": already closed");
+  flush();
+  const auto fail = [&](const std::string& what) {
+    const std::string cause = errno_text();
+    abandon();
+    throw RecordError(what + ": " + cause);
+  };
+  if (::fsync(fd_) != 0) fail("cannot write " + tmp_.string());
+  const int fd = fd_;
+  fd_ = -1;
   if (::close(fd) != 0) {
     const std::string cause = errno_text();
-    ::unlink(tmp.c_str());
-    throw RecordError("cannot write " + tmp.string() + ": " + cause);
+    ::unlink(tmp_.c_str());
+    throw RecordError("cannot write " + tmp_.string() + ": " + cause);
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const std::string cause = errno_text();
-    ::unlink(tmp.c_str());
-    throw RecordError("cannot rename " + tmp.string() + " to " + path.string() + ": " + cause);
+    ::unlink(tmp_.c_str());
+    throw RecordError("cannot rename " + tmp_.string() + " to " + path_.string() + ": " + cause);
   }
+  gate_.unlock();
 }
 
 std::string read_file(const fs::path& path) {
@@ -365,12 +412,13 @@ void RunWriter::finalize(const std::vector<metrics::Trace>& traces) {
     std::lock_guard lock(mu_);
     secrets = secrets_;
   }
-  std::string body;
+  // Streamed through the temporary file: the whole file is never in memory.
+  AtomicFileWriter out(dir_ / "requests.jsonl");
   std::size_t replaced = 0;
   std::size_t lines_replaced = 0;
   for (const auto* t : ordered) {
     std::size_t n = 0;
-    body += request_line(*t, n, secrets);
+    out.append(request_line(*t, n, secrets));
     replaced += n;
     lines_replaced += n > 0 ? 1 : 0;
   }
@@ -379,7 +427,7 @@ void RunWriter::finalize(const std::vector<metrics::Trace>& traces) {
     requests_invalid_utf8_ = replaced;
     requests_with_invalid_utf8_ = lines_replaced;
   }
-  write_file_atomic(dir_ / "requests.jsonl", body);
+  out.commit();
   write_sha256sums(dir_);
 }
 

@@ -32,6 +32,29 @@ class RecordError : public Error {
 /// Throws RecordError.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
 
+/// write_file_atomic for a file written in pieces (never all in memory): append() collects up to
+/// 256 KiB before each write to the temporary file; commit() flushes, fsyncs and renames. A writer
+/// destroyed without commit() removes the temporary file. Holds record_write_lock() from
+/// construction to commit or destruction. Throws RecordError.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::filesystem::path path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  void append(std::string_view bytes);
+  void commit();
+
+ private:
+  void flush();
+  void abandon() noexcept;
+  std::unique_lock<std::recursive_timed_mutex> gate_;
+  std::filesystem::path path_;
+  std::filesystem::path tmp_;
+  int fd_ = -1;
+  std::string pending_;
+};
+
 /// Held by every write_file_atomic() of this process. A second interrupt that exits at once
 /// (record/close_at_once.h) takes it and keeps it until the process exits: no other thread then
 /// changes a record while that thread closes it with its own (recursive) writes.

@@ -29,6 +29,7 @@
 #include "sim/server.h"
 #include "telemetry/energy_report.h"
 #include "transport/event_loop.h"
+#include "transport/sharded_target.h"
 #include "transport/timeouts.h"
 #include "workload/request_stream.h"
 #include "workload/scoring.h"
@@ -249,22 +250,37 @@ class CellTarget {
       pc.first_token_timeout = config_.first_token_timeout;
       pc.total_timeout = config_.total_timeout;
       plugin_ = std::make_unique<transport::PluginTarget>(loop_, *engine.plugin(), pc);
+    } else if (load.client_threads > 1) {
+      sharded_ = std::make_unique<transport::ShardedTarget>(loop_, config_, load.client_threads);
     } else {
       http_ = std::make_unique<transport::HttpTarget>(loop_, config_);
     }
   }
+  ~CellTarget() {
+    if (sharded_) sharded_->cancel_all();  // nothing in flight may outlive the observers
+  }
   transport::EventLoop& loop() { return loop_; }
   transport::Target& target() {
-    return plugin_ ? static_cast<transport::Target&>(*plugin_) : *http_;
+    if (plugin_) return *plugin_;
+    if (sharded_) return *sharded_;
+    return *http_;
   }
+  /// Event loops doing the I/O: 1, or the shards of --client-threads.
+  unsigned loops() const { return sharded_ ? sharded_->shards() : 1; }
+  /// CPU seconds of the shards' threads so far (0 without shards).
+  double shards_cpu_s() const { return sharded_ ? sharded_->shards_cpu_s() : 0.0; }
   const transport::HttpTargetConfig& config() const { return config_; }
   const transport::PluginTarget* plugin() const { return plugin_.get(); }
-  std::uint64_t connections_opened() const { return http_ ? http_->connections_opened() : 0; }
+  std::uint64_t connections_opened() const {
+    if (sharded_) return sharded_->connections_opened();
+    return http_ ? http_->connections_opened() : 0;
+  }
 
  private:
   transport::HttpTargetConfig config_;
   transport::EventLoop loop_;
   std::unique_ptr<transport::HttpTarget> http_;
+  std::unique_ptr<transport::ShardedTarget> sharded_;
   std::unique_ptr<transport::PluginTarget> plugin_;
 };
 
@@ -312,7 +328,10 @@ record::Manifest open_manifest(EngineSession& engine, const CellSpec& cell,
 /// What the load left, and what was observed beside it.
 struct Measured {
   load::LoadResult result;
-  double client_cpu_s = 0;  ///< this process minus an embedded engine, or the loop thread
+  double client_cpu_s = 0;       ///< this process minus an embedded engine, or the loop thread
+  std::string client_cpu_scope;  ///< metrics::ClientCost::cpu_scope
+  double loop_cpu_s = 0;         ///< the event-loop thread(s)
+  unsigned client_threads = 1;   ///< event loops doing the I/O
   std::optional<std::string> metrics_before;
   std::unique_ptr<engine::GaugeSampler> gauges;
   std::uint64_t log_begin = 0;
@@ -352,11 +371,11 @@ Measured measure(EngineSession& engine, CellTarget& target, const CellSpec& cell
 
   const double sim_cpu_before = engine.embedded() ? engine.embedded()->cpu_seconds() : 0.0;
   const double cpu_before = cpu_seconds_self();
-  const double loop_cpu_before = cpu_seconds_this_thread();
+  const double loop_cpu_before = cpu_seconds_this_thread() + target.shards_cpu_s();
   m.result = load::run_load(target.loop(), target.target(), cell.requests, load_config, hooks);
   const double cpu_after = cpu_seconds_self();
   if (m.gauges) m.gauges->stop();
-  const double loop_cpu = cpu_seconds_this_thread() - loop_cpu_before;
+  const double loop_cpu = cpu_seconds_this_thread() + target.shards_cpu_s() - loop_cpu_before;
   const double sim_cpu =
       engine.embedded() ? engine.embedded()->cpu_seconds() - sim_cpu_before : 0.0;
   if (cell_hooks.on_load_done) cell_hooks.on_load_done();
@@ -365,6 +384,11 @@ Measured measure(EngineSession& engine, CellTarget& target, const CellSpec& cell
   // apart: the client is the event-loop thread (this one).
   m.client_cpu_s =
       target.plugin() != nullptr ? loop_cpu : std::max(0.0, cpu_after - cpu_before - sim_cpu);
+  m.client_cpu_scope = target.plugin() != nullptr ? "event_loops"
+                       : engine.embedded()        ? "process_minus_engine"
+                                                  : "process";
+  m.loop_cpu_s = loop_cpu;
+  m.client_threads = target.loops();
   return m;
 }
 
@@ -472,6 +496,9 @@ void summarize_cell(const CellSpec& cell, const Measured& m, CellOutcome& out) {
   so.open_loop = cell.load.open_loop;
   so.slo = cell.slo;
   so.client.cpu_s = m.client_cpu_s;
+  so.client.cpu_scope = m.client_cpu_scope;
+  so.client.loop_cpu_s = m.loop_cpu_s;
+  so.client.threads = m.client_threads;
   so.client.peak_rss_bytes = peak_rss_bytes();
   so.client.loop_lag_s = result.loop_lag_s;
   so.replay = cell.load.replay.has_value();

@@ -46,6 +46,14 @@ std::string seconds_text(std::int64_t ns) {
 
 bool is_redirect(int status) { return status >= 300 && status < 400 && status != 304; }
 
+// Plain-TCP reads are synchronous on the loop's thread and their bytes are consumed before the
+// read returns, so every plain connection of a loop shares one buffer: 16 KiB per loop thread,
+// not per stream. (A TLS read is asynchronous: its connection has its own buffer.)
+char* shared_read_buffer() {
+  thread_local std::unique_ptr<char[]> buffer(new char[kReadBufferSize]);
+  return buffer.get();
+}
+
 }  // namespace
 
 Connection::Connection(Pool* pool, asio::io_context& context, ssl::context* tls_context)
@@ -53,7 +61,6 @@ Connection::Connection(Pool* pool, asio::io_context& context, ssl::context* tls_
       context_(context),
       tls_context_(tls_context),
       timer_(context),
-      read_buffer_(new char[kReadBufferSize]),
       sse_([this](const SseEvent& event) { on_sse_event(event); }, kMaxEventBytes) {}
 
 void Connection::begin(const Prepared& request, std::uint64_t submission, StreamObserver& observer,
@@ -232,6 +239,7 @@ void Connection::start_read() {
   if (tls_) {
     auto handler = [self = shared_from_this(), generation = generation_](
                        const error_code& ec, std::size_t n) { self->on_read(generation, ec, n); };
+    if (!read_buffer_) read_buffer_.reset(new char[kReadBufferSize]);
     tls_->async_read_some(asio::buffer(read_buffer_.get(), kReadBufferSize), std::move(handler));
     return;
   }
@@ -252,6 +260,7 @@ void Connection::on_readable(std::uint64_t generation, const error_code& ec) {
   // Drain the socket (the reactor is edge-triggered: a new wait fires only on new data), but
   // at most kMaxReadsPerTurn reads per turn: then the rest is read from a posted continuation,
   // behind every other ready handler and due timer.
+  char* const buffer = shared_read_buffer();
   for (int reads = 0;; ++reads) {
     if (reads == kMaxReadsPerTurn) {
       asio::post(context_, [self = shared_from_this(), generation] {
@@ -259,8 +268,7 @@ void Connection::on_readable(std::uint64_t generation, const error_code& ec) {
       });
       return;
     }
-    const TimedRecv r =
-        recv_timed(plain_->native_handle(), read_buffer_.get(), kReadBufferSize, MSG_DONTWAIT);
+    const TimedRecv r = recv_timed(plain_->native_handle(), buffer, kReadBufferSize, MSG_DONTWAIT);
     const ssize_t n = r.bytes;
     const std::int64_t now = steady_now_ns();
     if (n < 0) {
@@ -278,7 +286,7 @@ void Connection::on_readable(std::uint64_t generation, const error_code& ec) {
     std::int64_t t_ns = r.receive_ns.value_or(now);
     t_ns = std::clamp(t_ns, std::max(sent_ns_, read_ns_), std::max(now, sent_ns_));
     response_started_ = true;
-    if (!process(t_ns, read_buffer_.get(), static_cast<std::size_t>(n))) return;
+    if (!process(t_ns, buffer, static_cast<std::size_t>(n))) return;
     if (pool_ == nullptr || generation != generation_) return;
     if (static_cast<std::size_t>(n) < kReadBufferSize) break;
   }

@@ -5,7 +5,8 @@
 // Every async handler holds a shared_ptr to its connection plus the connection's generation
 // number at the time it was started; a handler whose generation is stale (the request ended
 // meanwhile, by error, timeout or cancel) does nothing. The response framing is read in place on
-// the 16 KiB read buffer (http_response.h), so body bytes go straight to the SSE parser.
+// the read buffer (http_response.h; for plain TCP one 16 KiB buffer per loop thread, shared by
+// its connections), so body bytes go straight to the SSE parser.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -116,7 +117,7 @@ class Connection : public std::enable_shared_from_this<Connection>,
   asio::steady_timer timer_;
   std::uint64_t timer_generation_ = 0;
   Deadline deadline_kind_ = Deadline::kNone;
-  std::unique_ptr<char[]> read_buffer_;
+  std::unique_ptr<char[]> read_buffer_;  ///< TLS only (allocated at the first TLS read)
 
   // The exchange in flight.
   const Prepared* request_ = nullptr;

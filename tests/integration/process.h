@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,7 +66,7 @@ class Child {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
       int st = 0;
-      const pid_t r = ::waitpid(pid_, &st, WNOHANG);
+      const pid_t r = ::wait4(pid_, &st, WNOHANG, &usage_);
       if (r == pid_) {
         reaped_ = true;
         if (WIFEXITED(st)) return WEXITSTATUS(st);
@@ -75,6 +76,15 @@ class Child {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return -1;
+  }
+
+  /// The exited child's resource use (all its threads: CPU, peak RSS), once wait() reaped it.
+  const struct rusage& usage() const { return usage_; }
+  double cpu_seconds() const {
+    auto s = [](const timeval& t) {
+      return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+    };
+    return s(usage_.ru_utime) + s(usage_.ru_stime);
   }
 
   std::string out() const { return slurp(out_path_); }
@@ -107,6 +117,7 @@ class Child {
  private:
   pid_t pid_ = -1;
   bool reaped_ = false;
+  struct rusage usage_ {};
   std::string out_path_;
   std::string err_path_;
 };
