@@ -20,6 +20,7 @@
 #include "engine/server_gauges.h"
 #include "engine/server_metrics.h"
 #include "engine/server_timings.h"
+#include "record/index_url.h"
 #include "record/manifest.h"
 #include "record/model_identity.h"
 #include "record/record_json.h"
@@ -594,7 +595,8 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
   writer.finalize(result.traces);
   out.record_sha256 = record::sha256_hex_file(writer.dir() / "SHA256SUMS");
   if (auto w = writer.invalid_utf8_warning()) out.summary.warnings.push_back(std::move(*w));
-  record::index_finished_run(runs_root, writer.dir(), std::cerr);  // a warning if it fails
+  // A warning if it fails; DYNO_INDEX_URL names a PostgreSQL index (docs/store.md).
+  record::index_finished_run(runs_root, writer.dir(), std::cerr, record::index_url_from_env());
   out.traces = std::move(result.traces);
   out.summary_json = std::move(summary_json);
   return out;
