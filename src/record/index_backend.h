@@ -24,6 +24,7 @@ struct KnownRun {
 enum class IndexOpened {
   existing,   ///< a usable index: nothing to do
   created,    ///< there was none: every run must be indexed (rebuild)
+  new_root,   ///< a shared index that holds no row of this runs root yet: rebuild, silently
   recovered,  ///< an unusable one was replaced (the backend has warned): rebuild
 };
 

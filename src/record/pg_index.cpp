@@ -64,10 +64,12 @@ void read(const char* text, bool null, std::optional<double>& out) {
 /// libpq's message on one line, without the password.
 std::string one_line(const std::string& url, std::string message) {
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-  for (char& c : message) {
-    if (c == '\n') c = ' ';
+  std::string flat;
+  for (const char c : message) {
+    const char s = c == '\n' || c == '\t' ? ' ' : c;
+    if (s != ' ' || (!flat.empty() && flat.back() != ' ')) flat += s;
   }
-  return redact_secret_of(url, message);
+  return redact_secret_of(url, flat);
 }
 
 class Result {
@@ -189,7 +191,7 @@ void PgIndex::ensure_schema(std::ostream& warnings) {
       std::string(conn_.exec("SELECT to_regclass('dyno_meta') IS NOT NULL").text(0, 0)) == "t";
   if (!present) {
     create_schema();
-    opened_ = IndexOpened::created;
+    opened_ = IndexOpened::new_root;
   } else if (const std::string reason = outdated_reason(); !reason.empty()) {
     warnings << "dyno: warning: the run index " << conn_.name() << " " << reason
              << "; its tables were recreated and runs roots are indexed again from their "
@@ -197,7 +199,7 @@ void PgIndex::ensure_schema(std::ostream& warnings) {
     create_schema();
     opened_ = IndexOpened::recovered;
   } else if (conn_.exec("SELECT 1 FROM dyno_runs WHERE root = $1 LIMIT 1", {root_}).rows() == 0) {
-    opened_ = IndexOpened::created;  // a runs root new to this database: index all its runs
+    opened_ = IndexOpened::new_root;  // first use of this runs root here: index all its runs
   }
   txn.commit();
 }

@@ -20,7 +20,6 @@
 #include "engine/server_gauges.h"
 #include "engine/server_metrics.h"
 #include "engine/server_timings.h"
-#include "record/index_url.h"
 #include "record/manifest.h"
 #include "record/model_identity.h"
 #include "record/record_json.h"
@@ -547,8 +546,8 @@ void close_manifest(EngineSession& engine, const CellTarget& target, const Measu
 }  // namespace
 
 CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
-                     const std::filesystem::path& runs_root, const std::atomic<bool>& stop,
-                     const CellHooks& hooks) {
+                     const std::filesystem::path& runs_root, const std::string& index_url,
+                     const std::atomic<bool>& stop, const CellHooks& hooks) {
   CellOutcome out;
   const auto started = std::chrono::system_clock::now();
   out.run_id = record::make_run_id(started, cell.label);
@@ -595,8 +594,8 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
   writer.finalize(result.traces);
   out.record_sha256 = record::sha256_hex_file(writer.dir() / "SHA256SUMS");
   if (auto w = writer.invalid_utf8_warning()) out.summary.warnings.push_back(std::move(*w));
-  // A warning if it fails; DYNO_INDEX_URL names a PostgreSQL index (docs/store.md).
-  record::index_finished_run(runs_root, writer.dir(), std::cerr, record::index_url_from_env());
+  record::index_finished_run(runs_root, writer.dir(), std::cerr,
+                             index_url);  // a warning if it fails
   out.traces = std::move(result.traces);
   out.summary_json = std::move(summary_json);
   return out;

@@ -209,6 +209,15 @@ TEST_F(PgRuns, BadUrlsAndUnreachableServersAreClearErrorsWithoutThePassword) {
   r = dyno({"runs", "list", "--runs-root", root_.string(), "--index", wrong});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("password authentication failed"), std::string::npos) << r.err;
+  // `dyno run --index`: checked before anything runs; the run indexed there, not in SQLite.
+  r = dyno(run_args("2", {"--index", "mysql://dyno:Hunter2-pw@x/db"}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--index"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(root_ / "index.sqlite"));
+  r = dyno(run_args("2", {"--index", url_}));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(rows_in_db(), "1");
+  EXPECT_FALSE(fs::exists(root_ / "index.sqlite"));
   // A run whose index cannot be reached still succeeds, with one warning; the record is whole.
   r = dyno(run_args("2"), {{"DYNO_INDEX_URL", wrong}});
   EXPECT_EQ(r.code, 0) << r.err;
