@@ -4,7 +4,8 @@
 // refuses to run as root (CI runs as root): there the server runs as `nobody` (runuser), which
 // owns the directory. Connections over the socket need no password (for the fixture's own
 // CREATE DATABASE); over TCP they need the password (scram-sha-256), so tests can check how a
-// password travels. One server per test process: register a binary that uses it as one ctest
+// password travels. If the test process is killed, a watchdog shell stops the server and
+// removes the directory. One server per test process: register a binary that uses it as one ctest
 // test, not one per TEST (each would start its own server).
 #pragma once
 
@@ -13,11 +14,14 @@
 #include <libpq-fe.h>
 #include <netinet/in.h>
 #include <pwd.h>
+#include <stdlib.h>  // mkdtemp
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -53,7 +57,7 @@ class PgServer {
   static constexpr const char* kPassword = "s3cret-Pg-pw";
 
   /// Starts the server; throws std::runtime_error (with the log's path) when it cannot.
-  explicit PgServer(const std::filesystem::path& bin) : bin_(bin), dir_(make_temp_dir("dyno-pg")) {
+  explicit PgServer(const std::filesystem::path& bin) : bin_(bin), dir_(make_private_dir()) {
     const bool root = ::geteuid() == 0;
     std::string as;
     if (root) {
@@ -92,6 +96,12 @@ class PgServer {
     }
     as_ = as;
     started_ = true;
+    // A test process that is killed (a ctest timeout, SIGPIPE, a crash) runs no destructor: a
+    // watchdog stops the server and removes its directory once this process is gone.
+    (void)std::system(("sh -c 'while kill -0 " + std::to_string(::getpid()) +
+                       " 2>/dev/null; do sleep 1; done; " + as + (bin_ / "pg_ctl").string() +
+                       " -D " + d + "/data -m immediate stop; rm -rf " + d + "' > /dev/null 2>&1 &")
+                          .c_str());
   }
   ~PgServer() {
     if (started_) {
@@ -146,6 +156,15 @@ class PgServer {
   }
 
  private:
+  /// A private directory under /tmp, whatever TMPDIR says: the server's socket path must fit
+  /// in 107 bytes, and `nobody` must be able to reach the directory.
+  static std::filesystem::path make_private_dir() {
+    std::string templ = "/tmp/dyno-pg-XXXXXX";
+    if (::mkdtemp(templ.data()) == nullptr) {
+      throw std::runtime_error("mkdtemp " + templ + ": " + std::strerror(errno));
+    }
+    return templ;
+  }
   static void sh(const std::string& cmd, const std::string& what) {
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error(what + " failed");
   }
