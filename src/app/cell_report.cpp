@@ -10,6 +10,7 @@
 #include "app/console.h"
 #include "app/exit_codes.h"
 #include "engine/launch.h"
+#include "record/index_url.h"
 #include "record/record_json.h"
 
 namespace dyno::app {
@@ -85,7 +86,10 @@ session::CellOutcome run_and_show(session::EngineSession& engine, const session:
     bar.update(p, measured_s);
   };
   hooks.on_load_done = [&bar] { bar.finish(); };
-  session::CellOutcome out = session::run_cell(engine, cell, o.record.runs_root, stop, hooks);
+  // --index, else DYNO_INDEX_URL (a malformed one is a warning when the run is indexed).
+  const std::string index_url = o.record.index ? *o.record.index : record::index_url_from_env();
+  session::CellOutcome out =
+      session::run_cell(engine, cell, o.record.runs_root, index_url, stop, hooks);
   if (print_summary) {
     if (o.console.json) {
       json::object printed = out.summary_json;

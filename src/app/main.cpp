@@ -22,6 +22,7 @@
 #include "app/stream_command.h"
 #include "dyno/build_info.h"
 #include "record/import_formats.h"
+#include "record/index_url.h"
 #include "record/run_writer.h"
 #include "telemetry/energy_report.h"
 
@@ -103,6 +104,19 @@ void add_common_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
       ->capture_default_str();
   cmd.add_option("--runs-root", o.record.runs_root, "directory that receives run records")
       ->capture_default_str();
+  cmd.add_option("--index", o.record.index,
+                 "index finished runs in this PostgreSQL index: postgresql://[user@]host[:port]/db "
+                 "(default: $DYNO_INDEX_URL, else <runs-root>/index.sqlite; docs/store.md)")
+      ->check(CLI::Validator(
+          [](std::string& url) -> std::string {
+            try {
+              dyno::record::check_index_url(url);
+              return {};
+            } catch (const dyno::Error& e) {
+              return e.what();
+            }
+          },
+          "URL"));
   cmd.add_option("--label", o.record.label, "a label added to the run id and the manifest");
   cmd.add_flag("--json", o.console.json, "print the summary as JSON on stdout");
   cmd.add_flag("--no-stream", o.target.no_stream, "ask for whole (non-streamed) responses");

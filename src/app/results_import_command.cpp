@@ -8,6 +8,7 @@
 #include "app/exit_codes.h"
 #include "error/error.h"
 #include "json/json_text.h"
+#include "record/index_url.h"
 #include "record/run_index.h"
 #include "record/run_writer.h"
 #include "session/run_cell.h"
@@ -89,17 +90,18 @@ int results_import_command(const ResultsImportOptions& o, std::ostream& out, std
   wo.engine = o.engine;
   wo.api = o.api;
   wo.harness = session::harness_identity();
+  const std::string index_url = record::index_url_from_env();
   std::vector<ImportedRun> runs;
   for (const Read& r : reads) {
     for (const record::ImportedResult& result : r.results) {
       ImportedRun run{record::write_imported_run(result, r.name, r.bytes, wo), std::nullopt};
-      record::index_finished_run(o.runs_root, run.outcome.dir, err);
+      record::index_finished_run(o.runs_root, run.outcome.dir, err, index_url);
       runs.push_back(std::move(run));
     }
   }
   // Which records repeat an earlier import: one look at the index for all of them.
   try {
-    record::RunIndex index(o.runs_root, err);
+    record::RunIndex index(o.runs_root, err, index_url);
     for (ImportedRun& run : runs) {
       if (const auto row = index.find(run.outcome.run_id)) run.duplicate_of = row->duplicate_of;
     }

@@ -14,6 +14,7 @@
 #include "app/run_command.h"
 #include "app/runs_verify.h"
 #include "json/json_text.h"
+#include "record/index_url.h"
 #include "record/record_json.h"
 #include "record/run_writer.h"
 #include "record/scrub.h"
@@ -129,6 +130,16 @@ const std::regex& date_pattern() {
   return re;
 }
 
+std::string resolve_index_url(const std::optional<std::string>& flag) {
+  const std::string url = flag ? *flag : record::index_url_from_env();
+  if (url.empty()) {
+    if (flag) throw UsageError("--index: an empty URL; give postgresql://… or leave it out");
+    return url;
+  }
+  about(flag ? "--index" : record::kIndexUrlEnv, [&] { record::check_index_url(url); });
+  return url;
+}
+
 fs::path existing_root(const std::string& root) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
@@ -141,12 +152,16 @@ fs::path existing_root(const std::string& root) {
 namespace {
 
 /// The index of a runs root, brought up to date; where index.sqlite cannot be written (a
-/// read-only copy), one built in memory, with a warning.
-std::unique_ptr<record::RunIndex> synced_index(const fs::path& root, std::ostream& err) {
+/// read-only copy), one built in memory, with a warning. A PostgreSQL index that cannot be
+/// reached is an error: the user asked for that index.
+std::unique_ptr<record::RunIndex> synced_index(const fs::path& root, const RunsOptions& o,
+                                               std::ostream& err) {
+  const std::string url = resolve_index_url(o.index);
   std::unique_ptr<record::RunIndex> index;
   try {
-    index = std::make_unique<record::RunIndex>(root, err);
+    index = std::make_unique<record::RunIndex>(root, err, url);
   } catch (const record::IndexError& e) {
+    if (!url.empty()) throw;
     err << "dyno: warning: " << e.what() << "; listing from the run directories instead\n";
     return record::RunIndex::in_memory(root);
   }
@@ -169,7 +184,8 @@ int cmd_list(const RunsOptions& o, std::ostream& out, std::ostream& err) {
                        "' is not a date; use YYYY-MM-DD, optionally with THH:MM:SS (UTC)");
     }
   }
-  const std::vector<record::RunRow> rows = synced_index(existing_root(o.runs_root), err)->list(f);
+  const std::vector<record::RunRow> rows =
+      synced_index(existing_root(o.runs_root), o, err)->list(f);
   if (o.json) {
     json::array a;
     for (const auto& r : rows) a.push_back(record::row_to_json(r));
@@ -208,7 +224,7 @@ int cmd_show(const RunsOptions& o, std::ostream& out, std::ostream& err) {
   std::optional<record::RunRow> row;
   std::error_code ec;
   if (fs::equivalent(dir.parent_path(), o.runs_root, ec)) {
-    row = synced_index(o.runs_root, err)->find(dir.filename().string());
+    row = synced_index(o.runs_root, o, err)->find(dir.filename().string());
   }
   if (!row) row = record::read_run_row(dir);
   if (o.json) {
@@ -337,7 +353,7 @@ int cmd_rm(const RunsOptions& o, std::ostream& out, std::ostream& err) {
     }
     dirs.push_back(dir);
   }
-  record::RunIndex index(root, err);
+  record::RunIndex index(root, err, resolve_index_url(o.index));
   std::random_device rd;
   for (const auto& dir : dirs) {
     const std::string name = dir.filename().string();
@@ -355,10 +371,13 @@ int cmd_rm(const RunsOptions& o, std::ostream& out, std::ostream& err) {
 }
 
 int cmd_reindex(const RunsOptions& o, std::ostream& out, std::ostream& err) {
-  record::RunIndex index(existing_root(o.runs_root), err);
+  const std::string url = resolve_index_url(o.index);
+  record::RunIndex index(existing_root(o.runs_root), err, url);
   const std::size_t n = index.rebuilt() ? index.ids().size() : index.rebuild();
   out << "indexed " << n << (n == 1 ? " run" : " runs") << " in "
-      << (fs::path(o.runs_root) / record::kIndexFileName).string() << "\n";
+      << terminal_text(url.empty() ? (fs::path(o.runs_root) / record::kIndexFileName).string()
+                                   : index.name())
+      << "\n";
   return kExitOk;
 }
 
@@ -389,6 +408,7 @@ int cmd_publish(const RunsOptions& o, std::ostream& out, std::ostream& err) {
   }
   if (o.dry_run && !o.in_place && !o.out) throw UsageError("--dry-run needs --out or --in-place");
   const record::ScrubPolicy policy = build_policy(o);
+  const std::string index_url = o.in_place && !o.dry_run ? resolve_index_url(o.index) : "";
   std::vector<fs::path> dirs;
   for (const auto& id : o.ids) dirs.push_back(resolve_run(o.runs_root, id));
   json::array results;
@@ -411,7 +431,7 @@ int cmd_publish(const RunsOptions& o, std::ostream& out, std::ostream& err) {
     }
     std::error_code ec;
     if (o.in_place && !o.dry_run && fs::equivalent(dir.parent_path(), o.runs_root, ec)) {
-      record::index_finished_run(o.runs_root, dir, err);
+      record::index_finished_run(o.runs_root, dir, err, index_url);
     }
     if (o.json) {
       json::array changed;
@@ -442,6 +462,13 @@ int cmd_publish(const RunsOptions& o, std::ostream& out, std::ostream& err) {
 void add_root(CLI::App& cmd, RunsOptions& o) {
   cmd.add_option("--runs-root", o.runs_root, "directory holding the run records")
       ->capture_default_str();
+}
+
+/// --index on the subcommands that read or write the index.
+void add_index(CLI::App& cmd, RunsOptions& o) {
+  cmd.add_option("--index", o.index,
+                 "the run index in PostgreSQL: postgresql://[user@]host[:port]/db (default: "
+                 "$DYNO_INDEX_URL, else <runs-root>/index.sqlite; docs/store.md)");
 }
 
 }  // namespace
@@ -571,6 +598,7 @@ RunsCli::RunsCli(CLI::App& app) {
 
   list_ = runs_->add_subcommand("list", "list runs (the index is brought up to date first)");
   add_root(*list_, o_);
+  add_index(*list_, o_);
   list_->add_option("--campaign", o_.filter.campaign, "campaign id (glob: * ? [..])");
   list_->add_option("--engine", o_.filter.engine, "engine name (glob)");
   list_->add_option("--model", o_.filter.model, "model id (glob)");
@@ -593,6 +621,7 @@ RunsCli::RunsCli(CLI::App& app) {
 
   show_ = runs_->add_subcommand("show", "a run's identity, configuration and headline figures");
   add_root(*show_, o_);
+  add_index(*show_, o_);
   show_->add_option("run", o_.ids, "run id, unique prefix, or run directory")
       ->required()
       ->expected(1);
@@ -617,14 +646,18 @@ RunsCli::RunsCli(CLI::App& app) {
 
   rm_ = runs_->add_subcommand("rm", "remove runs (their directories and index rows)");
   add_root(*rm_, o_);
+  add_index(*rm_, o_);
   rm_->add_option("runs", o_.ids, "run ids or unique prefixes")->required();
 
-  reindex_ = runs_->add_subcommand("reindex", "rebuild index.sqlite from the run directories");
+  reindex_ = runs_->add_subcommand(
+      "reindex", "rebuild the index (index.sqlite or --index) from the run directories");
   add_root(*reindex_, o_);
+  add_index(*reindex_, o_);
 
   publish_ = runs_->add_subcommand(
       "publish", "scrub runs for publishing: a copy (--out DIR) or the record itself (--in-place)");
   add_root(*publish_, o_);
+  add_index(*publish_, o_);
   publish_->add_option("runs", o_.ids, "run ids, unique prefixes or run directories")->required();
   publish_->add_option("--out", o_.out, "write scrubbed copies to DIR/<run_id>/");
   publish_->add_flag("--in-place", o_.in_place, "scrub the records themselves");

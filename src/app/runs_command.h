@@ -21,6 +21,7 @@ namespace dyno::app {
 /// Every `dyno runs …` flag, as parsed.
 struct RunsOptions {
   std::string runs_root = "runs";
+  std::optional<std::string> index;  ///< --index URL (PostgreSQL); else DYNO_INDEX_URL
   bool json = false;
   std::vector<std::string> ids;  ///< run ids, unique id prefixes or run directory paths
   // list
@@ -69,6 +70,11 @@ class RunsCli {
 /// run directory (a symbolic link to one is followed to the directory it names). Throws
 /// UsageError naming the argument when none or several runs match.
 std::filesystem::path resolve_run(const std::filesystem::path& runs_root, const std::string& arg);
+
+/// The index to use: --index when given, else DYNO_INDEX_URL, else "" (index.sqlite). Throws
+/// an error of kind usage naming --index or DYNO_INDEX_URL when the URL is malformed (the
+/// message shows it with its password replaced by ***).
+std::string resolve_index_url(const std::optional<std::string>& flag);
 
 /// The runs root named by --runs-root; throws UsageError when it does not exist.
 std::filesystem::path existing_root(const std::string& root);

@@ -1,6 +1,9 @@
-// The run store's index: <runs-root>/index.sqlite (SQLite, WAL mode), a cache of the run
-// directories. The directories are the truth: a missing, foreign or corrupt index is rebuilt
-// from them (with a warning), and every listing first brings the index in line with them.
+// The run store's index, a cache of the run directories: <runs-root>/index.sqlite (SQLite, WAL
+// mode; the default), or a PostgreSQL database named by a URL (--index, DYNO_INDEX_URL;
+// index_url.h), which several runs roots and machines may share. The directories are the
+// truth: a missing, foreign or corrupt index is rebuilt from them (with a warning), and every
+// listing first brings the index in line with them. Where the rows live is an IndexBackend
+// (index_backend.h): sqlite_index.cpp, pg_index.cpp.
 #pragma once
 
 #include <boost/json/object.hpp>
@@ -16,9 +19,9 @@
 
 #include "record/index_error.h"
 
-struct sqlite3;
-
 namespace dyno::record {
+
+class IndexBackend;
 
 /// Version of the index's own table layout (PRAGMA user_version). An index of another version
 /// is dropped and rebuilt: it is only a cache.
@@ -99,9 +102,9 @@ std::string duplicate_key(const boost::json::object& manifest);
 /// `campaigns` and names starting with '.'. Sorted by name. Empty when the root is missing.
 std::vector<std::string> run_directory_names(const std::filesystem::path& runs_root);
 
-/// Filters of `runs list`. Text filters are SQLite GLOB patterns (`*`, `?`, `[...]`; exact
-/// when they hold none). Dates compare with started_at at the precision given, both ends
-/// inclusive ("2026-11" .. "2026-11-29T12").
+/// Filters of `runs list`. Text filters are GLOB patterns as SQLite's GLOB reads them (`*`, `?`,
+/// `[...]`; exact when they hold none). Dates compare with started_at at the precision given, both
+/// ends inclusive ("2026-11" .. "2026-11-29T12").
 struct RunFilter {
   std::optional<std::string> campaign;
   std::optional<std::string> engine;  ///< engine name
@@ -127,18 +130,21 @@ struct SyncStats {
   std::size_t dropped = 0;    ///< rows whose directory is gone
 };
 
-/// A connection to <runs_root>/index.sqlite. Several processes may hold one at once (WAL,
-/// busy timeout, one transaction per change). Not thread-safe: one thread per object.
+/// A connection to a runs root's index: <runs_root>/index.sqlite, or the rows of runs_root in
+/// a PostgreSQL database. Several processes may hold one at once (one transaction per change,
+/// writers of one runs root serialised). Not thread-safe: one thread per object.
 class RunIndex {
  public:
-  /// Opens the index, creating it when missing. An index that is not an SQLite database, is
-  /// corrupt, or has another layout version is moved aside to index.sqlite.bad (a warning on
-  /// `warnings` says so) and rebuilt from the directories; so is a missing one (with a
-  /// warning when it finds runs other than `indexing_run`, the run being indexed: a new runs
-  /// root gets its index silently). Throws IndexError when runs_root does not exist or the
-  /// index cannot be made.
+  /// Opens the index, creating it when missing: <runs_root>/index.sqlite when `index_url` is
+  /// "", else the PostgreSQL database it names (pg_index.h). An index that is not an SQLite
+  /// database, is corrupt, or has another layout version is moved aside to index.sqlite.bad
+  /// (a warning on `warnings` says so) and rebuilt from the directories; so is a missing one
+  /// (with a warning when it finds runs other than `indexing_run`, the run being indexed: a
+  /// new runs root gets its index silently); a PostgreSQL schema of an older version is
+  /// recreated. Throws IndexError when runs_root does not exist or the index cannot be made
+  /// or reached, IndexUrlError when index_url is malformed.
   RunIndex(const std::filesystem::path& runs_root, std::ostream& warnings,
-           const std::string& indexing_run = "");
+           const std::string& index_url = "", const std::string& indexing_run = "");
   /// An index in memory only, built from the directories: for a runs root where
   /// index.sqlite cannot be written (a read-only copy of published records).
   static std::unique_ptr<RunIndex> in_memory(const std::filesystem::path& runs_root);
@@ -148,6 +154,8 @@ class RunIndex {
 
   /// True when the constructor rebuilt the index (it was missing, corrupt or outdated).
   bool rebuilt() const { return rebuilt_; }
+  /// What the index is, for messages: its file, or its URL with any password replaced by ***.
+  std::string name() const;
 
   /// Brings the index in line with the directories, comparing names: adds directories it does
   /// not know, drops rows whose directory is gone, and reads again the runs it holds as
@@ -166,25 +174,24 @@ class RunIndex {
   std::optional<RunRow> find(const std::string& run_id) const;
   /// Every run id the index holds, sorted.
   std::vector<std::string> ids() const;
-  /// PRAGMA integrity_check of the database: "ok", or what it found.
+  /// "ok", or what is wrong: SQLite's PRAGMA integrity_check; for PostgreSQL, the schema
+  /// version and that no run is held twice.
   std::string integrity() const;
 
  private:
-  explicit RunIndex(const std::filesystem::path& runs_root);  // in memory
-  void open_checked(std::ostream& warnings);
-  void create_schema();
-  void write_rows(const std::vector<RunRow>& rows, const std::vector<std::string>& drop,
-                  bool drop_all);
+  RunIndex(const std::filesystem::path& runs_root, std::unique_ptr<IndexBackend> backend);
 
   std::filesystem::path root_;
-  std::filesystem::path file_;
-  sqlite3* db_ = nullptr;
+  std::unique_ptr<IndexBackend> backend_;
   bool rebuilt_ = false;
 };
 
-/// Indexes a run whose record is complete (call after the record's last write). Never throws:
-/// the record on disk is what counts, so an index failure is one warning line on `warnings`.
+/// Indexes a run whose record is complete (call after the record's last write), in the index
+/// `index_url` names ("" = index.sqlite). Never throws: the record on disk is what counts, so
+/// an index failure is one warning line on `warnings` (a URL in it with its password
+/// replaced).
 void index_finished_run(const std::filesystem::path& runs_root,
-                        const std::filesystem::path& run_dir, std::ostream& warnings) noexcept;
+                        const std::filesystem::path& run_dir, std::ostream& warnings,
+                        const std::string& index_url = "") noexcept;
 
 }  // namespace dyno::record

@@ -573,8 +573,8 @@ void close_manifest(EngineSession& engine, const CellTarget& target, const Measu
 }  // namespace
 
 CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
-                     const std::filesystem::path& runs_root, const std::atomic<bool>& stop,
-                     const CellHooks& hooks) {
+                     const std::filesystem::path& runs_root, const std::string& index_url,
+                     const std::atomic<bool>& stop, const CellHooks& hooks) {
   CellOutcome out;
   const auto started = std::chrono::system_clock::now();
   out.run_id = record::make_run_id(started, cell.label);
@@ -621,7 +621,8 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
   writer.finalize(result.traces);
   out.record_sha256 = record::sha256_hex_file(writer.dir() / "SHA256SUMS");
   if (auto w = writer.invalid_utf8_warning()) out.summary.warnings.push_back(std::move(*w));
-  record::index_finished_run(runs_root, writer.dir(), std::cerr);  // a warning if it fails
+  record::index_finished_run(runs_root, writer.dir(), std::cerr,
+                             index_url);  // a warning if it fails
   out.traces = std::move(result.traces);
   out.summary_json = std::move(summary_json);
   return out;

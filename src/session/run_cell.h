@@ -72,10 +72,11 @@ struct CellHooks {
 /// dirty flag, build type, the executable's SHA-256, `unknown` reasons); computed once.
 const boost::json::object& harness_identity();
 
-/// Runs one cell against `engine` and writes its record under `runs_root`. Scores requests
-/// that carry an expected answer. Never throws for failed requests (they are data).
+/// Runs one cell against `engine`, writes its record under `runs_root` and indexes it in the
+/// index `index_url` names ("" = <runs_root>/index.sqlite; a failure is a warning). Scores
+/// requests that carry an expected answer. Never throws for failed requests (they are data).
 CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
-                     const std::filesystem::path& runs_root, const std::atomic<bool>& stop,
-                     const CellHooks& hooks = {});
+                     const std::filesystem::path& runs_root, const std::string& index_url,
+                     const std::atomic<bool>& stop, const CellHooks& hooks = {});
 
 }  // namespace dyno::session

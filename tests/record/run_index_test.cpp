@@ -1,4 +1,5 @@
-// The run index (index.sqlite) and the record verifier, on hand-made run directories.
+// The run index (index.sqlite) and the record verifier, on hand-made run directories. What
+// both index backends must do alike is index_backends_test.cpp.
 #include "record/run_index.h"
 
 #include <gtest/gtest.h>
@@ -7,7 +8,6 @@
 #include <boost/json.hpp>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "record/record_fixture.h"
 #include "record/run_verify.h"
@@ -112,89 +112,6 @@ TEST(RunIndex, CreatesTheIndexInWalModeAndListsEveryRun) {
   EXPECT_FALSE(b.problem.has_value());
   // A new runs root gets its index without a warning... unless runs were there already.
   EXPECT_NE(warn.str().find("was missing"), std::string::npos) << warn.str();
-}
-
-TEST(RunIndex, EveryFilterSelectsItsRuns) {
-  TempDir tmp;
-  write_three(tmp.path());
-  std::ostringstream warn;
-  RunIndex index(tmp.path(), warn);
-  const auto ids = [&index](RunFilter f) { return ids_of(index.list(f)); };
-  const std::string a = "20261101T100000Z-aaaaaa", b = "20261115T100000Z-bbbbbb-fr",
-                    c = "20261130T100000Z-cccccc";
-  RunFilter f;
-  f.campaign = "*sweep";
-  EXPECT_EQ(ids(f), std::vector<std::string>{b});
-  f = {};
-  f.engine = "vllm";
-  EXPECT_EQ(ids(f), (std::vector<std::string>{a, c}));
-  f = {};
-  f.model = "Qwen/*";
-  EXPECT_EQ(ids(f), std::vector<std::string>{c});
-  f = {};
-  f.protocol = "run";
-  EXPECT_EQ(ids(f), (std::vector<std::string>{a, c}));
-  f = {};
-  f.status = "partial";
-  EXPECT_EQ(ids(f), std::vector<std::string>{c});
-  f = {};
-  f.label = "fr";
-  EXPECT_EQ(ids(f), std::vector<std::string>{b});
-  f = {};
-  f.since = "2026-11-15";
-  EXPECT_EQ(ids(f), (std::vector<std::string>{b, c}));
-  f = {};
-  f.until = "2026-11-15";  // inclusive at the precision given
-  EXPECT_EQ(ids(f), (std::vector<std::string>{a, b}));
-  f = {};
-  f.since = "2026-11-02";
-  f.until = "2026-11-29";
-  EXPECT_EQ(ids(f), std::vector<std::string>{b});
-  f = {};
-  f.sort = "tok_s";
-  f.descending = true;
-  EXPECT_EQ(ids(f), (std::vector<std::string>{b, c, a}));
-  f.limit = 2;
-  EXPECT_EQ(ids(f), (std::vector<std::string>{b, c}));
-  f = {};
-  f.sort = "ttft";
-  EXPECT_EQ(ids(f), (std::vector<std::string>{b, a, c}));
-  f = {};
-  f.engine = "vllm";
-  f.status = "ok";
-  EXPECT_EQ(ids(f), std::vector<std::string>{a});
-  f = {};
-  f.sort = "nonsense";
-  EXPECT_THROW(index.list(f), dyno::record::IndexError);
-}
-
-TEST(RunIndex, SyncAddsNewDirectoriesDropsGoneOnesAndRereadsRunningRuns) {
-  TempDir tmp;
-  write_three(tmp.path());
-  std::ostringstream warn;
-  RunIndex index(tmp.path(), warn);
-  json::object d = sample_manifest("20261201T000000Z-dddddd", "2026-12-01T00:00:00.000Z");
-  d["status"] = "running";
-  write_run(tmp.path(), d, sample_summary("20261201T000000Z-dddddd", 1.0, 1.0));
-  fs::remove_all(tmp.path() / "20261101T100000Z-aaaaaa");
-  fs::create_directories(tmp.path() / "campaigns");  // never a run
-  fs::create_directories(tmp.path() / "not-a-run");  // no manifest.json
-  auto stats = index.sync();
-  EXPECT_EQ(stats.added, 1u);
-  EXPECT_EQ(stats.dropped, 1u);
-  EXPECT_EQ(index.ids(),
-            (std::vector<std::string>{"20261115T100000Z-bbbbbb-fr", "20261130T100000Z-cccccc",
-                                      "20261201T000000Z-dddddd"}));
-  EXPECT_EQ(index.find("20261201T000000Z-dddddd")->status, "running");
-  EXPECT_EQ(index.find("20261201T000000Z-dddddd")->identity_key, "");
-  // The run finishes: the next sync reads it again.
-  d["status"] = "ok";
-  write_run(tmp.path(), d, sample_summary("20261201T000000Z-dddddd", 1.0, 1.0));
-  stats = index.sync();
-  EXPECT_EQ(stats.refreshed, 1u);
-  EXPECT_EQ(index.find("20261201T000000Z-dddddd")->status, "ok");
-  stats = index.sync();
-  EXPECT_EQ(stats.added + stats.dropped + stats.refreshed, 0u);
 }
 
 TEST(RunIndex, RebuildsAfterTheIndexIsDeleted) {
@@ -335,94 +252,6 @@ TEST(RunIndex, MarksTheLaterOfTwoIdenticalRunsAsADuplicate) {
   index.sync();
   EXPECT_FALSE(index.find("20261102T000000Z-bbbbbb")->duplicate_of.has_value());
   EXPECT_EQ(index.find("20261103T000000Z-cccccc")->duplicate_of, "20261102T000000Z-bbbbbb");
-}
-
-TEST(RunIndex, AnUnreadableRecordIsListedWithItsProblem) {
-  TempDir tmp;
-  write_three(tmp.path());
-  const fs::path bad = tmp.path() / "20261120T000000Z-badbad";
-  fs::create_directories(bad);
-  std::ofstream(bad / "manifest.json") << "{ not json";
-  std::ostringstream warn;
-  RunIndex index(tmp.path(), warn);
-  const auto row = index.find("20261120T000000Z-badbad");
-  ASSERT_TRUE(row.has_value());
-  EXPECT_EQ(row->status, "unreadable");
-  ASSERT_TRUE(row->problem.has_value());
-  EXPECT_NE(row->problem->find("manifest.json is not valid JSON"), std::string::npos);
-  EXPECT_EQ(row->identity_key, "");
-}
-
-TEST(RunIndex, ASummaryCorruptedAfterIndexingIsNoticedAndNamedNotListedFromTheCache) {
-  TempDir tmp;
-  write_three(tmp.path());
-  const std::string id = "20261130T100000Z-cccccc";
-  std::ostringstream warn;
-  RunIndex index(tmp.path(), warn);
-  ASSERT_EQ(index.find(id)->output_tokens_per_s, 200.0);
-  // Corrupted in place (same inode), after the index cached its figures.
-  std::ofstream(tmp.path() / id / "summary.json", std::ios::trunc) << "{ \"truncated";
-  auto stats = index.sync();
-  EXPECT_EQ(stats.refreshed, 1u);
-  auto row = index.find(id);
-  EXPECT_FALSE(row->output_tokens_per_s.has_value()) << "a stale figure from the cache";
-  ASSERT_TRUE(row->problem.has_value());
-  EXPECT_NE(row->problem->find("summary.json is not valid JSON"), std::string::npos)
-      << *row->problem;
-  // Repaired: read again, problem gone; unchanged files are not read again.
-  write_run(tmp.path(), sample_manifest(id, "2026-11-30T10:00:00.000Z"),
-            sample_summary(id, 250.0, 80.0));
-  stats = index.sync();
-  EXPECT_EQ(stats.refreshed, 1u);
-  row = index.find(id);
-  EXPECT_EQ(row->output_tokens_per_s, 250.0);
-  EXPECT_FALSE(row->problem.has_value());
-  EXPECT_EQ(index.sync().refreshed, 0u);
-  // The stamp is bookkeeping of the cache: not part of a row's JSON.
-  EXPECT_FALSE(dyno::record::row_to_json(*row).contains("files_stamp"));
-}
-
-TEST(RunIndex, TwoConnectionsWritingAtOnceLoseNothing) {
-  TempDir tmp;
-  constexpr int kPerWriter = 15;
-  std::ostringstream w0;
-  { RunIndex create(tmp.path(), w0); }
-  const auto writer = [&tmp](char tag) {
-    std::ostringstream warn;
-    RunIndex index(tmp.path(), warn);
-    for (int i = 0; i < kPerWriter; ++i) {
-      const std::string id = "20261101T0000" + std::to_string(10 + i) + "Z-" + tag + "00000";
-      json::object m = sample_manifest(id, "2026-11-01T00:00:" + std::to_string(10 + i) + ".000Z");
-      index.upsert(write_run(tmp.path(), m, sample_summary(id, 1.0, 1.0)));
-      index.list({});
-    }
-  };
-  std::thread a(writer, 'a');
-  std::thread b(writer, 'b');
-  a.join();
-  b.join();
-  std::ostringstream warn;
-  RunIndex index(tmp.path(), warn);
-  EXPECT_EQ(index.ids().size(), 2u * kPerWriter);
-  EXPECT_EQ(index.integrity(), "ok");
-  EXPECT_EQ(index.sync().added, 0u);
-}
-
-TEST(RunIndex, IndexingAFinishedRunNeverThrows) {
-  TempDir tmp;
-  std::ostringstream warn;
-  dyno::record::index_finished_run(tmp.path() / "missing-root", tmp.path() / "missing-root" / "x",
-                                   warn);
-  EXPECT_NE(warn.str().find("the run index was not updated"), std::string::npos) << warn.str();
-  // The first run of a new root: indexed, silently.
-  const std::string id = "20261101T000000Z-aaaaaa";
-  const fs::path dir = write_run(tmp.path(), sample_manifest(id, "2026-11-01T00:00:00.000Z"),
-                                 sample_summary(id, 1, 1));
-  std::ostringstream warn2;
-  dyno::record::index_finished_run(tmp.path(), dir, warn2);
-  EXPECT_EQ(warn2.str(), "");
-  RunIndex index(tmp.path(), warn2);
-  EXPECT_EQ(index.ids(), std::vector<std::string>{id});
 }
 
 // ---- verify ----------------------------------------------------------------------------------
