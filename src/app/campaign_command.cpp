@@ -99,7 +99,7 @@ int print_status(const cluster::CampaignState& state, bool as_json, std::ostream
     ++counts[statuses.back().state];
     cells.push_back(status_json(c, statuses.back()));
   }
-  const bool bad = counts["failed"] + counts["cancelled"] > 0;
+  const bool bad = counts.count("failed") + counts.count("cancelled") > 0;
   if (as_json) {
     json::object n;
     for (const auto& [k, v] : counts) n[k] = v;
