@@ -182,6 +182,11 @@ std::optional<JobInfo> query_slurm_job(const std::string& job_id) {
   // squeue knows pending and running jobs; scontrol also finished ones for MinJobAge
   // (300 s by default); sacct, when the cluster keeps accounting, knows them for good.
   const CommandResult q = run_captured({"squeue", "-h", "-j", job_id, "-o", "%T|%r"});
+  if (q.exit_code == 127) {
+    throw SchedulerError(
+        "squeue is not on PATH: ask for a Slurm campaign's status where "
+        "Slurm's commands are (a login node)");
+  }
   if (q.exit_code == 0 && !first_line(q.out).empty()) {
     const std::string line = first_line(q.out);
     const std::size_t bar = line.find('|');
