@@ -398,13 +398,13 @@ TEST_F(SlurmTest, TwoArmsRunOnTheNodeAndAreDone) {
 }
 
 TEST_F(SlurmTest, AKilledCellFailsAndResumeRerunsOnlyIt) {
-  // c01 is quick; c02 sends for 3 s and is killed (SIGKILL, as the OOM killer would) mid-cell.
+  // c01 is quick; c02 sends for 5 s and is killed (SIGKILL, as the OOM killer would) mid-cell.
   const fs::path p = plan("kill",
                           "[arms.a]\nengine = \"sim-a.toml\"\n"
                           "[models.sim]\nmodel = \"dyno-sim\"\n" +
                               std::string(kQuick) +
                               "[protocols.long]\nkind = \"run\"\n"
-                              "args = { duration = 3, concurrency = 1, output_tokens = 8 "
+                              "args = { duration = 5, concurrency = 1, output_tokens = 8 "
                               "}\n");
   const Result r =
       dyno({"campaign", "submit", p.string(), "--scheduler", "slurm", "--runs-root", runs()});
