@@ -370,13 +370,30 @@ class SlurmTest : public CampaignTest {
 };
 
 TEST_F(SlurmTest, TwoArmsRunOnTheNodeAndAreDone) {
-  const fs::path p = plan("pair", std::string(kArms) + kQuick);
+  // Each cell asks for every CPU of the node: one runs while the other waits for it.
+  const fs::path p =
+      plan("pair", "[resources]\ncpus = " + std::to_string(std::thread::hardware_concurrency()) +
+                       "\ntime_limit = \"5\"\n" + kArms + kQuick);
   const Result r =
       dyno({"campaign", "submit", p.string(), "--scheduler", "slurm", "--runs-root", runs()});
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const std::string id = campaign_id(r.out);
   EXPECT_NE(r.out.find("c01  a/sim/quick  submitted: job "), std::string::npos) << r.out;
   json::object st;
+  ASSERT_TRUE(eventually(
+      [&] {
+        st = status(id);
+        const std::string a = state_of(st, 0);
+        const std::string b = state_of(st, 1);
+        return (a == "running" && b == "pending") || (a == "pending" && b == "running");
+      },
+      std::chrono::seconds(60)))
+      << st;
+  const std::size_t waiting = state_of(st, 0) == "pending" ? 0 : 1;
+  EXPECT_EQ(std::string(st.at("cells").as_array()[waiting].at("reason").as_string())
+                .rfind("PENDING (", 0),
+            0u)
+      << st;
   ASSERT_TRUE(eventually(
       [&] {
         st = status(id);
