@@ -194,7 +194,6 @@ Resources read_resources(const Reader& r, const json::object& parent, const std:
     r.fail(at + ".time_limit",
            "'" + *res.time_limit + "': write minutes (\"90\"), \"HH:MM:SS\" or \"D-HH:MM:SS\"");
   }
-  if (res.gpu_type && !res.gpus) r.fail(at + ".gpu_type", "gpu_type needs gpus (how many)");
   return res;
 }
 
@@ -421,6 +420,12 @@ Plan load_plan(const fs::path& file) {
              [&](const std::string& n, const json::object& t) {
                plan.protocols.push_back(read_protocol(r, n, t, base));
              });
+  for (const Cell& c : plan.cells()) {
+    if (c.resources.gpu_type && !c.resources.gpus) {
+      r.fail("", "cell " + c.name + " has a gpu_type (" + *c.resources.gpu_type +
+                     ") but no gpus: set gpus where the type is, or on the arm");
+    }
+  }
   if (plan.cells().size() > 999) {
     r.fail("", "more than 999 cells (arms x models x protocols); split the campaign");
   }

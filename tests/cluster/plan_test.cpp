@@ -155,6 +155,11 @@ TEST_F(PlanTest, ErrorsNameTheFileLineAndKey) {
   bad = plan;
   bad.replace(bad.find("\"gpu\""), 5, "\"gpu\\n#SBATCH --x\"");
   EXPECT_NE(error_of(bad).find(":8: resources.partition:"), std::string::npos) << error_of(bad);
+  bad = plan;
+  bad.replace(bad.find("gpus = 1\n"), 9, "");  // arm b still has gpus, arm a none
+  EXPECT_NE(error_of(bad).find("cell a/small/smoke has a gpu_type (h100) but no gpus"),
+            std::string::npos)
+      << error_of(bad);
   EXPECT_NE(error_of("name = \"x\"\n").find("arms: the plan needs at least one"),
             std::string::npos);
   EXPECT_NE(error_of("name = \"x\"\n[[arms]]\n").find(file + ":2:"), std::string::npos);
