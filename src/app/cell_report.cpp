@@ -58,10 +58,14 @@ RunHeadline headline(const session::EngineSession& engine, const session::CellSp
 /// The exit code of a cell, with the message that explains a failure on stderr.
 int cell_exit_code(const session::CellOutcome& out, const std::string& engine_name,
                    double error_budget) {
-  if (out.crash) {
+  if (out.engine_crashed) {
     std::cerr << "dyno: engine " << engine_name << " " << out.crash->describe()
               << " during the run; the record keeps every finished request and the log's tail\n";
     return kExitRunFailed;
+  }
+  if (out.interrupted && out.crash) {
+    std::cerr << "dyno: engine " << engine_name << " " << out.crash->describe()
+              << " on the same stop signal as dyno; the record says interrupted\n";
   }
   if (out.interrupted) return kExitInterrupted;
   if (out.status == "failed") return kExitRunFailed;

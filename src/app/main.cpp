@@ -6,6 +6,7 @@
 #include <exception>
 #include <iostream>
 
+#include "app/campaign_command.h"
 #include "app/console.h"
 #include "app/export_command.h"
 #include "app/flag_values.h"
@@ -556,6 +557,7 @@ int main(int argc, char** argv) {
   StoreTools store_tools(app);       // dyno rescore | import | export
   dyno::app::RunsCli runs_cli(app);  // dyno runs list|show|diff|verify|rm|reindex|publish
   dyno::app::ReportCommands report_commands(app);
+  dyno::app::CampaignCli campaign_cli(app);  // dyno plan check | campaign submit|status|...
 
   try {
     app.parse(argc, argv);
@@ -588,6 +590,14 @@ int main(int argc, char** argv) {
     if (store_tools.parsed()) return store_tools.execute();
     if (runs_cli.parsed()) return runs_cli.execute(std::cout, std::cerr);
     if (report_commands.parsed()) return report_commands.run();
+    if (campaign_cli.parsed()) {
+      // A local campaign runs cells here: an interrupt lets the running cell close its record
+      // and starts no further cell.
+      static const std::atomic<bool> never{false};
+      const std::atomic<bool>& stop =
+          campaign_cli.runs_cells() ? dyno::app::install_stop_signals() : never;
+      return campaign_cli.execute(std::cout, std::cerr, stop);
+    }
     if (stream_make->parsed()) {
       return dyno::app::stream_make_command(stream_make_options, std::cout);
     }

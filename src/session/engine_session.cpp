@@ -225,7 +225,11 @@ EngineSession::EngineSession(const TargetOptions& target,
     metrics_missing_ = true;  // no /metrics to scrape in-process
   } else if (o.engine_spec) {
     engine::EngineSpec spec = about("--engine", [&] { return engine::load_spec(*o.engine_spec); });
-    // The spec's model file and revision identify the model unless the flags say otherwise.
+    // --model and --model-file replace the spec's (the engine is launched with them: a
+    // campaign plan's models run on one arm's spec). The spec's model file and revision
+    // identify the model unless the flags say otherwise.
+    if (o.model) spec.model = *o.model;
+    if (o.model_file) spec.model_file = o.model_file;
     if (!o.model_file && spec.model_file) o.model_file = spec.model_file;
     if (!o.model_revision && spec.model_revision) o.model_revision = spec.model_revision;
     source_ = source_identity(spec.checkout);

@@ -508,8 +508,9 @@ void summarize_cell(const CellSpec& cell, const Measured& m, CellOutcome& out) {
     out.summary.warnings.push_back(std::move(*w));
   }
   out.interrupted = result.interrupted;
-  out.engine_crashed = out.crash.has_value();
-  out.status = out.crash ? "engine_crashed" : final_status(out.summary, result.interrupted);
+  out.engine_crashed = out.crash.has_value() && !result.interrupted;
+  out.status =
+      out.engine_crashed ? "engine_crashed" : final_status(out.summary, result.interrupted);
   out.over_error_budget = out.summary.error_rate && *out.summary.error_rate > cell.error_budget;
 }
 
@@ -600,6 +601,10 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
   Measured m = measure(engine, target, cell, load_config, writer, hooks, stop);
   load::LoadResult& result = m.result;
   out.crash = engine_exit(engine, result.traces);
+  // An engine that ended while dyno itself was told to stop got the same signal (one sent to
+  // the whole job or process group: Slurm's scancel and time limit, `timeout`, systemd): the
+  // cell was interrupted, and the record still says how the engine ended.
+  if (out.crash && stop.load()) result.interrupted = true;
   if (scored) score_traces(cell.requests, result.traces);
   engine::cached_tokens_from_timings(result.traces);
 
