@@ -10,6 +10,7 @@
 
 #include "engine/spec.h"
 #include "engine/toml.h"
+#include "engine/toml_reader.h"
 #include "json/json_text.h"
 
 namespace dyno::cluster {
@@ -95,62 +96,17 @@ bool plain_name(const std::string& s) {
   return std::regex_match(s, re);
 }
 
-class Reader {
+// Plan strings are never empty: an empty name, path or value is a mistake, not a default.
+class Reader : public engine::TomlReader<PlanError> {
  public:
-  Reader(const engine::TomlDocument& doc, std::string source)
-      : doc_(doc), source_(std::move(source)) {}
-
-  [[noreturn]] void fail(const std::string& key, const std::string& message) const {
-    const int line = doc_.line_of(key);
-    throw PlanError(source_ + (line > 0 ? ":" + std::to_string(line) : std::string()) + ": " +
-                    (key.empty() ? "" : key + ": ") + message);
-  }
+  using TomlReader::TomlReader;
 
   std::optional<std::string> str(const json::object& o, const std::string& key,
                                  const std::string& path) const {
-    const json::value* v = o.if_contains(key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_string()) fail(path, "expected a string (in quotes)");
-    std::string s(v->as_string());
-    if (s.empty()) fail(path, "expected a non-empty string");
+    std::optional<std::string> s = TomlReader::str(o, key, path);
+    if (s && s->empty()) fail(path, "expected a non-empty string");
     return s;
   }
-
-  std::optional<std::int64_t> integer(const json::object& o, const std::string& key,
-                                      const std::string& path, std::int64_t lo,
-                                      std::int64_t hi) const {
-    const json::value* v = o.if_contains(key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_int64()) fail(path, "expected an integer");
-    const std::int64_t n = v->as_int64();
-    if (n < lo || n > hi) {
-      fail(path, "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
-    }
-    return n;
-  }
-
-  const json::object* table(const json::object& o, const std::string& key,
-                            const std::string& path) const {
-    const json::value* v = o.if_contains(key);
-    if (v == nullptr) return nullptr;
-    if (!v->is_object()) fail(path, "expected a table ([" + path + "] or { ... })");
-    return &v->as_object();
-  }
-
-  void only_keys(const json::object& o, const std::set<std::string>& allowed,
-                 const std::string& prefix) const {
-    for (const auto& kv : o) {
-      const std::string key(kv.key());
-      if (allowed.count(key) != 0) continue;
-      std::string list;
-      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      fail(prefix.empty() ? key : prefix + "." + key, "unknown key; the keys here are: " + list);
-    }
-  }
-
- private:
-  const engine::TomlDocument& doc_;
-  std::string source_;
 };
 
 /// A value that goes into an #SBATCH line: no space, quote, newline or shell character.

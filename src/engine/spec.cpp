@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "engine/toml.h"
+#include "engine/toml_reader.h"
 #include "json/json_text.h"
 
 namespace dyno::engine {
@@ -178,56 +179,13 @@ std::string sha256_hex(const std::string& bytes) {
   return out;
 }
 
-class Reader {
+class Reader : public TomlReader<SpecError> {
  public:
-  Reader(const TomlDocument& doc, std::string source) : doc_(doc), source_(std::move(source)) {}
-
-  [[noreturn]] void fail(const std::string& key, const std::string& message) const {
-    const int line = doc_.line_of(key);
-    throw SpecError(source_ + (line > 0 ? ":" + std::to_string(line) : std::string()) + ": " +
-                    (key.empty() ? "" : key + ": ") + message);
-  }
-
-  const json::value* get(const json::object& o, const std::string& key) const {
-    return o.if_contains(key);
-  }
-
-  std::optional<std::string> str(const json::object& o, const std::string& key,
-                                 const std::string& path) const {
-    const json::value* v = get(o, key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_string()) fail(path, "expected a string (in quotes)");
-    return std::string(v->as_string());
-  }
-
-  std::optional<double> num(const json::object& o, const std::string& key,
-                            const std::string& path) const {
-    const json::value* v = get(o, key);
-    if (v == nullptr) return std::nullopt;
-    if (v->is_int64()) return static_cast<double>(v->as_int64());
-    if (v->is_double()) return v->as_double();
-    fail(path, "expected a number");
-  }
-
-  std::optional<std::int64_t> integer(const json::object& o, const std::string& key,
-                                      const std::string& path) const {
-    const json::value* v = get(o, key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_int64()) fail(path, "expected an integer");
-    return v->as_int64();
-  }
-
-  std::optional<bool> boolean(const json::object& o, const std::string& key,
-                              const std::string& path) const {
-    const json::value* v = get(o, key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_bool()) fail(path, "expected true or false");
-    return v->as_bool();
-  }
+  using TomlReader::TomlReader;
 
   std::optional<std::vector<std::string>> strings(const json::object& o, const std::string& key,
                                                   const std::string& path) const {
-    const json::value* v = get(o, key);
+    const json::value* v = o.if_contains(key);
     if (v == nullptr) return std::nullopt;
     if (v->is_string()) {
       fail(path,
@@ -248,30 +206,6 @@ class Reader {
     }
     return out;
   }
-
-  const json::object* table(const json::object& o, const std::string& key,
-                            const std::string& path) const {
-    const json::value* v = get(o, key);
-    if (v == nullptr) return nullptr;
-    if (!v->is_object()) fail(path, "expected a table ([" + path + "] or { ... })");
-    return &v->as_object();
-  }
-
-  void only_keys(const json::object& o, const std::set<std::string>& allowed,
-                 const std::string& prefix) const {
-    for (const auto& kv : o) {
-      const std::string key(kv.key());
-      if (allowed.count(key) == 0) {
-        std::string list;
-        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-        fail(prefix.empty() ? key : prefix + "." + key, "unknown key; the keys here are: " + list);
-      }
-    }
-  }
-
- private:
-  const TomlDocument& doc_;
-  std::string source_;
 };
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
