@@ -218,28 +218,9 @@ const char* merged_status(const metrics::Summary& s, bool interrupted) {
   return "ok";
 }
 
-}  // namespace
-
-int merge_command(const MergeOptions& o, std::ostream& out, std::ostream& err) {
-  if (!(o.max_clock_offset_ms >= 0) || !std::isfinite(o.max_clock_offset_ms)) {
-    throw UsageError("--max-clock-offset-ms must be a number >= 0");
-  }
-  const fs::path root = existing_root(o.runs_root);
-  std::vector<ShardRecord> shards;
-  for (const std::string& arg : o.runs) shards.push_back(read_shard(resolve_run(root, arg)));
-  shards = check_shards(std::move(shards));
-  record::MergedFrom from = clock_offsets(shards);
-  const double spread_ms = static_cast<double>(from.start_spread_ns) / 1e6;
-  if (spread_ms > o.max_clock_offset_ms) {
-    throw UsageError("runs merge: the shards' measured starts are " +
-                     flags::number_text(spread_ms) + " ms apart on the common time base (" +
-                     from.clock_method + "), more than --max-clock-offset-ms " +
-                     flags::number_text(o.max_clock_offset_ms) +
-                     ": start them together (--start-at), or check the hosts' clocks");
-  }
-  std::vector<metrics::Trace> traces = merged_traces(shards, from);
-
-  // The figures, by the code a run uses (session/run_cell.cpp summarize_cell).
+/// The summary options a run of the whole load would have used (session/run_cell.cpp
+/// summarize_cell), the client cost the shards' together.
+metrics::SummaryOptions summary_options(const std::vector<ShardRecord>& shards) {
   const record::Manifest& first = shards.front().manifest;
   metrics::SummaryOptions so;
   if (!first.load.open_loop && first.load.concurrency) {
@@ -262,33 +243,32 @@ int merge_command(const MergeOptions& o, std::ostream& out, std::ostream& err) {
   const json::value rss = client_total(shards, "peak_rss_bytes", false);
   if (rss.is_number()) so.client.peak_rss_bytes = rss.to_number<double>();
   so.client.cpu_scope = "process";
-  metrics::Summary summary = metrics::summarize_run(traces, so);
-  const bool interrupted = std::any_of(shards.begin(), shards.end(), [](const ShardRecord& s) {
-    return s.manifest.status == "interrupted";
-  });
-  const std::string status = merged_status(summary, interrupted);
+  return so;
+}
 
+/// The merged record's manifest: shard 0's, with a new id and label, the shards' span of time,
+/// the merged clock and merged_from.
+record::Manifest merged_manifest(const MergeOptions& o, const std::vector<ShardRecord>& shards,
+                                 const record::MergedFrom& from, const std::string& status,
+                                 const metrics::Summary& summary) {
+  const record::Manifest& first = shards.front().manifest;
   record::Manifest m = first;
-  const auto now = std::chrono::system_clock::now();
   const std::string label =
       o.label.value_or(first.label && !first.label->empty() ? *first.label + "-merged" : "merged");
-  m.run_id = record::make_run_id(now, label);
+  m.run_id = record::make_run_id(std::chrono::system_clock::now(), label);
   m.label = label;
   m.status = status;
   m.shard.reset();
   m.evidence.clear();
   m.engine_exit.reset();
-  for (const ShardRecord& s : shards) {
-    m.started_at = std::min(m.started_at, s.manifest.started_at);
-    if (s.manifest.ended_at) m.ended_at = std::max(m.ended_at.value_or(""), *s.manifest.ended_at);
-  }
   std::int64_t measured_start = INT64_MAX;
-  for (std::size_t i = 0; i < shards.size(); ++i) {
-    measured_start =
-        std::min(measured_start, shards[i].measured_start_ns + from.shards[i].offset_ns);
-  }
   std::size_t first_t0 = 0;  // the shard whose t0 is the merged record's (offset 0)
   for (std::size_t i = 0; i < shards.size(); ++i) {
+    const record::Manifest& s = shards[i].manifest;
+    m.started_at = std::min(m.started_at, s.started_at);
+    if (s.ended_at) m.ended_at = std::max(m.ended_at.value_or(""), *s.ended_at);
+    measured_start =
+        std::min(measured_start, shards[i].measured_start_ns + from.shards[i].offset_ns);
     if (from.shards[i].offset_ns < from.shards[first_t0].offset_ns) first_t0 = i;
   }
   const ShardRecord& earliest = shards[first_t0];
@@ -301,16 +281,21 @@ int merge_command(const MergeOptions& o, std::ostream& out, std::ostream& err) {
   m.clock = clock;
   m.merged_from = from;
   m.warnings = summary.warnings;
+  return m;
+}
 
+/// summary.json of the merged record: the figures, the shards' client cost, no energy or
+/// server counters (each shard's record keeps its own).
+json::object merged_summary(const std::vector<ShardRecord>& shards, const std::string& run_id,
+                            const std::string& status, const metrics::Summary& summary,
+                            const std::vector<metrics::Trace>& traces) {
   json::object doc{
-      {"schema_version", record::kSchemaVersion}, {"run_id", m.run_id}, {"status", status}};
+      {"schema_version", record::kSchemaVersion}, {"run_id", run_id}, {"status", status}};
   for (auto& kv : record::summary_to_json(summary)) doc[kv.key()] = kv.value();
   json::object& client = doc["client"].as_object();
-  client["connections_opened"] = client_total(shards, "connections_opened", true);
-  if (client["connections_opened"].is_double()) {
-    client["connections_opened"] =
-        static_cast<std::int64_t>(client["connections_opened"].as_double());
-  }
+  const json::value connections = client_total(shards, "connections_opened", true);
+  client["connections_opened"] =
+      connections.is_number() ? json::value(connections.to_number<std::int64_t>()) : nullptr;
   client["note"] =
       "a merged record: cpu_s is the sum of the shards' processes, peak_rss_bytes the largest "
       "of them; each shard's record has its own";
@@ -322,18 +307,47 @@ int merge_command(const MergeOptions& o, std::ostream& out, std::ostream& err) {
                    {"reason", "a merged record: the server's counters are in each shard's record"}};
   const engine::ServerTimingFigures timings = engine::server_timing_figures(traces);
   doc["caveats"] = engine::timing_caveats(traces, timings, summary.tokens_per_event);
+  return doc;
+}
+
+}  // namespace
+
+int merge_command(const MergeOptions& o, std::ostream& out, std::ostream& err) {
+  if (!(o.max_clock_offset_ms >= 0) || !std::isfinite(o.max_clock_offset_ms)) {
+    throw UsageError("--max-clock-offset-ms must be a number >= 0");
+  }
+  const fs::path root = existing_root(o.runs_root);
+  std::vector<ShardRecord> shards;
+  for (const std::string& arg : o.runs) shards.push_back(read_shard(resolve_run(root, arg)));
+  shards = check_shards(std::move(shards));
+  const record::MergedFrom from = clock_offsets(shards);
+  const double spread_ms = static_cast<double>(from.start_spread_ns) / 1e6;
+  if (spread_ms > o.max_clock_offset_ms) {
+    throw UsageError("runs merge: the shards' measured starts are " +
+                     flags::number_text(spread_ms) + " ms apart on the common time base (" +
+                     from.clock_method + "), more than --max-clock-offset-ms " +
+                     flags::number_text(o.max_clock_offset_ms) +
+                     ": start them together (--start-at), or check the hosts' clocks");
+  }
+  const std::vector<metrics::Trace> traces = merged_traces(shards, from);
+  const metrics::Summary summary = metrics::summarize_run(traces, summary_options(shards));
+  const bool interrupted = std::any_of(shards.begin(), shards.end(), [](const ShardRecord& s) {
+    return s.manifest.status == "interrupted";
+  });
+  const std::string status = merged_status(summary, interrupted);
+  const record::Manifest m = merged_manifest(o, shards, from, status, summary);
 
   const std::string index_url = resolve_index_url(o.index);
   record::RunWriter writer(root, m.run_id, true);
-  writer.write_json("summary.json", doc);
-  writer.write_json("manifest.json", record::manifest_to_json(m));
+  writer.write_json("summary.json", merged_summary(shards, m.run_id, status, summary, traces));
+  const json::object manifest_json = record::manifest_to_json(m);
+  writer.write_json("manifest.json", manifest_json);
   writer.finalize(traces);
   record::index_finished_run(root, writer.dir(), err, index_url);
   if (o.json) {
-    out << json::serialize(
-               json::object{{"run_id", m.run_id},
-                            {"dir", writer.dir().string()},
-                            {"merged_from", record::manifest_to_json(m).at("merged_from")}})
+    out << json::serialize(json::object{{"run_id", m.run_id},
+                                        {"dir", writer.dir().string()},
+                                        {"merged_from", manifest_json.at("merged_from")}})
         << "\n";
   } else {
     out << m.run_id << "\n";
