@@ -500,7 +500,12 @@ void summarize_cell(const CellSpec& cell, const Measured& m, CellOutcome& out) {
   // Closed-loop sessions keep C sessions, not C requests, in flight: a session thinking
   // between its turns is not an underfilled slot.
   const bool sessions = !cell.requests.empty() && cell.requests.front().turn.has_value();
-  if (!cell.load.open_loop && !sessions) so.declared_concurrency = cell.load.concurrency;
+  if (!cell.load.open_loop && !sessions) {
+    // A shard keeps its share of C in flight (load::shard_share); the manifest keeps the run's C.
+    so.declared_concurrency = cell.load.shard
+                                  ? load::shard_concurrency(cell.load.concurrency, *cell.load.shard)
+                                  : cell.load.concurrency;
+  }
   so.open_loop = cell.load.open_loop;
   so.slo = cell.slo;
   so.client.cpu_s = m.client_cpu_s;
