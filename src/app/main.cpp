@@ -17,6 +17,7 @@
 #include "app/results_import_command.h"
 #include "app/run_command.h"
 #include "app/runs_command.h"
+#include "app/runs_merge.h"
 #include "app/signals.h"
 #include "app/sim_command.h"
 #include "app/sim_tools.h"
@@ -503,6 +504,12 @@ int main(int argc, char** argv) {
       "a run record");
   add_common_flags(*run, run_options);
   add_load_flags(*run, run_options);
+  run->add_option("--shard", run_options.load.shard,
+                  "send shard K (0-based) of N of this run's load, e.g. 0/4: one client host of "
+                  "N (docs/scale.md); merge the records with dyno runs merge");
+  run->add_option("--start-at", run_options.load.start_at,
+                  "send nothing before this wall-clock time: RFC 3339 UTC "
+                  "(2026-12-03T14:30:00Z) or now+5s; with --shard");
 
   // Protocols: many cells, one record each, grouped by a campaign (docs/protocols.md).
   dyno::app::RunOptions sweep_common;
@@ -554,8 +561,9 @@ int main(int argc, char** argv) {
       "turn a data set (ShareGPT, a CSV/JSONL table, image questions, agent trajectories) or a "
       "trace (Mooncake, Azure, BurstGPT) into a stream");
   add_import_flags(*stream_import, import_options);
-  StoreTools store_tools(app);       // dyno rescore | import | export
-  dyno::app::RunsCli runs_cli(app);  // dyno runs list|show|diff|verify|rm|reindex|publish
+  StoreTools store_tools(app);              // dyno rescore | import | export
+  dyno::app::RunsCli runs_cli(app);         // dyno runs list|show|diff|verify|rm|reindex|publish
+  dyno::app::RunsMergeCli runs_merge(app);  // dyno runs merge
   dyno::app::ReportCommands report_commands(app);
   dyno::app::CampaignCli campaign_cli(app);  // dyno plan check | campaign submit|status|...
 
@@ -588,6 +596,7 @@ int main(int argc, char** argv) {
     if (doctor->parsed()) return dyno::app::doctor_command(doctor_options);
     if (stream_import->parsed()) return dyno::app::import_command(import_options);
     if (store_tools.parsed()) return store_tools.execute();
+    if (runs_merge.parsed()) return runs_merge.execute(std::cout, std::cerr);
     if (runs_cli.parsed()) return runs_cli.execute(std::cout, std::cerr);
     if (report_commands.parsed()) return report_commands.run();
     if (campaign_cli.parsed()) {

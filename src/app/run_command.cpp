@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include "app/cell_report.h"
 #include "app/console.h"
 #include "app/flag_values.h"
+#include "app/shard_flags.h"
 #include "app/signals.h"
 #include "load/runner.h"
 #include "load/schedule.h"
@@ -166,6 +168,32 @@ void plan_requests(const RunOptions& o, std::optional<std::uint64_t> stream_leng
   p.load.requests = lines - o.load.warmup;  // with --duration: whichever ends first
 }
 
+/// --shard and --start-at (docs/scale.md, "Load from several client hosts").
+void plan_shard(const RunOptions& o, Plan& p) {
+  if (o.load.start_at && !o.load.shard) {
+    throw UsageError(
+        "--start-at starts the shards of one run together; give --shard K/N too "
+        "(--shard 0/1 for a single process)");
+  }
+  if (!o.load.shard) return;
+  const load::Shard shard = parse_shard(*o.load.shard);
+  if (!p.load.open_loop && p.load.concurrency < shard.n) {
+    throw UsageError("--shard " + *o.load.shard + ": -c " + std::to_string(p.load.concurrency) +
+                     " cannot be split over " + std::to_string(shard.n) +
+                     " shards (each keeps at least one request in flight); raise -c to at "
+                     "least N");
+  }
+  p.load.shard = shard;
+  if (o.load.start_at) {
+    p.load.start_at_unix_ns = parse_start_at(*o.load.start_at, std::chrono::system_clock::now());
+  }
+  p.load_text += ", shard " + std::to_string(shard.k) + "/" + std::to_string(shard.n);
+  if (!p.load.open_loop) {
+    p.load_text += " (concurrency " +
+                   std::to_string(load::shard_concurrency(p.load.concurrency, shard)) + " here)";
+  }
+}
+
 Plan validate(const RunOptions& o) {
   Plan p;
   p.api = session::parse_api(o.target.api);
@@ -221,6 +249,7 @@ Plan validate(const RunOptions& o) {
     p.load_text = "closed loop, concurrency " + std::to_string(p.load.concurrency);
   }
   if (o.load.slo) p.slo = parse_slo(*o.load.slo);
+  plan_shard(o, p);
   return p;
 }
 
@@ -293,6 +322,14 @@ int run_command(const RunOptions& o) {
                                    o.load.warmup + plan.load.requests.value_or(kSyntheticCycle));
   }
   finish_plan(o, plan);
+  if (plan.load.shard &&
+      std::any_of(stream.requests.begin(), stream.requests.end(),
+                  [](const workload::Request& r) { return r.turn.has_value(); })) {
+    throw UsageError("--shard splits a stream of single requests; --stream " +
+                     o.stream.file.value_or("") +
+                     " holds sessions (multi-turn), which it does not "
+                     "split");
+  }
   if (o.load.rate) {
     session::warn_open_loop_descriptors(*o.load.rate, o.target);
   } else {

@@ -71,6 +71,8 @@ class Run {
   // runner.cpp
   void prepare_requests();
   void make_open_loop_schedule();
+  void keep_shard_arrivals();
+  bool wait_for_start();  ///< false: a stop was requested while waiting
   void begin();
   void start_measured();
   void after_single(const metrics::Trace& t);
@@ -105,8 +107,9 @@ class Run {
   transport::EventLoop& loop_;
   transport::Target& target_;
   const std::vector<workload::Request>& requests_;
-  const LoadConfig& config_;
+  const LoadConfig config_;  ///< this process's share of the load (shard_share)
   const RunHooks& hooks_;
+  std::uint64_t run_warmup_ = 0;  ///< the whole run's warm-up (all shards together)
 
   std::vector<std::unique_ptr<transport::PreparedRequest>> prepared_;
   std::vector<std::int64_t> schedule_;

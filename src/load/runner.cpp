@@ -1,11 +1,13 @@
 #include "load/runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <iterator>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "load/run_loop.h"
 
@@ -33,10 +35,41 @@ double at_ms_of(const workload::Request& r) {
 
 }  // namespace
 
+std::uint64_t shard_count(std::uint64_t count, Shard shard) {
+  return count > shard.k ? (count - shard.k - 1) / shard.n + 1 : 0;
+}
+
+std::uint32_t shard_concurrency(std::uint32_t concurrency, Shard shard) {
+  return concurrency / shard.n + (shard.k < concurrency % shard.n ? 1 : 0);
+}
+
+LoadConfig shard_share(const LoadConfig& config) {
+  LoadConfig c = config;
+  if (!config.shard) return c;
+  const Shard s = *config.shard;
+  if (s.n == 0 || s.k >= s.n) throw std::invalid_argument("--shard: K must be below N >= 1");
+  c.warmup = shard_count(config.warmup, s);
+  if (!config.open_loop) {
+    if (config.concurrency < s.n) {
+      throw std::invalid_argument("--shard: a concurrency below the number of shards");
+    }
+    c.concurrency = shard_concurrency(config.concurrency, s);
+    if (config.requests) {
+      c.requests = shard_count(config.warmup + *config.requests, s) - c.warmup;
+    }
+  }
+  return c;
+}
+
 Run::Run(transport::EventLoop& loop, transport::Target& target,
          const std::vector<workload::Request>& requests, const LoadConfig& config,
          const RunHooks& hooks)
-    : loop_(loop), target_(target), requests_(requests), config_(config), hooks_(hooks) {}
+    : loop_(loop),
+      target_(target),
+      requests_(requests),
+      config_(shard_share(config)),
+      hooks_(hooks),
+      run_warmup_(config.warmup) {}
 
 LoadResult Run::execute() {
   if (requests_.empty()) throw std::invalid_argument("the request stream is empty");
@@ -50,6 +83,9 @@ LoadResult Run::execute() {
     throw std::invalid_argument("a replay is an open loop");
   }
   sessions_ = workload::plan_sessions(requests_);
+  if (config_.shard && !sessions_.empty()) {
+    throw std::invalid_argument("--shard splits a stream of single requests, not of sessions");
+  }
   for (const workload::SessionPlan& s : sessions_) {
     // A turn is built when it is sent; a turn the target cannot take fails here, before t0.
     workload::Conversation probe;
@@ -71,6 +107,11 @@ LoadResult Run::execute() {
     }
   }
   if (config_.open_loop) make_open_loop_schedule();
+  if (config_.start_at_unix_ns && !wait_for_start()) {
+    result_.t0_steady_ns = transport::steady_now_ns();
+    result_.interrupted = true;
+    return std::move(result_);
+  }
 
   result_.t0_steady_ns = transport::steady_now_ns();
   progress_.total = config_.open_loop && sessions_.empty()
@@ -82,6 +123,19 @@ LoadResult Run::execute() {
   result_.traces.assign(std::make_move_iterator(traces_.begin()),
                         std::make_move_iterator(traces_.end()));
   return std::move(result_);
+}
+
+bool Run::wait_for_start() {
+  // Sleeps in steps of at most 50 ms (a stop is answered), the last one to the instant.
+  for (;;) {
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    const std::int64_t left = *config_.start_at_unix_ns - now;
+    if (left <= 0) return true;
+    if (hooks_.stop_requested != nullptr && hooks_.stop_requested->load()) return false;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(left, kStopPollNs)));
+  }
 }
 
 void Run::make_open_loop_schedule() {
@@ -131,6 +185,21 @@ void Run::make_open_loop_schedule() {
     schedule_.resize(kept);
     if (!schedule_pos_.empty()) schedule_pos_.resize(kept);
   }
+  if (config_.shard) keep_shard_arrivals();
+}
+
+void Run::keep_shard_arrivals() {
+  // Arrival i of the whole run is sent by shard i mod n, with the stream position the whole run
+  // would give it: after the run's warm-up (walking the stream) or the replay's own.
+  const Shard s = *config_.shard;
+  std::vector<std::int64_t> times;
+  std::vector<std::size_t> pos;
+  for (std::size_t i = s.k; i < schedule_.size(); i += s.n) {
+    times.push_back(schedule_[i]);
+    pos.push_back(schedule_pos_.empty() ? (run_warmup_ + i) % requests_.size() : schedule_pos_[i]);
+  }
+  schedule_ = std::move(times);
+  schedule_pos_ = std::move(pos);
 }
 
 void Run::finished(std::uint64_t index) {
@@ -323,7 +392,10 @@ metrics::Trace& Run::new_trace(const char* phase, std::optional<std::int64_t> sc
 
 void Run::submit_next(const char* phase, std::optional<std::int64_t> scheduled_abs,
                       std::optional<std::size_t> stream_pos) {
-  const std::size_t pos = stream_pos.value_or(traces_.size() % requests_.size());
+  // Sharded: this process's j-th submission is the whole run's submission k + j n.
+  const std::size_t pos = stream_pos.value_or(
+      config_.shard ? (config_.shard->k + traces_.size() * config_.shard->n) % requests_.size()
+                    : traces_.size() % requests_.size());
   metrics::Trace& t = new_trace(phase, scheduled_abs, pos);
   RequestObserver& obs = observers_.emplace_back(*this, t.index, t);
   target_.submit(*prepared_[pos], t.index, obs);

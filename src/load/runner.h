@@ -27,6 +27,13 @@ struct Replay {
   bool in_window(double at_ms) const { return at_ms >= from_ms && (!to_ms || at_ms < *to_ms); }
 };
 
+/// --shard K/N: this process sends shard K (0-based) of the N shards of one run's load
+/// (docs/scale.md, "Load from several client hosts").
+struct Shard {
+  std::uint32_t k = 0;
+  std::uint32_t n = 1;
+};
+
 struct LoadConfig {
   bool open_loop = false;
   std::optional<Replay> replay;  ///< open loop on the stream's timestamps instead of a schedule
@@ -43,7 +50,27 @@ struct LoadConfig {
   /// HTTP targets: event loops, each on its own thread, that the connections are shared out
   /// over (transport/sharded_target.h); 1: the run's own loop does all the I/O.
   unsigned client_threads = 1;
+  /// Sharded: submissions (warm-up and measured, closed loop) and arrivals (open loop) are
+  /// numbered as the whole run would number them, and this process sends those whose number i
+  /// has i mod n == k; a closed loop keeps its share of `concurrency` in flight. `requests`,
+  /// `warmup` and `concurrency` are the whole run's.
+  std::optional<Shard> shard;
+  /// --start-at: nothing is sent before this wall-clock time (ns since the Unix epoch); t0 is
+  /// taken when it is reached. The wait ends early when a stop is requested.
+  std::optional<std::int64_t> start_at_unix_ns;
 };
+
+/// How many of 0..count-1 satisfy i mod n == k (n >= 1).
+std::uint64_t shard_count(std::uint64_t count, Shard shard);
+
+/// The closed loop's concurrency of one shard: C split as evenly as possible (the first C mod N
+/// shards get one more). Requires C >= N.
+std::uint32_t shard_concurrency(std::uint32_t concurrency, Shard shard);
+
+/// The load that this process runs: `config` itself when not sharded; else the shard's warm-up
+/// and its concurrency (closed loop: and its measured requests; open loop: the whole schedule is
+/// made and thinned when the run starts).
+LoadConfig shard_share(const LoadConfig& config);
 
 /// Progress, sampled by the caller for the progress bar (read on the loop thread).
 struct Progress {

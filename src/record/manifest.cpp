@@ -155,7 +155,25 @@ json::object clock_to_json(const ClockSection& c) {
                                          {"receive", c.event_stamps->receive},
                                          {"rejected", c.event_stamps->rejected}};
   }
+  if (c.t0_unix_ns) clock["t0_unix_ns"] = *c.t0_unix_ns;
+  if (c.t0_unix_uncertainty_ns) clock["t0_unix_uncertainty_ns"] = *c.t0_unix_uncertainty_ns;
+  if (c.boot_id) clock["boot_id"] = *c.boot_id;
   return clock;
+}
+
+json::object shard_to_json(const ShardSection& s) {
+  return json::object{{"k", s.k}, {"n", s.n}, {"start_at", or_null(s.start_at)}};
+}
+
+json::object merged_from_to_json(const MergedFrom& m) {
+  json::array shards;
+  for (const MergedShard& s : m.shards) {
+    shards.push_back(json::object{{"run_id", s.run_id}, {"k", s.k}, {"offset_ns", s.offset_ns}});
+  }
+  return json::object{{"clock_method", m.clock_method},
+                      {"uncertainty_ns", m.uncertainty_ns},
+                      {"start_spread_ns", m.start_spread_ns},
+                      {"shards", std::move(shards)}};
 }
 
 EngineExit engine_exit_from(const Reader& r) {
@@ -215,7 +233,27 @@ ClockSection clock_from(const Reader& r) {
     const Reader s = r.object("event_stamps");
     c.event_stamps = EventStamps{s.uint("engine"), s.uint("receive"), s.uint("rejected")};
   }
+  c.t0_unix_ns = r.opt_int("t0_unix_ns");
+  c.t0_unix_uncertainty_ns = r.opt_int("t0_unix_uncertainty_ns");
+  c.boot_id = r.opt_string("boot_id");
   return c;
+}
+
+ShardSection shard_from(const Reader& r) {
+  return ShardSection{r.uint("k"), r.uint("n"), r.opt_string("start_at")};
+}
+
+MergedFrom merged_from_from(const Reader& r) {
+  MergedFrom m;
+  m.clock_method = r.string("clock_method");
+  m.uncertainty_ns = r.opt_int("uncertainty_ns").value_or(0);
+  m.start_spread_ns = r.opt_int("start_spread_ns").value_or(0);
+  for (const json::value& v : r.array("shards")) {
+    if (!v.is_object()) malformed("merged_from.shards[]", "is not an object");
+    const Reader sr(v.as_object(), "merged_from.shards[]");
+    m.shards.push_back({sr.string("run_id"), sr.uint("k"), sr.opt_int("offset_ns").value_or(0)});
+  }
+  return m;
 }
 
 json::object derived_from_to_json(const DerivedFrom& d) {
@@ -280,12 +318,14 @@ json::object manifest_to_json(const Manifest& m) {
       {"ended_at", or_null(m.ended_at)}};
   if (m.derived_from) o["derived_from"] = derived_from_to_json(*m.derived_from);
   if (m.source) o["source"] = source_to_json(*m.source);
+  if (m.merged_from) o["merged_from"] = merged_from_to_json(*m.merged_from);
   o["harness"] = m.harness;
   o["engine"] = engine_to_json(m);
   o["model"] = m.model;
   o["hardware"] = m.hardware;
   o["workload"] = workload_to_json(m.workload);
   o["load"] = load_to_json(m.load);
+  if (m.shard) o["shard"] = shard_to_json(*m.shard);
   o["slo"] = json::object{{"ttft_s", number_or_null(m.slo.ttft_s)},
                           {"tpot_s", number_or_null(m.slo.tpot_s)},
                           {"e2e_s", number_or_null(m.slo.e2e_s)}};
@@ -308,6 +348,8 @@ Manifest manifest_from_json(const json::object& object) {
   m.ended_at = r.opt_string("ended_at");
   if (object.contains("derived_from")) m.derived_from = derived_from_from(r.object("derived_from"));
   if (object.contains("source")) m.source = source_from(r.object("source"));
+  if (object.contains("merged_from")) m.merged_from = merged_from_from(r.object("merged_from"));
+  if (object.contains("shard")) m.shard = shard_from(r.object("shard"));
   m.harness = r.object_value("harness");
   m.engine = r.object_value("engine");
   if (const json::value* exit = m.engine.if_contains("exit"); exit != nullptr) {

@@ -85,6 +85,33 @@ struct ClockSection {
   std::optional<std::int64_t> t0_steady_ns;
   std::optional<std::int64_t> measured_start_ns;
   std::optional<EventStamps> event_stamps;
+  /// t0 on the wall clock (CLOCK_REALTIME, ns since the Unix epoch), read beside the steady
+  /// clock; ± t0_unix_uncertainty_ns (half the time the pair of readings took).
+  std::optional<std::int64_t> t0_unix_ns;
+  std::optional<std::int64_t> t0_unix_uncertainty_ns;
+  /// The host's boot id (/proc/sys/kernel/random/boot_id): records with the same one share
+  /// the steady clock.
+  std::optional<std::string> boot_id;
+};
+
+/// shard: this record is shard k (0-based) of n of one run's load (`dyno run --shard`).
+struct ShardSection {
+  std::uint64_t k = 0;
+  std::uint64_t n = 1;
+  std::optional<std::string> start_at;  ///< --start-at, ISO 8601 UTC
+};
+
+/// merged_from: a record merged from shard records (`dyno runs merge`; docs/scale.md).
+struct MergedShard {
+  std::string run_id;
+  std::uint64_t k = 0;
+  std::int64_t offset_ns = 0;  ///< added to the shard's trace times to put them on this t0
+};
+struct MergedFrom {
+  std::string clock_method;          ///< "steady_clock" (one host) | "wall_clock" (several hosts)
+  std::int64_t uncertainty_ns = 0;   ///< of the offsets as dyno can state it
+  std::int64_t start_spread_ns = 0;  ///< spread of the shards' measured starts on this t0
+  std::vector<MergedShard> shards;
 };
 
 /// derived_from: a record made from another record, not measured (`dyno rescore`;
@@ -130,6 +157,8 @@ struct Manifest {
   std::optional<std::string> ended_at;
   std::optional<DerivedFrom> derived_from;  ///< only in a derived record
   std::optional<ImportSource> source;       ///< only in an imported record
+  std::optional<MergedFrom> merged_from;    ///< only in a merged record
+  std::optional<ShardSection> shard;        ///< only in a shard's record
   boost::json::object harness;
   boost::json::object engine;
   std::optional<EngineExit> engine_exit;  ///< written as engine.exit

@@ -329,6 +329,14 @@ record::Manifest open_manifest(EngineSession& engine, const CellSpec& cell,
   l.duration_s = cell.load.duration_s;
   l.timeouts_s = timeouts_json(engine.options());
   m.slo = cell.slo;
+  if (const auto& shard = cell.load.shard) {
+    m.shard = record::ShardSection{shard->k, shard->n, std::nullopt};
+    if (const auto at = cell.load.start_at_unix_ns) {
+      m.shard->start_at = record::iso8601_utc(std::chrono::system_clock::time_point(
+          std::chrono::duration_cast<std::chrono::system_clock::duration>(
+              std::chrono::nanoseconds(*at))));
+    }
+  }
   return m;
 }
 
@@ -499,7 +507,12 @@ void summarize_cell(const CellSpec& cell, const Measured& m, CellOutcome& out) {
   // Closed-loop sessions keep C sessions, not C requests, in flight: a session thinking
   // between its turns is not an underfilled slot.
   const bool sessions = !cell.requests.empty() && cell.requests.front().turn.has_value();
-  if (!cell.load.open_loop && !sessions) so.declared_concurrency = cell.load.concurrency;
+  if (!cell.load.open_loop && !sessions) {
+    // A shard keeps its share of C in flight (load::shard_share); the manifest keeps the run's C.
+    so.declared_concurrency = cell.load.shard
+                                  ? load::shard_concurrency(cell.load.concurrency, *cell.load.shard)
+                                  : cell.load.concurrency;
+  }
   so.open_loop = cell.load.open_loop;
   so.slo = cell.slo;
   so.client.cpu_s = m.client_cpu_s;
@@ -554,6 +567,21 @@ json::object summary_document(EngineSession& engine, CellTarget& target, Measure
   return doc;
 }
 
+/// clock.t0_unix_ns: the wall clock at t0, from the two clocks' offset read now (one wall
+/// reading between two steady ones), and the host's boot id (docs/scale.md, clock offsets).
+void anchor_wall_clock(record::ClockSection& clock, std::int64_t t0) {
+  const std::int64_t before = transport::steady_now_ns();
+  const std::int64_t wall = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+  const std::int64_t after = transport::steady_now_ns();
+  clock.t0_unix_ns = t0 + wall - (before + (after - before) / 2);
+  clock.t0_unix_uncertainty_ns = (after - before + 1) / 2;
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  if (in && std::getline(in, id) && !id.empty()) clock.boot_id = id;
+}
+
 /// The final manifest: status, warnings, end, clock, the engine's exit.
 void close_manifest(EngineSession& engine, const CellTarget& target, const Measured& m,
                     const CellOutcome& out, record::Manifest& manifest) {
@@ -569,7 +597,10 @@ void close_manifest(EngineSession& engine, const CellTarget& target, const Measu
   manifest.warnings = out.summary.warnings;
   manifest.status = out.status;
   manifest.ended_at = record::iso8601_utc(std::chrono::system_clock::now());
-  manifest.clock = record::ClockSection{result.t0_steady_ns, result.measured_start_ns, {}};
+  manifest.clock = record::ClockSection{};
+  manifest.clock->t0_steady_ns = result.t0_steady_ns;
+  manifest.clock->measured_start_ns = result.measured_start_ns;
+  anchor_wall_clock(*manifest.clock, result.t0_steady_ns);
   if (const transport::PluginTarget* plugin = target.plugin()) {
     // Which clock stamped the token events and request ends (docs/plugins.md).
     const transport::PluginStampCounts stamps = plugin->stamps();

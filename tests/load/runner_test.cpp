@@ -6,6 +6,7 @@
 #include <atomic>
 #include <deque>
 #include <map>
+#include <set>
 
 #include "transport/event_loop.h"
 
@@ -210,3 +211,70 @@ TEST(Runner, RejectsAnEmptyStreamOrNoLimit) {
 }
 
 }  // namespace
+
+// --shard K/N (docs/scale.md): the shards together send what the whole run sends, each
+// submission once, with the same request.
+TEST(Runner, ClosedLoopShardsSplitTheSubmissionsOfTheWholeRun) {
+  EXPECT_EQ(dyno::load::shard_count(10, {0, 3}), 4u);
+  EXPECT_EQ(dyno::load::shard_count(10, {2, 3}), 3u);
+  EXPECT_EQ(dyno::load::shard_count(1, {1, 2}), 0u);
+  EXPECT_EQ(dyno::load::shard_concurrency(5, {0, 2}), 3u);
+  EXPECT_EQ(dyno::load::shard_concurrency(5, {1, 2}), 2u);
+  std::multiset<std::string> warmup, measured;
+  std::uint32_t concurrency = 0;
+  for (std::uint32_t k = 0; k < 3; ++k) {
+    EventLoop loop;
+    FakeTarget target(loop, 2 * kMs, 1);
+    dyno::load::LoadConfig cfg;
+    cfg.concurrency = 4;
+    cfg.requests = 20;
+    cfg.warmup = 3;
+    cfg.shard = dyno::load::Shard{k, 3};
+    concurrency += dyno::load::shard_share(cfg).concurrency;
+    const auto result = dyno::load::run_load(loop, target, stream(7), cfg, {});
+    EXPECT_LE(target.max_in_flight, k == 0 ? 2 : 1);
+    for (std::size_t j = 0; j < result.traces.size(); ++j) {
+      const auto& t = result.traces[j];
+      const std::size_t i = k + j * 3;  // the whole run's submission number
+      EXPECT_EQ(t.request_id, "r" + std::to_string(i % 7));
+      EXPECT_EQ(t.phase, i < 3 ? "warmup" : "measured");
+      (t.phase == "warmup" ? warmup : measured).insert(t.request_id);
+    }
+  }
+  EXPECT_EQ(concurrency, 4u);
+  EventLoop loop;
+  FakeTarget target(loop, 2 * kMs, 1);
+  dyno::load::LoadConfig cfg;
+  cfg.concurrency = 4;
+  cfg.requests = 20;
+  cfg.warmup = 3;
+  std::multiset<std::string> whole_warmup, whole_measured;
+  for (const auto& t : dyno::load::run_load(loop, target, stream(7), cfg, {}).traces) {
+    (t.phase == "warmup" ? whole_warmup : whole_measured).insert(t.request_id);
+  }
+  EXPECT_EQ(warmup, whole_warmup);
+  EXPECT_EQ(measured, whole_measured);
+}
+
+TEST(Runner, OpenLoopShardsSendEveryNthArrivalOfTheSameSchedule) {
+  dyno::load::ScheduleSpec spec;
+  spec.rate_per_s = 200;
+  spec.seed = 5;
+  const std::vector<std::int64_t> whole = dyno::load::make_schedule(spec, 12, std::nullopt);
+  for (std::uint32_t k = 0; k < 2; ++k) {
+    EventLoop loop;
+    FakeTarget target(loop, 2 * kMs, 1);
+    dyno::load::LoadConfig cfg;
+    cfg.open_loop = true;
+    cfg.requests = 12;
+    cfg.schedule = spec;
+    cfg.shard = dyno::load::Shard{k, 2};
+    const auto result = dyno::load::run_load(loop, target, stream(5), cfg, {});
+    ASSERT_EQ(result.traces.size(), 6u);
+    for (std::size_t j = 0; j < 6; ++j) {
+      const std::size_t i = k + 2 * j;
+      EXPECT_EQ(*result.traces[j].scheduled_ns - result.measured_start_ns, whole[i]);
+      EXPECT_EQ(result.traces[j].request_id, "r" + std::to_string(i % 5));
+    }
+  }
+}

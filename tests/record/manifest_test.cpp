@@ -69,7 +69,14 @@ Manifest full_manifest() {
                              {"period_ms", json::object{{"requested", 100}}},
                              {"backends", json::array()},
                              {"idle_baseline", nullptr}};
-  m.clock = dyno::record::ClockSection{123, 456, dyno::record::EventStamps{40, 2, 1}};
+  m.clock = dyno::record::ClockSection{123, 456, dyno::record::EventStamps{40, 2, 1}, 1700, 3, "b"};
+  // A merged record and a shard's never both; the form of each is what is checked here.
+  m.shard = dyno::record::ShardSection{1, 2, "2026-12-02T10:15:00.000Z"};
+  m.merged_from = dyno::record::MergedFrom{
+      "steady_clock",
+      0,
+      21000,
+      {{"20261202T101400Z-0123ab", 0, 0}, {"20261202T101400Z-0123ac", 1, 55000}}};
   return m;
 }
 
@@ -96,6 +103,10 @@ TEST(Manifest, ReadsBackWhatItWrote) {
   EXPECT_FALSE(back.load.open_loop);
   EXPECT_EQ(back.slo.ttft_s, 0.5);
   EXPECT_FALSE(back.slo.tpot_s);
+  ASSERT_TRUE(back.shard && back.merged_from && back.clock->t0_unix_ns);
+  EXPECT_EQ(back.shard->k, 1u);
+  EXPECT_EQ(back.merged_from->shards.at(1).offset_ns, 55000);
+  EXPECT_EQ(*back.clock->t0_unix_ns, 1700);
 }
 
 TEST(Manifest, ARunningManifestHasNoClockOrTelemetry) {
@@ -128,6 +139,7 @@ TEST(Manifest, ARunningManifestHasNoClockOrTelemetry) {
 
 TEST(Manifest, ADerivedRecordSaysWhereItCameFrom) {
   Manifest m = full_manifest();
+  m.merged_from.reset();
   m.derived_from = dyno::record::DerivedFrom{"rescore",
                                              "20261202T101500Z-0123ab-fast",
                                              std::string(64, 'c'),

@@ -1,0 +1,46 @@
+// `dyno runs merge RUN…`: the records of the shards of one run (`dyno run --shard K/N`, one
+// per client host) made into one run record: every trace on one time base, every figure
+// recomputed by the code a run uses (docs/scale.md, "Load from several client hosts").
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace dyno::app {
+
+struct MergeOptions {
+  std::vector<std::string> runs;  ///< run ids, unique prefixes or run directories
+  std::string runs_root = "runs";
+  std::optional<std::string> label;  ///< default: the shards' label + "-merged", or "merged"
+  double max_clock_offset_ms = 5.0;  ///< refuse shards whose measured starts spread wider
+  std::optional<std::string> index;
+  bool json = false;
+};
+
+/// Merges the shard records into a new record under the runs root and indexes it; prints the
+/// new run id (or, with json, {run_id, dir, merged_from}). Throws UsageError (exit 2) naming
+/// the problem: a run that is not finished or fails verification, a record without `shard`,
+/// shards of different runs (a parameter other than the shard differs), a shard missing or
+/// given twice, a clock anchor missing, or measured starts further apart than
+/// max_clock_offset_ms.
+int merge_command(const MergeOptions& options, std::ostream& out, std::ostream& err);
+
+/// Adds `merge` to the `runs` subcommand of `app` (RunsCli made it).
+class RunsMergeCli {
+ public:
+  explicit RunsMergeCli(CLI::App& app);
+  bool parsed() const;
+  int execute(std::ostream& out, std::ostream& err) const { return merge_command(o_, out, err); }
+
+ private:
+  MergeOptions o_;
+  CLI::App* merge_ = nullptr;
+};
+
+}  // namespace dyno::app
