@@ -25,7 +25,8 @@ double uniform(std::uint64_t& state) {
 Model::Model(Profile profile, std::uint64_t seed)
     : profile_(std::move(profile)), seed_(seed), cache_(profile_.prefix_cache_blocks) {
   if (profile_.shared_kv_token_s > 0.0 && !profile_.zero_delay) {
-    slots_.resize(std::min<std::size_t>(profile_.max_running_seqs, 65536));
+    slot_left_.assign(std::min<std::size_t>(profile_.max_running_seqs, 65536), 0);
+    for (std::size_t i = 0; i < slot_left_.size(); ++i) free_slots_.push_back(i);
   }
 }
 
@@ -116,9 +117,8 @@ double Model::step_duration(std::int64_t decode_seqs, std::int64_t decode_contex
 }
 
 std::int64_t Model::kv_cells() const {
-  if (slots_.empty()) return 0;
-  std::int64_t cells = 0;
-  for (const Slot& slot : slots_) cells += slot.left;
+  if (slot_left_.empty()) return 0;
+  std::int64_t cells = left_cells_;
   for (const Seq& s : running_) {
     if (!s.gone) cells += s.prefilled + s.generated;
   }
@@ -157,7 +157,7 @@ std::optional<StepPlan> Model::start_step(double now_s) {
     plan.prefill_context += chunk * s.prefilled + chunk * (chunk + 1) / 2;
   }
   if (planned_.empty()) return std::nullopt;
-  if (!slots_.empty()) plan.kv_cells = kv_cells() + plan.decode_seqs + plan.prefill_tokens;
+  if (!slot_left_.empty()) plan.kv_cells = kv_cells() + plan.decode_seqs + plan.prefill_tokens;
   plan.start_s = now_s;
   plan.end_s = now_s + step_duration(plan.decode_seqs, plan.decode_context, plan.prefill_tokens,
                                      plan.prefill_context, plan.kv_cells);
@@ -227,23 +227,25 @@ void Model::admit(Seq& s) {
   cache_hits_ += s.cached;
 }
 
-// The free slot used least recently (never-used slots first, lowest index first).
+// The free slot used least recently (never-used slots first, lowest index first); its old cells
+// are replaced.
 void Model::take_slot(Seq& s) {
-  std::size_t best = kNoSlot;
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    if (slots_[i].busy) continue;
-    if (best == kNoSlot || slots_[i].last_use < slots_[best].last_use) best = i;
-  }
-  if (best == kNoSlot) return;
-  slots_[best] = Slot{0, slots_[best].last_use, true};
-  s.slot = best;
+  if (free_slots_.empty()) return;
+  const std::size_t slot = free_slots_.front();
+  free_slots_.pop_front();
+  left_cells_ -= slot_left_[slot];
+  slot_left_[slot] = 0;
+  s.slot = slot;
 }
 
 void Model::release(Seq& s) {
   s.gone = true;
   --live_;
   kv_used_ -= reservation(s);
-  if (s.slot != kNoSlot) slots_[s.slot] = Slot{s.prefilled + s.generated, ++releases_, false};
+  if (s.slot == kNoSlot) return;
+  slot_left_[s.slot] = s.prefilled + s.generated;
+  left_cells_ += slot_left_[s.slot];
+  free_slots_.push_back(s.slot);
 }
 
 void Model::compact() {

@@ -155,11 +155,6 @@ class Model {
     bool gone = false;           ///< cancelled or finished; removed after the step
     std::size_t slot = kNoSlot;  ///< shared-KV-cache slot
   };
-  struct Slot {
-    std::int64_t left = 0;       ///< cells a finished sequence left (0 while busy)
-    std::uint64_t last_use = 0;  ///< release order; 0: never used
-    bool busy = false;
-  };
   static constexpr std::size_t kNoSlot = static_cast<std::size_t>(-1);
   struct Planned {
     std::size_t index = 0;     ///< into running_
@@ -188,8 +183,11 @@ class Model {
   PrefixCache cache_;
   std::int64_t cache_queries_ = 0;
   std::int64_t cache_hits_ = 0;
-  std::vector<Slot> slots_;  ///< shared KV cache only
-  std::uint64_t releases_ = 0;
+  // Shared KV cache only: the cells each slot's last sequence left (0 while a sequence holds it),
+  // their sum, and the free slots, least recently used first (never-used ones, by index, first).
+  std::vector<std::int64_t> slot_left_;
+  std::int64_t left_cells_ = 0;
+  std::deque<std::size_t> free_slots_;
 };
 
 }  // namespace dyno::sim
