@@ -9,6 +9,7 @@
 #include "compare/board.h"
 #include "compare/inputs.h"
 #include "dyno/build_info.h"
+#include "record/digest_cache.h"
 #include "record/run_writer.h"
 #include "report/board_charts.h"
 #include "report/board_document.h"
@@ -150,7 +151,8 @@ int report_command(const ReportOptions& o) {
   compare::Board board = build(o);
   // The binary that makes the board, by hash (board.json, so SHA256SUMS covers it).
   try {
-    board.generator.executable_sha256 = record::sha256_hex_file("/proc/self/exe");
+    board.generator.executable_sha256 =
+        record::cached_sha256_hex_file("/proc/self/exe", record::default_cache_dir());
   } catch (const record::RecordError&) {
     // unreadable: board.json says null
   }

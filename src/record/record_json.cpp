@@ -1,11 +1,14 @@
 #include "record/record_json.h"
 
+#include <array>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+#include <charconv>
 #include <cmath>
 #include <stdexcept>
 
 #include "json/json_text.h"
+#include "record/redact.h"
 
 namespace dyno::record {
 
@@ -31,6 +34,11 @@ std::string get_string(const json::object& obj, const char* key) {
   if (!v->is_string())
     throw std::runtime_error(std::string("key `") + key + "`: expected a string");
   return std::string(v->as_string());
+}
+
+/// A completed scored request always keeps its output, empty or not: re-scoring reads it.
+bool keeps_output_text(const metrics::Trace& t) {
+  return !t.output_text.empty() || (t.correct && t.ok());
 }
 
 }  // namespace
@@ -123,9 +131,56 @@ json::object trace_to_json(const metrics::Trace& t, bool keep_event_times) {
     }
     o["chunk_times_ns"] = std::move(deltas);
   }
-  // A completed scored request always keeps its output, empty or not: re-scoring reads it.
-  if (!t.output_text.empty() || (t.correct && t.ok())) o["output_text"] = t.output_text;
+  if (keeps_output_text(t)) o["output_text"] = t.output_text;
   return o;
+}
+
+std::string trace_line(const metrics::Trace& t, bool keep_event_times,
+                       const std::vector<std::string>& secrets, std::size_t* invalid_utf8_bytes) {
+  // Everything but the event times and the output text, as a JSON value (both are the last
+  // keys of trace_to_json's object, in that order).
+  json::value head = trace_to_json(t, false);
+  const bool has_text = keeps_output_text(t);
+  if (has_text) head.as_object().erase("output_text");
+  redact_literals(head, secrets);
+  json_text::WriteStats stats;
+  std::string line = json_text::compact(head, &stats);
+  line.pop_back();  // the closing brace
+  // `,"key":`, redacted as redact_literals redacts object keys (a secret may be any string).
+  const auto key = [&](std::string name) {
+    if (!secrets.empty()) redact_literals(name, secrets);
+    line += ",\"";
+    line += name;
+    line += "\":";
+  };
+  if (keep_event_times) {
+    key("chunk_times_ns");
+    line += '[';
+    line.reserve(line.size() + t.event_times_ns.size() * 8 + 64);
+    std::array<char, 24> num{};
+    std::int64_t prev = 0;
+    for (std::size_t i = 0; i < t.event_times_ns.size(); ++i) {
+      const std::int64_t ts = t.event_times_ns[i];
+      char* const end = std::to_chars(num.data(), num.data() + num.size(), ts - prev).ptr;
+      if (i > 0) line += ',';
+      line.append(num.data(), end);
+      prev = ts;
+    }
+    line += ']';
+  }
+  if (has_text) {
+    json::value text(t.output_text);
+    redact_literals(text, secrets);
+    key("output_text");
+    line += json_text::compact(text, &stats);
+  }
+  if (stats.invalid_utf8_bytes > 0) {
+    key("invalid_utf8_bytes");
+    line += std::to_string(stats.invalid_utf8_bytes);
+  }
+  line += '}';
+  if (invalid_utf8_bytes != nullptr) *invalid_utf8_bytes = stats.invalid_utf8_bytes;
+  return line;
 }
 
 metrics::Trace trace_from_json(const json::object& o) {

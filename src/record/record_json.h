@@ -5,6 +5,7 @@
 #include <boost/json/value.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "metrics/summary.h"
 #include "metrics/trace.h"
@@ -26,6 +27,15 @@ boost::json::object distribution_to_json(const metrics::Distribution& d);
 /// judged against: `expected` (when set), `pattern` (regex), `choices` (choice); its
 /// output_text is written even when empty (re-scoring reads it).
 boost::json::object trace_to_json(const metrics::Trace& trace, bool keep_event_times);
+
+/// One requests.jsonl line (no newline): compact(trace_to_json(trace, keep_event_times)) with
+/// every secret redacted (redact_literals), byte for byte, but the event times are formatted
+/// straight into the text (no JSON value per event). `*invalid_utf8_bytes` (when given)
+/// receives the count of ill-formed UTF-8 bytes replaced by U+FFFD; a line with any carries
+/// "invalid_utf8_bytes": N as its last key.
+std::string trace_line(const metrics::Trace& trace, bool keep_event_times,
+                       const std::vector<std::string>& secrets,
+                       std::size_t* invalid_utf8_bytes = nullptr);
 
 /// A scored trace's `score` object: {correct, extracted, scorer, expected?, pattern?, choices?}.
 boost::json::object score_to_json(const metrics::Trace& trace);

@@ -347,15 +347,8 @@ void RunWriter::flush_requests() {
 
 std::string RunWriter::request_line(const metrics::Trace& trace, std::size_t& replaced,
                                     const std::vector<std::string>& secrets) const {
-  boost::json::value v = trace_to_json(trace, keep_event_times_);
-  redact_literals(v, secrets);  // the joined text: a key split across two events is found
-  json_text::WriteStats stats;
-  std::string line = json_text::compact(v, &stats);
-  replaced = stats.invalid_utf8_bytes;
-  if (replaced > 0) {
-    v.as_object()["invalid_utf8_bytes"] = replaced;
-    line = json_text::compact(v);
-  }
+  // Secrets are redacted in the joined text: a key split across two events is found.
+  std::string line = trace_line(trace, keep_event_times_, secrets, &replaced);
   line += '\n';
   return line;
 }

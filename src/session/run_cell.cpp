@@ -20,6 +20,7 @@
 #include "engine/server_gauges.h"
 #include "engine/server_metrics.h"
 #include "engine/server_timings.h"
+#include "record/digest_cache.h"
 #include "record/manifest.h"
 #include "record/model_identity.h"
 #include "record/record_json.h"
@@ -153,7 +154,9 @@ const json::object& harness_identity() {
       unknown["git_commit"] = "dyno was built outside a git checkout";
     }
     try {
-      h["executable_sha256"] = record::sha256_hex_file("/proc/self/exe");
+      // Remembered across runs by the file's identity (record/digest_cache.h).
+      h["executable_sha256"] =
+          record::cached_sha256_hex_file("/proc/self/exe", record::default_cache_dir());
     } catch (const record::RecordError& e) {
       h["executable_sha256"] = nullptr;
       unknown["executable_sha256"] = std::string("cannot read /proc/self/exe: ") + e.what();

@@ -22,7 +22,12 @@ namespace dyno::transport::http {
 
 namespace {
 
+// A TLS connection's own read buffer (one TLS record is at most 16 KiB).
 constexpr std::size_t kReadBufferSize = 16 * 1024;
+// The buffer every plain-TCP connection of one loop thread shares: large, so a stream that
+// is behind is drained in few reads (each read costs a syscall and, when the socket is
+// drained, an ACK).
+constexpr std::size_t kSharedReadBufferSize = 256 * 1024;
 /// Reads per wake-up before the loop serves other sockets and timers: a server that never
 /// stops sending must not keep the loop (deadlines, signals, other streams) waiting.
 constexpr int kMaxReadsPerTurn = 8;
@@ -47,10 +52,10 @@ std::string seconds_text(std::int64_t ns) {
 bool is_redirect(int status) { return status >= 300 && status < 400 && status != 304; }
 
 // Plain-TCP reads are synchronous on the loop's thread and their bytes are consumed before the
-// read returns, so every plain connection of a loop shares one buffer: 16 KiB per loop thread,
-// not per stream. (A TLS read is asynchronous: its connection has its own buffer.)
+// read returns, so every plain connection of a loop shares one buffer: 256 KiB per loop
+// thread, not per stream. (A TLS read is asynchronous: its connection has its own buffer.)
 char* shared_read_buffer() {
-  thread_local std::unique_ptr<char[]> buffer(new char[kReadBufferSize]);
+  thread_local std::unique_ptr<char[]> buffer(new char[kSharedReadBufferSize]);
   return buffer.get();
 }
 
@@ -263,17 +268,22 @@ void Connection::on_readable(std::uint64_t generation, const error_code& ec) {
   char* const buffer = shared_read_buffer();
   for (int reads = 0;; ++reads) {
     if (reads == kMaxReadsPerTurn) {
+      acknowledge_now();  // what was read so far; the rest is read after other handlers
       asio::post(context_, [self = shared_from_this(), generation] {
         self->on_readable(generation, error_code());
       });
       return;
     }
-    const TimedRecv r = recv_timed(plain_->native_handle(), buffer, kReadBufferSize, MSG_DONTWAIT);
+    const TimedRecv r =
+        recv_timed(plain_->native_handle(), buffer, kSharedReadBufferSize, MSG_DONTWAIT);
     const ssize_t n = r.bytes;
     const std::int64_t now = steady_now_ns();
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (reads > 0) acknowledge_now();  // the last read filled the buffer and drained it
+        break;
+      }
       on_read_error(now, error_code(errno, boost::system::system_category()));
       return;
     }
@@ -281,14 +291,18 @@ void Connection::on_readable(std::uint64_t generation, const error_code& ec) {
       on_read_error(now, asio::error::eof);
       return;
     }
-    acknowledge_now();
+    // Acknowledge once the socket is drained (a short read), before parsing: a server with
+    // Nagle's algorithm may hold its next small write until then. A full read leaves more to
+    // read at once, and the kernel acknowledges on its own once a segment's worth is read.
+    const bool drained = static_cast<std::size_t>(n) < kSharedReadBufferSize;
+    if (drained) acknowledge_now();
     // Never before the request was sent or after now (the clocks' offset is read per call).
     std::int64_t t_ns = r.receive_ns.value_or(now);
     t_ns = std::clamp(t_ns, std::max(sent_ns_, read_ns_), std::max(now, sent_ns_));
     response_started_ = true;
     if (!process(t_ns, buffer, static_cast<std::size_t>(n))) return;
     if (pool_ == nullptr || generation != generation_) return;
-    if (static_cast<std::size_t>(n) < kReadBufferSize) break;
+    if (drained) break;
   }
   start_read();
 }
