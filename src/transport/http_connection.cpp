@@ -22,12 +22,8 @@ namespace dyno::transport::http {
 
 namespace {
 
-// A TLS connection's own read buffer (one TLS record is at most 16 KiB).
-constexpr std::size_t kReadBufferSize = 16 * 1024;
-// The buffer every plain-TCP connection of one loop thread shares: large, so a stream that
-// is behind is drained in few reads (each read costs a syscall and, when the socket is
-// drained, an ACK).
-constexpr std::size_t kSharedReadBufferSize = 256 * 1024;
+constexpr std::size_t kReadBufferSize = 16 * 1024;         // a TLS connection's own (one record)
+constexpr std::size_t kSharedReadBufferSize = 256 * 1024;  // shared_read_buffer()
 /// Reads per wake-up before the loop serves other sockets and timers: a server that never
 /// stops sending must not keep the loop (deadlines, signals, other streams) waiting.
 constexpr int kMaxReadsPerTurn = 8;
@@ -53,7 +49,8 @@ bool is_redirect(int status) { return status >= 300 && status < 400 && status !=
 
 // Plain-TCP reads are synchronous on the loop's thread and their bytes are consumed before the
 // read returns, so every plain connection of a loop shares one buffer: 256 KiB per loop
-// thread, not per stream. (A TLS read is asynchronous: its connection has its own buffer.)
+// thread, not per stream, so a stream that is behind is drained in few reads. (A TLS read
+// is asynchronous: its connection has its own buffer.)
 char* shared_read_buffer() {
   thread_local std::unique_ptr<char[]> buffer(new char[kSharedReadBufferSize]);
   return buffer.get();
@@ -291,9 +288,8 @@ void Connection::on_readable(std::uint64_t generation, const error_code& ec) {
       on_read_error(now, asio::error::eof);
       return;
     }
-    // Acknowledge once the socket is drained (a short read), before parsing: a server with
-    // Nagle's algorithm may hold its next small write until then. A full read leaves more to
-    // read at once, and the kernel acknowledges on its own once a segment's worth is read.
+    // ACK once drained (a short read), before parsing: a server with Nagle's algorithm may
+    // hold its next small write until then (a full read has more to read at once).
     const bool drained = static_cast<std::size_t>(n) < kSharedReadBufferSize;
     if (drained) acknowledge_now();
     // Never before the request was sent or after now (the clocks' offset is read per call).
