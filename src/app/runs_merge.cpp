@@ -184,7 +184,7 @@ std::vector<metrics::Trace> merged_traces(const std::vector<ShardRecord>& shards
                           &t.first_content_ns, &t.last_token_ns, &t.done_ns}) {
         shift(*field, by);
       }
-      for (std::int64_t& e : t.event_times_ns) e += by;
+      t.event_times_ns.shift(by);
       all.push_back(std::move(t));
     }
   }

@@ -109,7 +109,12 @@ std::vector<double> event_gaps_s(const Trace& trace) {
   const auto& ev = trace.event_times_ns;
   if (ev.size() < 2) return gaps;
   gaps.reserve(ev.size() - 1);
-  for (std::size_t i = 1; i < ev.size(); ++i) gaps.push_back(ns_to_s(ev[i] - ev[i - 1]));
+  auto it = ev.begin();
+  std::int64_t prev = *it;
+  for (++it; it != ev.end(); ++it) {
+    gaps.push_back(ns_to_s(*it - prev));
+    prev = *it;
+  }
   return gaps;
 }
 

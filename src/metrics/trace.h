@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "metrics/event_times.h"
+
 namespace dyno::metrics {
 
 /// Where output_tokens/input_tokens came from (METRICS.md "Tokens").
@@ -36,8 +38,9 @@ struct Trace {
   std::optional<std::int64_t> last_token_ns;
   std::optional<std::int64_t> done_ns;
 
-  /// Time of every token-bearing event (content, reasoning or completion text), in order.
-  std::vector<std::int64_t> event_times_ns;
+  /// Time of every token-bearing event (content, reasoning or completion text), in order;
+  /// delta-coded in memory (event_times.h).
+  EventTimes event_times_ns;
   std::int64_t reasoning_events = 0;  ///< of which carried reasoning text only
 
   std::optional<std::int64_t> input_tokens;

@@ -28,6 +28,19 @@ json::value num(std::optional<double> v) {
                     "): " + what + "; vLLM's per-request arrays need it");
 }
 
+/// The gaps between consecutive token events, in seconds (vLLM's itl).
+std::vector<double> gaps_s(const metrics::Trace& t) {
+  std::vector<double> gaps;
+  if (t.event_times_ns.empty()) return gaps;
+  gaps.reserve(t.event_times_ns.size() - 1);
+  std::int64_t prev = t.event_times_ns.front();
+  for (auto it = std::next(t.event_times_ns.begin()); it != t.event_times_ns.end(); ++it) {
+    gaps.push_back(seconds_of(*it - prev));
+    prev = *it;
+  }
+  return gaps;
+}
+
 /// A completed request in vLLM's terms.
 void add_completed(VllmRequests& r, const metrics::Trace& t, const std::string& run_id) {
   if (!t.sent_ns || !t.first_token_ns || !t.done_ns) {
@@ -44,11 +57,7 @@ void add_completed(VllmRequests& r, const metrics::Trace& t, const std::string& 
   r.input_lens.push_back(*t.input_tokens);
   r.output_lens.push_back(*t.output_tokens);
   r.ttfts.push_back(seconds_of(*t.first_token_ns - *t.sent_ns));
-  std::vector<double> gaps;
-  for (std::size_t k = 1; k < t.event_times_ns.size(); ++k) {
-    gaps.push_back(seconds_of(t.event_times_ns[k] - t.event_times_ns[k - 1]));
-  }
-  r.itls.push_back(std::move(gaps));
+  r.itls.push_back(gaps_s(t));
   r.latencies.push_back(seconds_of(*t.done_ns - *t.sent_ns));
   r.start_times.push_back(seconds_of(*t.sent_ns));
   r.errors.emplace_back();
@@ -63,11 +72,7 @@ void add_failed(VllmRequests& r, const metrics::Trace& t, const std::string& run
   r.input_lens.push_back(t.input_tokens.value_or(0));
   r.output_lens.push_back(0);
   r.ttfts.push_back(t.first_token_ns ? seconds_of(*t.first_token_ns - *start) : 0.0);
-  std::vector<double> gaps;
-  for (std::size_t k = 1; k < t.event_times_ns.size(); ++k) {
-    gaps.push_back(seconds_of(t.event_times_ns[k] - t.event_times_ns[k - 1]));
-  }
-  r.itls.push_back(std::move(gaps));
+  r.itls.push_back(gaps_s(t));
   r.latencies.push_back(0.0);
   r.start_times.push_back(seconds_of(*start));
   const std::string category = t.error_category.empty() ? "unknown" : t.error_category;

@@ -194,7 +194,7 @@ ImportedResult read_records(const std::string& bytes, const std::string& file) {
     move(t.first_token_ns);
     move(t.first_content_ns);
     move(t.last_token_ns);
-    for (std::int64_t& e : t.event_times_ns) e += shift;
+    t.event_times_ns.shift(shift);
     if (t.measured()) {
       ++measured;
       if (t.ok()) ++ok;

@@ -159,10 +159,11 @@ std::string trace_line(const metrics::Trace& t, bool keep_event_times,
     line.reserve(line.size() + t.event_times_ns.size() * 8 + 64);
     std::array<char, 24> num{};
     std::int64_t prev = 0;
-    for (std::size_t i = 0; i < t.event_times_ns.size(); ++i) {
-      const std::int64_t ts = t.event_times_ns[i];
+    bool first = true;
+    for (const std::int64_t ts : t.event_times_ns) {
       char* const end = std::to_chars(num.data(), num.data() + num.size(), ts - prev).ptr;
-      if (i > 0) line += ',';
+      if (!first) line += ',';
+      first = false;
       line.append(num.data(), end);
       prev = ts;
     }

@@ -44,7 +44,7 @@ Trace ok_trace(std::uint64_t index, std::int64_t scheduled, std::int64_t sent,
   t.request_id = "r" + std::to_string(index);
   t.scheduled_ns = scheduled;
   t.sent_ns = sent;
-  t.event_times_ns = std::move(events);
+  t.event_times_ns = dyno::metrics::EventTimes(events);
   t.first_token_ns = t.event_times_ns.front();
   t.first_content_ns = t.first_token_ns;
   t.last_token_ns = t.event_times_ns.back();
@@ -150,8 +150,10 @@ void expect_round_trip(const fs::path& root, const fs::path& dir) {
     EXPECT_LE(std::abs(*b.first_token_ns - shift - *a.first_token_ns), 2) << i;
     EXPECT_LE(std::abs(*b.done_ns - shift - *a.done_ns), 2) << i;
     ASSERT_EQ(a.event_times_ns.size(), b.event_times_ns.size()) << i;
-    for (std::size_t k = 0; k < a.event_times_ns.size(); ++k) {
-      EXPECT_LE(std::abs(b.event_times_ns[k] - shift - a.event_times_ns[k]), 2) << i << "/" << k;
+    const std::vector<std::int64_t> ae = a.event_times_ns.to_vector();
+    const std::vector<std::int64_t> be = b.event_times_ns.to_vector();
+    for (std::size_t k = 0; k < ae.size(); ++k) {
+      EXPECT_LE(std::abs(be[k] - shift - ae[k]), 2) << i << "/" << k;
     }
   }
   const fs::path back_dir = write_record(root, back, "export.json");

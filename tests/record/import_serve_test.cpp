@@ -194,7 +194,7 @@ TEST(Aiperf, RecordsBecomeTracesOnTheSharedClock) {
   EXPECT_EQ(a.sent_ns, 100'000'000);
   EXPECT_EQ(a.first_token_ns, 200'000'000);
   ASSERT_EQ(a.event_times_ns.size(), 4u);
-  EXPECT_EQ(a.event_times_ns[2], 400'000'000);
+  EXPECT_EQ(a.event_times_ns.to_vector()[2], 400'000'000);
   EXPECT_EQ(a.last_token_ns, 500'000'000);
   EXPECT_FALSE(a.done_ns.has_value());  // request_end_ns is the last token, not the end
   EXPECT_EQ(a.output_tokens, 4);

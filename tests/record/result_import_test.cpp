@@ -80,7 +80,7 @@ TEST(VllmBench, DetailedResultBecomesTracesOnOneClock) {
   EXPECT_EQ(t.output_tokens, 2);
   EXPECT_EQ(t.output_text, "hi there");
   ASSERT_EQ(r.traces[1].event_times_ns.size(), 4u);
-  EXPECT_EQ(r.traces[1].event_times_ns[3], 500'000'000);
+  EXPECT_EQ(r.traces[1].event_times_ns.to_vector()[3], 500'000'000);
   const auto& failed = r.traces[3];
   EXPECT_FALSE(failed.ok());
   EXPECT_EQ(failed.error_category, "imported");

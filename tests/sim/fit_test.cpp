@@ -52,7 +52,9 @@ ObservedCell measure(std::uint32_t c, std::int64_t in, std::int64_t out, std::si
   };
   for (metrics::Trace& t : cell.traces) {
     const std::int64_t last = t.event_times_ns.back();
-    for (std::int64_t& e : t.event_times_ns) e = std::min(last, e + j());
+    metrics::EventTimes jittered;
+    for (const std::int64_t e : t.event_times_ns) jittered.push_back(std::min(last, e + j()));
+    t.event_times_ns = std::move(jittered);
     t.first_token_ns = t.event_times_ns.front();
     t.first_content_ns = t.first_token_ns;
     t.last_token_ns = t.event_times_ns.back();

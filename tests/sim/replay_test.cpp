@@ -36,8 +36,9 @@ TEST(Replay, OneRequestFollowsTheStepFormula) {
   EXPECT_EQ(*t.sent_ns, 0);
   // Prefill step: base + 100 / 10000; each decode step: base + seq + ctx·(100 + generated).
   EXPECT_NEAR(s_of(*t.first_token_ns), 0.010 + 0.010, 1e-9);
-  EXPECT_NEAR(s_of(t.event_times_ns[1] - t.event_times_ns[0]), 0.010 + 0.002 + 101e-6, 1e-9);
-  EXPECT_NEAR(s_of(t.event_times_ns[2] - t.event_times_ns[1]), 0.010 + 0.002 + 102e-6, 1e-9);
+  const std::vector<std::int64_t> ev = t.event_times_ns.to_vector();
+  EXPECT_NEAR(s_of(ev[1] - ev[0]), 0.010 + 0.002 + 101e-6, 1e-9);
+  EXPECT_NEAR(s_of(ev[2] - ev[1]), 0.010 + 0.002 + 102e-6, 1e-9);
   EXPECT_EQ(*t.done_ns, t.event_times_ns.back());
   EXPECT_EQ(*t.output_tokens, 3);
   EXPECT_TRUE(t.ok());
