@@ -27,6 +27,10 @@ const std::vector<std::pair<std::string, std::string>>& query_keys();
 /// (e.g. engine.sim_profile.name). Throws CompareError naming the term.
 std::vector<QueryTerm> parse_query(const std::string& text);
 
+/// True when `v` is a scalar whose query text (scalar_text) is `want`, or when both read as the
+/// same number.
+bool scalar_matches(const boost::json::value& v, const std::string& want);
+
 /// True when every term matches: the manifest value at the term's path, as text (strings as
 /// they are, numbers in their shortest form, true/false, null), equals the term's value, or
 /// both read as the same number.
