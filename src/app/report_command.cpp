@@ -39,8 +39,8 @@ void add_flags(CLI::App& cmd, ReportOptions& o) {
                  "the arm every other arm is compared with "
                  "(default: the last arm)");
   cmd.add_option("--runs-root", o.runs_root,
-                 "directory that holds the run records (with --index: only the runs of this "
-                 "root; without it, of every root the index holds)")
+                 "directory that holds the run records; with --index, the one runs root whose "
+                 "rows are searched (when not given: every runs root the index holds)")
       ->capture_default_str();
   add_index_flag(cmd, o.index, "select runs through this run index in PostgreSQL",
                  "the manifests under --runs-root");
