@@ -210,6 +210,29 @@ TEST_F(PgIndexSelect, OneRootOrEveryRootGivesWhatTheManifestsGive) {
   EXPECT_NE(error_of(none, "label=fast").find("holds no run of runs root"), std::string::npos);
 }
 
+TEST_F(PgIndexSelect, AReaderRefusesASchemaOfAnotherVersionAndChangesNothing) {
+  const std::string db = url_.substr(url_.rfind('/') + 1);
+  pg_->exec(db, "UPDATE dyno_meta SET value = '99' WHERE key = 'schema_version'");
+  try {
+    record::open_index_reader(url_);
+    FAIL();
+  } catch (const record::IndexError& e) {
+    EXPECT_NE(std::string(e.what()).find("has schema version 99, newer than this dyno's"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find(dyno::testing::PgServer::kPassword), std::string::npos);
+  }
+  pg_->exec(db, "UPDATE dyno_meta SET value = '0' WHERE key = 'schema_version'");
+  try {
+    record::open_index_reader(url_);
+    FAIL();
+  } catch (const record::IndexError& e) {
+    EXPECT_NE(std::string(e.what()).find("`dyno runs reindex"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(pg_->exec(db, "SELECT value FROM dyno_meta WHERE key = 'schema_version'"), "0");
+  EXPECT_EQ(pg_->exec(db, "SELECT count(*) FROM dyno_runs"), "8");
+}
+
 TEST_F(PgIndexSelect, StaleRowsAndIdsInTwoRootsAreErrors) {
   const std::string fast = "20261130T004322Z-4c1237-fast";
   fs::copy(a_ / fast, b_ / fast, fs::copy_options::recursive);

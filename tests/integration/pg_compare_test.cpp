@@ -222,6 +222,10 @@ TEST_F(PgCompare, AnIdInTwoRootsIsAmbiguousAndAPrefixListsItsRoots) {
   r = compare({"fast=label=fast", "slow=label=slow"}, {"--index", url_});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("in two runs roots"), std::string::npos) << r.err;
+  r = compare({"fast=" + kFastCampaign, "slow=label=slow"}, {"--index", url_});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("campaign " + kFastCampaign + " is in 2 runs roots"), std::string::npos)
+      << r.err;
   r = compare({"fast=20261130T00432", "slow=label=slow"}, {"--index", url_});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("run id prefix '20261130T00432' matches 5 runs"), std::string::npos)
@@ -254,4 +258,7 @@ TEST_F(PgCompare, BadAndUnreachableIndexesAreClearErrorsWithoutThePassword) {
   r = compare({"fast=label=fast", "slow=label=slow"}, {"--index", empty});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("holds no dyno tables"), std::string::npos) << r.err;
+  // compare reads the index and never writes it: still no tables there.
+  const std::string db = empty.substr(empty.rfind('/') + 1);
+  EXPECT_EQ(pg_->exec(db, "SELECT to_regclass('dyno_meta') IS NULL"), "t");
 }
