@@ -1,6 +1,7 @@
 // Choosing run records: by run id (or a unique prefix), by the path of a run directory, by
 // campaign id, or by a query over manifest fields (docs/compare.md "Selecting runs"). Queries
-// read the manifests under the runs root; no index is needed.
+// read the manifests under the runs root; no index is needed (index_select.h resolves the same
+// selectors through a run index instead).
 #pragma once
 
 #include <boost/json/object.hpp>
