@@ -1,21 +1,29 @@
 #include "app/report_command.h"
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include "app/console.h"
 #include "app/flag_values.h"
+#include "app/index_flag.h"
 #include "app/run_command.h"
 #include "compare/board.h"
+#include "compare/index_select.h"
 #include "compare/inputs.h"
 #include "dyno/build_info.h"
 #include "record/digest_cache.h"
+#include "record/index_reader.h"
 #include "record/run_writer.h"
 #include "report/board_charts.h"
 #include "report/board_document.h"
 #include "report/board_files.h"
 
 namespace dyno::app {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -31,8 +39,12 @@ void add_flags(CLI::App& cmd, ReportOptions& o) {
   cmd.add_option("--baseline", o.baseline,
                  "the arm every other arm is compared with "
                  "(default: the last arm)");
-  cmd.add_option("--runs-root", o.runs_root, "directory that holds the run records")
+  cmd.add_option("--runs-root", o.runs_root,
+                 "directory that holds the run records; with --index, the one runs root whose "
+                 "rows are searched (when not given: every runs root the index holds)")
       ->capture_default_str();
+  add_index_flag(cmd, o.index, "select runs through this run index in PostgreSQL",
+                 "the manifests under --runs-root");
   cmd.add_option("--title", o.title, "the board's title (default: '<arms> vs <baseline>')");
   cmd.add_option("--model-alias", o.model_aliases,
                  "ID=NAME: pair runs of model ID under NAME (repeatable)")
@@ -90,7 +102,18 @@ compare::Board build(const ReportOptions& o) {
         "a board needs at least two arms: --arm NAME=SELECTOR twice (e.g. --arm fast=label=fast "
         "--arm slow=label=slow), or a --spec file");
   }
-  compare::BoardInput input = compare::load_board_input(o.runs_root, arms, spec.cells);
+  // With an index, selectors are resolved through its rows (docs/compare.md "Selecting runs
+  // through an index"); without one, over the manifests under --runs-root, as always.
+  const std::string index_url = resolve_index_url(o.index);
+  std::unique_ptr<record::IndexReader> reader;
+  std::optional<compare::IndexSelection> selection;
+  if (!index_url.empty()) {
+    reader = record::open_index_reader(index_url);
+    selection.emplace(*reader,
+                      o.runs_root_given ? std::optional<fs::path>(o.runs_root) : std::nullopt);
+  }
+  compare::BoardInput input =
+      compare::load_board_input(o.runs_root, arms, spec.cells, selection ? &*selection : nullptr);
   for (const auto& skipped : input.skipped) {
     std::cerr << "dyno: warning: left out of the query, its manifest cannot be read: "
               << terminal_text(skipped, true) << " (dyno runs verify names every problem)\n";
@@ -184,8 +207,10 @@ ReportCommands::ReportCommands(CLI::App& app) {
 bool ReportCommands::parsed() const { return compare_->parsed() || report_->parsed(); }
 
 int ReportCommands::run() const {
-  if (compare_->parsed()) return compare_command(compare_options_);
-  return report_command(report_options_);
+  const CLI::App* cmd = compare_->parsed() ? compare_ : report_;
+  ReportOptions o = compare_->parsed() ? compare_options_ : report_options_;
+  o.runs_root_given = cmd->get_option("--runs-root")->count() > 0;
+  return compare_->parsed() ? compare_command(o) : report_command(o);
 }
 
 }  // namespace dyno::app

@@ -19,6 +19,8 @@ struct ReportOptions {
   std::optional<std::string> spec;  ///< board spec file (JSON)
   std::string baseline;             ///< "" = the last arm
   std::string runs_root = "runs";
+  bool runs_root_given = false;      ///< --runs-root on the command line (scopes --index)
+  std::optional<std::string> index;  ///< --index URL; else DYNO_INDEX_URL; else the manifests
   std::string title;
   std::vector<std::string> model_aliases;    ///< ID=NAME
   std::string require, report_only, ignore;  ///< check lists

@@ -11,10 +11,10 @@
 
 #include "app/console.h"
 #include "app/flag_values.h"
+#include "app/index_flag.h"
 #include "app/run_command.h"
 #include "app/runs_verify.h"
 #include "json/json_text.h"
-#include "record/index_url.h"
 #include "record/record_json.h"
 #include "record/run_writer.h"
 #include "record/scrub.h"
@@ -128,16 +128,6 @@ std::string str_at(const json::object& o, std::initializer_list<std::string_view
 const std::regex& date_pattern() {
   static const std::regex re(R"(^\d{4}(-\d{2}(-\d{2}(T\d{2}(:\d{2}(:\d{2})?)?)?)?)?$)");
   return re;
-}
-
-std::string resolve_index_url(const std::optional<std::string>& flag) {
-  const std::string url = flag ? *flag : record::index_url_from_env();
-  if (url.empty()) {
-    if (flag) throw UsageError("--index: an empty URL; give postgresql://… or leave it out");
-    return url;
-  }
-  about(flag ? "--index" : record::kIndexUrlEnv, [&] { record::check_index_url(url); });
-  return url;
 }
 
 fs::path existing_root(const std::string& root) {
@@ -466,9 +456,7 @@ void add_root(CLI::App& cmd, RunsOptions& o) {
 
 /// --index on the subcommands that read or write the index.
 void add_index(CLI::App& cmd, RunsOptions& o) {
-  cmd.add_option("--index", o.index,
-                 "the run index in PostgreSQL: postgresql://[user@]host[:port]/db (default: "
-                 "$DYNO_INDEX_URL, else <runs-root>/index.sqlite; docs/store.md)");
+  add_index_flag(cmd, o.index, "the run index in PostgreSQL", "<runs-root>/index.sqlite");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "app/index_flag.h"  // resolve_index_url
 #include "record/run_index.h"
 
 namespace CLI {
@@ -70,11 +71,6 @@ class RunsCli {
 /// run directory (a symbolic link to one is followed to the directory it names). Throws
 /// UsageError naming the argument when none or several runs match.
 std::filesystem::path resolve_run(const std::filesystem::path& runs_root, const std::string& arg);
-
-/// The index to use: --index when given, else DYNO_INDEX_URL, else "" (index.sqlite). Throws
-/// an error of kind usage naming --index or DYNO_INDEX_URL when the URL is malformed (the
-/// message shows it with its password replaced by ***).
-std::string resolve_index_url(const std::optional<std::string>& flag);
 
 /// The runs root named by --runs-root; throws UsageError when it does not exist.
 std::filesystem::path existing_root(const std::string& root);

@@ -407,7 +407,7 @@ std::vector<ArmSpec> merge_arms(const std::vector<ArmSpec>& arms) {
 }
 
 BoardInput load_board_input(const fs::path& runs_root, const std::vector<ArmSpec>& arms,
-                            const std::vector<CellSpec>& cells) {
+                            const std::vector<CellSpec>& cells, IndexSelection* index) {
   // The runs root is read unless every selector is the path of a run directory.
   const auto is_run_dir = [](const std::string& s) {
     return s.find('=') == std::string::npos && fs::is_directory(s) &&
@@ -424,12 +424,15 @@ BoardInput load_board_input(const fs::path& runs_root, const std::vector<ArmSpec
   }
   BoardInput in;
   std::vector<ManifestEntry> manifests;
-  if (need_root) manifests = scan_manifests(runs_root, &in.skipped);
+  if (need_root && index == nullptr) manifests = scan_manifests(runs_root, &in.skipped);
   std::map<fs::path, RunPtr> loaded;
   const auto resolve = [&](const std::string& selector) {
     std::vector<RunPtr> runs;
     std::set<std::string> ids;
-    for (const auto& dir : resolve_selector(selector, runs_root, manifests)) {
+    const std::vector<fs::path> dirs = index != nullptr
+                                           ? index->resolve(selector)
+                                           : resolve_selector(selector, runs_root, manifests);
+    for (const auto& dir : dirs) {
       const fs::path key = fs::weakly_canonical(dir);
       auto it = loaded.find(key);
       if (it == loaded.end()) {
@@ -467,7 +470,15 @@ BoardInput load_board_input(const fs::path& runs_root, const std::vector<ArmSpec
   }
   std::set<std::string> campaigns;
   for (const auto& kv : loaded) {
-    if (const auto c = string_at(kv.second->manifest, "campaign")) campaigns.insert(*c);
+    if (const auto c = string_at(kv.second->manifest, "campaign")) {
+      campaigns.insert(*c);
+      if (index == nullptr || in.campaigns.count(*c) != 0) continue;
+      if (auto doc = index->campaign_of(kv.first, *c)) in.campaigns[*c] = std::move(*doc);
+    }
+  }
+  if (index != nullptr) {
+    in.skipped.insert(in.skipped.end(), index->skipped().begin(), index->skipped().end());
+    return in;
   }
   for (const auto& id : campaigns) {
     if (auto doc = read_campaign(runs_root, id)) in.campaigns[id] = std::move(*doc);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compare/board.h"
+#include "compare/index_select.h"
 
 namespace dyno::compare {
 
@@ -59,10 +60,13 @@ ArmSpec parse_arm(const std::string& text);
 /// order in which names first appeared.
 std::vector<ArmSpec> merge_arms(const std::vector<ArmSpec>& arms);
 
-/// Resolves every selector under `runs_root`, loads each run once (a run selected by two arms
-/// is shared), reads the campaign files the runs name. A record whose manifest cannot be read
-/// is left out of the query and named in `skipped`. Throws CompareError.
+/// Resolves every selector under `runs_root` (or through `index` when given: index_select.h,
+/// the campaign files then read from each run's own runs root), loads each run once (a run
+/// selected by two arms is shared), reads the campaign files the runs name. A record whose
+/// manifest cannot be read is left out of the query and named in `skipped`. Throws
+/// CompareError.
 BoardInput load_board_input(const std::filesystem::path& runs_root,
-                            const std::vector<ArmSpec>& arms, const std::vector<CellSpec>& cells);
+                            const std::vector<ArmSpec>& arms, const std::vector<CellSpec>& cells,
+                            IndexSelection* index = nullptr);
 
 }  // namespace dyno::compare

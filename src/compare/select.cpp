@@ -99,16 +99,19 @@ std::optional<double> as_number(const std::string& s) {
 
 }  // namespace
 
+bool scalar_matches(const json::value& v, const std::string& want) {
+  if (v.is_object() || v.is_array()) return false;
+  const std::string have = scalar_text(v);
+  if (have == want) return true;
+  const auto a = as_number(have);
+  const auto b = as_number(want);
+  return a && b && *a == *b;
+}
+
 bool query_matches(const json::object& manifest, const std::vector<QueryTerm>& terms) {
   for (const auto& t : terms) {
     const json::value* v = find_path(manifest, t.path);
-    if (v == nullptr || v->is_object() || v->is_array()) return false;
-    const std::string have = scalar_text(*v);
-    if (have == t.value) continue;
-    const auto a = as_number(have);
-    const auto b = as_number(t.value);
-    if (a && b && *a == *b) continue;
-    return false;
+    if (v == nullptr || !scalar_matches(*v, t.value)) return false;
   }
   return true;
 }

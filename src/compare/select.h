@@ -1,6 +1,7 @@
 // Choosing run records: by run id (or a unique prefix), by the path of a run directory, by
 // campaign id, or by a query over manifest fields (docs/compare.md "Selecting runs"). Queries
-// read the manifests under the runs root; no index is needed.
+// read the manifests under the runs root; no index is needed (index_select.h resolves the same
+// selectors through a run index instead).
 #pragma once
 
 #include <boost/json/object.hpp>
@@ -26,6 +27,10 @@ const std::vector<std::pair<std::string, std::string>>& query_keys();
 /// Parses `key=value[,key=value…]`; a key is one of query_keys() or a dotted manifest path
 /// (e.g. engine.sim_profile.name). Throws CompareError naming the term.
 std::vector<QueryTerm> parse_query(const std::string& text);
+
+/// True when `v` is a scalar whose query text (scalar_text) is `want`, or when both read as the
+/// same number.
+bool scalar_matches(const boost::json::value& v, const std::string& want);
 
 /// True when every term matches: the manifest value at the term's path, as text (strings as
 /// they are, numbers in their shortest form, true/false, null), equals the term's value, or

@@ -7,11 +7,13 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <system_error>
 
+#include "record/index_reader.h"
 #include "record/index_url.h"
 
 namespace dyno::record {
@@ -154,6 +156,36 @@ class Transaction {
 
 std::string schema_version_text() { return std::to_string(kPgIndexSchemaVersion); }
 
+/// Why the schema in the database is not this dyno's ("" when it is); throws IndexError when
+/// it is newer.
+std::string schema_outdated_reason(Connection& conn) {
+  const Result v = conn.exec("SELECT value FROM dyno_meta WHERE key = 'schema_version'");
+  int version = -1;
+  if (v.rows() == 1 && !v.null(0, 0)) {
+    const std::string_view t(v.text(0, 0));
+    if (std::from_chars(t.data(), t.data() + t.size(), version).ec != std::errc()) version = -1;
+  }
+  if (version > kPgIndexSchemaVersion) {
+    throw IndexError("the run index " + conn.name() + " has schema version " +
+                     std::to_string(version) + ", newer than this dyno's (" +
+                     schema_version_text() +
+                     "); use that dyno's version, or another database for this one");
+  }
+  if (version != kPgIndexSchemaVersion) {
+    return "has schema version " + std::to_string(version) + ", this dyno uses " +
+           schema_version_text();
+  }
+  const Result cols = conn.exec(
+      "SELECT count(*) FROM information_schema.columns WHERE table_name = 'dyno_runs' AND "
+      "table_schema = current_schema()");
+  const std::string expected = std::to_string(column_count() + 1);
+  if (std::string(cols.text(0, 0)) != expected) {
+    return std::string("has a dyno_runs table of ") + cols.text(0, 0) + " columns, expected " +
+           expected;
+  }
+  return {};
+}
+
 class PgIndex final : public IndexBackend {
  public:
   PgIndex(const fs::path& runs_root, const std::string& url, std::ostream& warnings)
@@ -173,8 +205,7 @@ class PgIndex final : public IndexBackend {
 
  private:
   void ensure_schema(std::ostream& warnings);
-  /// Why the schema there is not this dyno's ("" when it is); throws when it is newer.
-  std::string outdated_reason();
+  std::string outdated_reason() { return schema_outdated_reason(conn_); }
   void create_schema();
   std::vector<RunRow> rows_of(const Result& r) const;
 
@@ -202,34 +233,6 @@ void PgIndex::ensure_schema(std::ostream& warnings) {
     opened_ = IndexOpened::new_root;  // first use of this runs root here: index all its runs
   }
   txn.commit();
-}
-
-std::string PgIndex::outdated_reason() {
-  const Result v = conn_.exec("SELECT value FROM dyno_meta WHERE key = 'schema_version'");
-  int version = -1;
-  if (v.rows() == 1 && !v.null(0, 0)) {
-    const std::string_view t(v.text(0, 0));
-    if (std::from_chars(t.data(), t.data() + t.size(), version).ec != std::errc()) version = -1;
-  }
-  if (version > kPgIndexSchemaVersion) {
-    throw IndexError("the run index " + conn_.name() + " has schema version " +
-                     std::to_string(version) + ", newer than this dyno's (" +
-                     schema_version_text() +
-                     "); use that dyno's version, or another database for this one");
-  }
-  if (version != kPgIndexSchemaVersion) {
-    return "has schema version " + std::to_string(version) + ", this dyno uses " +
-           schema_version_text();
-  }
-  const Result cols = conn_.exec(
-      "SELECT count(*) FROM information_schema.columns WHERE table_name = 'dyno_runs' AND "
-      "table_schema = current_schema()");
-  const std::string expected = std::to_string(column_count() + 1);
-  if (std::string(cols.text(0, 0)) != expected) {
-    return std::string("has a dyno_runs table of ") + cols.text(0, 0) + " columns, expected " +
-           expected;
-  }
-  return {};
 }
 
 void PgIndex::create_schema() {
@@ -380,11 +383,77 @@ std::string PgIndex::integrity() {
   return out.empty() ? "ok" : out;
 }
 
+/// Reads the rows of every runs root (index_reader.h); creates and migrates nothing.
+class PgIndexReader final : public IndexReader {
+ public:
+  explicit PgIndexReader(const std::string& url) : conn_(url) {
+    const std::string hint =
+        "; `dyno runs reindex --runs-root DIR --index URL` indexes a runs "
+        "root there (creating or migrating dyno's tables)";
+    if (std::string(conn_.exec("SELECT to_regclass('dyno_meta') IS NOT NULL").text(0, 0)) != "t") {
+      throw IndexError("the run index " + conn_.name() + " holds no dyno tables" + hint);
+    }
+    if (const std::string reason = schema_outdated_reason(conn_); !reason.empty()) {
+      throw IndexError("the run index " + conn_.name() + " " + reason + hint);
+    }
+  }
+  std::string name() const override { return conn_.name(); }
+  std::vector<fs::path> roots() override {
+    const Result r = conn_.exec("SELECT DISTINCT root FROM dyno_runs ORDER BY root");
+    std::vector<fs::path> out;
+    for (int i = 0; i < r.rows(); ++i) out.emplace_back(r.text(i, 0));
+    return out;
+  }
+  std::vector<IndexedRun> rows(const IndexQuery& q) override {
+    const std::vector<std::string>& text = indexed_text_columns();
+    std::string sql = "SELECT " + column_list() + ", root FROM dyno_runs WHERE TRUE";
+    Params binds;
+    const auto bind = [&binds](const std::string& v) {
+      binds.push_back(v);
+      return "$" + std::to_string(binds.size());
+    };
+    if (q.root) sql += " AND root = " + bind(q.root->string());
+    if (q.id_prefix) {
+      const std::string n = bind(*q.id_prefix) + "::text";
+      sql += " AND substr(run_id, 1, length(" + n + ")) = " + n;
+    }
+    std::string terms;
+    for (const ColumnEquals& e : q.equals) {
+      if (std::find(text.begin(), text.end(), e.column) == text.end()) {
+        throw IndexError("'" + e.column + "' is not a text column of the run index");
+      }
+      terms += " AND " + e.column + " = " + bind(e.value);
+    }
+    if (!terms.empty()) sql += " AND (status = 'unreadable' OR (TRUE" + terms + "))";
+    sql += " ORDER BY run_id, root";
+    const Result r = conn_.exec(sql, binds);
+    std::vector<IndexedRun> out;
+    const int root_col = static_cast<int>(column_count());
+    for (int i = 0; i < r.rows(); ++i) {
+      IndexedRun run;
+      run.root = r.text(i, root_col);
+      int c = 0;
+      for_each_field(run.row, [&r, i, &c](const char*, auto& v) {
+        read(r.text(i, c), r.null(i, c), v);
+        ++c;
+      });
+      out.push_back(std::move(run));
+    }
+    return out;
+  }
+
+ private:
+  Connection conn_;
+};
 }  // namespace
 
 std::unique_ptr<IndexBackend> open_pg_index(const fs::path& runs_root, const std::string& url,
                                             std::ostream& warnings) {
   return std::make_unique<PgIndex>(runs_root, url, warnings);
+}
+
+std::unique_ptr<IndexReader> open_pg_index_reader(const std::string& url) {
+  return std::make_unique<PgIndexReader>(url);
 }
 
 std::optional<std::string> glob_to_regex(const std::string& glob) {
