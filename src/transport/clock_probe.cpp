@@ -16,7 +16,8 @@ namespace dyno::transport {
 
 namespace {
 
-constexpr unsigned char kMagic[8] = {'D', 'Y', 'N', 'O', 'C', 'L', 'K', '1'};
+constexpr unsigned char kProbeMagic[8] = {'D', 'Y', 'N', 'O', 'C', 'L', 'K', 'Q'};
+constexpr unsigned char kReplyMagic[8] = {'D', 'Y', 'N', 'O', 'C', 'L', 'K', 'R'};
 
 void put_u64(unsigned char* at, std::uint64_t v) {
   for (int i = 0; i < 8; ++i) at[i] = static_cast<unsigned char>(v >> (8 * i));
@@ -173,19 +174,22 @@ std::string burst_failure(const std::string& flag, const std::string& address,
 
 std::array<unsigned char, kClockProbeSize> clock_probe(std::uint64_t nonce) {
   std::array<unsigned char, kClockProbeSize> out{};
-  std::memcpy(out.data(), kMagic, 8);
+  std::memcpy(out.data(), kProbeMagic, 8);
   put_u64(out.data() + 8, nonce);
   return out;
 }
 
 std::optional<std::uint64_t> parse_clock_probe(const unsigned char* data, std::size_t size) {
-  if (size != kClockProbeSize || std::memcmp(data, kMagic, 8) != 0) return std::nullopt;
+  if (size != kClockProbeSize || std::memcmp(data, kProbeMagic, 8) != 0) return std::nullopt;
+  for (std::size_t i = 16; i < size; ++i) {
+    if (data[i] != 0) return std::nullopt;
+  }
   return get_u64(data + 8);
 }
 
 std::array<unsigned char, kClockReplySize> clock_reply(const ClockReply& reply) {
   std::array<unsigned char, kClockReplySize> out{};
-  std::memcpy(out.data(), kMagic, 8);
+  std::memcpy(out.data(), kReplyMagic, 8);
   put_u64(out.data() + 8, reply.nonce);
   put_u64(out.data() + 16, std::stoull(reply.reference_id, nullptr, 16));
   put_u64(out.data() + 24, static_cast<std::uint64_t>(reply.receive_ns));
@@ -194,7 +198,8 @@ std::array<unsigned char, kClockReplySize> clock_reply(const ClockReply& reply) 
 }
 
 std::optional<ClockReply> parse_clock_reply(const unsigned char* data, std::size_t size) {
-  if (size != kClockReplySize || std::memcmp(data, kMagic, 8) != 0 || get_u64(data + 40) != 0) {
+  if (size != kClockReplySize || std::memcmp(data, kReplyMagic, 8) != 0 ||
+      get_u64(data + 40) != 0) {
     return std::nullopt;
   }
   ClockReply r;

@@ -3,9 +3,10 @@
 // transmit times, NTP-style; `dyno run --clock-ref HOST:PORT` sends a burst of probes and
 // keeps the one with the shortest round trip.
 //
-// The wire form (every integer little-endian):
-//   probe  (16 bytes): "DYNOCLK1" · nonce u64
-//   reply  (48 bytes): "DYNOCLK1" · nonce u64 · reference id (8 bytes) · receive ns i64 ·
+// The wire form (every integer little-endian; a probe as long as a reply, so that a reference
+// never sends more bytes than it receives):
+//   probe  (48 bytes): "DYNOCLKQ" · nonce u64 · 32 zero bytes
+//   reply  (48 bytes): "DYNOCLKR" · nonce u64 · reference id (8 bytes) · receive ns i64 ·
 //                      transmit ns i64 · reserved u64 (0)
 // Times are the reference's CLOCK_REALTIME (plus --skew-ms), ns since the Unix epoch.
 #pragma once
@@ -20,7 +21,7 @@
 
 namespace dyno::transport {
 
-inline constexpr std::size_t kClockProbeSize = 16;
+inline constexpr std::size_t kClockProbeSize = 48;
 inline constexpr std::size_t kClockReplySize = 48;
 
 /// One probe's reply, decoded.
@@ -33,7 +34,7 @@ struct ClockReply {
 
 /// Encodes a probe carrying `nonce`.
 std::array<unsigned char, kClockProbeSize> clock_probe(std::uint64_t nonce);
-/// The nonce of a probe, or nullopt when `data` is not one.
+/// The nonce of a probe, or nullopt when `data` is not one (size, magic, padding).
 std::optional<std::uint64_t> parse_clock_probe(const unsigned char* data, std::size_t size);
 /// Encodes a reply.
 std::array<unsigned char, kClockReplySize> clock_reply(const ClockReply& reply);

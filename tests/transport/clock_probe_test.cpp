@@ -24,8 +24,12 @@ TEST(ClockProbe, WireFormRoundTripsAndRejectsOtherBytes) {
   const auto probe = clock_probe(0x0102030405060708ULL);
   EXPECT_EQ(parse_clock_probe(probe.data(), probe.size()), 0x0102030405060708ULL);
   EXPECT_FALSE(parse_clock_probe(probe.data(), probe.size() - 1));
+  EXPECT_EQ(probe.size(), kClockReplySize);  // no reply is larger than its probe
   auto bad = probe;
   bad[0] = 'X';
+  EXPECT_FALSE(parse_clock_probe(bad.data(), bad.size()));
+  bad = probe;
+  bad[47] = 1;  // padding that is not zero
   EXPECT_FALSE(parse_clock_probe(bad.data(), bad.size()));
 
   const ClockReply r{42, "00000000deadbeef", 1'700'000'000'000'000'000, 1'700'000'000'000'001'000};
@@ -37,6 +41,7 @@ TEST(ClockProbe, WireFormRoundTripsAndRejectsOtherBytes) {
   EXPECT_EQ(back->receive_ns, r.receive_ns);
   EXPECT_EQ(back->transmit_ns, r.transmit_ns);
   EXPECT_FALSE(parse_clock_reply(probe.data(), probe.size()));  // a probe is not a reply
+  EXPECT_FALSE(parse_clock_probe(wire.data(), wire.size()));    // nor a reply a probe
   auto reserved = wire;
   reserved[47] = 1;
   EXPECT_FALSE(parse_clock_reply(reserved.data(), reserved.size()));
