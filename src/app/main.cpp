@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "app/campaign_command.h"
+#include "app/clock_command.h"
 #include "app/console.h"
 #include "app/export_command.h"
 #include "app/flag_values.h"
@@ -506,7 +507,12 @@ int main(int argc, char** argv) {
   add_load_flags(*run, run_options);
   run->add_option("--shard", run_options.load.shard,
                   "send shard K (0-based) of N of this run's load, e.g. 0/4: one client host of "
-                  "N (docs/scale.md); merge the records with dyno runs merge");
+                  "N (docs/scale.md); `slurm`: K and N from SLURM_PROCID and SLURM_NTASKS (one "
+                  "srun step); merge the records with dyno runs merge");
+  run->add_option("--clock-ref", run_options.load.clock_ref,
+                  "HOST:PORT of a clock reference (dyno clock serve): this host's clock is "
+                  "measured against it before and after the load and recorded, so that dyno "
+                  "runs merge can align the shards' clocks; with --shard");
   run->add_option("--start-at", run_options.load.start_at,
                   "send nothing before this wall-clock time: RFC 3339 UTC "
                   "(2026-12-03T14:30:00Z) or now+5s; with --shard");
@@ -566,6 +572,7 @@ int main(int argc, char** argv) {
   dyno::app::RunsMergeCli runs_merge(app);  // dyno runs merge
   dyno::app::ReportCommands report_commands(app);
   dyno::app::CampaignCli campaign_cli(app);  // dyno plan check | campaign submit|status|...
+  dyno::app::ClockCli clock_cli(app);        // dyno clock serve
 
   try {
     app.parse(argc, argv);
@@ -596,6 +603,7 @@ int main(int argc, char** argv) {
     if (doctor->parsed()) return dyno::app::doctor_command(doctor_options);
     if (stream_import->parsed()) return dyno::app::import_command(import_options);
     if (store_tools.parsed()) return store_tools.execute();
+    if (clock_cli.parsed()) return clock_cli.execute(std::cout);
     if (runs_merge.parsed()) return runs_merge.execute(std::cout, std::cerr);
     if (runs_cli.parsed()) return runs_cli.execute(std::cout, std::cerr);
     if (report_commands.parsed()) return report_commands.run();

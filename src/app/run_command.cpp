@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <cmath>
+#include <iostream>
 #include <map>
 #include <sstream>
 
@@ -14,6 +15,7 @@
 #include "app/signals.h"
 #include "load/runner.h"
 #include "load/schedule.h"
+#include "session/clock_reference.h"
 #include "session/run_limits.h"
 #include "session/stream.h"
 #include "workload/request_stream.h"
@@ -175,10 +177,16 @@ void plan_shard(const RunOptions& o, Plan& p) {
         "--start-at starts the shards of one run together; give --shard K/N too "
         "(--shard 0/1 for a single process)");
   }
+  if (o.load.clock_ref && !o.load.shard) {
+    throw UsageError(
+        "--clock-ref measures this host's clock for merging the shards of one run; give "
+        "--shard K/N too");
+  }
   if (!o.load.shard) return;
-  const load::Shard shard = parse_shard(*o.load.shard);
+  const load::Shard shard = resolve_shard(*o.load.shard);
+  const std::string shard_text = std::to_string(shard.k) + "/" + std::to_string(shard.n);
   if (!p.load.open_loop && p.load.concurrency < shard.n) {
-    throw UsageError("--shard " + *o.load.shard + ": -c " + std::to_string(p.load.concurrency) +
+    throw UsageError("--shard " + shard_text + ": -c " + std::to_string(p.load.concurrency) +
                      " cannot be split over " + std::to_string(shard.n) +
                      " shards (each keeps at least one request in flight); raise -c to at "
                      "least N");
@@ -338,6 +346,21 @@ int run_command(const RunOptions& o) {
   }
   const std::atomic<bool>& stop = install_stop_signals();
   session::EngineSession engine(o.target, o.telemetry, o.load.seed, plan.api, stop);
+  std::optional<record::ClockReference> clock_reference;
+  if (o.load.clock_ref) {
+    // Before the load (and before --start-at's wait); run_cell measures again after it.
+    clock_reference = session::clock_reference_before(*o.load.clock_ref);
+    if (!o.console.quiet) {
+      std::cerr << "clock: this host's wall clock is "
+                << flags::number_text(static_cast<double>(clock_reference->before.offset_ns) / 1e6)
+                << " ms ± "
+                << flags::number_text(static_cast<double>(clock_reference->before.uncertainty_ns) /
+                                      1e6)
+                << " ms off reference " << clock_reference->id << " ("
+                << clock_reference->before.samples << " of " << clock_reference->before.probes
+                << " probes answered)\n";
+    }
+  }
 
   session::CellSpec cell;
   cell.seed = o.load.seed;
@@ -352,6 +375,7 @@ int run_command(const RunOptions& o) {
   cell.load_text = plan.load_text;
   cell.protocol = json::object{{"name", "run"}, {"version", 1}};
   cell.label = o.record.label;
+  cell.clock_reference = clock_reference;
   cell.sampling =
       json::object{{"temperature", o.stream.temperature},
                    {"max_tokens", o.stream.max_tokens ? json::value(*o.stream.max_tokens)

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "app/flag_values.h"
+#include "app/merge_clock.h"
 #include "app/runs_command.h"
 #include "engine/server_timings.h"
 #include "error/error.h"
@@ -136,37 +137,29 @@ std::vector<ShardRecord> check_shards(std::vector<ShardRecord> shards) {
   return shards;
 }
 
-/// Each shard's offset onto the merged t0 (the earliest shard's): exact through the steady
-/// clock when every record comes from one boot of one host, else through the wall-clock
-/// anchors.
-record::MergedFrom clock_offsets(const std::vector<ShardRecord>& shards) {
-  record::MergedFrom m;
-  const auto& boot = shards.front().manifest.clock->boot_id;
-  const bool one_host = boot && std::all_of(shards.begin(), shards.end(), [&](const auto& s) {
-                          return s.manifest.clock->boot_id == boot;
-                        });
-  m.clock_method = one_host ? "steady_clock" : "wall_clock";
-  std::int64_t base = INT64_MAX;
-  for (const ShardRecord& s : shards)
-    base = std::min(base, one_host ? s.t0_steady_ns : s.t0_unix_ns);
-  std::vector<std::int64_t> uncertainties;
+std::vector<ShardClock> shard_clocks(const std::vector<ShardRecord>& shards) {
+  std::vector<ShardClock> clocks;
   for (const ShardRecord& s : shards) {
-    const std::int64_t t0 = one_host ? s.t0_steady_ns : s.t0_unix_ns;
-    m.shards.push_back({s.id, s.manifest.shard->k, t0 - base});
-    uncertainties.push_back(s.uncertainty_ns);
+    clocks.push_back({s.id, s.manifest.shard->k, *s.manifest.clock});
   }
-  if (!one_host) {
-    std::sort(uncertainties.rbegin(), uncertainties.rend());
-    m.uncertainty_ns = uncertainties[0] + (uncertainties.size() > 1 ? uncertainties[1] : 0);
+  return clocks;
+}
+
+/// Refuses (exit 2) shards whose measured clock uncertainty or drift exceeds the bound, or,
+/// told to accept it, marks the merged record.
+void check_clock_bound(const MergeOptions& o, record::MergedFrom& from) {
+  const auto bound = static_cast<std::int64_t>(std::llround(o.max_clock_uncertainty_ms * 1e6));
+  const std::string excess = clock_bound_excess(from, bound);
+  if (excess.empty()) return;
+  if (!o.accept_clock_uncertainty) {
+    throw UsageError(
+        "runs merge: the shards' measured clock offsets exceed "
+        "--max-clock-uncertainty-ms: " +
+        excess +
+        "; measure against a nearer reference, or give --accept-clock-uncertainty "
+        "to merge anyway (the merged record is marked)");
   }
-  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (std::size_t i = 0; i < shards.size(); ++i) {
-    const std::int64_t start = shards[i].measured_start_ns + m.shards[i].offset_ns;
-    lo = std::min(lo, start);
-    hi = std::max(hi, start);
-  }
-  m.start_spread_ns = hi - lo;
-  return m;
+  from.clock_bound_exceeded = excess;
 }
 
 void shift(std::optional<std::int64_t>& t, std::int64_t by) {
@@ -316,11 +309,16 @@ int merge_command(const MergeOptions& o, std::ostream& out, std::ostream& err) {
   if (!(o.max_clock_offset_ms >= 0) || !std::isfinite(o.max_clock_offset_ms)) {
     throw UsageError("--max-clock-offset-ms must be a number >= 0");
   }
+  if (!(o.max_clock_uncertainty_ms >= 0) || !std::isfinite(o.max_clock_uncertainty_ms) ||
+      o.max_clock_uncertainty_ms > 1e6) {
+    throw UsageError("--max-clock-uncertainty-ms must be a number from 0 to 1000000");
+  }
   const fs::path root = existing_root(o.runs_root);
   std::vector<ShardRecord> shards;
   for (const std::string& arg : o.runs) shards.push_back(read_shard(resolve_run(root, arg)));
   shards = check_shards(std::move(shards));
-  const record::MergedFrom from = clock_offsets(shards);
+  record::MergedFrom from = align_shard_clocks(shard_clocks(shards), o.clock_method);
+  check_clock_bound(o, from);
   const double spread_ms = static_cast<double>(from.start_spread_ns) / 1e6;
   if (spread_ms > o.max_clock_offset_ms) {
     throw UsageError("runs merge: the shards' measured starts are " +
@@ -354,6 +352,17 @@ int merge_command(const MergeOptions& o, std::ostream& out, std::ostream& err) {
     out << "merged " << shards.size() << " shards (" << from.clock_method << ", measured starts "
         << flags::number_text(spread_ms) << " ms apart): " << summary.requests_total
         << " measured requests\n";
+    if (from.clock_method == "measured_offset") {
+      out << "clock offsets measured against reference " << *from.clock_reference_id
+          << ": uncertainty " << flags::number_text(static_cast<double>(from.uncertainty_ns) / 1e6)
+          << " ms between shards\n";
+    }
+    if (from.unmeasured_reason)
+      out << "clock offsets not measured: " << *from.unmeasured_reason << "\n";
+  }
+  if (from.clock_bound_exceeded) {
+    err << "warning: merged with clocks over the bound (--accept-clock-uncertainty): "
+        << *from.clock_bound_exceeded << "; merged_from.clock_bound_exceeded says so\n";
   }
   return 0;
 }
@@ -373,6 +382,21 @@ RunsMergeCli::RunsMergeCli(CLI::App& app) {
                    "refuse shards whose measured starts lie further apart than this on the "
                    "common time base")
       ->capture_default_str();
+  merge_
+      ->add_option("--max-clock-uncertainty-ms", o_.max_clock_uncertainty_ms,
+                   "with offsets measured (dyno run --clock-ref): refuse shards whose measured "
+                   "uncertainty or drift over the run exceeds this")
+      ->capture_default_str();
+  merge_
+      ->add_option("--clock-method", o_.clock_method,
+                   "how the shards' times are aligned: auto (steady_clock on one host, else "
+                   "measured_offset when every shard measured against one reference, else "
+                   "wall_clock); measured_offset or wall_clock force that method, e.g. to check a "
+                   "measurement against one host's exact steady clock")
+      ->capture_default_str();
+  merge_->add_flag("--accept-clock-uncertainty", o_.accept_clock_uncertainty,
+                   "merge even when --max-clock-uncertainty-ms is exceeded; the merged record "
+                   "says so (merged_from.clock_bound_exceeded)");
   merge_->add_option("--index", o_.index,
                      "the run index in PostgreSQL (default: $DYNO_INDEX_URL, else "
                      "<runs-root>/index.sqlite)");

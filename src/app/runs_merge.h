@@ -19,6 +19,10 @@ struct MergeOptions {
   std::string runs_root = "runs";
   std::optional<std::string> label;  ///< default: the shards' label + "-merged", or "merged"
   double max_clock_offset_ms = 5.0;  ///< refuse shards whose measured starts spread wider
+  /// With measured offsets: refuse shards whose uncertainty or drift exceeds this…
+  double max_clock_uncertainty_ms = 1.0;
+  bool accept_clock_uncertainty = false;  ///< …unless told to, marking the merged record
+  std::string clock_method = "auto";      ///< auto | measured_offset | wall_clock
   std::optional<std::string> index;
   bool json = false;
 };
@@ -27,8 +31,9 @@ struct MergeOptions {
 /// new run id (or, with json, {run_id, dir, merged_from}). Throws UsageError (exit 2) naming
 /// the problem: a run that is not finished or fails verification, a record without `shard`,
 /// shards of different runs (a parameter other than the shard differs), a shard missing or
-/// given twice, a clock anchor missing, or measured starts further apart than
-/// max_clock_offset_ms.
+/// given twice, a clock anchor missing, measured starts further apart than
+/// max_clock_offset_ms, or (unless accept_clock_uncertainty) a measured clock offset less
+/// certain, or drifting more, than max_clock_uncertainty_ms.
 int merge_command(const MergeOptions& options, std::ostream& out, std::ostream& err);
 
 /// Adds `merge` to the `runs` subcommand of `app` (RunsCli made it).

@@ -1,5 +1,6 @@
 #include "app/shard_flags.h"
 
+#include <cstdlib>
 #include <ctime>
 #include <regex>
 
@@ -65,6 +66,34 @@ load::Shard parse_shard(const std::string& text) {
                      std::to_string(n - 1) + ")");
   }
   return load::Shard{k, n};
+}
+
+load::Shard slurm_shard(const char* procid, const char* ntasks) {
+  static const std::regex number("[0-9]{1,9}");
+  const auto read = [](const char* name, const char* value) {
+    if (value == nullptr) {
+      throw UsageError(std::string("--shard slurm: ") + name +
+                       " is not set: run dyno under srun (one task per client host), or give "
+                       "--shard K/N");
+    }
+    if (!std::regex_match(value, number)) {
+      throw UsageError(std::string("--shard slurm: ") + name + "=" + value +
+                       " is not a task number");
+    }
+    return static_cast<std::uint32_t>(std::stoul(value));
+  };
+  const std::uint32_t k = read("SLURM_PROCID", procid);
+  const std::uint32_t n = read("SLURM_NTASKS", ntasks);
+  if (n < 1 || k >= n) {
+    throw UsageError("--shard slurm: SLURM_PROCID=" + std::to_string(k) + " with SLURM_NTASKS=" +
+                     std::to_string(n) + ": the task number must be below the number of tasks");
+  }
+  return load::Shard{k, n};
+}
+
+load::Shard resolve_shard(const std::string& text) {
+  if (text == "slurm") return slurm_shard(std::getenv("SLURM_PROCID"), std::getenv("SLURM_NTASKS"));
+  return parse_shard(text);
 }
 
 std::int64_t parse_start_at(const std::string& text, std::chrono::system_clock::time_point now) {

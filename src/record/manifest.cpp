@@ -146,6 +146,21 @@ json::object engine_to_json(const Manifest& m) {
   return engine;
 }
 
+json::object measurement_to_json(const ClockMeasurement& m) {
+  return json::object{{"offset_ns", m.offset_ns}, {"uncertainty_ns", m.uncertainty_ns},
+                      {"rtt_ns", m.rtt_ns},       {"samples", m.samples},
+                      {"probes", m.probes},       {"at_unix_ns", m.at_unix_ns}};
+}
+
+json::object reference_to_json(const ClockReference& r) {
+  json::object o{{"address", r.address}, {"id", r.id}};
+  for (auto& kv : measurement_to_json(r.before)) o[kv.key()] = kv.value();
+  o["after"] = r.after ? json::value(measurement_to_json(*r.after)) : json::value(nullptr);
+  o["after_error"] = or_null(r.after_error);
+  o["drift_ns"] = or_null(r.drift_ns());
+  return o;
+}
+
 json::object clock_to_json(const ClockSection& c) {
   json::object clock{{"source", "steady_clock (CLOCK_MONOTONIC)"},
                      {"t0_steady_ns", or_null(c.t0_steady_ns)},
@@ -158,6 +173,7 @@ json::object clock_to_json(const ClockSection& c) {
   if (c.t0_unix_ns) clock["t0_unix_ns"] = *c.t0_unix_ns;
   if (c.t0_unix_uncertainty_ns) clock["t0_unix_uncertainty_ns"] = *c.t0_unix_uncertainty_ns;
   if (c.boot_id) clock["boot_id"] = *c.boot_id;
+  if (c.reference) clock["reference"] = reference_to_json(*c.reference);
   return clock;
 }
 
@@ -168,12 +184,22 @@ json::object shard_to_json(const ShardSection& s) {
 json::object merged_from_to_json(const MergedFrom& m) {
   json::array shards;
   for (const MergedShard& s : m.shards) {
-    shards.push_back(json::object{{"run_id", s.run_id}, {"k", s.k}, {"offset_ns", s.offset_ns}});
+    json::object shard{{"run_id", s.run_id}, {"k", s.k}, {"offset_ns", s.offset_ns}};
+    if (s.clock_offset_ns) {
+      shard["clock_offset_ns"] = *s.clock_offset_ns;
+      shard["clock_uncertainty_ns"] = or_null(s.clock_uncertainty_ns);
+      shard["clock_drift_ns"] = or_null(s.clock_drift_ns);
+    }
+    shards.push_back(std::move(shard));
   }
-  return json::object{{"clock_method", m.clock_method},
-                      {"uncertainty_ns", m.uncertainty_ns},
-                      {"start_spread_ns", m.start_spread_ns},
-                      {"shards", std::move(shards)}};
+  json::object o{{"clock_method", m.clock_method},
+                 {"uncertainty_ns", m.uncertainty_ns},
+                 {"start_spread_ns", m.start_spread_ns},
+                 {"shards", std::move(shards)}};
+  if (m.clock_reference_id) o["clock_reference_id"] = *m.clock_reference_id;
+  if (m.unmeasured_reason) o["unmeasured_reason"] = *m.unmeasured_reason;
+  if (m.clock_bound_exceeded) o["clock_bound_exceeded"] = *m.clock_bound_exceeded;
+  return o;
 }
 
 EngineExit engine_exit_from(const Reader& r) {
@@ -225,6 +251,27 @@ LoadSection load_from(const Reader& r) {
   return l;
 }
 
+ClockMeasurement measurement_from(const Reader& r) {
+  const auto need = [&](const char* key) {
+    const auto v = r.opt_int(key);
+    if (!v) malformed(r.name(key), "is missing");
+    return *v;
+  };
+  return ClockMeasurement{need("offset_ns"), need("uncertainty_ns"), need("rtt_ns"),
+                          r.uint("samples"), r.uint("probes"),       need("at_unix_ns")};
+}
+
+ClockReference reference_from(const Reader& r) {
+  ClockReference c;
+  c.address = r.string("address");
+  c.id = r.string("id");
+  c.before = measurement_from(r);
+  if (r.has("after") && !r.raw().at("after").is_null())
+    c.after = measurement_from(r.object("after"));
+  c.after_error = r.opt_string("after_error");
+  return c;
+}
+
 ClockSection clock_from(const Reader& r) {
   ClockSection c;
   c.t0_steady_ns = r.opt_int("t0_steady_ns");
@@ -236,6 +283,7 @@ ClockSection clock_from(const Reader& r) {
   c.t0_unix_ns = r.opt_int("t0_unix_ns");
   c.t0_unix_uncertainty_ns = r.opt_int("t0_unix_uncertainty_ns");
   c.boot_id = r.opt_string("boot_id");
+  if (r.has("reference")) c.reference = reference_from(r.object("reference"));
   return c;
 }
 
@@ -251,8 +299,13 @@ MergedFrom merged_from_from(const Reader& r) {
   for (const json::value& v : r.array("shards")) {
     if (!v.is_object()) malformed("merged_from.shards[]", "is not an object");
     const Reader sr(v.as_object(), "merged_from.shards[]");
-    m.shards.push_back({sr.string("run_id"), sr.uint("k"), sr.opt_int("offset_ns").value_or(0)});
+    m.shards.push_back({sr.string("run_id"), sr.uint("k"), sr.opt_int("offset_ns").value_or(0),
+                        sr.opt_int("clock_offset_ns"), sr.opt_int("clock_uncertainty_ns"),
+                        sr.opt_int("clock_drift_ns")});
   }
+  m.clock_reference_id = r.opt_string("clock_reference_id");
+  m.unmeasured_reason = r.opt_string("unmeasured_reason");
+  m.clock_bound_exceeded = r.opt_string("clock_bound_exceeded");
   return m;
 }
 

@@ -80,6 +80,30 @@ struct EventStamps {
   std::uint64_t rejected = 0;
 };
 
+/// One burst of probes against a clock reference (`dyno clock serve`; docs/scale.md).
+struct ClockMeasurement {
+  std::int64_t offset_ns = 0;       ///< this host's wall clock minus the reference's
+  std::int64_t uncertainty_ns = 0;  ///< half the best probe's round trip
+  std::int64_t rtt_ns = 0;          ///< the best probe's round trip
+  std::uint64_t samples = 0;        ///< valid replies
+  std::uint64_t probes = 0;         ///< probes sent
+  std::int64_t at_unix_ns = 0;      ///< this host's wall clock at the best probe
+};
+
+/// clock.reference: this host's wall clock measured against a reference before the load and
+/// after it (`dyno run --clock-ref`).
+struct ClockReference {
+  std::string address;  ///< --clock-ref HOST:PORT
+  std::string id;       ///< the reference's id, made when it started
+  ClockMeasurement before;
+  std::optional<ClockMeasurement> after;  ///< null when the second burst failed
+  std::optional<std::string> after_error;
+  /// after.offset_ns - before.offset_ns; nullopt without `after`.
+  std::optional<std::int64_t> drift_ns() const {
+    return after ? std::optional(after->offset_ns - before.offset_ns) : std::nullopt;
+  }
+};
+
 struct ClockSection {
   /// null in a record closed by a second interrupt that exited at once.
   std::optional<std::int64_t> t0_steady_ns;
@@ -92,6 +116,7 @@ struct ClockSection {
   /// The host's boot id (/proc/sys/kernel/random/boot_id): records with the same one share
   /// the steady clock.
   std::optional<std::string> boot_id;
+  std::optional<ClockReference> reference;  ///< only with --clock-ref
 };
 
 /// shard: this record is shard k (0-based) of n of one run's load (`dyno run --shard`).
@@ -106,12 +131,24 @@ struct MergedShard {
   std::string run_id;
   std::uint64_t k = 0;
   std::int64_t offset_ns = 0;  ///< added to the shard's trace times to put them on this t0
+  /// measured_offset only: the shard's clock.reference figures the offset used.
+  std::optional<std::int64_t> clock_offset_ns;
+  std::optional<std::int64_t> clock_uncertainty_ns;
+  std::optional<std::int64_t> clock_drift_ns;
 };
 struct MergedFrom {
-  std::string clock_method;          ///< "steady_clock" (one host) | "wall_clock" (several hosts)
+  /// "steady_clock" (one host), "measured_offset" (wall clocks corrected by offsets measured
+  /// against one reference) | "wall_clock" (wall clocks as they were)
+  std::string clock_method;
   std::int64_t uncertainty_ns = 0;   ///< of the offsets as dyno can state it
   std::int64_t start_spread_ns = 0;  ///< spread of the shards' measured starts on this t0
   std::vector<MergedShard> shards;
+  std::optional<std::string> clock_reference_id;  ///< measured_offset only
+  /// wall_clock only: why the offsets between the hosts' clocks are not measured.
+  std::optional<std::string> unmeasured_reason;
+  /// Set when a shard's clock uncertainty or drift exceeded the bound and the merge was told to
+  /// go on (--accept-clock-uncertainty): which shards and figures.
+  std::optional<std::string> clock_bound_exceeded;
 };
 
 /// derived_from: a record made from another record, not measured (`dyno rescore`;

@@ -27,6 +27,7 @@
 #include "record/run_id.h"
 #include "record/run_index.h"
 #include "record/run_writer.h"
+#include "session/clock_reference.h"
 #include "sim/server.h"
 #include "telemetry/energy_report.h"
 #include "transport/event_loop.h"
@@ -664,6 +665,10 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
       summary_document(engine, target, m, std::move(energy), writer, manifest, out);
   writer.write_json("summary.json", summary_json);
   close_manifest(engine, target, m, out, manifest);
+  if (cell.clock_reference) {
+    manifest.clock->reference = cell.clock_reference;
+    clock_reference_after(*manifest.clock->reference);
+  }
   writer.write_json("manifest.json", record::manifest_to_json(manifest));
   writer.finalize(result.traces);
   out.record_sha256 = record::sha256_hex_file(writer.dir() / "SHA256SUMS");

@@ -16,6 +16,7 @@
 #include "load/runner.h"
 #include "metrics/summary.h"
 #include "metrics/trace.h"
+#include "record/manifest.h"
 #include "session/engine_session.h"
 #include "workload/request.h"
 
@@ -40,6 +41,9 @@ struct CellSpec {
   boost::json::object sampling;  ///< manifest workload.sampling
   std::uint64_t seed = 0;        ///< manifest load.seed (--seed)
   double error_budget = 0.05;    ///< the cell fails when more requests fail (--error-budget)
+  /// --clock-ref: the clock measured against a reference before the load; run_cell measures
+  /// again after it and writes both to the manifest's clock.reference.
+  std::optional<record::ClockReference> clock_reference;
 };
 
 struct CellOutcome {

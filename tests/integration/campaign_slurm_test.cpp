@@ -12,10 +12,13 @@
 
 #include <boost/json.hpp>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -529,6 +532,96 @@ TEST_F(SlurmTest, ACancelledJobIsCancelledAndNotDone) {
   EXPECT_EQ(interrupted, 1u);
   const Result text = dyno({"campaign", "status", id, "--runs-root", runs()});
   EXPECT_EQ(text.code, 3);
+}
+
+/// The first match of `re`'s group 1 in the output of `child` once it printed `needle`.
+std::string address_from(const Child& child, const std::string& needle, const std::string& re) {
+  const std::string out = child.wait_for_output(needle);
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex(re))) throw std::runtime_error("no address in: " + out);
+  return m[1];
+}
+
+TEST_F(SlurmTest, OneSrunStepRunsTheShardsOfARunThatMerge) {
+  if (find_program("srun").empty()) GTEST_SKIP() << "srun not installed (scripts/deps)";
+  const fs::path d = dir_.path();
+  Child sim({DYNO_BINARY, "sim", "--port", "0"}, d / "sim.out", d / "sim.err");
+  const std::string url = address_from(sim, "/v1", "listening on (http://[0-9.]+:[0-9]+/v1)");
+  Child ref({DYNO_BINARY, "clock", "serve", "--listen", "127.0.0.1:0"}, d / "ref.out",
+            d / "ref.err");
+  const std::string clock = address_from(ref, "reference id", "udp ([0-9.]+:[0-9]+),");
+  // The recipe of docs/scale.md: one start time for every task, each task its shard from
+  // SLURM_PROCID/SLURM_NTASKS (--overcommit: two tasks even on a one-CPU node).
+  const std::time_t at_t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() +
+                                                                std::chrono::seconds(4));
+  std::tm tm{};
+  gmtime_r(&at_t, &tm);
+  char at[32];
+  std::strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  Child step({find_program("srun"),
+              "-n",
+              "2",
+              "--overcommit",
+              "--time=5",
+              DYNO_BINARY,
+              "run",
+              "--url",
+              url,
+              "--model",
+              "dyno-sim",
+              "-n",
+              "12",
+              "-c",
+              "2",
+              "--output-tokens",
+              "8",
+              "--client-threads",
+              "1",
+              "--seed",
+              "9",
+              "--label",
+              "srunpair",
+              "--runs-root",
+              runs(),
+              "-q",
+              "--shard",
+              "slurm",
+              "--start-at",
+              at,
+              "--clock-ref",
+              clock},
+             d / "srun.out", d / "srun.err", env_);
+  ASSERT_EQ(step.wait(std::chrono::seconds(120)), 0)
+      << step.out() << step.err() << read_file(slurm_.path() / "slurmd.log");
+  std::vector<std::string> dirs;
+  std::set<std::int64_t> ks;
+  for (const auto& e : fs::directory_iterator(runs())) {
+    if (e.path().filename().string().find("srunpair") == std::string::npos) continue;
+    const json::object m = json::parse(read_file(e.path() / "manifest.json")).as_object();
+    EXPECT_EQ(m.at("shard").at("n").as_int64(), 2);
+    ks.insert(m.at("shard").at("k").as_int64());
+    EXPECT_TRUE(m.at("clock").at("reference").at("after").is_object()) << m.at("clock");
+    dirs.push_back(e.path().string());
+  }
+  EXPECT_EQ(ks, (std::set<std::int64_t>{0, 1}));  // one task each shard
+  ASSERT_EQ(dirs.size(), 2u);
+  const Result merged = dyno({"runs", "merge", "--runs-root", runs(), "--json",
+                              "--max-clock-offset-ms", "100", dirs[0], dirs[1]});
+  ASSERT_EQ(merged.code, 0) << merged.err;
+  const fs::path out(std::string(json::parse(merged.out).at("dir").as_string()));
+  EXPECT_TRUE(dyno::record::verify_run_dir(out).ok());
+  std::ifstream lines(out / "requests.jsonl");
+  std::set<std::string> ids;
+  std::size_t n = 0;
+  for (std::string line; std::getline(lines, line); ++n) {
+    ids.insert(std::string(json::parse(line).at("request_id").as_string()));
+  }
+  EXPECT_EQ(n, 12u);
+  EXPECT_EQ(ids.size(), 12u);  // every request of the run once
+  sim.signal(SIGTERM);
+  ref.signal(SIGTERM);
+  EXPECT_EQ(ref.wait(std::chrono::seconds(10)), 0);
+  sim.wait(std::chrono::seconds(10));
 }
 
 }  // namespace

@@ -69,14 +69,24 @@ Manifest full_manifest() {
                              {"period_ms", json::object{{"requested", 100}}},
                              {"backends", json::array()},
                              {"idle_baseline", nullptr}};
-  m.clock = dyno::record::ClockSection{123, 456, dyno::record::EventStamps{40, 2, 1}, 1700, 3, "b"};
+  dyno::record::ClockReference ref;
+  ref.address = "10.0.0.5:7123";
+  ref.id = "00000000deadbeef";
+  ref.before = dyno::record::ClockMeasurement{-250'000'000, 60'000, 120'000, 16, 16, 1600};
+  ref.after = dyno::record::ClockMeasurement{-249'990'000, 55'000, 110'000, 15, 16, 1800};
+  m.clock =
+      dyno::record::ClockSection{123, 456, dyno::record::EventStamps{40, 2, 1}, 1700, 3, "b", ref};
   // A merged record and a shard's never both; the form of each is what is checked here.
   m.shard = dyno::record::ShardSection{1, 2, "2026-12-02T10:15:00.000Z"};
   m.merged_from = dyno::record::MergedFrom{
-      "steady_clock",
-      0,
+      "measured_offset",
+      170'000,
       21000,
-      {{"20261202T101400Z-0123ab", 0, 0}, {"20261202T101400Z-0123ac", 1, 55000}}};
+      {{"20261202T101400Z-0123ab", 0, 0, -250'000'000, 60'000, 10'000},
+       {"20261202T101400Z-0123ac", 1, 55000, 1'000, 40'000, std::nullopt}},
+      "00000000deadbeef",
+      std::nullopt,
+      "shard 0 (run 20261202T101400Z-0123ab): drift 0.01 ms (bound 0.001 ms)"};
   return m;
 }
 
@@ -107,6 +117,10 @@ TEST(Manifest, ReadsBackWhatItWrote) {
   EXPECT_EQ(back.shard->k, 1u);
   EXPECT_EQ(back.merged_from->shards.at(1).offset_ns, 55000);
   EXPECT_EQ(*back.clock->t0_unix_ns, 1700);
+  ASSERT_TRUE(back.clock->reference && back.clock->reference->after);
+  EXPECT_EQ(back.clock->reference->drift_ns(), 10'000);
+  EXPECT_EQ(back.merged_from->shards.at(0).clock_drift_ns, 10'000);
+  EXPECT_FALSE(back.merged_from->shards.at(1).clock_drift_ns);
 }
 
 TEST(Manifest, ARunningManifestHasNoClockOrTelemetry) {

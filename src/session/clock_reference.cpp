@@ -1,0 +1,40 @@
+#include "session/clock_reference.h"
+
+#include "error/error.h"
+#include "transport/clock_probe.h"
+
+namespace dyno::session {
+
+namespace {
+
+record::ClockMeasurement measurement(const transport::ClockMeasurement& m) {
+  return record::ClockMeasurement{m.best.offset_ns, m.best.uncertainty_ns, m.best.rtt_ns, m.samples,
+                                  m.probes,         m.at_unix_ns};
+}
+
+}  // namespace
+
+record::ClockReference clock_reference_before(const std::string& address) {
+  const transport::ClockMeasurement m = transport::measure_clock(address, "--clock-ref");
+  record::ClockReference r;
+  r.address = address;
+  r.id = m.reference_id;
+  r.before = measurement(m);
+  return r;
+}
+
+void clock_reference_after(record::ClockReference& r) {
+  try {
+    const transport::ClockMeasurement m = transport::measure_clock(r.address, "--clock-ref");
+    if (m.reference_id != r.id) {
+      r.after_error = "another reference answered after the load (id " + m.reference_id +
+                      ", before it " + r.id + "): was it restarted?";
+      return;
+    }
+    r.after = measurement(m);
+  } catch (const Error& e) {
+    r.after_error = e.what();
+  }
+}
+
+}  // namespace dyno::session
