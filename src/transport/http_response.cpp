@@ -81,14 +81,25 @@ HttpResponseReader::State HttpResponseReader::feed(const char* data, std::size_t
   while (p < end && phase_ != Phase::kComplete) {
     switch (phase_) {
       case Phase::kHeader: {
+        // Only the head's bytes are copied (a read may hold much of the body after it).
         const std::size_t old_size = header_.size();
         const std::size_t room = kMaxHeaderBytes + 4 - std::min(old_size, kMaxHeaderBytes + 4);
-        const std::size_t take = std::min(room, static_cast<std::size_t>(end - p));
-        header_.append(p, take);
+        const std::size_t avail = std::min(room, static_cast<std::size_t>(end - p));
         const std::size_t from = old_size >= 3 ? old_size - 3 : 0;
-        const auto found = header_.find("\r\n\r\n", from);
-        if (found == std::string::npos) {
-          p += take;
+        std::string edge = header_.substr(from);  // a terminator may straddle two reads
+        edge.append(p, std::min<std::size_t>(avail, 3));
+        std::size_t take = avail;
+        bool found = false;
+        if (const auto f = edge.find("\r\n\r\n"); f != std::string::npos) {
+          take = f + 4 - (old_size - from);
+          found = true;
+        } else if (const void* m = ::memmem(p, avail, "\r\n\r\n", 4); m != nullptr) {
+          take = static_cast<std::size_t>(static_cast<const char*>(m) - p) + 4;
+          found = true;
+        }
+        header_.append(p, take);
+        p += take;
+        if (!found) {
           if (header_.size() > kMaxHeaderBytes) {
             return done(fail(ErrorKind::kTooLarge, "the response header is larger than " +
                                                        std::to_string(kMaxHeaderBytes / 1024) +
@@ -96,10 +107,8 @@ HttpResponseReader::State HttpResponseReader::feed(const char* data, std::size_t
           }
           break;
         }
-        const std::size_t header_size = found + 4;
-        p += header_size - old_size;
-        header_.resize(header_size);
         const State s = parse_head();
+        std::string().swap(header_);  // parsed into head_: its memory is not kept per stream
         if (s == State::kError) return done(s);
         if (head_.status < 200) break;  // interim 1xx: the real head follows
         if (!handler.on_head(head_)) return done(State::kStopped);

@@ -30,6 +30,8 @@ void SseParser::overflow() {
   // Gives the memory back, not just the size.
   std::string().swap(line_);
   std::string().swap(data_);
+  data_view_ = {};
+  data_in_view_ = false;
   type_.clear();
   have_data_ = false;
   event_started_ = false;
@@ -56,6 +58,18 @@ void SseParser::feed(std::string_view bytes) {
     pending_cr_ = false;
     if (*p == '\n') ++p;  // the LF of a CRLF split across feeds
   }
+  feed_lines(p, end);
+  keep_data();  // the fed bytes are the caller's: nothing may point into them after this
+}
+
+void SseParser::keep_data() {
+  if (!data_in_view_) return;
+  data_.assign(data_view_);
+  data_view_ = {};
+  data_in_view_ = false;
+}
+
+void SseParser::feed_lines(const char* p, const char* const end) {
   while (p < end) {
     const char* eol = find_line_end(p, end);
     if (eol == nullptr) {
@@ -67,10 +81,10 @@ void SseParser::feed(std::string_view bytes) {
       return;
     }
     if (line_.empty()) {
-      process_line(std::string_view(p, static_cast<std::size_t>(eol - p)));
+      process_line(std::string_view(p, static_cast<std::size_t>(eol - p)), true);
     } else {
       line_.append(p, eol);
-      process_line(line_);
+      process_line(line_, false);
       line_.clear();
     }
     if (overflowed_) return;
@@ -85,7 +99,7 @@ void SseParser::feed(std::string_view bytes) {
   }
 }
 
-void SseParser::process_line(std::string_view line) {
+void SseParser::process_line(std::string_view line, bool stable) {
   if (line.empty()) {
     dispatch();
     return;
@@ -103,13 +117,19 @@ void SseParser::process_line(std::string_view line) {
     if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   }
   if (field == "data") {
-    if (data_.size() + (have_data_ ? 1 : 0) + value.size() > max_event_bytes_) {
+    if (data_size() + (have_data_ ? 1 : 0) + value.size() > max_event_bytes_) {
       overflow();
       return;
     }
     // Spec: append value + LF, drop the final LF at dispatch. Equivalently: join with LF.
-    if (have_data_) data_.push_back('\n');
-    data_.append(value);
+    if (!have_data_ && stable) {
+      data_view_ = value;
+      data_in_view_ = true;
+    } else {
+      keep_data();
+      if (have_data_) data_.push_back('\n');
+      data_.append(value);
+    }
     have_data_ = true;
     event_started_ = true;
   } else if (field == "event") {
@@ -133,8 +153,10 @@ void SseParser::dispatch() {
     return;
   }
   ++events_;
-  on_event_(SseEvent{type_, data_, id_});
+  on_event_(SseEvent{type_, data_in_view_ ? data_view_ : std::string_view(data_), id_});
   data_.clear();
+  data_view_ = {};
+  data_in_view_ = false;
   type_.clear();
   have_data_ = false;
 }
@@ -144,6 +166,8 @@ bool SseParser::finish() {
   // The unterminated event is discarded; the parser is ready for a new stream.
   line_.clear();
   data_.clear();
+  data_view_ = {};
+  data_in_view_ = false;
   type_.clear();
   have_data_ = false;
   event_started_ = false;
@@ -154,6 +178,8 @@ bool SseParser::finish() {
 void SseParser::reset() {
   line_.clear();
   data_.clear();
+  data_view_ = {};
+  data_in_view_ = false;
   type_.clear();
   id_.clear();
   have_data_ = false;

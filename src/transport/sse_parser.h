@@ -45,7 +45,11 @@ class SseParser {
   std::uint64_t events_dispatched() const { return events_; }
 
  private:
-  void process_line(std::string_view line);
+  void feed_lines(const char* p, const char* end);
+  /// `stable`: the line lies in the bytes being fed (valid until feed() returns), not in line_.
+  void process_line(std::string_view line, bool stable);
+  std::size_t data_size() const { return data_in_view_ ? data_view_.size() : data_.size(); }
+  void keep_data();  // copies a data value still viewed in the caller's bytes into data_
   void dispatch();
   void overflow();
 
@@ -53,6 +57,10 @@ class SseParser {
   std::size_t max_event_bytes_;
   std::string line_;  // partial line carried across feeds
   std::string data_;  // data buffer of the event being built
+  // An event's first data value, while it is still in the bytes being fed: the usual event
+  // (one `data:` line, in one read) is dispatched from there without a copy or a buffer.
+  std::string_view data_view_;
+  bool data_in_view_ = false;
   std::string type_;
   std::string id_;
   bool have_data_ = false;

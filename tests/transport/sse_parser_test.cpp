@@ -265,5 +265,23 @@ TEST(SseParser, OverflowDoesNotDependOnTheSplit) {
   }
 }
 
+TEST(SseParser, AnEventLeftOpenAtTheEndOfAFeedOwnsItsDataOnceTheFedBytesAreGone) {
+  // One data line per event is dispatched straight from the fed bytes; an event still open
+  // when feed() returns must have copied them, since the caller reuses its buffer.
+  Collector c;
+  std::string buffer = "data: first\n\ndata: second\n";
+  c.parser().feed(buffer);
+  buffer.assign(buffer.size(), 'X');  // the read buffer is reused for the next read
+  c.parser().feed(buffer.substr(0, 0));
+  std::string rest = "\ndata: a\ndata: b\n";
+  c.parser().feed(rest);
+  rest.assign(rest.size(), 'Y');
+  c.parser().feed("\n");
+  ASSERT_EQ(c.events().size(), 3u);
+  EXPECT_EQ(c.events()[0].data, "first");
+  EXPECT_EQ(c.events()[1].data, "second");
+  EXPECT_EQ(c.events()[2].data, "a\nb");
+}
+
 }  // namespace
 }  // namespace dyno::transport
