@@ -328,7 +328,17 @@ int merge_command(const MergeOptions& o, std::ostream& out, std::ostream& err) {
                      ": start them together (--start-at), or check the hosts' clocks");
   }
   const std::vector<metrics::Trace> traces = merged_traces(shards, from);
-  const metrics::Summary summary = metrics::summarize_run(traces, summary_options(shards));
+  metrics::Summary summary = metrics::summarize_run(traces, summary_options(shards));
+  if (from.clock_bound_exceeded) {
+    // In summary.json and the manifest, so a board pairing this record flags it too.
+    summary.warnings.push_back(
+        {metrics::WarningCode::kClockUncertain,
+         "merged with the shards' clock offsets over --max-clock-uncertainty-ms "
+         "(--accept-clock-uncertainty): " +
+             *from.clock_bound_exceeded,
+         "time differences between requests of different shards are uncertain by that much; "
+         "measure against a nearer clock reference (--clock-ref)"});
+  }
   const bool interrupted = std::any_of(shards.begin(), shards.end(), [](const ShardRecord& s) {
     return s.manifest.status == "interrupted";
   });

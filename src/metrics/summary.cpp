@@ -67,6 +67,8 @@ const char* to_string(WarningCode code) {
       return "window_too_short";
     case WarningCode::kReplayBehind:
       return "replay_behind";
+    case WarningCode::kClockUncertain:
+      return "clock_uncertain";
   }
   return "unknown";
 }

@@ -61,6 +61,7 @@ enum class WarningCode {
   kEnergySourcesDisagree,
   kWindowTooShort,
   kReplayBehind,
+  kClockUncertain,
 };
 inline constexpr WarningCode kWarningCodes[] = {WarningCode::kConcurrencyUnderfilled,
                                                 WarningCode::kHighErrorRate,
@@ -71,7 +72,8 @@ inline constexpr WarningCode kWarningCodes[] = {WarningCode::kConcurrencyUnderfi
                                                 WarningCode::kInvalidUtf8Replaced,
                                                 WarningCode::kEnergySourcesDisagree,
                                                 WarningCode::kWindowTooShort,
-                                                WarningCode::kReplayBehind};
+                                                WarningCode::kReplayBehind,
+                                                WarningCode::kClockUncertain};
 
 /// The code's name, e.g. "concurrency_underfilled".
 const char* to_string(WarningCode code);

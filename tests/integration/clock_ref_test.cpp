@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
@@ -165,6 +166,13 @@ TEST_F(ClockRef, LoopbackOffsetsAreMeasuredRecordedAndAgreeWithTheSteadyClock) {
       std::string(fm.at("merged_from").at("clock_bound_exceeded").as_string()).find("shard 1"),
       std::string::npos);
   EXPECT_EQ(dyno({"runs", "verify", "--runs-root", runs(), flagged.string()}).exit_code, 0);
+  for (const char* file : {"summary.json", "manifest.json"}) {
+    const json::object doc = read_json(flagged / file);
+    const json::array& warnings = doc.at("warnings").as_array();
+    EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const json::value& w) {
+      return w.at("code").as_string() == "clock_uncertain";
+    })) << file;
+  }
 }
 
 TEST_F(ClockRef, ASkewedReferenceIsMeasuredAndCancelsInTheMerge) {
