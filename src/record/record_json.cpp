@@ -78,7 +78,11 @@ json::object score_to_json(const metrics::Trace& t) {
   return score;
 }
 
-json::object trace_to_json(const metrics::Trace& t, bool keep_event_times) {
+namespace {
+
+/// Every member of a requests.jsonl object but the two that come last, in this order:
+/// chunk_times_ns and output_text (trace_to_json adds them; trace_line writes them as text).
+json::object trace_head(const metrics::Trace& t) {
   json::object o;
   o["index"] = t.index;
   o["request_id"] = t.request_id;
@@ -121,6 +125,13 @@ json::object trace_to_json(const metrics::Trace& t, bool keep_event_times) {
     o["server_timings"] = ec ? json::value(nullptr) : timings;
   }
   if (t.correct) o["score"] = score_to_json(t);
+  return o;
+}
+
+}  // namespace
+
+json::object trace_to_json(const metrics::Trace& t, bool keep_event_times) {
+  json::object o = trace_head(t);
   if (keep_event_times) {
     json::array deltas;
     deltas.reserve(t.event_times_ns.size());
@@ -137,11 +148,8 @@ json::object trace_to_json(const metrics::Trace& t, bool keep_event_times) {
 
 std::string trace_line(const metrics::Trace& t, bool keep_event_times,
                        const std::vector<std::string>& secrets, std::size_t* invalid_utf8_bytes) {
-  // Everything but the event times and the output text, as a JSON value (both are the last
-  // keys of trace_to_json's object, in that order).
-  json::value head = trace_to_json(t, false);
+  json::value head = trace_head(t);
   const bool has_text = keeps_output_text(t);
-  if (has_text) head.as_object().erase("output_text");
   redact_literals(head, secrets);
   json_text::WriteStats stats;
   std::string line = json_text::compact(head, &stats);

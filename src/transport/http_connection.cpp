@@ -1,3 +1,7 @@
+// One HTTP/1.1 request on a pooled connection: connect, TLS, send, the read loop, the
+// response's head and body, SSE events to the observer, deadlines, keep-alive and retry.
+// About 700 lines because these share one state machine (generation_, sent/read times,
+// the pool's bookkeeping): split, each part would need the whole of it.
 #include "transport/http_connection.h"
 
 #include <netinet/in.h>

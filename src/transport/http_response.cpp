@@ -1,6 +1,7 @@
 #include "transport/http_response.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstring>
 
@@ -86,12 +87,17 @@ HttpResponseReader::State HttpResponseReader::feed(const char* data, std::size_t
         const std::size_t room = kMaxHeaderBytes + 4 - std::min(old_size, kMaxHeaderBytes + 4);
         const std::size_t avail = std::min(room, static_cast<std::size_t>(end - p));
         const std::size_t from = old_size >= 3 ? old_size - 3 : 0;
-        std::string edge = header_.substr(from);  // a terminator may straddle two reads
-        edge.append(p, std::min<std::size_t>(avail, 3));
+        // A terminator may straddle two reads: the last 3 bytes held and the first 3 new ones.
+        std::array<char, 6> edge_bytes{};
+        const std::size_t held = old_size - from;
+        const std::size_t fresh = std::min<std::size_t>(avail, 3);
+        header_.copy(edge_bytes.data(), held, from);
+        std::memcpy(edge_bytes.data() + held, p, fresh);
+        const std::string_view edge(edge_bytes.data(), held + fresh);
         std::size_t take = avail;
         bool found = false;
-        if (const auto f = edge.find("\r\n\r\n"); f != std::string::npos) {
-          take = f + 4 - (old_size - from);
+        if (const auto f = edge.find("\r\n\r\n"); f != std::string_view::npos) {
+          take = f + 4 - held;
           found = true;
         } else if (const void* m = ::memmem(p, avail, "\r\n\r\n", 4); m != nullptr) {
           take = static_cast<std::size_t>(static_cast<const char*>(m) - p) + 4;
