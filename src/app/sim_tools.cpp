@@ -297,6 +297,7 @@ void print_fit(const sim::FitResult& r, const std::vector<LoadedCell>& cells,
       {"decode_ctx_token_s", param_text(a.decode_ctx_token_s), param_text(b.decode_ctx_token_s)},
       {"prefill_ctx_token_s", param_text(a.prefill_ctx_token_s), param_text(b.prefill_ctx_token_s)},
       {"shared_kv_token_s", param_text(a.shared_kv_token_s), param_text(b.shared_kv_token_s)},
+      {"finish_s", param_text(a.finish_s), param_text(b.finish_s)},
       {"max_running_seqs", std::to_string(a.max_running_seqs),
        std::to_string(b.max_running_seqs) +
            (r.max_running_identified ? " (seen)" : " (not identified)")}};

@@ -14,14 +14,14 @@ namespace dyno::sim {
 namespace {
 
 // prefill s/token, step_base_s, decode_seq_s, decode_ctx_token_s, prefill_ctx_token_s,
-// shared_kv_token_s
-constexpr std::size_t kParams = 6;
+// shared_kv_token_s, finish_s
+constexpr std::size_t kParams = 7;
 using Point = std::array<double, kParams>;
 
 // Floors of the log-space search: below these a parameter no longer matters to any figure a
 // record can resolve (a tenth of a microsecond per step, a tenth of a picosecond per context
-// token).
-constexpr Point kFloor = {1e-9, 1e-7, 1e-8, 1e-13, 1e-13, 1e-13};
+// token, a tenth of a microsecond per finished request).
+constexpr Point kFloor = {1e-9, 1e-7, 1e-8, 1e-13, 1e-13, 1e-13, 1e-7};
 
 bool usable(const metrics::Trace& t) {
   return t.measured() && t.ok() && t.sent_ns && t.first_token_ns && t.done_ns && t.input_tokens &&
@@ -34,7 +34,8 @@ Point to_point(const Profile& p) {
           std::log(std::max(kFloor[2], p.decode_seq_s)),
           std::log(std::max(kFloor[3], p.decode_ctx_token_s)),
           std::log(std::max(kFloor[4], p.prefill_ctx_token_s)),
-          std::log(std::max(kFloor[5], p.shared_kv_token_s))};
+          std::log(std::max(kFloor[5], p.shared_kv_token_s)),
+          std::log(std::max(kFloor[6], p.finish_s))};
 }
 
 // A time at its floor is written as 0: the search cannot tell it from nothing.
@@ -49,6 +50,7 @@ Profile with_point(Profile p, const Point& x) {
   p.decode_ctx_token_s = time(3);
   p.prefill_ctx_token_s = time(4);
   p.shared_kv_token_s = time(5);
+  p.finish_s = time(6);
   return p;
 }
 
@@ -171,6 +173,7 @@ Profile initial_profile(const Profile& base, const StepRegression& r,
   if (r.decode_ctx_token_s) p.decode_ctx_token_s = *r.decode_ctx_token_s;
   p.prefill_ctx_token_s = r.prefill_ctx_token_s.value_or(0.0);
   p.shared_kv_token_s = r.shared_kv_token_s.value_or(0.0);
+  p.finish_s = r.finish_s.value_or(0.0);
   if (r.prefill_s_per_token) {
     p.prefill_tokens_per_s = 1.0 / *r.prefill_s_per_token;
   }
@@ -291,6 +294,7 @@ FitResult fit_with(const std::vector<ObservedCell>& cells,
   if (r.decode_seq_s) free.push_back(2);         // else it stays 0: not separable from step_base_s
   if (r.prefill_ctx_token_s) free.push_back(4);  // else 0: one prompt size, no curvature
   if (r.shared_kv_token_s) free.push_back(5);    // else 0: per-sequence attention, or no sign
+  if (r.finish_s) free.push_back(6);             // else 0: no step after a finish was slower
   for (const double step : {0.7, 0.2}) {
     const int left = budget - objective.evaluations();
     if (left <= static_cast<int>(free.size()) + 1) break;

@@ -10,7 +10,7 @@
 namespace dyno::sim {
 namespace {
 
-constexpr std::size_t kColumns = 6;  // 1, B, Σctx, P, A, (B + P)·K
+constexpr std::size_t kColumns = 7;  // 1, B, Σctx, P, A, (B + P)·K, F
 using Row = std::array<double, kColumns>;
 
 struct Sample {
@@ -128,7 +128,7 @@ bool solve_subset(const std::vector<Sample>& s, unsigned mask, const Row& scale,
   return true;
 }
 
-// Non-negative least squares by enumeration of the column subsets (6 columns: 63 subsets):
+// Non-negative least squares by enumeration of the column subsets (7 columns: 127 subsets):
 // the best fit whose coefficients are all >= 0. Columns that are zero throughout are left out
 // (their coefficient stays unknown).
 std::optional<Row> nnls(const std::vector<Sample>& s, unsigned allowed) {
@@ -158,6 +158,8 @@ std::optional<Row> nnls(const std::vector<Sample>& s, unsigned allowed) {
 
 struct CellRows {
   std::vector<ObservedTimes> by_last;  ///< the cell's requests in order of their last event
+  std::vector<double> lasts;           ///< their last events, ascending
+  double tol = 50e-6;                  ///< events closer than this came from one step
   std::size_t slots = 1;               ///< for shared_cells_at
   std::vector<Sample> samples;
   std::uint32_t max_decoding = 0;
@@ -175,6 +177,15 @@ std::uint32_t max_in_flight(const std::vector<ObservedTimes>& rs) {
   int most = 0;
   for (const auto& [t, d] : edges) most = std::max(most, now += d);
   return static_cast<std::uint32_t>(most);
+}
+
+// Requests whose last event came within tol of t (they finished in the step that ended at t),
+// leaving out one that ended at `own` (the row's own request).
+double finished_at(const CellRows& rows, double t, double own) {
+  const auto lo = std::lower_bound(rows.lasts.begin(), rows.lasts.end(), t - rows.tol);
+  const auto hi = std::upper_bound(rows.lasts.begin(), rows.lasts.end(), t + rows.tol);
+  const double n = static_cast<double>(hi - lo);
+  return std::abs(own - t) <= rows.tol ? n - 1.0 : n;
 }
 
 // Decode rows: each inter-event gap of each request whose step had no first token in it.
@@ -198,8 +209,8 @@ void decode_rows(const std::vector<ObservedTimes>& rs, const std::vector<double>
       Sample s;
       const double cells =
           shared_cells_at(out.by_last, mid, out.slots, 0) + static_cast<double>(count);
-      s.x = {1.0, static_cast<double>(count),        static_cast<double>(context), 0.0,
-             0.0, static_cast<double>(count) * cells};
+      s.x = {1.0, static_cast<double>(count),         static_cast<double>(context), 0.0,
+             0.0, static_cast<double>(count) * cells, finished_at(out, a, r.last())};
       s.y = gap;
       s.w = static_cast<double>(stride) / static_cast<double>(count);  // each step once
       out.samples.push_back(s);
@@ -208,8 +219,8 @@ void decode_rows(const std::vector<ObservedTimes>& rs, const std::vector<double>
 }
 
 // First-token rows: the step that ended with each request's first token.
-void prefill_rows(const std::vector<ObservedTimes>& rs, double tol, std::int64_t budget,
-                  CellRows& out) {
+void prefill_rows(const std::vector<ObservedTimes>& rs, std::int64_t budget, CellRows& out) {
+  const double tol = out.tol;
   std::vector<double> events;
   for (const ObservedTimes& r : rs)
     events.insert(events.end(), r.events_s.begin(), r.events_s.end());
@@ -238,12 +249,11 @@ void prefill_rows(const std::vector<ObservedTimes>& rs, double tol, std::int64_t
         shared_cells_at(out.by_last, ft - tol, out.slots, static_cast<std::size_t>(group)) +
         static_cast<double>(input + count);
     Sample s;
-    s.x = {1.0,
-           static_cast<double>(count),
-           static_cast<double>(context),
-           static_cast<double>(prompt),
-           attention,
-           static_cast<double>(prompt + count) * cells};
+    s.x = {1.0, static_cast<double>(count), static_cast<double>(context),
+           static_cast<double>(prompt), attention, static_cast<double>(prompt + count) * cells,
+           // F stays 0: whether the request was already waiting when the step before ended (its
+           // wait hides part of the finish work) is not known well enough from the record.
+           0.0};
     s.y = duration;
     s.w = 1.0 / static_cast<double>(group);
     out.samples.push_back(s);
@@ -322,12 +332,13 @@ StepRegression regress_steps(const std::vector<std::vector<ObservedTimes>>& cell
     std::stable_sort(rows.by_last.begin(), rows.by_last.end(),
                      [](const auto& a, const auto& b) { return a.last() < b.last(); });
     rows.slots = slots;
+    for (const ObservedTimes& r : rows.by_last) rows.lasts.push_back(r.last());
+    // Events of one step reach the client within a fraction of a step of each other.
+    rows.tol = std::max(50e-6, 0.25 * median(gaps));
     decode_rows(rs, firsts, rows);
     decode.insert(decode.end(), rows.samples.begin(), rows.samples.end());
     rows.samples.clear();
-    // Events of one step reach the client within a fraction of a step of each other.
-    const double tol = std::max(50e-6, 0.25 * median(gaps));
-    prefill_rows(rs, tol, step_token_budget, rows);
+    prefill_rows(rs, step_token_budget, rows);
     prefill.insert(prefill.end(), rows.samples.begin(), rows.samples.end());
     out.max_decoding = std::max(out.max_decoding, rows.max_decoding);
     out.max_in_flight = std::max(out.max_in_flight, max_in_flight(rs));
@@ -341,20 +352,22 @@ StepRegression regress_steps(const std::vector<std::vector<ObservedTimes>>& cell
   if (all.empty()) return out;
   // B only helps when it varies; otherwise step_base_s and decode_seq_s are one number.
   // Likewise A only when the prompt sizes vary.
-  unsigned allowed = 0b001101;
+  unsigned allowed = 0b1001101;
   if (out.batch_levels >= 2) allowed |= 0b000010;
   if (attention == Attention::kSharedCache) {
-    allowed |= 0b100000;
+    allowed |= 0b0100000;
   } else if (out.prefill_levels >= 2) {
-    allowed |= 0b010000;
+    allowed |= 0b0010000;
   }
   if (const auto coef = nnls(all, allowed)) {
     out.step_base_s = (*coef)[0];
-    if (allowed & 0b000010) out.decode_seq_s = (*coef)[1];
-    if (allowed & 0b000100) out.decode_ctx_token_s = (*coef)[2];
+    if (allowed & 0b0000010) out.decode_seq_s = (*coef)[1];
+    if (allowed & 0b0000100) out.decode_ctx_token_s = (*coef)[2];
     if (!prefill.empty() && (*coef)[3] > 0.0) out.prefill_s_per_token = (*coef)[3];
-    if (allowed & 0b010000) out.prefill_ctx_token_s = (*coef)[4];
-    if ((allowed & 0b100000) && (*coef)[5] > 0.0) out.shared_kv_token_s = (*coef)[5];
+    if (allowed & 0b0010000) out.prefill_ctx_token_s = (*coef)[4];
+    if ((allowed & 0b0100000) && (*coef)[5] > 0.0) out.shared_kv_token_s = (*coef)[5];
+    // Under a microsecond per finished request no figure a record resolves would change.
+    if ((*coef)[6] > 1e-6) out.finish_s = (*coef)[6];
   }
   return out;
 }

@@ -40,6 +40,7 @@ struct StepRegression {
   std::optional<double> prefill_s_per_token;
   std::optional<double> prefill_ctx_token_s;  ///< per (prompt token × its context) prefilled
   std::optional<double> shared_kv_token_s;    ///< per (batch token × shared KV cell)
+  std::optional<double> finish_s;             ///< per request that finished in the previous step
   std::int64_t decode_rows = 0;               ///< decode-only steps used
   std::int64_t prefill_rows = 0;              ///< first-token steps used
   std::uint32_t max_decoding = 0;             ///< most requests seen decoding at once
@@ -48,10 +49,12 @@ struct StepRegression {
   int prefill_levels = 0;           ///< distinct prompt sizes among the first-token rows
 };
 
-/// Regresses step durations on [1, B, Σctx, P, A, (B + P)·K] (A: Σ over prefilled prompt tokens
+/// Regresses step durations on [1, B, Σctx, P, A, (B + P)·K, F] (A: Σ over prefilled prompt tokens
 /// of their position + 1; K: the cells a KV cache shared by all sequences would hold, estimated as
 /// the cells of the `slots` requests sent last — slots: the most requests seen between first and
-/// last token at once — with finished ones counting prompt + output; non-negative least squares,
+/// last token at once — with finished ones counting prompt + output; F, on decode rows only: the
+/// other requests whose last event ended the step before, the engine's finish work (profile
+/// finish_s); non-negative least squares,
 /// each step weighted once): decode rows are inter-event
 /// gaps during which no other request's first token came; first-token rows are the step that ended
 /// with a request's first token, from the later of its sent time and the previous event of any

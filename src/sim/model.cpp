@@ -158,9 +158,10 @@ std::optional<StepPlan> Model::start_step(double now_s) {
   }
   if (planned_.empty()) return std::nullopt;
   if (!slot_left_.empty()) plan.kv_cells = kv_cells() + plan.decode_seqs + plan.prefill_tokens;
-  plan.start_s = now_s;
-  plan.end_s = now_s + step_duration(plan.decode_seqs, plan.decode_context, plan.prefill_tokens,
-                                     plan.prefill_context, plan.kv_cells);
+  plan.start_s = std::max(now_s, ready_s_);
+  plan.end_s =
+      plan.start_s + step_duration(plan.decode_seqs, plan.decode_context, plan.prefill_tokens,
+                                   plan.prefill_context, plan.kv_cells);
   plan_ = plan;
   return plan_;
 }
@@ -180,6 +181,7 @@ const std::vector<Event>& Model::complete_step() {
   if (!plan_) throw std::logic_error("Model::complete_step without a planned step");
   events_.clear();
   const double end = plan_->end_s;
+  std::int64_t finished = 0;
   for (const Planned& p : planned_) {
     Seq& s = running_[p.index];
     if (s.gone) continue;
@@ -205,10 +207,12 @@ const std::vector<Event>& Model::complete_step() {
     if (s.generated >= s.output_len) {
       e.finish = s.finish;
       release(s);
+      ++finished;
     }
     events_.push_back(e);
   }
   clock_ = end;
+  ready_s_ = profile_.zero_delay ? end : end + profile_.finish_s * static_cast<double>(finished);
   plan_.reset();
   compact();
   return events_;
@@ -257,7 +261,11 @@ void Model::compact() {
 std::vector<Event> Model::run_until(double t_s) {
   std::vector<Event> out;
   for (;;) {
-    if (!plan_ && !start_step(clock_)) break;
+    if (!plan_) {
+      const double at = std::max(clock_, ready_s_);
+      // Still finishing at t_s: a request submitted until then joins the next step.
+      if (at > t_s || !start_step(at)) break;
+    }
     if (plan_->end_s > t_s) break;
     const std::vector<Event>& events = complete_step();
     out.insert(out.end(), events.begin(), events.end());
@@ -267,7 +275,7 @@ std::vector<Event> Model::run_until(double t_s) {
 }
 
 std::optional<double> Model::next_step_end() {
-  if (!plan_ && !start_step(clock_)) return std::nullopt;
+  if (!plan_ && !start_step(std::max(clock_, ready_s_))) return std::nullopt;
   return plan_->end_s;
 }
 

@@ -76,6 +76,9 @@ struct StepPlan {
 /// earlier with FinishReason::kStop. The first floor(reasoning_fraction * length) tokens are
 /// reasoning. A finished or cancelled sequence frees its KV reservation (prompt + max_tokens).
 ///
+/// Finish work (profile.finish_s > 0): after a step in which F sequences finished, the next step
+/// starts no earlier than its end + F * finish_s (ready_s()).
+///
 /// Contract: the caller alternates start_step(now) -> (wait until end_s) -> complete_step();
 /// submit/cancel/set_paused may be called at any time, including while a step is planned: a
 /// request submitted during a step is considered at the next step's start, a cancelled one is
@@ -112,13 +115,20 @@ class Model {
   const std::vector<Event>& complete_step();
 
   /// Virtual-time driver for tests: runs every step that ends at or before t_s (starting each
-  /// step when the previous ended, or at the model clock when idle) and returns their events.
-  /// Like a real engine, the step after the last completed one is planned at once (at that
-  /// end time) if there is work, and stays planned when it ends after t_s: a request submitted
-  /// then joins the following step. If idle afterwards, the model clock is t_s.
+  /// step when the previous ended, or at the model clock when idle, but never before
+  /// ready_s()) and returns their events. Like a real engine, the step after the last
+  /// completed one is planned at once (at ready_s()) if there is work and ready_s() <= t_s,
+  /// and stays planned when it ends after t_s: a request submitted then joins the following
+  /// step. If idle afterwards, the model clock is t_s.
   std::vector<Event> run_until(double t_s);
   /// End of the planned step, or of the step that would start now at the model clock.
   std::optional<double> next_step_end();
+  /// The earliest time the next step may start: the end of the last completed step plus
+  /// profile.finish_s per sequence that finished in it (0 before any step, and the step's end
+  /// when zero_delay). A caller that drives the model in time waits until then before
+  /// start_step, so that requests submitted meanwhile join that step; start_step never
+  /// starts a step earlier.
+  double ready_s() const { return ready_s_; }
   double clock() const { return clock_; }
 
   std::size_t waiting() const { return waiting_.size(); }
@@ -180,6 +190,7 @@ class Model {
   std::vector<Planned> planned_;
   std::vector<Event> events_;
   double clock_ = 0.0;
+  double ready_s_ = 0.0;
   PrefixCache cache_;
   std::int64_t cache_queries_ = 0;
   std::int64_t cache_hits_ = 0;

@@ -300,6 +300,14 @@ class Engine {
         deliver(lock, out);
         continue;
       }
+      if (!profile_.zero_delay && model_.ready_s() > now_s()) {
+        // The engine's finish work (profile.finish_s): requests that arrive meanwhile join
+        // the next step; cancellations are answered meanwhile.
+        const auto ready = epoch_ + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(model_.ready_s()));
+        cv_.wait_until(lock, ready, [this] { return stopping_ || !cancelled_.empty(); });
+        continue;
+      }
       const std::optional<StepPlan> plan = model_.start_step(now_s());
       if (!plan) {
         if (!out.empty()) {  // the end of a zero-delay burst

@@ -147,6 +147,7 @@ void validate(const Profile& p, const std::string& where) {
   finite_nonneg("decode_ctx_token_s", p.decode_ctx_token_s);
   finite_nonneg("prefill_ctx_token_s", p.prefill_ctx_token_s);
   finite_nonneg("shared_kv_token_s", p.shared_kv_token_s);
+  finite_nonneg("finish_s", p.finish_s);
   if (p.kv_capacity_tokens < 1) fail("kv_capacity_tokens", "must be >= 1");
   if (p.max_model_len < 2) fail("max_model_len", "must be >= 2");
   if (p.default_max_tokens < 1) fail("default_max_tokens", "must be >= 1");
@@ -226,6 +227,8 @@ void set_field(Profile& p, const std::string& where, const std::string& key, con
     p.prefill_ctx_token_s = r.number();
   } else if (key == "shared_kv_token_s") {
     p.shared_kv_token_s = r.number();
+  } else if (key == "finish_s") {
+    p.finish_s = r.number();
   } else if (key == "kv_capacity_tokens") {
     p.kv_capacity_tokens = r.integer();
   } else if (key == "max_model_len") {
@@ -326,6 +329,7 @@ std::string profile_to_json(const Profile& p) {
   o["decode_ctx_token_s"] = p.decode_ctx_token_s;
   o["prefill_ctx_token_s"] = p.prefill_ctx_token_s;
   o["shared_kv_token_s"] = p.shared_kv_token_s;
+  o["finish_s"] = p.finish_s;
   o["kv_capacity_tokens"] = p.kv_capacity_tokens;
   o["max_model_len"] = p.max_model_len;
   o["default_max_tokens"] = p.default_max_tokens;

@@ -28,6 +28,7 @@ class ProfileError : public Error {
 /// every token of a batch attends over all occupied cells, masked or not): the running sequences'
 /// cells plus what finished sequences left in their slots (max_running_seqs slots, reused least
 /// recently used first; a slot keeps its last sequence's prompt and output until reused).
+/// After a step in which F sequences finished, the next step starts finish_s * F later.
 struct Profile {
   std::string name = "custom";
   std::string description;
@@ -41,6 +42,10 @@ struct Profile {
   double decode_ctx_token_s = 0.0;   ///< per context token of decoding sequences
   double prefill_ctx_token_s = 0.0;  ///< per (prompt token × context token) prefilled
   double shared_kv_token_s = 0.0;    ///< per (batch token × occupied cell of a shared KV cache)
+  /// Engine time per sequence that finished in a step, spent after that step before the next
+  /// one is planned (sending the final response, releasing the slot): the other sequences wait
+  /// for it, and a request that arrives meanwhile joins the next step.
+  double finish_s = 0.0;
   std::int64_t kv_capacity_tokens = 1 << 20;  ///< Σ(prompt + max_tokens) of running sequences
   std::int64_t max_model_len = 32768;         ///< prompt + max_tokens above this: HTTP 400
 

@@ -1,5 +1,6 @@
 #include "sim/replay.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -76,6 +77,9 @@ class Driver {
     double now = 0.0;
     for (;;) {
       if (!model_.in_step()) {
+        // The engine plans its next step once its finish work (profile.finish_s) is done:
+        // requests sent meanwhile join it.
+        now = std::max(now, model_.ready_s());
         send_until(now);
         if (!model_.in_step() && !model_.start_step(now)) {
           if (pending_.empty()) break;
@@ -89,10 +93,10 @@ class Driver {
       now = end;
       std::size_t freed = 0;
       for (const Event& e : events) freed += on_event(e) ? 1 : 0;
-      // Like a real engine, the next step is planned as soon as this one ends; a closed-loop
-      // request sent now (its slot just freed) joins the step after it, unless the engine
-      // is idle.
-      model_.start_step(now);
+      // Like a real engine, the next step is planned as soon as this one ends (and its finish
+      // work is done); a closed-loop request sent now (its slot just freed) joins the step
+      // after it, unless the engine is idle.
+      if (model_.ready_s() <= now) model_.start_step(now);
       for (std::size_t k = 0; k < freed && cell_.concurrency && next_ < traces_.size(); ++k) {
         schedule(now);
       }
@@ -132,7 +136,7 @@ class Driver {
       model_.submit(model_request(cell_.requests[i], i), at);
       // Requests sent at one instant reach the engine one after another: the first one finds
       // an idle engine and starts a step alone, the others join the step after it.
-      if (!model_.in_step()) model_.start_step(at);
+      if (!model_.in_step() && at >= model_.ready_s()) model_.start_step(at);
     }
   }
 

@@ -81,6 +81,14 @@ asio::awaitable<void> Server::Impl::engine_loop() {
   std::size_t burst_steps = 0;
   std::size_t burst_events = 0;
   while (!stopping) {
+    if (!zero_delay && model.ready_s() > now_s()) {
+      // The engine's finish work (profile.finish_s): requests that arrive meanwhile join the
+      // next step.
+      step_timer.expires_at(epoch + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(model.ready_s())));
+      co_await step_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      continue;
+    }
     const std::optional<StepPlan> plan = model.start_step(now_s());
     if (!plan) {
       engine_wake.expires_at(Clock::time_point::max());

@@ -164,6 +164,26 @@ TEST_F(PluginRun, ABareFileNameIsFoundNextToTheBinaryAndProtocolsTakeThePlugin) 
   }
 }
 
+TEST_F(PluginRun, ThePluginServesFinishWork) {
+  // As the HTTP sim (sim_fit_test.cpp): 60 ms of work after each finished request holds the
+  // next step, so a closed loop's next request waits for it.
+  const fs::path profile = dir_ / "finishing.json";
+  std::ofstream(profile) << R"({"max_running_seqs": 4, "step_token_budget": 2048,
+    "prefill_tokens_per_s": 10000, "step_base_s": 0.005, "decode_seq_s": 0, "finish_s": 0.06})";
+  const Outcome o =
+      run({"--plugin", SIM_PLUGIN_PATH, "--plugin-config", "profile=" + profile.string(), "-c", "1",
+           "-n", "3", "--input-tokens", "16", "--output-tokens", "4"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto lines = read_jsonl(o.run_dir / "requests.jsonl");
+  ASSERT_EQ(lines.size(), 3u);
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const double wait_s = static_cast<double>(lines[i].at("first_token_ns").as_int64() -
+                                              lines[i - 1].at("done_ns").as_int64()) *
+                          1e-9;
+    EXPECT_GE(wait_s, 0.06 - 0.002) << i;
+  }
+}
+
 TEST_F(PluginRun, SigintCancelsTheEngineRequestsAndKeepsTheRecord) {
   // The cpu profile is slow (~40 ms per token): 4 requests of 2000 tokens are still running.
   Child c(argv("run", {"--plugin", SIM_PLUGIN_PATH, "--plugin-config", "profile=cpu", "-c", "4",

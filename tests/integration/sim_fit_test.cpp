@@ -101,6 +101,30 @@ TEST_F(SimFit, AProfileFittedToRunsPredictsAHeldOutRun) {
   EXPECT_NE(text.out.find("ttft"), std::string::npos) << text.out;
 }
 
+// The sim serves a profile's finish work: after a request's last token the engine works
+// finish_s before its next step, so a closed loop's next request (sent at once) gets its first
+// token no sooner than that; the same profile without it answers within a few ms.
+TEST_F(SimFit, TheSimServesFinishWork) {
+  const fs::path profile = dir_ / "finishing.json";
+  std::ofstream(profile) << R"({"max_running_seqs": 4, "step_token_budget": 2048,
+    "prefill_tokens_per_s": 10000, "step_base_s": 0.005, "decode_seq_s": 0,
+    "finish_s": 0.06})";
+  const Outcome o = run_dyno({"--profile", profile.string(), "-c", "1", "-n", "3", "--input-tokens",
+                              "16", "--output-tokens", "4"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  std::vector<json::object> lines = check_record(o.run_dir);
+  ASSERT_EQ(lines.size(), 3u);
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const double wait_s = static_cast<double>(lines[i].at("first_token_ns").as_int64() -
+                                              lines[i - 1].at("done_ns").as_int64()) *
+                          1e-9;
+    EXPECT_GE(wait_s, 0.06 - 0.002) << i;  // the finish work, less the client's own time
+  }
+  const Outcome show = dyno({"sim", "--show-profile", "--profile", profile.string()});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("\"finish_s\":0.06"), std::string::npos) << show.out;
+}
+
 TEST_F(SimFit, RefusesRunsThatCannotBeFittedTogether) {
   const std::string a = cell(write_profile("a", 0.002), 1, 32, 4, 2);
   const std::string b = cell(write_profile("b", 0.003), 1, 32, 4, 2);

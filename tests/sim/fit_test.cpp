@@ -165,6 +165,36 @@ TEST(Fit, RecoversASharedKvCache) {
   }
 }
 
+// An engine that works 3 ms after each finished request before its next step (llama.cpp's
+// final response and slot release on a busy host): the work is found and the held-out cells
+// follow; an engine without it is fitted none.
+TEST(Fit, RecoversFinishWork) {
+  Profile busy = truth();
+  busy.finish_s = 0.003;
+  const std::vector<ObservedCell> train = {
+      measure(1, 64, 32, 12, 0.0, busy), measure(1, 512, 32, 12, 0.0, busy),
+      measure(4, 64, 32, 24, 0.0, busy), measure(4, 512, 32, 24, 0.0, busy),
+      measure(10, 256, 48, 40, 0.0, busy)};
+  FitOptions o;
+  o.attention = Attention::kPerSequence;
+  const FitResult r = fit_profile(train, o);
+  expect_near_rel(r.profile.finish_s, 0.003, 0.15, "finish");
+  expect_near_rel(r.initial.finish_s, 0.003, 0.3, "finish (regression)");
+  EXPECT_LT(r.objective, 0.02);
+  std::vector<CellComparison> cs;
+  for (const ObservedCell& c :
+       {measure(2, 256, 40, 16, 0.0, busy), measure(3, 128, 64, 24, 0.0, busy),
+        measure(6, 384, 32, 30, 0.0, busy)}) {
+    cs.push_back(compare_cell(r.profile, c));
+  }
+  for (const Figure f : {Figure::kTtftP50, Figure::kTpotP50, Figure::kOutputTokensPerS}) {
+    const auto e = median_abs_error(cs, f);
+    ASSERT_TRUE(e.has_value());
+    EXPECT_LT(*e, 0.03) << static_cast<int>(f);
+  }
+  EXPECT_EQ(fit_profile(training(0.0), o).profile.finish_s, 0.0);
+}
+
 TEST(Fit, SaysWhatOneConcurrencyCannotIdentify) {
   // One request at a time: one decoding sequence in every step, no queue.
   const FitResult r = fit_profile({measure(1, 64, 16, 8)}, FitOptions{});

@@ -317,6 +317,44 @@ TEST(Model, ZeroDelayAndIdleArrival) {
   EXPECT_NEAR(events[0].time_s, 2.0 + 0.01 + 0.001, 1e-12);
 }
 
+TEST(Model, FinishWorkDelaysTheNextStepAndLetsArrivalsJoinIt) {
+  // Request 1 (2 tokens) finishes at the end of its first decode step; request 2 (4 tokens)
+  // waits for the engine's finish work before its next step, and request 3, submitted during
+  // that work, is prefilled in that very step.
+  Profile p = paper_profile();
+  p.finish_s = 0.005;
+  Model m(p);
+  m.submit(request(1, 10, 2), 0.0);
+  m.submit(request(2, 10, 4), 0.0);
+  const StepPlan prefill = *m.start_step(0.0);
+  m.complete_step();
+  EXPECT_EQ(m.ready_s(), prefill.end_s);  // nothing finished: no finish work
+  const StepPlan decode = *m.start_step(m.ready_s());
+  const std::vector<Event> ended = m.complete_step();
+  ASSERT_EQ(ended.size(), 2u);
+  EXPECT_EQ(ended[0].finish, FinishReason::kLength);
+  EXPECT_NEAR(m.ready_s(), decode.end_s + 0.005, 1e-12);
+  m.submit(request(3, 20, 1), decode.end_s + 0.004);
+  const std::vector<Event> next = m.run_until(decode.end_s + 1.0);
+  ASSERT_FALSE(next.empty());
+  // The step after the finish: request 2's decode and request 3's prefill together.
+  EXPECT_EQ(next[0].request_id, 2u);
+  EXPECT_EQ(next[1].request_id, 3u);
+  EXPECT_TRUE(next[1].first);
+  EXPECT_NEAR(next[1].prefill_start_s, decode.end_s + 0.005, 1e-12);
+  EXPECT_EQ(next[0].time_s, next[1].time_s);
+  // A caller that plans early still never starts before ready_s().
+  Profile q = paper_profile();
+  q.finish_s = 0.5;
+  Model early(q);
+  early.submit(request(1, 10, 1), 0.0);
+  early.submit(request(2, 10, 1), 0.0);
+  early.run_until(*early.next_step_end());  // both finish in the prefill step
+  EXPECT_NEAR(early.ready_s(), early.clock() + 1.0, 1e-12);
+  early.submit(request(3, 10, 1), early.clock());
+  EXPECT_NEAR(early.start_step(early.clock())->start_s, early.ready_s(), 1e-12);
+}
+
 TEST(Model, CancelAndPause) {
   Profile p = paper_profile();
   p.max_running_seqs = 1;

@@ -96,6 +96,8 @@ TEST(Profile, Errors) {
   EXPECT_NE(e.find("prefill_ctx_token_s must be a finite number >= 0"), std::string::npos) << e;
   e = error_of(R"({"shared_kv_token_s":-1e-9})");
   EXPECT_NE(e.find("shared_kv_token_s must be a finite number >= 0"), std::string::npos) << e;
+  e = error_of(R"({"finish_s":-0.001})");
+  EXPECT_NE(e.find("finish_s must be a finite number >= 0"), std::string::npos) << e;
   e = error_of(R"({"prefix_cache_block_tokens":0})");
   EXPECT_NE(e.find("prefix_cache_block_tokens must be >= 1"), std::string::npos) << e;
   e = error_of(R"({"prefix_cache_blocks":-1})");
@@ -113,9 +115,10 @@ TEST(Profile, Errors) {
 TEST(Profile, ToJsonHasEveryField) {
   const auto v = boost::json::parse(profile_to_json(builtin_profile("small-gpu")));
   const auto& o = v.as_object();
-  EXPECT_EQ(o.size(), 23u);
+  EXPECT_EQ(o.size(), 24u);
   EXPECT_EQ(o.at("prefill_ctx_token_s").to_number<double>(), 0.0);
   EXPECT_EQ(o.at("shared_kv_token_s").to_number<double>(), 0.0);
+  EXPECT_EQ(o.at("finish_s").to_number<double>(), 0.0);
   EXPECT_EQ(o.at("image_tokens").to_number<int>(), 576);
   EXPECT_EQ(o.at("name").as_string(), "small-gpu");
   EXPECT_EQ(o.at("max_running_seqs").to_number<int>(), 256);

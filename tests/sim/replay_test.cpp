@@ -111,6 +111,33 @@ TEST(Replay, FiguresAreSummaryFigures) {
   EXPECT_NEAR(*f.requests_per_s, 4.0 / (4 * e2e), 1e-6);
 }
 
+TEST(Replay, FinishWorkHoldsTheNextStepForAClosedLoopsNextRequest) {
+  // One slot, the client sends the next request 1 ms after the last token. Without finish
+  // work the idle engine starts the prefill at the send; with 5 ms of it, at the end of that
+  // work.
+  CellSpec s = closed(1, 2, 100, 3);
+  s.send_delays_s = {0.0, 0.001};
+  const auto plain = replay_cell(simple(), s);
+  EXPECT_NEAR(s_of(*plain[1].first_token_ns - *plain[0].done_ns), 0.001 + 0.020, 1e-9);
+  Profile p = simple();
+  p.finish_s = 0.005;
+  const auto held = replay_cell(p, s);
+  EXPECT_EQ(*held[1].sent_ns - *held[0].done_ns, 1'000'000);
+  EXPECT_NEAR(s_of(*held[1].first_token_ns - *held[0].done_ns), 0.005 + 0.020, 1e-9);
+  // Two slots: the first request's end delays the second's next token by the finish work, and
+  // the third request (sent 1 ms after that end) is prefilled in that same step.
+  CellSpec two = closed(2, 3, 100, 6);
+  two.requests[0].output_tokens = 2;
+  two.send_delays_s = {0.0, 0.0, 0.001};
+  const auto t = replay_cell(p, two);
+  const std::vector<std::int64_t> ev = t[1].event_times_ns.to_vector();
+  std::size_t k = 0;
+  while (k < ev.size() && ev[k] <= *t[0].done_ns) ++k;
+  ASSERT_LT(k, ev.size());
+  EXPECT_EQ(ev[k], *t[2].first_token_ns);
+  EXPECT_GT(s_of(ev[k] - *t[0].done_ns), 0.005 + 0.010 + 0.002);
+}
+
 TEST(Replay, RelativeError) {
   EXPECT_NEAR(*relative_error(2.0, 2.2), 0.1, 1e-12);
   EXPECT_FALSE(relative_error(std::nullopt, 1.0));
