@@ -88,6 +88,21 @@ void expect_held_out_within(const Profile& p, double tol, double jitter_s) {
   }
 }
 
+// Three held-out cells measured from `engine`, predicted by `fitted` within 3 % (median).
+void expect_engine_predicted(const Profile& fitted, const Profile& engine) {
+  std::vector<CellComparison> cs;
+  for (const ObservedCell& c :
+       {measure(2, 256, 40, 16, 0.0, engine), measure(3, 128, 64, 24, 0.0, engine),
+        measure(6, 384, 32, 30, 0.0, engine)}) {
+    cs.push_back(compare_cell(fitted, c));
+  }
+  for (const Figure f : {Figure::kTtftP50, Figure::kTpotP50, Figure::kOutputTokensPerS}) {
+    const auto e = median_abs_error(cs, f);
+    ASSERT_TRUE(e.has_value());
+    EXPECT_LT(*e, 0.03) << static_cast<int>(f);
+  }
+}
+
 TEST(Fit, RecoversItsOwnProfileExactly) {
   const FitResult r = fit_profile(training(0.0), FitOptions{});
   const Profile t = truth();
@@ -152,17 +167,7 @@ TEST(Fit, RecoversASharedKvCache) {
   expect_near_rel(r.profile.step_base_s + 4 * r.profile.decode_seq_s,
                   shared.step_base_s + 4 * shared.decode_seq_s, 0.05, "step at B=4");
   EXPECT_EQ(r.profile.max_running_seqs, 4u);
-  std::vector<CellComparison> cs;
-  for (const ObservedCell& c :
-       {measure(2, 256, 40, 16, 0.0, shared), measure(3, 128, 64, 24, 0.0, shared),
-        measure(6, 384, 32, 30, 0.0, shared)}) {
-    cs.push_back(compare_cell(r.profile, c));
-  }
-  for (const Figure f : {Figure::kTtftP50, Figure::kTpotP50, Figure::kOutputTokensPerS}) {
-    const auto e = median_abs_error(cs, f);
-    ASSERT_TRUE(e.has_value());
-    EXPECT_LT(*e, 0.03) << static_cast<int>(f);
-  }
+  expect_engine_predicted(r.profile, shared);
 }
 
 // An engine that works 3 ms after each finished request before its next step (llama.cpp's
@@ -181,17 +186,7 @@ TEST(Fit, RecoversFinishWork) {
   expect_near_rel(r.profile.finish_s, 0.003, 0.15, "finish");
   expect_near_rel(r.initial.finish_s, 0.003, 0.3, "finish (regression)");
   EXPECT_LT(r.objective, 0.02);
-  std::vector<CellComparison> cs;
-  for (const ObservedCell& c :
-       {measure(2, 256, 40, 16, 0.0, busy), measure(3, 128, 64, 24, 0.0, busy),
-        measure(6, 384, 32, 30, 0.0, busy)}) {
-    cs.push_back(compare_cell(r.profile, c));
-  }
-  for (const Figure f : {Figure::kTtftP50, Figure::kTpotP50, Figure::kOutputTokensPerS}) {
-    const auto e = median_abs_error(cs, f);
-    ASSERT_TRUE(e.has_value());
-    EXPECT_LT(*e, 0.03) << static_cast<int>(f);
-  }
+  expect_engine_predicted(r.profile, busy);
   EXPECT_EQ(fit_profile(training(0.0), o).profile.finish_s, 0.0);
 }
 
