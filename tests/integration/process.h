@@ -3,13 +3,15 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -26,11 +28,6 @@ class Child {
   Child(const std::vector<std::string>& argv, const std::string& out_path,
         const std::string& err_path, const std::map<std::string, std::string>& extra_env = {})
       : out_path_(out_path), err_path_(err_path) {
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     std::vector<std::string> env_store;
     for (char** e = environ; *e != nullptr; ++e) {
       const std::string kv = *e;
@@ -45,9 +42,52 @@ class Child {
     std::vector<char*> cargv;
     for (auto& a : args) cargv.push_back(a.data());
     cargv.push_back(nullptr);
-    const int rc = posix_spawn(&pid_, cargv[0], &fa, nullptr, cargv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) throw std::runtime_error("posix_spawn failed for " + argv[0]);
+    // fork + exec rather than posix_spawn, to set a parent-death signal: a test binary that
+    // crashes (or is killed by ctest's timeout) takes its `dyno sim` and daemons with it. A
+    // close-on-exec pipe carries the child's errno when exec fails.
+    int report[2];
+    if (::pipe2(report, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ < 0) {
+      ::close(report[0]);
+      ::close(report[1]);
+      throw std::runtime_error("fork failed for " + argv[0]);
+    }
+    if (pid_ == 0) {  // only async-signal-safe calls from here to exec
+      ::close(report[0]);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
+      const int in = ::open("/dev/null", O_RDONLY);
+      const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (in < 0 || out < 0 || err < 0 || ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 ||
+          ::dup2(err, 2) < 0) {
+        const int e = errno;
+        (void)!::write(report[1], &e, sizeof e);
+        ::_exit(127);
+      }
+      for (const int fd : {in, out, err}) {
+        if (fd > 2) ::close(fd);
+      }
+      ::execve(cargv[0], cargv.data(), envp.data());
+      const int e = errno;
+      (void)!::write(report[1], &e, sizeof e);
+      ::_exit(127);
+    }
+    ::close(report[1]);
+    int child_errno = 0;
+    ssize_t n = 0;
+    do {
+      n = ::read(report[0], &child_errno, sizeof child_errno);
+    } while (n < 0 && errno == EINTR);
+    ::close(report[0]);
+    if (n > 0) {
+      int st = 0;
+      ::waitpid(pid_, &st, 0);
+      reaped_ = true;
+      throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(child_errno));
+    }
   }
   ~Child() {
     if (pid_ > 0 && !reaped_) {
@@ -60,6 +100,7 @@ class Child {
   Child& operator=(const Child&) = delete;
 
   void signal(int sig) { ::kill(pid_, sig); }
+  pid_t pid() const { return pid_; }
 
   /// Waits for exit; returns the exit code (128 + signal if killed by one). -1 on timeout.
   int wait(std::chrono::seconds timeout = std::chrono::seconds(300)) {
