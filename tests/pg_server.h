@@ -29,6 +29,7 @@
 #include <string>
 #include <system_error>
 
+#include "free_port.h"
 #include "temp_dir.h"
 
 namespace dyno::testing {
@@ -81,7 +82,7 @@ class PgServer {
            "/initdb.log 2>&1",
        "initdb (see " + d + "/initdb.log)");
     for (int attempt = 0;; ++attempt) {
-      port_ = free_port();
+      port_ = free_loopback_port();
       const int rc =
           std::system((as + (bin_ / "pg_ctl").string() + " -D " + d + "/data -l " + d +
                        "/server.log -w -t 60 -o \"-p " + std::to_string(port_) + " -k " + d +
@@ -168,22 +169,6 @@ class PgServer {
   static void sh(const std::string& cmd, const std::string& what) {
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error(what + " failed");
   }
-  static int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;
-    socklen_t len = sizeof a;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      ::close(fd);
-      throw std::runtime_error("no free port");
-    }
-    ::close(fd);
-    return ntohs(a.sin_port);
-  }
-
   std::filesystem::path bin_;
   std::filesystem::path dir_;
   std::string as_;

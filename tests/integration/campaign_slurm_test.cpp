@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "free_port.h"
 #include "integration/process.h"
 #include "record/run_verify.h"
 #include "temp_dir.h"
@@ -57,18 +58,6 @@ std::string find_program(const std::string& name) {
     if (!dir.empty() && ::access(p.c_str(), X_OK) == 0) return p.string();
   }
   return "";
-}
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
 }
 
 /// The user the daemons run as and the jobs run for: whoever runs the test (root in CI;
@@ -294,7 +283,8 @@ class SlurmTest : public CampaignTest {
     fs::create_directories(t / "spool");
     const std::string conf = (t / "slurm.conf").string();
     std::ofstream(conf) << "ClusterName=dynotest\nSlurmctldHost=localhost\n"
-                        << "SlurmctldPort=" << free_port() << "\nSlurmdPort=" << free_port()
+                        << "SlurmctldPort=" << dyno::testing::free_loopback_port()
+                        << "\nSlurmdPort=" << dyno::testing::free_loopback_port()
                         << "\nSlurmUser=" << user() << "\nSlurmdUser=" << user()
                         << "\nAuthType=auth/munge\n"
                         << "AuthInfo=socket=" << (t / "munge.sock").string()

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <ctime>
 
+#include "free_port.h"
 #include "integration/integration_fixture.h"
 
 using namespace dyno::integration;  // the fixture, fs, json, Child, read_json(l)
@@ -193,17 +194,8 @@ TEST_F(ClockRef, ASkewedReferenceIsMeasuredAndCancelsInTheMerge) {
 
 TEST_F(ClockRef, UnusableReferencesAndFlagsExitTwoNamingThem) {
   // A UDP port nothing listens on: bind one, note it, close it.
-  const std::string closed = [] {
-    const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
-  }();
+  const std::string closed =
+      "127.0.0.1:" + std::to_string(dyno::testing::free_loopback_port(SOCK_DGRAM));
   const std::string url = start_sim({});
   const auto t0 = std::chrono::steady_clock::now();
   Outcome o = run_dyno(

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "error/error.h"
+#include "free_port.h"
 
 namespace dyno::transport {
 namespace {
@@ -221,15 +222,8 @@ TEST(ClockProbe, MalformedAndClosedAddressesAreNamed) {
     }
   }
   // A port nothing listens on: refused (loopback reports it), quickly.
-  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);  // the port is free again, and closed
-  const std::string closed = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  const std::string closed =
+      "127.0.0.1:" + std::to_string(dyno::testing::free_loopback_port(SOCK_DGRAM));
   EXPECT_NE(failure(closed, std::chrono::seconds(3)).find("nothing listens"), std::string::npos);
   // serve_clock refuses what it cannot bind.
   std::atomic<bool> stop{true};
