@@ -106,17 +106,32 @@ RequestFigures request_figures(const Trace& t) {
   return f;
 }
 
-std::vector<double> event_gaps_s(const Trace& trace) {
-  std::vector<double> gaps;
+namespace {
+
+/// Appends f(gap in ns) for every gap between consecutive events of `trace`.
+template <typename F>
+void append_event_gaps(const Trace& trace, std::vector<double>& out, F f) {
   const auto& ev = trace.event_times_ns;
-  if (ev.size() < 2) return gaps;
-  gaps.reserve(ev.size() - 1);
+  if (ev.size() < 2) return;
   auto it = ev.begin();
   std::int64_t prev = *it;
   for (++it; it != ev.end(); ++it) {
-    gaps.push_back(ns_to_s(*it - prev));
+    out.push_back(f(*it - prev));
     prev = *it;
   }
+}
+
+/// The event gaps of `trace` in ms (as event_gaps_s(trace) × 1e3), appended to `out`.
+void append_event_gaps_ms(const Trace& trace, std::vector<double>& out) {
+  append_event_gaps(trace, out, [](std::int64_t d) { return ns_to_s(d) * 1e3; });
+}
+
+}  // namespace
+
+std::vector<double> event_gaps_s(const Trace& trace) {
+  std::vector<double> gaps;
+  gaps.reserve(std::max<std::size_t>(trace.event_times_ns.size(), 1) - 1);
+  append_event_gaps(trace, gaps, [](std::int64_t d) { return ns_to_s(d); });
   return gaps;
 }
 
@@ -219,6 +234,9 @@ void completed_figures(std::span<const Trace* const> ok, const SummaryOptions& o
   std::uint64_t good = 0;
   std::vector<double> queue_delay_ms, ttft_ms, ttft_sched_ms, e2e_ms, tpot_ms, gap_ms;
   std::vector<double> decode_rate, prefill_rate, input_tokens, output_tokens;
+  std::size_t gaps = 0;  // every event gap of every request, in one vector sized once
+  for (const Trace* t : ok) gaps += std::max<std::size_t>(t->event_times_ns.size(), 1) - 1;
+  gap_ms.reserve(gaps);
   for (const Trace* t : ok) {
     const RequestFigures f = request_figures(*t);
     ++s.token_count_sources[to_string(t->token_count_source)];
@@ -247,7 +265,7 @@ void completed_figures(std::span<const Trace* const> ok, const SummaryOptions& o
     if (f.e2e_s) e2e_ms.push_back(*f.e2e_s * 1e3);
     if (f.tpot_s) tpot_ms.push_back(*f.tpot_s * 1e3);
     if (f.prefill_rate_client) prefill_rate.push_back(*f.prefill_rate_client);
-    for (double g : event_gaps_s(*t)) gap_ms.push_back(g * 1e3);
+    append_event_gaps_ms(*t, gap_ms);
     if (options.slo.any() && meets_slo(f, options.slo)) ++good;
   }
   if (any_output) {
