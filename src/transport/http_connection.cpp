@@ -1,7 +1,8 @@
 // One HTTP/1.1 request on a pooled connection: connect, TLS, send, the read loop, the
 // response's head and body, SSE events to the observer, deadlines, keep-alive and retry.
 // About 700 lines because these share one state machine (generation_, sent/read times,
-// the pool's bookkeeping): split, each part would need the whole of it.
+// the pool's bookkeeping): split, each part would need the whole of it. Its deadlines (one
+// timer per connection) are http_connection_deadlines.cpp.
 #include "transport/http_connection.h"
 
 #include <netinet/in.h>
@@ -38,16 +39,6 @@ constexpr std::size_t kMaxErrorBody = 64 * 1024;
 constexpr std::size_t kMaxEventBytes = 1024 * 1024;
 constexpr std::uint64_t kMaxTokenEvents = 1u << 20;
 constexpr std::uint64_t kMaxTextBytes = 16u * 1024 * 1024;
-// After [DONE], how long to wait for the end of the body (to keep the connection) before
-// reporting done and closing it.
-constexpr std::int64_t kDrainGraceNs = 1'000'000'000;
-
-std::string seconds_text(std::int64_t ns) {
-  std::array<char, 32> buf{};
-  const auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(),
-                                       static_cast<double>(ns) * 1e-9, std::chars_format::fixed, 3);
-  return std::string(buf.data(), end) + " s";
-}
 
 bool is_redirect(int status) { return status >= 300 && status < 400 && status != 304; }
 
@@ -68,6 +59,8 @@ Connection::Connection(Pool* pool, asio::io_context& context, ssl::context* tls_
       tls_context_(tls_context),
       timer_(context),
       sse_([this](const SseEvent& event) { on_sse_event(event); }, kMaxEventBytes) {}
+
+Connection::~Connection() { unwatch(); }
 
 void Connection::begin(const Prepared& request, std::uint64_t submission, StreamObserver& observer,
                        bool reused, const std::string& id_prefix) {
@@ -148,6 +141,18 @@ void Connection::on_connected() {
     // Kernel receive times: an event's time is when its bytes reached this host, not when the
     // loop got round to reading them (it lags when thousands of streams deliver at once).
     enable_receive_timestamps(socket().native_handle());
+    unwatch();  // a socket of an earlier attempt
+    try {
+      watch_ = pool_->reactor()->add(socket().native_handle(), *this);
+    } catch (const std::system_error& e) {
+      fail(steady_now_ns(), ErrorCategory::kConnect,
+           std::string("cannot watch the connection's socket: ") + e.what(), std::nullopt, false);
+      return;
+    }
+    reactor_ = pool_->reactor();
+    watched_fd_ = socket().native_handle();
+    input_pending_ = false;
+    hangup_ = false;
   }
   open_ = true;
   pool_->count_open();
@@ -224,9 +229,12 @@ void Connection::on_write(std::uint64_t generation, const error_code& ec) {
 }
 
 void Connection::acknowledge_now() {
-  // Sending the request put the socket into delayed-ACK ("interactive") mode. Leave it, so
-  // every segment of the answer is acknowledged when read: a server with Nagle's algorithm on
-  // sends its next small write only once the previous one is acknowledged.
+  // Sending the request put the socket into delayed-ACK ("interactive", pingpong) mode. Leave
+  // it once per request: a server with Nagle's algorithm on sends its next small write only
+  // once the previous one is acknowledged. Out of that mode the kernel acknowledges, within
+  // the read that drains the socket, a small (pushed) segment, and any read of more than one
+  // segment's worth (tcp_cleanup_rbuf); the mode comes back only when dyno sends again, so
+  // the reads need no TCP_QUICKACK of their own (it was one more syscall per read).
   const int on = 1;
   ::setsockopt(socket().native_handle(), IPPROTO_TCP, TCP_QUICKACK, &on, sizeof on);
 }
@@ -249,12 +257,46 @@ void Connection::start_read() {
     tls_->async_read_some(asio::buffer(read_buffer_.get(), kReadBufferSize), std::move(handler));
     return;
   }
-  // Plain TCP: wait for readability, then recvmsg() ourselves to get the kernel's receive
-  // timestamps (Asio's reads do not return ancillary data).
-  plain_->async_wait(tcp::socket::wait_read,
-                     [self = shared_from_this(), generation = generation_](const error_code& ec) {
-                       self->on_readable(generation, ec);
-                     });
+  // Plain TCP: wait for readability through the loop's reactor (read_reactor.h), then
+  // recvmsg() ourselves to get the kernel's receive timestamps (Asio's reads do not return
+  // ancillary data).
+  if (input_pending_) {  // arrived while nobody awaited it: read it now
+    input_pending_ = false;
+    asio::post(context_, [self = shared_from_this(), generation = generation_] {
+      self->on_readable(generation, error_code());
+    });
+    return;
+  }
+  if (!awaiting_input_ && reactor_) {
+    awaiting_input_ = true;
+    reactor_->awaiting();
+  }
+  await_generation_ = generation_;
+}
+
+void Connection::on_input(bool hangup) {
+  hangup_ = hangup_ || hangup;
+  if (!awaiting_input_) {
+    input_pending_ = true;
+    return;
+  }
+  awaiting_input_ = false;
+  reactor_->not_awaiting();
+  if (await_generation_ != generation_) {  // awaited for a request that has ended
+    input_pending_ = true;
+    return;
+  }
+  const auto self = shared_from_this();  // the request may end, and release it, while reading
+  on_readable(await_generation_, error_code());
+}
+
+void Connection::unwatch() {
+  if (!reactor_) return;
+  if (awaiting_input_) reactor_->not_awaiting();
+  awaiting_input_ = false;
+  reactor_->remove(watched_fd_, watch_);
+  reactor_.reset();
+  watched_fd_ = -1;
 }
 
 void Connection::on_readable(std::uint64_t generation, const error_code& ec) {
@@ -268,8 +310,7 @@ void Connection::on_readable(std::uint64_t generation, const error_code& ec) {
   // behind every other ready handler and due timer.
   char* const buffer = shared_read_buffer();
   for (int reads = 0;; ++reads) {
-    if (reads == kMaxReadsPerTurn) {
-      acknowledge_now();  // what was read so far; the rest is read after other handlers
+    if (reads == kMaxReadsPerTurn) {  // the rest is read after other handlers
       asio::post(context_, [self = shared_from_this(), generation] {
         self->on_readable(generation, error_code());
       });
@@ -281,10 +322,7 @@ void Connection::on_readable(std::uint64_t generation, const error_code& ec) {
     const std::int64_t now = steady_now_ns();
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        if (reads > 0) acknowledge_now();  // the last read filled the buffer and drained it
-        break;
-      }
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
       on_read_error(now, error_code(errno, boost::system::system_category()));
       return;
     }
@@ -292,17 +330,17 @@ void Connection::on_readable(std::uint64_t generation, const error_code& ec) {
       on_read_error(now, asio::error::eof);
       return;
     }
-    // ACK once drained (a short read), before parsing: a server with Nagle's algorithm may
-    // hold its next small write until then (a full read has more to read at once).
     const bool drained = static_cast<std::size_t>(n) < kSharedReadBufferSize;
-    if (drained) acknowledge_now();
     // Never before the request was sent or after now (the clocks' offset is read per call).
     std::int64_t t_ns = r.receive_ns.value_or(now);
     t_ns = std::clamp(t_ns, std::max(sent_ns_, read_ns_), std::max(now, sent_ns_));
     response_started_ = true;
-    if (!process(t_ns, buffer, static_cast<std::size_t>(n))) return;
-    if (pool_ == nullptr || generation != generation_) return;
-    if (drained) break;
+    if (!process(t_ns, buffer, static_cast<std::size_t>(n)) || pool_ == nullptr ||
+        generation != generation_) {
+      input_pending_ = !drained || hangup_;  // the request ended; what is left is the next read's
+      return;
+    }
+    if (drained && !hangup_) break;  // after a hang-up, read on to the end (or EAGAIN)
   }
   start_read();
 }
@@ -313,7 +351,6 @@ void Connection::on_read(std::uint64_t generation, const error_code& ec, std::si
   const std::int64_t t_ns = steady_now_ns();
   if (n > 0) {
     response_started_ = true;
-    acknowledge_now();
     if (!process(t_ns, read_buffer_.get(), n)) return;
   }
   if (ec) {
@@ -602,6 +639,7 @@ void Connection::fail(std::int64_t t_ns, ErrorCategory category, std::string mes
 }
 
 void Connection::close() {
+  unwatch();
   error_code ignored;
   if (tls_) {
     tls_->next_layer().close(ignored);
@@ -609,105 +647,6 @@ void Connection::close() {
     plain_->close(ignored);
   }
   open_ = false;
-}
-
-void Connection::arm_idle_close(std::int64_t after_ns) {
-  const std::uint64_t timer_generation = ++timer_generation_;
-  deadline_kind_ = Deadline::kIdleClose;
-  timer_.expires_after(std::chrono::nanoseconds(after_ns));
-  timer_.async_wait([self = shared_from_this(), timer_generation](const error_code& ec) {
-    if (ec || timer_generation != self->timer_generation_ || self->in_flight()) return;
-    self->close();
-    if (self->pool_ != nullptr) self->pool_->drop(self.get());
-  });
-}
-
-void Connection::rearm() {
-  std::int64_t deadline = std::numeric_limits<std::int64_t>::max();
-  Deadline kind = Deadline::kNone;
-  const auto consider = [&](std::int64_t at, Deadline what) {
-    if (at < deadline) {
-      deadline = at;
-      kind = what;
-    }
-  };
-  const HttpTargetConfig& config = pool_->config();
-  if (connecting_) {
-    consider(connect_started_ns_ + std::chrono::nanoseconds(config.connect_timeout).count(),
-             Deadline::kConnect);
-  }
-  if (sent_) {
-    if (request_->first_token_ns > 0 && !first_token_ && !done_marker_) {
-      consider(sent_ns_ + request_->first_token_ns, Deadline::kFirstToken);
-    }
-    if (request_->total_ns > 0) consider(sent_ns_ + request_->total_ns, Deadline::kTotal);
-    if (config.idle_timeout && config.idle_timeout->count() > 0 && first_token_ && !done_marker_) {
-      consider(last_event_ns_ + std::chrono::nanoseconds(*config.idle_timeout).count(),
-               Deadline::kIdle);
-    }
-  }
-  if (done_marker_) consider(done_ns_ + kDrainGraceNs, Deadline::kDrain);
-  const std::uint64_t timer_generation = ++timer_generation_;
-  if (kind == Deadline::kNone) {
-    timer_.cancel();
-    return;
-  }
-  deadline_kind_ = kind;
-  timer_.expires_at(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(deadline)));
-  timer_.async_wait([self = shared_from_this(), timer_generation](const error_code& ec) {
-    self->on_timer(timer_generation, ec);
-  });
-}
-
-void Connection::on_timer(std::uint64_t timer_generation, const error_code& ec) {
-  if (ec || pool_ == nullptr || timer_generation != timer_generation_ || observer_ == nullptr) {
-    return;
-  }
-  const HttpTargetConfig& config = pool_->config();
-  const std::int64_t t_ns = steady_now_ns();
-  const std::optional<int> status = status_ != 0 ? std::optional<int>(status_) : std::nullopt;
-  switch (deadline_kind_) {
-    case Deadline::kConnect:
-      fail(t_ns, ErrorCategory::kTimeout,
-           "connect timeout after " + std::to_string(config.connect_timeout.count()) +
-               " ms (--connect-timeout)",
-           std::nullopt, false);
-      break;
-    case Deadline::kFirstToken:
-      fail(t_ns, ErrorCategory::kTimeout,
-           "first-token timeout: no token " + seconds_text(request_->first_token_ns) +
-               " after the request was sent (" + request_->first_token_source + ")",
-           status, false);
-      break;
-    case Deadline::kTotal:
-      if (done_marker_) {
-        complete(done_ns_, false);
-      } else {
-        fail(t_ns, ErrorCategory::kTimeout,
-             "total timeout: not done " + seconds_text(request_->total_ns) +
-                 " after the request was sent (" + request_->total_source + ")",
-             status, false);
-      }
-      break;
-    case Deadline::kIdle: {
-      const std::int64_t idle_ns = std::chrono::nanoseconds(*config.idle_timeout).count();
-      if (t_ns < last_event_ns_ + idle_ns) {
-        rearm();  // a token came since the timer was set: wait from that one
-      } else {
-        fail(t_ns, ErrorCategory::kTimeout,
-             "idle timeout: no token for " + seconds_text(idle_ns) +
-                 " after the last one (--idle-timeout)",
-             status, false);
-      }
-      break;
-    }
-    case Deadline::kDrain:
-      complete(done_ns_, false);
-      break;
-    case Deadline::kIdleClose:
-    case Deadline::kNone:
-      break;
-  }
 }
 
 }  // namespace dyno::transport::http

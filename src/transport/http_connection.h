@@ -5,8 +5,9 @@
 // Every async handler holds a shared_ptr to its connection plus the connection's generation
 // number at the time it was started; a handler whose generation is stale (the request ended
 // meanwhile, by error, timeout or cancel) does nothing. The response framing is read in place on
-// the read buffer (http_response.h; for plain TCP one 16 KiB buffer per loop thread, shared by
-// its connections), so body bytes go straight to the SSE parser.
+// the read buffer (http_response.h; for plain TCP one 256 KiB buffer per loop thread, shared by
+// its connections), so body bytes go straight to the SSE parser. A plain socket's readiness
+// comes from the pool's ReadReactor (read_reactor.h), a TLS stream's reads from Asio.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -22,6 +23,7 @@
 #include "transport/http_response.h"
 #include "transport/http_target.h"
 #include "transport/openai_stream.h"
+#include "transport/read_reactor.h"
 #include "transport/sse_parser.h"
 
 namespace dyno::transport::http {
@@ -56,12 +58,18 @@ class Pool {
   /// The connection was closed: forget it.
   virtual void drop(Connection* connection) = 0;
   virtual void count_open() = 0;
+  /// The loop's readiness set for plain-TCP sockets (read_reactor.h).
+  virtual const std::shared_ptr<ReadReactor>& reactor() = 0;
 };
 
 class Connection : public std::enable_shared_from_this<Connection>,
-                   private HttpResponseReader::Handler {
+                   private HttpResponseReader::Handler,
+                   private ReadReactor::Client {
  public:
   Connection(Pool* pool, asio::io_context& context, ssl::context* tls_context);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
 
   void begin(const Prepared& request, std::uint64_t submission, StreamObserver& observer,
              bool reused, const std::string& id_prefix);
@@ -91,6 +99,9 @@ class Connection : public std::enable_shared_from_this<Connection>,
   void start_read();
   void on_read(std::uint64_t generation, const error_code& ec, std::size_t n);
   void on_readable(std::uint64_t generation, const error_code& ec);
+  void on_input(bool hangup) override;
+  /// Leaves the reactor's set (before the socket closes) and stops awaiting input.
+  void unwatch();
   void on_read_error(std::int64_t t_ns, const error_code& ec);
   void retry_on_fresh_connection();
   void acknowledge_now();
@@ -118,6 +129,14 @@ class Connection : public std::enable_shared_from_this<Connection>,
   std::uint64_t timer_generation_ = 0;
   Deadline deadline_kind_ = Deadline::kNone;
   std::unique_ptr<char[]> read_buffer_;  ///< TLS only (allocated at the first TLS read)
+  // Plain TCP: readiness through the pool's reactor (registered once per socket).
+  std::shared_ptr<ReadReactor> reactor_;  // while the socket is watched
+  ReadReactor::Token watch_{};
+  int watched_fd_ = -1;
+  bool awaiting_input_ = false;  // start_read() waits for on_input()
+  bool input_pending_ = false;   // input arrived while not awaiting it (or not all was read)
+  bool hangup_ = false;          // the peer's end or an error is signalled: read to EAGAIN
+  std::uint64_t await_generation_ = 0;
 
   // The exchange in flight.
   const Prepared* request_ = nullptr;

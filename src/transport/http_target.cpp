@@ -44,10 +44,12 @@ class Core : public http::Pool {
   void drop(Connection* connection) override;
   void count_open() override { ++connections_opened_; }
   const HttpTargetConfig& config() const override { return config_; }
+  const std::shared_ptr<ReadReactor>& reactor() override { return reactor_; }
   std::uint64_t connections_opened() const { return connections_opened_; }
 
  private:
   asio::io_context& context_;
+  std::shared_ptr<ReadReactor> reactor_;  // shared with the connections that use it
   HttpTargetConfig config_;
   std::optional<ssl::context> tls_context_;
   std::string path_;
@@ -65,6 +67,7 @@ class Core : public http::Pool {
 
 Core::Core(EventLoop& loop, HttpTargetConfig config)
     : context_(loop.context()),
+      reactor_(std::make_shared<ReadReactor>(context_)),
       config_(std::move(config)),
       path_(config_.url.base_path +
             (config_.api == workload::Api::kChat ? "/chat/completions" : "/completions")),

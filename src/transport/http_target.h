@@ -52,9 +52,11 @@ struct HttpTargetConfig {
 /// - A reused keep-alive connection that fails on write, or ends before any response byte, is
 ///   retried once on a fresh connection without a second on_sent (the server processed nothing);
 ///   a fresh connection that fails on write is kSend.
-/// - Every received segment is acknowledged at once (TCP_QUICKACK after the request is written
-///   and after each read): a server with Nagle's algorithm on (llama-server) otherwise holds each
-///   small SSE write until the client's delayed ACK, up to 40 ms, on a reused connection.
+/// - Every received segment is acknowledged at once (TCP_QUICKACK after the request is written,
+///   which leaves delayed-ACK mode until dyno sends again; the kernel then acknowledges in the
+///   read that drains the socket): a server with Nagle's algorithm on (llama-server) otherwise
+///   holds each small SSE write until the client's delayed ACK, up to 40 ms, on a reused
+///   connection.
 /// - Non-2xx: kHttpStatus with "<status> <first 200 body bytes>", after reading the body; a
 ///   redirect names its Location (dyno does not follow redirects).
 /// - 2xx whose Content-Encoding (or a transfer coding) is not identity, or whose Content-Type is
