@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -35,6 +36,7 @@ struct LoadedCell {
   std::string engine;    ///< "dyno-sim 0.1.0"
   std::string model;     ///< the model id
   std::string identity;  ///< engine and model, serialized, for the sameness check
+  std::string key;       ///< label, load, lengths and requests: runs of the same cell share it
 };
 
 const json::value* at_path(const json::object& o, std::initializer_list<const char*> keys) {
@@ -116,6 +118,8 @@ LoadedCell load_cell(const fs::path& dir) {
     if (t.output_tokens) outs.push_back(*t.output_tokens);
   }
   out.lengths = "in " + median_text(in) + " out " + median_text(outs);
+  out.key = m.label.value_or("") + '\n' + out.load + '\n' + out.lengths + '\n' +
+            std::to_string(outs.size());
   out.cell.traces = std::move(r.traces);
   try {
     (void)sim::cell_spec(out.cell);
@@ -424,6 +428,42 @@ int predict_hypothetical(const SimPredictOptions& o, const sim::Profile& p, std:
 
 }  // namespace
 
+/// The cells measured more than once among `cells`, and how far their measurements differ.
+struct Repeats {
+  std::size_t cells = 0;  ///< keys with two or more runs
+  std::vector<std::pair<sim::Figure, std::optional<double>>> difference;
+};
+
+Repeats repeats_of(const std::vector<LoadedCell>& cells,
+                   const std::vector<sim::CellComparison>& cs) {
+  std::vector<sim::Measurement> ms;
+  std::map<std::string, int> runs_per_key;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    ms.push_back({cells[i].key, cs[i].measured});
+    ++runs_per_key[cells[i].key];
+  }
+  Repeats r;
+  for (const auto& [key, n] : runs_per_key) r.cells += n > 1 ? 1 : 0;
+  for (const auto& [figure, name] : kJudged) {
+    r.difference.emplace_back(figure, sim::median_repeat_difference(ms, figure));
+  }
+  return r;
+}
+
+std::string repeats_text(const Repeats& r) {
+  if (r.cells == 0) return {};
+  std::string t = "repeats: " + std::to_string(r.cells) + (r.cells == 1 ? " cell" : " cells") +
+                  " measured more than once differ between runs by a median of";
+  const char* sep = " ";
+  for (std::size_t i = 0; i < r.difference.size(); ++i) {
+    t += sep + std::string(kJudged[i].second) + " " + fmt(r.difference[i].second, 100.0, "%");
+    sep = ", ";
+  }
+  return t +
+         "\n  (runs with the same label, load and lengths: the engine's own repeat error, "
+         "which no prediction can be judged closer than)\n";
+}
+
 int sim_predict_command(const SimPredictOptions& o, std::ostream& out) {
   const sim::Profile p = about("--profile", [&] { return sim::resolve_profile(o.profile); });
   if (o.runs.empty()) return predict_hypothetical(o, p, out);
@@ -435,17 +475,25 @@ int sim_predict_command(const SimPredictOptions& o, std::ostream& out) {
   const std::vector<LoadedCell> cells = load_cells(o.runs, o.runs_root);
   std::vector<sim::CellComparison> cs;
   for (const LoadedCell& c : cells) cs.push_back(sim::compare_cell(p, c.cell));
+  const Repeats repeats = repeats_of(cells, cs);
   if (o.json) {
     json::array arr;
     for (std::size_t i = 0; i < cs.size(); ++i) arr.push_back(comparison_json(cs[i], cells[i]));
-    const json::object doc = {
-        {"profile", p.name}, {"cells", arr}, {"median_abs_error", medians_json(cs)}};
+    json::object difference;
+    for (std::size_t i = 0; i < repeats.difference.size(); ++i) {
+      difference[kJudged[i].second] = num(repeats.difference[i].second);
+    }
+    const json::object doc = {{"profile", p.name},
+                              {"cells", arr},
+                              {"median_abs_error", medians_json(cs)},
+                              {"repeated_cells", repeats.cells},
+                              {"median_repeat_difference", difference}};
     out << json_text::pretty(doc) << "\n";
     return kExitOk;
   }
   out << "profile " << terminal_text(p.name) << " against " << cells.size()
       << (cells.size() == 1 ? " run" : " runs") << " (each replayed with its load and lengths):\n"
-      << comparison_text(cs, cells);
+      << comparison_text(cs, cells) << repeats_text(repeats);
   return kExitOk;
 }
 

@@ -369,6 +369,17 @@ std::optional<double> figure_of(const CellFigures& f, Figure figure) {
   return std::nullopt;
 }
 
+namespace {
+
+std::optional<double> median(std::vector<double> v) {
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
 std::optional<double> median_abs_error(const std::vector<CellComparison>& cells, Figure figure) {
   std::vector<double> errors;
   for (const CellComparison& c : cells) {
@@ -377,10 +388,22 @@ std::optional<double> median_abs_error(const std::vector<CellComparison>& cells,
       errors.push_back(std::abs(*e));
     }
   }
-  if (errors.empty()) return std::nullopt;
-  std::sort(errors.begin(), errors.end());
-  const std::size_t n = errors.size();
-  return n % 2 == 1 ? errors[n / 2] : 0.5 * (errors[n / 2 - 1] + errors[n / 2]);
+  return median(std::move(errors));
+}
+
+std::optional<double> median_repeat_difference(const std::vector<Measurement>& measurements,
+                                               Figure figure) {
+  std::vector<double> differences;
+  for (std::size_t i = 0; i < measurements.size(); ++i) {
+    for (std::size_t j = i + 1; j < measurements.size(); ++j) {
+      if (measurements[i].key != measurements[j].key) continue;
+      if (const auto d = relative_error(figure_of(measurements[i].figures, figure),
+                                        figure_of(measurements[j].figures, figure))) {
+        differences.push_back(std::abs(*d));
+      }
+    }
+  }
+  return median(std::move(differences));
 }
 
 }  // namespace dyno::sim

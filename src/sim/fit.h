@@ -84,6 +84,19 @@ CellComparison compare_cell(const Profile& profile, const ObservedCell& cell);
 /// Median of |relative error| over cells of one figure (nullopt when no cell has it).
 enum class Figure { kTtftP50, kTpotP50, kOutputTokensPerS, kE2eP50, kRequestsPerS };
 std::optional<double> median_abs_error(const std::vector<CellComparison>& cells, Figure figure);
+
+/// One measurement of a cell, and which cell it measured (runs with the same key measured the
+/// same requests under the same load).
+struct Measurement {
+  std::string key;
+  CellFigures figures;
+};
+
+/// How far the engine repeats itself: over every pair of measurements with the same key (in
+/// the order given), |later / earlier − 1| of one figure; their median (nullopt when no key
+/// has two measurements with that figure). No prediction can be judged closer than this.
+std::optional<double> median_repeat_difference(const std::vector<Measurement>& measurements,
+                                               Figure figure);
 std::optional<double> figure_of(const CellFigures& f, Figure figure);
 
 }  // namespace dyno::sim

@@ -86,6 +86,27 @@ TEST_F(SimFit, AProfileFittedToRunsPredictsAHeldOutRun) {
   for (const char* figure : {"ttft_p50", "tpot_p50", "output_tokens_per_s"}) {
     EXPECT_LT(number(med.at(figure)), 0.2) << figure << "\n" << pred.out;
   }
+  // One run of each cell: nothing measured twice, so no repeat error.
+  EXPECT_EQ(pr.at("repeated_cells").as_int64(), 0) << pred.out;
+  EXPECT_TRUE(pr.at("median_repeat_difference").at("tpot_p50").is_null()) << pred.out;
+  // The held-out cell measured again: its two runs are one cell measured twice, and how far
+  // they differ is the floor under the prediction's error (the sim repeats itself closely).
+  const std::string held_again = cell(truth, 2, 200, 24, 10);
+  const Outcome twice = dyno(
+      {"sim", "predict", "--profile", fitted.string(), "--runs-root", runs(), held, held_again});
+  ASSERT_EQ(twice.exit_code, 0) << twice.err;
+  EXPECT_NE(twice.out.find("repeats: 1 cell measured more than once"), std::string::npos)
+      << twice.out;
+  const Outcome twice_json = dyno({"sim", "predict", "--profile", fitted.string(), "--runs-root",
+                                   runs(), held, held_again, train[0], "--json"});
+  ASSERT_EQ(twice_json.exit_code, 0) << twice_json.err;
+  const json::value tj = json::parse(twice_json.out);
+  EXPECT_EQ(tj.at("repeated_cells").as_int64(), 1) << twice_json.out;
+  for (const char* figure : {"ttft_p50", "tpot_p50", "output_tokens_per_s"}) {
+    const double d = number(tj.at("median_repeat_difference").at(figure));
+    EXPECT_GE(d, 0.0) << figure;
+    EXPECT_LT(d, 0.2) << figure << "\n" << twice_json.out;
+  }
   // The same cell described by flags instead of a record.
   const Outcome flags =
       dyno({"sim", "predict", "--profile", fitted.string(), "-c", "2", "--input-tokens", "200",

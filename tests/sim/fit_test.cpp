@@ -260,5 +260,20 @@ TEST(Fit, MedianAbsoluteError) {
   EXPECT_FALSE(median_abs_error(cs, Figure::kTpotP50));
 }
 
+TEST(Fit, MedianRepeatDifferenceComparesOnlyRunsOfOneCell) {
+  const auto m = [](const char* key, double ttft) {
+    Measurement x{key, {}};
+    x.figures.ttft_p50_s = ttft;
+    return x;
+  };
+  // Cell a measured three times (pairs: +10 %, +20 %, ~+9.1 %), b twice (-50 %), c once:
+  // the median of 9.1, 10, 20 and 50 %.
+  const std::vector<Measurement> ms = {m("a", 1.0), m("b", 2.0), m("a", 1.1),
+                                       m("c", 9.0), m("a", 1.2), m("b", 1.0)};
+  EXPECT_NEAR(*median_repeat_difference(ms, Figure::kTtftP50), 0.15, 1e-12);
+  EXPECT_FALSE(median_repeat_difference(ms, Figure::kTpotP50));  // no figure
+  EXPECT_FALSE(median_repeat_difference({m("a", 1.0), m("b", 1.0)}, Figure::kTtftP50));
+}
+
 }  // namespace
 }  // namespace dyno::sim
