@@ -426,12 +426,10 @@ int predict_hypothetical(const SimPredictOptions& o, const sim::Profile& p, std:
   return kExitOk;
 }
 
-}  // namespace
-
 /// The cells measured more than once among `cells`, and how far their measurements differ.
 struct Repeats {
-  std::size_t cells = 0;  ///< keys with two or more runs
-  std::vector<std::pair<sim::Figure, std::optional<double>>> difference;
+  std::size_t cells = 0;                          ///< keys with two or more runs
+  std::vector<std::optional<double>> difference;  ///< per kJudged figure
 };
 
 Repeats repeats_of(const std::vector<LoadedCell>& cells,
@@ -445,7 +443,7 @@ Repeats repeats_of(const std::vector<LoadedCell>& cells,
   Repeats r;
   for (const auto& [key, n] : runs_per_key) r.cells += n > 1 ? 1 : 0;
   for (const auto& [figure, name] : kJudged) {
-    r.difference.emplace_back(figure, sim::median_repeat_difference(ms, figure));
+    r.difference.push_back(sim::median_repeat_difference(ms, figure));
   }
   return r;
 }
@@ -456,13 +454,15 @@ std::string repeats_text(const Repeats& r) {
                   " measured more than once differ between runs by a median of";
   const char* sep = " ";
   for (std::size_t i = 0; i < r.difference.size(); ++i) {
-    t += sep + std::string(kJudged[i].second) + " " + fmt(r.difference[i].second, 100.0, "%");
+    t += sep + std::string(kJudged[i].second) + " " + fmt(r.difference[i], 100.0, "%");
     sep = ", ";
   }
   return t +
          "\n  (runs with the same label, load and lengths: the engine's own repeat error, "
          "which no prediction can be judged closer than)\n";
 }
+
+}  // namespace
 
 int sim_predict_command(const SimPredictOptions& o, std::ostream& out) {
   const sim::Profile p = about("--profile", [&] { return sim::resolve_profile(o.profile); });
@@ -481,7 +481,7 @@ int sim_predict_command(const SimPredictOptions& o, std::ostream& out) {
     for (std::size_t i = 0; i < cs.size(); ++i) arr.push_back(comparison_json(cs[i], cells[i]));
     json::object difference;
     for (std::size_t i = 0; i < repeats.difference.size(); ++i) {
-      difference[kJudged[i].second] = num(repeats.difference[i].second);
+      difference[kJudged[i].second] = num(repeats.difference[i]);
     }
     const json::object doc = {{"profile", p.name},
                               {"cells", arr},
