@@ -255,7 +255,9 @@ int main(int argc, char** argv) {
   ::getrlimit(RLIMIT_NOFILE, &files);
   files.rlim_cur = files.rlim_max;
   ::setrlimit(RLIMIT_NOFILE, &files);
-  const std::string dir = "/tmp/dyno-receive-floor-" + std::to_string(::getpid());
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("dyno-receive-floor-" + std::to_string(::getpid())))
+                              .string();
   std::printf(
       "| streams | receive | token events | reads | waits | CPU s | events / CPU-s | events / "
       "read |\n|---:|---|---:|---:|---:|---:|---:|---:|\n");
