@@ -22,6 +22,7 @@
 #include <limits>
 
 #include "transport/kernel_time.h"
+#include "transport/server_message.h"
 
 namespace dyno::transport::http {
 
@@ -32,7 +33,6 @@ constexpr std::size_t kSharedReadBufferSize = 256 * 1024;  // shared_read_buffer
 /// Reads per wake-up before the loop serves other sockets and timers: a server that never
 /// stops sending must not keep the loop (deadlines, signals, other streams) waiting.
 constexpr int kMaxReadsPerTurn = 8;
-constexpr std::size_t kErrorBodyExcerpt = 200;
 // A non-2xx body larger than this is not read to its end: the connection is closed instead.
 constexpr std::size_t kMaxErrorBody = 64 * 1024;
 // Bounds of one response (kTooLarge past them).
@@ -95,6 +95,7 @@ void Connection::begin(const Prepared& request, std::uint64_t submission, Stream
   body_.clear();
   error_body_.clear();
   error_body_size_ = 0;
+  body_head_.clear();
   sse_.reset();
 }
 
@@ -123,8 +124,14 @@ void Connection::connect(const tcp::resolver::results_type& endpoints) {
                                                                             const tcp::endpoint&) {
                         if (self->pool_ == nullptr || generation != self->generation_) return;
                         if (ec) {
+                          // A retry: the request had been written on a kept-alive connection
+                          // that closed without an answer.
                           self->fail(steady_now_ns(), ErrorCategory::kConnect,
-                                     "connect to " + self->pool_->config().url.authority() +
+                                     std::string(self->retried_
+                                                     ? "the kept-alive connection closed before "
+                                                       "any response, and reconnecting "
+                                                     : "") +
+                                         "connect to " + self->pool_->config().url.authority() +
                                          " failed: " + ec.message() +
                                          " (is the server running and listening there?)",
                                      std::nullopt, false);
@@ -454,13 +461,17 @@ bool Connection::on_body(std::string_view bytes) {
   if (bytes.empty()) return true;
   body_bytes_ += bytes.size();
   if (status_ < 200 || status_ >= 300) {
-    if (error_body_.size() < kErrorBodyExcerpt) {
-      error_body_.append(bytes.substr(0, kErrorBodyExcerpt - error_body_.size()));
+    // One byte past the excerpt, so bounded_excerpt() knows whether it cuts.
+    if (error_body_.size() <= kServerTextBytes) {
+      error_body_.append(bytes.substr(0, kServerTextBytes + 1 - error_body_.size()));
     }
     error_body_size_ += bytes.size();
     return error_body_size_ <= kMaxErrorBody;  // enough of it; the connection is closed after
   }
   if (stream_mode_) {
+    if (body_head_.size() <= kServerTextBytes) {  // what no_tokens says the server sent
+      body_head_.append(bytes.substr(0, kServerTextBytes + 1 - body_head_.size()));
+    }
     sse_.feed(bytes);
     if (observer_ == nullptr) return false;
     if (pending_error_) {
@@ -485,8 +496,37 @@ bool Connection::on_body(std::string_view bytes) {
   return true;
 }
 
+void Connection::on_error_event(const SseEvent& event) {
+  std::string said;
+  if (event.unframed) {
+    // A bare JSON line (no SSE field): an error object is Ollama's in-stream error; any other
+    // line is ignored, as every line that is no SSE field is.
+    if (!is_error_object(event.data)) return;
+    said = error_payload_message(event.data);
+  } else {
+    said = error_payload_message(event.error.empty() ? event.data : event.error);
+  }
+  pending_error_ = ErrorCategory::kServerError;
+  pending_message_ = said.empty() ? std::string("an error event without a message") : said;
+}
+
+bool Connection::take_usage(const Usage& usage) {
+  std::string why = implausible_usage(usage);
+  if (!why.empty()) [[unlikely]] {
+    pending_error_ = ErrorCategory::kImplausibleUsage;
+    pending_message_ = std::move(why);
+    return false;
+  }
+  usage_ = usage;
+  return true;
+}
+
 void Connection::on_sse_event(const SseEvent& event) {
   if (done_marker_ || pending_error_ || observer_ == nullptr) return;
+  if (event.unframed || !event.error.empty() || event.type == "error") [[unlikely]] {
+    on_error_event(event);
+    return;
+  }
   if (!decode_chunk(event.data, chunk_, scratch_error_)) {
     pending_error_ = ErrorCategory::kParse;
     pending_message_ = "invalid SSE data payload: " + scratch_error_;
@@ -499,10 +539,10 @@ void Connection::on_sse_event(const SseEvent& event) {
     return;
   }
   if (!chunk_.error_message.empty()) {
-    // An engine-reported error mid-stream counts as an HTTP-status failure carrying the status
-    // of the response (usually 200) and the engine's message.
-    pending_error_ = ErrorCategory::kHttpStatus;
-    pending_message_ = "engine error: " + chunk_.error_message;
+    // The server's own word inside the answer (vLLM, SGLang, TGI): its message, bounded, in
+    // the form every in-stream error takes ("type: message").
+    pending_error_ = ErrorCategory::kServerError;
+    pending_message_ = error_payload_message(event.data);
     return;
   }
   if (!chunk_.content.empty() || !chunk_.reasoning.empty()) {
@@ -523,7 +563,7 @@ void Connection::on_sse_event(const SseEvent& event) {
     }
     observer_->on_token_event(read_ns_, chunk_.content, chunk_.reasoning);
   }
-  if (chunk_.usage) usage_ = chunk_.usage;
+  if (chunk_.usage && !take_usage(*chunk_.usage)) return;
   if (!chunk_.finish_reason.empty()) done_info_.finish_reason = chunk_.finish_reason;
   if (!chunk_.timings_json.empty()) done_info_.server_timings_json = chunk_.timings_json;
 }
@@ -537,7 +577,7 @@ void Connection::on_body_complete(std::int64_t t_ns) {
       message += ": dyno does not follow redirects; give the final address to --url";
     } else if (!error_body_.empty()) {
       message.push_back(' ');
-      message += error_body_;
+      message += bounded_excerpt(error_body_);
     }
     fail(t_ns, ErrorCategory::kHttpStatus, std::move(message), status_, keep);
     return;
@@ -561,7 +601,7 @@ void Connection::on_body_complete(std::int64_t t_ns) {
     return;
   }
   if (!chunk_.error_message.empty()) {
-    fail(t_ns, ErrorCategory::kHttpStatus, "engine error: " + chunk_.error_message, status_, keep);
+    fail(t_ns, ErrorCategory::kServerError, error_payload_message(body_), status_, keep);
     return;
   }
   if (!chunk_.content.empty() || !chunk_.reasoning.empty()) {
@@ -569,7 +609,10 @@ void Connection::on_body_complete(std::int64_t t_ns) {
     ++token_events_;
     observer_->on_token_event(t_ns, chunk_.content, chunk_.reasoning);
   }
-  usage_ = chunk_.usage;
+  if (chunk_.usage && !take_usage(*chunk_.usage)) {
+    fail(t_ns, *pending_error_, std::move(pending_message_), status_, keep);
+    return;
+  }
   done_info_.finish_reason = chunk_.finish_reason;
   done_info_.server_timings_json = chunk_.timings_json;
   complete(t_ns, keep);
@@ -584,11 +627,37 @@ std::string Connection::describe_response() const {
   return out;
 }
 
+std::string Connection::what_was_said() const {
+  const std::string& body = stream_mode_ ? body_head_ : body_;
+  if (body.empty()) return {};
+  return "; the server sent: " + bounded_excerpt(body, 200);
+}
+
 void Connection::complete(std::int64_t t_ns, bool keep_connection) {
-  if (!first_token_ && request_->expects_tokens && done_info_.finish_reason != "tool_calls") {
+  const std::string& reason = done_info_.finish_reason;
+  if (!first_token_ && request_->expects_tokens && reason != "tool_calls") {
     fail(t_ns, ErrorCategory::kNoTokens,
-         "the response ended without any token (" + describe_response() + ")", status_,
-         keep_connection);
+         "the response ended without any token (" + describe_response() + ")" + what_was_said(),
+         status_, keep_connection);
+    return;
+  }
+  if (reason.empty()) {
+    // The OpenAI APIs end every answer with a finish reason: without one, it was cut short.
+    fail(t_ns, ErrorCategory::kUnfinished,
+         std::string("the answer ended ") +
+             (!stream_mode_ ? "without a finish reason"
+              : done_marker_ ? "with [DONE] but without a finish reason"
+                             : "with the end of the body but without a finish reason") +
+             ", after " + std::to_string(token_events_) + " token events (" +
+             describe_response() + ")",
+         status_, keep_connection);
+    return;
+  }
+  if (reason == "error" || reason == "abort") {
+    fail(t_ns, ErrorCategory::kServerError,
+         "the server ended the answer with finish_reason \"" + reason + "\" after " +
+             std::to_string(token_events_) + " token events",
+         status_, keep_connection);
     return;
   }
   finish_done(t_ns, keep_connection);

@@ -111,6 +111,12 @@ class Connection : public std::enable_shared_from_this<Connection>,
   bool on_body(std::string_view bytes) override;
   void on_body_complete(std::int64_t t_ns);
   void on_sse_event(const SseEvent& event);
+  /// An in-stream error (`error:` field, `event: error`, a bare error object): kServerError.
+  void on_error_event(const SseEvent& event);
+  /// Keeps the server's usage; false (and a pending kImplausibleUsage) when it cannot be true.
+  bool take_usage(const Usage& usage);
+  /// "; the server sent: <the body's first bytes>", or "" for an empty body.
+  std::string what_was_said() const;
   /// A 2xx response ended normally: done, or kNoTokens when it carried no token.
   void complete(std::int64_t t_ns, bool keep_connection);
   void finish_done(std::int64_t t_ns, bool keep_connection);
@@ -173,6 +179,7 @@ class Connection : public std::enable_shared_from_this<Connection>,
   std::string location_;
   std::string body_;        // whole body of a non-streamed 2xx response
   std::string error_body_;  // first bytes of a non-2xx body
+  std::string body_head_;   // first bytes of a streamed 2xx body
   std::size_t error_body_size_ = 0;
   SseParser sse_;
 };

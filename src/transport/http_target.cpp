@@ -251,6 +251,12 @@ const char* to_string(ErrorCategory category) {
       return "too_large";
     case ErrorCategory::kBadResponse:
       return "bad_response";
+    case ErrorCategory::kServerError:
+      return "server_error";
+    case ErrorCategory::kUnfinished:
+      return "unfinished";
+    case ErrorCategory::kImplausibleUsage:
+      return "implausible_usage";
   }
   return "unknown";
 }

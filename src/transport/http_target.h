@@ -57,18 +57,24 @@ struct HttpTargetConfig {
 ///   read that drains the socket): a server with Nagle's algorithm on (llama-server) otherwise
 ///   holds each small SSE write until the client's delayed ACK, up to 40 ms, on a reused
 ///   connection.
-/// - Non-2xx: kHttpStatus with "<status> <first 200 body bytes>", after reading the body; a
-///   redirect names its Location (dyno does not follow redirects).
+/// - Non-2xx: kHttpStatus with "<status> <the body's first 512 bytes>" (server_message.h:
+///   bounded_excerpt), after reading the body; a redirect names its Location (dyno does not
+///   follow redirects).
 /// - 2xx whose Content-Encoding (or a transfer coding) is not identity, or whose Content-Type is
 ///   neither an event stream, JSON, plain text nor absent (an HTML login page): kBadResponse.
-/// - An `error` object inside a 2xx stream (engine failure mid-stream): kHttpStatus carrying the
-///   response's status (usually 200) and "engine error: <message>".
+/// - The server's word that it failed, inside a 2xx answer — an `error` member in a chunk
+///   (vLLM, SGLang, TGI) or in a whole response, an `error:` SSE field (llama.cpp), an
+///   `event: error`, a bare JSON error line (Ollama), or finish_reason "error" or "abort":
+///   kServerError with the server's message (server_message.h), even after tokens.
+/// - An answer that ends (by [DONE] or by the end of its body) without a finish reason, which the
+///   OpenAI APIs promise on every answer: kUnfinished. Usage counts below 0 or beyond any model
+///   (server_message.h: implausible_usage): kImplausibleUsage.
 /// - A `data:` payload that is not JSON of the expected shape: kParse; the connection is closed.
 /// - [DONE] ends the request (at the time of the read that carried it); a body that ends cleanly
 ///   (terminating chunk, Content-Length reached, or close for a close-delimited body) without
 ///   [DONE] is also done; EOF or reset mid-body is kStreamTruncated. A 2xx that ends without
-///   any token event is kNoTokens, unless the request asked for max_tokens 0 or the answer
-///   finished with tool calls.
+///   any token event is kNoTokens (with the body's first bytes: what the server did send),
+///   unless the request asked for max_tokens 0 or the answer finished with tool calls.
 /// - Bounds per response (kTooLarge past them): header 64 KiB, one SSE event 1 MiB, 1,048,576
 ///   token events, 16 MiB of generated text (or of a non-streamed body).
 /// - Deadlines (kTimeout): connect; first token and total from sent; idle between token

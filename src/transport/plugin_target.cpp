@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "transport/http_target.h"
+#include "transport/server_message.h"
 
 namespace dyno::transport {
 
@@ -308,7 +309,7 @@ void on_end_callback(void* user_data, const dyno_engine_end* end) {
       m.finish_reason = end->finish_reason;
     }
     if (DYNO_ENGINE_HAS_FIELD(end, dyno_engine_end, error_message) && end->error_message) {
-      m.error_message = end->error_message;
+      m.error_message = bounded_excerpt(end->error_message);
     }
     if (DYNO_ENGINE_HAS_FIELD(end, dyno_engine_end, prompt_tokens)) {
       m.prompt_tokens = end->prompt_tokens;
@@ -468,6 +469,10 @@ void PluginTarget::Impl::on_end_message(std::uint64_t slot, Message& m) {
       }
       if (m.cached_tokens >= 0) usage.cached_tokens = m.cached_tokens;
       if (m.reasoning_tokens >= 0) usage.reasoning_tokens = m.reasoning_tokens;
+      if (std::string why = implausible_usage(usage); !why.empty()) {
+        observer->on_error(t, ErrorCategory::kImplausibleUsage, why, std::nullopt);
+        return;
+      }
       if (usage.prompt_tokens || usage.completion_tokens || usage.cached_tokens ||
           usage.reasoning_tokens) {
         observer->on_usage(usage);

@@ -33,7 +33,9 @@ void SseParser::overflow() {
   data_view_ = {};
   data_in_view_ = false;
   type_.clear();
+  std::string().swap(error_);
   have_data_ = false;
+  have_error_ = false;
   event_started_ = false;
 }
 
@@ -109,6 +111,16 @@ void SseParser::process_line(std::string_view line, bool stable) {
     return;
   }
   if (line.front() == ':') return;  // comment
+  if (line.front() == '{') [[unlikely]] {
+    // A JSON object with no field name (Ollama's error mid-stream): handed over on its own.
+    ++events_;
+    SseEvent bare{};
+    bare.data = line;
+    bare.id = id_;
+    bare.unframed = true;
+    on_event_(bare);
+    return;
+  }
   std::string_view field = line;
   std::string_view value;
   if (const auto colon = line.find(':'); colon != std::string_view::npos) {
@@ -141,24 +153,45 @@ void SseParser::process_line(std::string_view line, bool stable) {
   } else if (field == "retry") {
     // The reconnection delay: dyno never reconnects a stream, so the value is not used.
     event_started_ = true;
+  } else if (field == "error") [[unlikely]] {
+    add_error_line(value);
   }
   // Other fields are ignored (per spec).
 }
 
+void SseParser::add_error_line(std::string_view value) {
+  if (error_.size() + (have_error_ ? 1 : 0) + value.size() > max_event_bytes_) {
+    overflow();
+    return;
+  }
+  if (have_error_) error_.push_back('\n');
+  error_.append(value);
+  have_error_ = true;
+  event_started_ = true;
+}
+
 void SseParser::dispatch() {
   event_started_ = false;
-  if (!have_data_) {
+  if (!have_data_ && !have_error_) {
     // No data field: nothing to dispatch; the event type buffer is reset (per spec).
     type_.clear();
     return;
   }
   ++events_;
-  on_event_(SseEvent{type_, data_in_view_ ? data_view_ : std::string_view(data_), id_});
+  SseEvent event{type_, data_in_view_ ? data_view_ : std::string_view(data_), id_, {}, false};
+  if (have_error_) [[unlikely]] {
+    event.error = error_;
+  }
+  on_event_(event);
   data_.clear();
   data_view_ = {};
   data_in_view_ = false;
   type_.clear();
   have_data_ = false;
+  if (have_error_) [[unlikely]] {
+    error_.clear();
+    have_error_ = false;
+  }
 }
 
 bool SseParser::finish() {
@@ -169,7 +202,9 @@ bool SseParser::finish() {
   data_view_ = {};
   data_in_view_ = false;
   type_.clear();
+  error_.clear();
   have_data_ = false;
+  have_error_ = false;
   event_started_ = false;
   pending_cr_ = false;
   return pending;
@@ -182,7 +217,9 @@ void SseParser::reset() {
   data_in_view_ = false;
   type_.clear();
   id_.clear();
+  error_.clear();
   have_data_ = false;
+  have_error_ = false;
   pending_cr_ = false;
   bom_checked_ = false;
   event_started_ = false;

@@ -11,9 +11,13 @@ namespace dyno::transport {
 
 /// One dispatched event. Views are valid only during the callback.
 struct SseEvent {
-  std::string_view type;  ///< the `event:` field, "" when absent ("message")
-  std::string_view data;  ///< `data:` lines joined by '\n'
-  std::string_view id;    ///< last `id:` seen
+  std::string_view type;   ///< the `event:` field, "" when absent ("message")
+  std::string_view data;   ///< `data:` lines joined by '\n' (the whole line when `unframed`)
+  std::string_view id;     ///< last `id:` seen
+  std::string_view error;  ///< `error:` lines joined by '\n' (llama.cpp's in-stream error)
+  /// A line that is no SSE field but a JSON object (it starts with `{`): Ollama writes its
+  /// in-stream error as such a bare line. Dispatched at once, on its own; `data` is the line.
+  bool unframed = false;
 };
 
 /// Feed bytes in any split (a CRLF, a field name or a UTF-8 sequence may be cut anywhere);
@@ -21,6 +25,13 @@ struct SseEvent {
 /// comments. A leading UTF-8 BOM is skipped. Unknown fields are ignored (per spec); `retry:`
 /// is parsed and ignored. An event without any `data:` field is not dispatched (per spec); a
 /// `data:` line with an empty value does dispatch an event whose data is "".
+///
+/// Two departures from the spec, because servers say they failed that way and a client that
+/// follows the spec would miss it: an `error:` field (llama.cpp's server writes
+/// `error: {json}` and a blank line) is kept like `data:` and an event that has one is
+/// dispatched even without data; and a line that starts with `{` (a JSON object written
+/// without any field name, as Ollama writes an error mid-stream) is dispatched at once as an
+/// `unframed` event. Both are bounded like data.
 ///
 /// Memory is bounded: a line (comments included) or an event's data longer than
 /// `max_event_bytes` (so at most twice that is held) makes the parser drop what it holds,
@@ -49,6 +60,7 @@ class SseParser {
   /// `stable`: the line lies in the bytes being fed (valid until feed() returns), not in line_.
   void process_line(std::string_view line, bool stable);
   std::size_t data_size() const { return data_in_view_ ? data_view_.size() : data_.size(); }
+  void add_error_line(std::string_view value);
   void keep_data();  // copies a data value still viewed in the caller's bytes into data_
   void dispatch();
   void overflow();
@@ -63,7 +75,9 @@ class SseParser {
   bool data_in_view_ = false;
   std::string type_;
   std::string id_;
+  std::string error_;  // `error:` lines of the event being built
   bool have_data_ = false;
+  bool have_error_ = false;
   bool pending_cr_ = false;  // last byte was CR: a following LF belongs to it
   bool bom_checked_ = false;
   bool event_started_ = false;

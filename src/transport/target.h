@@ -26,6 +26,9 @@ enum class ErrorCategory {
   kNoTokens,         ///< a 2xx response that ended without any token event
   kTooLarge,         ///< the response passed a bound (header, event, events, text)
   kBadResponse,      ///< a 2xx that is not an answer: HTML page, unrequested encoding
+  kServerError,      ///< the server said, inside a 2xx answer, that it failed (in-stream error)
+  kUnfinished,       ///< the answer ended without the finish reason its API promises
+  kImplausibleUsage, ///< the server's usage counts cannot be true (below 0, beyond any model)
 };
 const char* to_string(ErrorCategory category);
 

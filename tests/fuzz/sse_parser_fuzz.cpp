@@ -17,6 +17,8 @@ struct Seen {
   std::string type;
   std::string data;
   std::string id;
+  std::string error;
+  bool unframed = false;
   bool operator==(const Seen&) const = default;
 };
 
@@ -32,7 +34,8 @@ Result parse(std::string_view bytes, std::string_view sizes, std::size_t bound) 
   Result r;
   dyno::transport::SseParser parser(
       [&r](const dyno::transport::SseEvent& e) {
-        r.events.push_back({std::string(e.type), std::string(e.data), std::string(e.id)});
+        r.events.push_back({std::string(e.type), std::string(e.data), std::string(e.id),
+                            std::string(e.error), e.unframed});
       },
       bound);
   if (sizes.empty()) {
@@ -65,7 +68,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           : static_cast<std::size_t>(static_cast<unsigned char>(input[1]) / 2);
   const Result whole = parse(input, {}, bound);
   FUZZ_CHECK(whole.count == whole.events.size());
-  for (const Seen& e : whole.events) FUZZ_CHECK(e.data.size() <= bound);
+  for (const Seen& e : whole.events) {
+    FUZZ_CHECK(e.data.size() <= bound);
+    FUZZ_CHECK(e.error.size() <= bound);
+    FUZZ_CHECK(!e.unframed || (!e.data.empty() && e.data.front() == '{' && e.error.empty()));
+  }
   const Result pieces = parse(input, sizes.empty() ? std::string_view("\x00", 1) : sizes, bound);
   FUZZ_CHECK(pieces.events == whole.events);
   FUZZ_CHECK(pieces.pending == whole.pending);

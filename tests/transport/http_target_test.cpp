@@ -360,7 +360,7 @@ TEST(HttpTarget, HttpStatusErrorsKeepTheConnection) {
     conn.read_request();
     conn.write("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 13\r\n\r\ninternal boom");
     conn.read_request();
-    const std::string big(300, 'x');
+    const std::string big = std::string(300, 'x') + " " + std::string(300, 'y');
     conn.write(kSseHeader.substr(0, 0) +
                "HTTP/1.1 429 Too Many Requests\r\nTransfer-Encoding: chunked\r\n\r\n" +
                chunked(big, {100}));
@@ -380,7 +380,8 @@ TEST(HttpTarget, HttpStatusErrorsKeepTheConnection) {
   EXPECT_EQ(first.first_byte_status, 500);
   ASSERT_EQ(second.error, ErrorCategory::kHttpStatus);
   EXPECT_EQ(second.error_status, 429);
-  EXPECT_EQ(second.error_message, "429 " + std::string(200, 'x'));
+  // The first 512 bytes, without the word the cut went through.
+  EXPECT_EQ(second.error_message, "429 " + std::string(300, 'x') + "\xE2\x80\xA6");
   EXPECT_EQ(target.connections_opened(), 1u);
 }
 
@@ -422,12 +423,12 @@ TEST(HttpTarget, MalformedDataIsParseError) {
   EXPECT_NE(rec.error_message.find("invalid SSE data"), std::string::npos);
 }
 
-TEST(HttpTarget, EngineErrorMidStreamIsHttpStatus) {
+/// Runs one chat request against a server that writes `body` (after the SSE head, chunked)
+/// and waits for the close; returns what the observer saw.
+Recorder run_against(const std::string& body, std::size_t chunk = 1000) {
   ScriptServer server({[&](ServerConn& conn) {
     conn.read_request();
-    conn.write(
-        kSseHeader +
-        chunked("data: {\"error\":{\"message\":\"KV cache full\",\"code\":503}}\n\n", {1000}));
+    conn.write(kSseHeader + chunked(body, {chunk}));
     conn.wait_closed();
   }});
   EventLoop loop;
@@ -436,9 +437,84 @@ TEST(HttpTarget, EngineErrorMidStreamIsHttpStatus) {
   Recorder rec;
   target.submit(*prepared, 1, rec);
   LoopRunner(loop).run();
-  EXPECT_EQ(rec.error, ErrorCategory::kHttpStatus);
+  return rec;
+}
+
+const std::string kTokenA = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
+
+TEST(HttpTarget, EngineErrorMidStreamIsServerError) {
+  const Recorder rec =
+      run_against(kTokenA + "data: {\"error\":{\"message\":\"KV cache full\",\"code\":503}}\n\n");
+  EXPECT_EQ(rec.error, ErrorCategory::kServerError);
   EXPECT_EQ(rec.error_status, 200);
-  EXPECT_EQ(rec.error_message, "engine error: KV cache full");
+  EXPECT_EQ(rec.error_message, "KV cache full");
+  EXPECT_EQ(rec.token_events, 1);  // what came before it reached the observer
+}
+
+/// llama.cpp's `error:` SSE field (an event without data), then [DONE]: the server's failure,
+/// whatever the split of the bytes.
+TEST(HttpTarget, ErrorFieldOfLlamaCppIsServerError) {
+  const std::string body =
+      kTokenA +
+      "error: {\"code\":500,\"message\":\"Input prompt is too big compared to KV size.\","
+      "\"type\":\"server_error\"}\n\ndata: [DONE]\n\n";
+  for (const std::size_t chunk : {std::size_t{1000}, std::size_t{7}, std::size_t{1}}) {
+    const Recorder rec = run_against(body, chunk);
+    EXPECT_EQ(rec.error, ErrorCategory::kServerError) << chunk;
+    EXPECT_EQ(rec.error_message, "server_error: Input prompt is too big compared to KV size.");
+    EXPECT_EQ(rec.token_events, 1);
+  }
+}
+
+TEST(HttpTarget, ErrorEventAndBareErrorLineAreServerErrors) {
+  Recorder rec = run_against(kTokenA + "event: error\ndata: overloaded, try later\n\n");
+  EXPECT_EQ(rec.error, ErrorCategory::kServerError);
+  EXPECT_EQ(rec.error_message, "overloaded, try later");
+  rec = run_against(kTokenA + "{\"error\":{\"message\":\"runner stopped\",\"type\":\"api_error\"}}\n");
+  EXPECT_EQ(rec.error, ErrorCategory::kServerError);
+  EXPECT_EQ(rec.error_message, "api_error: runner stopped");
+  // A bare JSON line that is no error is ignored, as any line that is no SSE field.
+  rec = run_against("{\"note\":\"hi\"}\n" + kTokenA +
+                    "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+                    "data: [DONE]\n\n");
+  EXPECT_TRUE(rec.done) << rec.error_message;
+}
+
+/// The OpenAI APIs end every answer with a finish reason: an answer without one is unfinished,
+/// whether [DONE] or the end of the body ends it.
+TEST(HttpTarget, AnswerWithoutAFinishReasonIsUnfinished) {
+  Recorder rec = run_against(kTokenA + kTokenA + "data: [DONE]\n\n");
+  EXPECT_EQ(rec.error, ErrorCategory::kUnfinished);
+  EXPECT_NE(rec.error_message.find("with [DONE] but without a finish reason, after 2 token events"),
+            std::string::npos)
+      << rec.error_message;
+  rec = run_against(kTokenA);
+  EXPECT_EQ(rec.error, ErrorCategory::kUnfinished);
+  EXPECT_NE(rec.error_message.find("with the end of the body"), std::string::npos);
+  rec = run_against(kTokenA + "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"abort\"}]}\n\n");
+  EXPECT_EQ(rec.error, ErrorCategory::kServerError);
+  EXPECT_NE(rec.error_message.find("finish_reason \"abort\""), std::string::npos);
+}
+
+TEST(HttpTarget, ImplausibleUsageIsRefused) {
+  const Recorder rec = run_against(
+      kTokenA +
+      "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":3,"
+      "\"completion_tokens\":9223372036854775807}}\n\ndata: [DONE]\n\n");
+  EXPECT_EQ(rec.error, ErrorCategory::kImplausibleUsage);
+  EXPECT_NE(rec.error_message.find("usage.completion_tokens 9223372036854775807"),
+            std::string::npos)
+      << rec.error_message;
+}
+
+/// A 2xx answer without any token says what the server did send.
+TEST(HttpTarget, NoTokensKeepsWhatTheServerSaid) {
+  const Recorder rec = run_against("data: {\"choices\":[],\"note\":\"model is loading\"}\n\n"
+                                   "data: [DONE]\n\n");
+  EXPECT_EQ(rec.error, ErrorCategory::kNoTokens);
+  EXPECT_NE(rec.error_message.find("the server sent: data: {\"choices\":[],\"note\":\"model is loading"),
+            std::string::npos)
+      << rec.error_message;
 }
 
 TEST(HttpTarget, ClosedMidBodyIsTruncated) {
@@ -462,8 +538,9 @@ TEST(HttpTarget, ClosedMidBodyIsTruncated) {
 TEST(HttpTarget, ChunkedBodyWithoutDoneIsComplete) {
   ScriptServer server({[&](ServerConn& conn) {
     conn.read_request();
-    conn.write(kSseHeader +
-               chunked("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n", {1000}));
+    conn.write(kSseHeader + chunked("data: {\"choices\":[{\"delta\":{\"content\":\"a\"},"
+                                    "\"finish_reason\":\"stop\"}]}\n\n",
+                                    {1000}));
     conn.wait_closed();
   }});
   EventLoop loop;
@@ -481,7 +558,8 @@ TEST(HttpTarget, CloseDelimitedBody) {
     conn.read_request();
     conn.write(
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-        "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n");
+        "data: {\"choices\":[{\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\n"
+        "data: [DONE]\n\n");
   }});
   EventLoop loop;
   HttpTarget target(loop, make_config(server.port()));
@@ -671,6 +749,9 @@ TEST(HttpTarget, ManyConcurrentStreams) {
 TEST(HttpTarget, ToStringCoversEveryCategory) {
   EXPECT_STREQ(to_string(ErrorCategory::kStreamTruncated), "stream_truncated");
   EXPECT_STREQ(to_string(ErrorCategory::kHttpStatus), "http_status");
+  EXPECT_STREQ(to_string(ErrorCategory::kServerError), "server_error");
+  EXPECT_STREQ(to_string(ErrorCategory::kUnfinished), "unfinished");
+  EXPECT_STREQ(to_string(ErrorCategory::kImplausibleUsage), "implausible_usage");
 }
 
 }  // namespace

@@ -14,11 +14,14 @@ struct Seen {
   std::string type;
   std::string data;
   std::string id;
+  std::string error = {};
+  bool unframed = false;
   bool operator==(const Seen&) const = default;
 };
 
 std::ostream& operator<<(std::ostream& os, const Seen& seen) {
-  return os << "{type=" << seen.type << " data=" << seen.data << " id=" << seen.id << "}";
+  return os << "{type=" << seen.type << " data=" << seen.data << " id=" << seen.id
+            << " error=" << seen.error << (seen.unframed ? " unframed" : "") << "}";
 }
 
 class Collector {
@@ -26,7 +29,8 @@ class Collector {
   explicit Collector(std::size_t max_event_bytes = SseParser::kDefaultMaxEventBytes)
       : parser_(
             [this](const SseEvent& e) {
-              events_.push_back({std::string(e.type), std::string(e.data), std::string(e.id)});
+              events_.push_back({std::string(e.type), std::string(e.data), std::string(e.id),
+                                 std::string(e.error), e.unframed});
             },
             max_event_bytes) {}
   SseParser& parser() { return parser_; }
@@ -281,6 +285,40 @@ TEST(SseParser, AnEventLeftOpenAtTheEndOfAFeedOwnsItsDataOnceTheFedBytesAreGone)
   EXPECT_EQ(c.events()[0].data, "first");
   EXPECT_EQ(c.events()[1].data, "second");
   EXPECT_EQ(c.events()[2].data, "a\nb");
+}
+
+/// llama.cpp writes an in-stream error as an `error:` field and a blank line: the event is
+/// dispatched without data, its error joined like data; whatever the split.
+TEST(SseParser, ErrorFieldIsDispatchedWithoutData) {
+  const std::string bytes =
+      "data: a\n\nerror: {\"code\":500,\n\n"
+      "event: x\nerror: one\nerror: two\ndata: d\n\ndata: [DONE]\n\n";
+  const auto events = parse_whole(bytes);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0], (Seen{"", "a", ""}));
+  EXPECT_EQ(events[1], (Seen{"", "", "", "{\"code\":500,"}));
+  EXPECT_EQ(events[2], (Seen{"x", "d", "", "one\ntwo"}));
+  EXPECT_EQ(events[3], (Seen{"", "[DONE]", ""}));
+  expect_split_invariant(bytes);
+}
+
+/// A JSON object on a line of its own, without a field name (Ollama's error mid-stream), is
+/// handed over at once as an unframed event and leaves the event being built alone.
+TEST(SseParser, BareJsonLineIsAnUnframedEvent) {
+  const std::string bytes = "data: a\n{\"error\":{\"message\":\"x\"}}\ndata: b\n\n";
+  const auto events = parse_whole(bytes);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0], (Seen{"", "{\"error\":{\"message\":\"x\"}}", "", "", true}));
+  EXPECT_EQ(events[1], (Seen{"", "a\nb", ""}));
+  expect_split_invariant(bytes);
+}
+
+/// An `error:` field is bounded like data.
+TEST(SseParser, ErrorFieldOverflowsAtTheBound) {
+  Collector c(16);
+  c.parser().feed("error: 0123456789\nerror: 0123456789\n\n");
+  EXPECT_TRUE(c.parser().overflowed());
+  EXPECT_TRUE(c.events().empty());
 }
 
 }  // namespace

@@ -92,7 +92,8 @@ class TlsServer {
         asio::read_until(stream, buf, "\r\n\r\n", ec);
         const std::string body =
             "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n"
-            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" there\"}}]}\n\n"
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" there\"},"
+            "\"finish_reason\":\"stop\"}]}\n\n"
             "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\n"
             "data: [DONE]\n\n";
         const std::string response =
