@@ -29,6 +29,10 @@ int sim_command(const SimOptions& o) {
   so.faults.malformed_every = o.fault_malformed;
   so.faults.cut_every = o.fault_cut;
   so.faults.stall_every = o.fault_stall;
+  so.faults.error_every = o.fault_error;
+  so.faults.error_form = sim::parse_error_form(o.fault_error_form);
+  so.faults.unfinished_every = o.fault_unfinished;
+  so.faults.unfinished_eof = o.fault_unfinished_end == "eof";
   so.faults.after_tokens = o.fault_after_tokens;
 
   const std::atomic<bool>& stop = install_stop_signals();

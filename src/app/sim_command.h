@@ -20,6 +20,10 @@ struct SimOptions {
   std::uint32_t fault_malformed = 0;
   std::uint32_t fault_cut = 0;
   std::uint32_t fault_stall = 0;
+  std::uint32_t fault_error = 0;
+  std::string fault_error_form = "data";
+  std::uint32_t fault_unfinished = 0;
+  std::string fault_unfinished_end = "done";
   std::uint32_t fault_after_tokens = 2;
   bool show_profile = false;
 };

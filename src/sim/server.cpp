@@ -189,8 +189,22 @@ void Server::Impl::dispatch(const Event& e) {
   if (wake) st.signal.cancel();
 }
 
+Faults::ErrorForm parse_error_form(std::string_view name) {
+  if (name == "data") return Faults::ErrorForm::kData;
+  if (name == "field") return Faults::ErrorForm::kField;
+  if (name == "event") return Faults::ErrorForm::kEvent;
+  if (name == "bare") return Faults::ErrorForm::kBare;
+  throw std::invalid_argument("unknown error form '" + std::string(name) +
+                              "' (data, field, event or bare)");
+}
+
+std::string injected_error_json() {
+  return R"({"error":{"message":"injected fault: out of KV cache","type":"server_error","code":500}})";
+}
+
 // Malformed: a bad `data:` line, then normal streaming. Cut/stall: the sequence leaves the
-// model; the writer sends what is pending, then closes or stalls.
+// model; the writer sends what is pending, then closes or stalls. Error/unfinished: the
+// sequence leaves the model and its answer ends now, cleanly (the writer ends the body).
 void Server::Impl::trigger_fault(Stream& st) {
   st.fault_done = true;
   if (st.fault == Fault::kMalformed) {
@@ -198,9 +212,51 @@ void Server::Impl::trigger_fault(Stream& st) {
     if (st.req.stream) st.pending += "data: {not json\n\n";
     return;
   }
+  if (st.fault == Fault::kError || st.fault == Fault::kUnfinished) {
+    if (st.req.stream) render_early_end(st);
+    st.finished = true;  // whole_response writes the error body, or the answer without a reason
+    st.tail_rendered = st.req.stream;
+    model.cancel(st.id);
+    wake_engine();
+    return;
+  }
   st.fault_triggered = true;
   if (!st.finished) model.cancel(st.id);
   wake_engine();
+}
+
+void Server::Impl::render_early_end(Stream& st) {
+  std::string& out = st.pending;
+  if (st.fault == Fault::kError) {
+    const std::string message = R"("message":"injected fault: out of KV cache","type":"server_error")";
+    switch (options.faults.error_form) {
+      case Faults::ErrorForm::kData:
+        out += "data: " + injected_error_json() + "\n\ndata: [DONE]\n\n";
+        break;
+      case Faults::ErrorForm::kField:  // llama.cpp's server_sent_event(sink, "error", …)
+        out += R"(error: {"code":500,)" + message + "}\n\ndata: [DONE]\n\n";
+        break;
+      case Faults::ErrorForm::kEvent:
+        out += "event: error\ndata: {" + message + "}\n\n";
+        break;
+      case Faults::ErrorForm::kBare:  // Ollama: json.Encoder's line, no SSE field
+        out += injected_error_json() + "\n";
+        break;
+    }
+    return;
+  }
+  // Unfinished: the usage chunk (when asked for), no finish reason, [DONE] unless at EOF.
+  if (st.req.include_usage) {
+    out += st.chunk_head;
+    out += R"("choices":[],"usage":{"prompt_tokens":)";
+    out += std::to_string(st.req.prompt_tokens);
+    out += R"(,"completion_tokens":)";
+    out += std::to_string(st.generated);
+    out += R"(,"total_tokens":)";
+    out += std::to_string(st.req.prompt_tokens + st.generated);
+    out += "}}\n\n";
+  }
+  if (!options.faults.unfinished_eof) out += "data: [DONE]\n\n";
 }
 
 void Server::Impl::render_tail(Stream& st) {

@@ -50,7 +50,8 @@
 //    "arrived_ns":<steady ns when the request's first bytes reached this host: the kernel's
 //                  receive time of them (SO_TIMESTAMPNS), peeked before they are read>,
 //    "received_ns":<steady ns when the request was fully read and parsed>,
-//    "status":200|400|404|429|500, "fault":"none|http_500|http_429|malformed|cut|stall",
+//    "status":200|400|404|429|500,
+//    "fault":"none|http_500|http_429|malformed|cut|stall|error|unfinished",
 //    "stream":true|false, "prompt_tokens":N (0 for error responses),
 //    "completion_tokens":<tokens in the events below>,
 //    "event_times_ns":[<steady ns just before the write carrying each token event was issued>],
@@ -75,6 +76,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/profile.h"
@@ -89,14 +91,32 @@ namespace dyno::sim {
 /// then continues normally (non-streamed: the body is `{not json`); cut closes the socket
 /// without the terminating chunk; stall stops sending and leaves the connection open until the
 /// client closes it or the server stops. Cut/stall drop the sequence from the engine.
+/// error: the server's word that it failed, in the form `error_form` names (as engines write
+/// it), then the body ends cleanly (non-streamed: a 200 whose body is an `error` object).
+/// unfinished: the answer ends without a finish reason — with `data: [DONE]` (after the usage
+/// chunk, when usage was asked for) or, with unfinished_eof, with the end of the body
+/// (non-streamed: `"finish_reason": null`). Error/unfinished drop the sequence from the engine.
 struct Faults {
+  /// How an in-stream error is written: data — `data: {"error": {...}}` then `data: [DONE]`
+  /// (vLLM, SGLang); field — llama.cpp's `error: {...}` SSE field then `data: [DONE]`; event —
+  /// `event: error` with the object as data; bare — the object as a line of its own, no SSE
+  /// field, nothing after it (Ollama).
+  enum class ErrorForm { kData, kField, kEvent, kBare };
   std::uint32_t http_500_every = 0;
   std::uint32_t http_429_every = 0;
-  std::uint32_t malformed_every = 0;  ///< a `data:` line that is not JSON, mid-stream
-  std::uint32_t cut_every = 0;        ///< close the connection mid-stream
-  std::uint32_t stall_every = 0;      ///< stop sending mid-stream (connection left open)
-  std::uint32_t after_tokens = 2;     ///< malformed/cut/stall happen after this many tokens
+  std::uint32_t malformed_every = 0;   ///< a `data:` line that is not JSON, mid-stream
+  std::uint32_t cut_every = 0;         ///< close the connection mid-stream
+  std::uint32_t stall_every = 0;       ///< stop sending mid-stream (connection left open)
+  std::uint32_t error_every = 0;       ///< an in-stream error, mid-stream
+  ErrorForm error_form = ErrorForm::kData;
+  std::uint32_t unfinished_every = 0;  ///< the answer ends mid-way without a finish reason
+  bool unfinished_eof = false;         ///< unfinished: the body ends without [DONE]
+  std::uint32_t after_tokens = 2;      ///< the mid-stream faults happen after this many tokens
 };
+
+/// "data", "field", "event" or "bare" (Faults::ErrorForm); throws std::invalid_argument for
+/// another name.
+Faults::ErrorForm parse_error_form(std::string_view name);
 
 struct ServerOptions {
   std::string host = "127.0.0.1";

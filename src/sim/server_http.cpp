@@ -392,6 +392,10 @@ asio::awaitable<bool> Server::Impl::handle_completion(Conn& conn,
     st->fault = Fault::kCut;
   } else if (every(faults.stall_every, n)) {
     st->fault = Fault::kStall;
+  } else if (every(faults.error_every, n)) {
+    st->fault = Fault::kError;
+  } else if (every(faults.unfinished_every, n)) {
+    st->fault = Fault::kUnfinished;
   }
   const auto created = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch())
@@ -421,7 +425,7 @@ asio::awaitable<bool> Server::Impl::handle_completion(Conn& conn,
   mr.block_hashes = prompt_block_hashes(parsed, options.profile);
   streams.emplace(st->id, st);
   if (st->fault != Fault::kNone && faults.after_tokens == 0) trigger_fault(*st);
-  if (!st->fault_triggered) {
+  if (!st->fault_triggered && !st->finished) {
     model.submit(mr, now_s());
     wake_engine();
   } else {
@@ -509,6 +513,8 @@ asio::awaitable<bool> Server::Impl::whole_response(Conn& conn, Stream& stream, u
   std::string body;
   if (st->fault == Fault::kMalformed && st->fault_done) {
     body = "{not json";
+  } else if (st->fault == Fault::kError && st->fault_done) {
+    body = injected_error_json();
   } else {
     const Stream& s = *st;
     json::object usage;
@@ -537,7 +543,8 @@ asio::awaitable<bool> Server::Impl::whole_response(Conn& conn, Stream& stream, u
       choice["text"] = s.content;
     }
     choice["logprobs"] = nullptr;
-    choice["finish_reason"] = finish_name(s.finish);
+    const bool unfinished = s.fault == Fault::kUnfinished && s.fault_done;
+    choice["finish_reason"] = unfinished ? json::value(nullptr) : json::value(finish_name(s.finish));
     json::object o;
     o["id"] = (s.req.chat ? "chatcmpl-" : "cmpl-") + std::to_string(s.id);
     o["object"] = s.req.chat ? "chat.completion" : "text_completion";

@@ -74,7 +74,7 @@ inline std::int64_t steady_ns() {
 
 inline std::string json_string(std::string_view s) { return json::serialize(json::string(s)); }
 
-enum class Fault { kNone, kHttp500, kHttp429, kMalformed, kCut, kStall };
+enum class Fault { kNone, kHttp500, kHttp429, kMalformed, kCut, kStall, kError, kUnfinished };
 
 inline const char* fault_name(Fault f) {
   switch (f) {
@@ -90,9 +90,16 @@ inline const char* fault_name(Fault f) {
       return "cut";
     case Fault::kStall:
       return "stall";
+    case Fault::kError:
+      return "error";
+    case Fault::kUnfinished:
+      return "unfinished";
   }
   return "none";
 }
+
+/// The error object of an injected in-stream error (vLLM's shape).
+std::string injected_error_json();
 
 inline bool every(std::uint32_t n, std::uint64_t ordinal) { return n != 0 && ordinal % n == 0; }
 
@@ -257,6 +264,8 @@ struct Server::Impl {
   std::string timings_json(const Stream& st) const;
   std::int64_t model_ns(double model_s) const;
   void render_tail(Stream& st);
+  /// An error or unfinished fault's end of a streamed answer (Faults).
+  void render_early_end(Stream& st);
   void trigger_fault(Stream& st);
   void log_stream(Stream& st, std::int64_t done_ns);
   void count_end();

@@ -429,6 +429,90 @@ TEST(Server, StreamFaults) {
   std::filesystem::remove(truth);
 }
 
+/// The server's word that it failed, in each engine's form: after 2 token events, the error,
+/// then the body ends cleanly (with [DONE] where the engine sends one).
+TEST(Server, InStreamErrorFaultsInEachForm) {
+  const auto truth = temp_path("error_faults");
+  struct Form {
+    Faults::ErrorForm form;
+    const char* written;
+    bool done;
+  };
+  for (const Form f :
+       {Form{Faults::ErrorForm::kData, "data: {\"error\":{\"message\":\"injected fault: out of KV cache\"",
+             true},
+        Form{Faults::ErrorForm::kField, "error: {\"code\":500,\"message\":\"injected fault", true},
+        Form{Faults::ErrorForm::kEvent, "event: error\ndata: {\"message\":\"injected fault", false},
+        Form{Faults::ErrorForm::kBare, "\n{\"error\":{\"message\":\"injected fault", false}}) {
+    ServerOptions o = fault_options(truth);
+    o.faults.error_every = 1;
+    o.faults.error_form = f.form;
+    {
+      Running r(o);
+      Client c(r.port);
+      Reply reply = c.post("/v1/chat/completions", chat_body(50, true));
+      ASSERT_TRUE(reply.complete) << f.written;  // the body ends cleanly
+      const auto at = reply.body.find(f.written);
+      ASSERT_NE(at, std::string::npos) << reply.body;
+      EXPECT_EQ(parse_stream(reply.body.substr(0, at), true).token_events, 2u);
+      EXPECT_EQ(reply.body.find("finish_reason\":\"length"), std::string::npos);
+      EXPECT_EQ(reply.body.find("data: [DONE]") != std::string::npos, f.done) << reply.body;
+    }
+    const auto lines = read_truth(truth);
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_EQ(lines[0].at("fault").as_string(), "error");
+    EXPECT_EQ(lines[0].at("completion_tokens").to_number<int>(), 2);
+  }
+  // Not streamed: a 200 whose body is the error object.
+  ServerOptions o = fault_options(truth);
+  o.faults.error_every = 1;
+  {
+    Running r(o);
+    Client c(r.port);
+    Reply reply = c.post("/v1/chat/completions", chat_body(50, false));
+    EXPECT_EQ(reply.status, 200);
+    EXPECT_EQ(json::parse(reply.body).at("error").at("type").as_string(), "server_error");
+  }
+  std::filesystem::remove(truth);
+  EXPECT_THROW(parse_error_form("smoke"), std::invalid_argument);
+  EXPECT_EQ(parse_error_form("bare"), Faults::ErrorForm::kBare);
+}
+
+/// An answer that ends mid-way without a finish reason: with [DONE] (after the usage chunk),
+/// or with the end of the body; not streamed, "finish_reason": null.
+TEST(Server, UnfinishedFaultsEndWithoutAFinishReason) {
+  const auto truth = temp_path("unfinished_faults");
+  for (const bool eof : {false, true}) {
+    ServerOptions o = fault_options(truth);
+    o.faults.unfinished_every = 1;
+    o.faults.unfinished_eof = eof;
+    {
+      Running r(o);
+      Client c(r.port);
+      Reply reply = c.post("/v1/completions", json::object{{"model", "dyno-sim"},
+                                                           {"prompt", "x"},
+                                                           {"max_tokens", 50},
+                                                           {"stream", true}});
+      ASSERT_TRUE(reply.complete);
+      const Streamed got = parse_stream(reply.body, false);
+      EXPECT_EQ(got.token_events, 2u);
+      EXPECT_EQ(reply.body.find("finish_reason\":\""), std::string::npos) << reply.body;
+      EXPECT_EQ(got.done, !eof) << reply.body;
+    }
+    EXPECT_EQ(read_truth(truth).at(0).at("fault").as_string(), "unfinished");
+  }
+  ServerOptions o = fault_options(truth);
+  o.faults.unfinished_every = 1;
+  {
+    Running r(o);
+    Client c(r.port);
+    Reply reply = c.post("/v1/chat/completions", chat_body(50, false));
+    EXPECT_EQ(reply.status, 200);
+    EXPECT_TRUE(json::parse(reply.body).at("choices").at(0).at("finish_reason").is_null());
+  }
+  std::filesystem::remove(truth);
+}
+
 TEST(Server, FaultAtTheLastTokenIsNotInjected) {
   const auto truth = temp_path("fault_at_end");
   ServerOptions o = fault_options(truth);
