@@ -12,6 +12,8 @@
 #include "engine/launch.h"
 #include "record/index_url.h"
 #include "record/record_json.h"
+#include "record/terminal_text.h"
+#include "transport/server_message.h"
 
 namespace dyno::app {
 
@@ -68,6 +70,16 @@ int cell_exit_code(const session::CellOutcome& out, const std::string& engine_na
               << " on the same stop signal as dyno; the record says interrupted\n";
   }
   if (out.interrupted) return kExitInterrupted;
+  if (out.unreachable && out.status == "target_unreachable") {
+    const load::Unreachable& u = *out.unreachable;
+    std::cerr << "dyno: target unreachable: " << u.failures
+              << " requests in a row failed to connect over " << fmt(u.for_s, 1)
+              << " s and none was answered (last: "
+              << record::terminal_text(transport::bounded_excerpt(u.last_message, 160), true)
+              << "); stopped sending after " << u.sent
+              << " measured requests (--unreachable-after); the record keeps them\n";
+    return kExitRunFailed;
+  }
   if (out.status == "failed") return kExitRunFailed;
   if (out.over_error_budget) {
     std::cerr << "dyno: error rate " << fmt(*out.summary.error_rate * 100.0, 1)

@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+
+#include "transport/server_message.h"
 
 namespace dyno::app {
 
@@ -148,6 +151,20 @@ std::string render_summary(const RunHeadline& h, const metrics::Summary& s, bool
     out << "errors   ";
     for (const auto& [cat, n] : s.errors_by_category) out << " " << cat << "=" << n;
     out << "\n";
+    // What was said, counted: the most frequent messages (all of them in summary.json).
+    constexpr std::size_t kShown = 5;
+    const std::size_t shown = std::min(kShown, s.errors_by_message.size());
+    std::uint64_t rest = s.errors_other_messages;
+    for (std::size_t i = 0; i < s.errors_by_message.size(); ++i) {
+      const metrics::ErrorMessageCount& m = s.errors_by_message[i];
+      if (i >= shown) {
+        rest += m.count;
+        continue;
+      }
+      out << "  " << pad_left(std::to_string(m.count) + "\u00d7", 7) << " " << m.category << ": "
+          << terminal_text(transport::bounded_excerpt(m.message, 160), true) << "\n";
+    }
+    if (rest > 0) out << "  " << rest << " more with other messages (summary.json)\n";
   }
   out << "\n";
   out << paint(pad_right("latency (ms)", 24) + pad_left("n", 7) + pad_left("mean", 11) +
@@ -185,7 +202,9 @@ std::string render_summary(const RunHeadline& h, const metrics::Summary& s, bool
         << fmt(s.accuracy ? std::optional<double>(*s.accuracy * 100.0) : std::nullopt, 1) << " % ("
         << s.correct_requests.value_or(0) << " of " << *s.scored_requests << " correct)\n";
   }
-  out << "tokens      in " << s.input_tokens_total << " · out " << s.output_tokens_total
+  out << "tokens      in "
+      << (s.input_tokens_complete ? std::to_string(s.input_tokens_total) : std::string("n/a"))
+      << " · out " << s.output_tokens_total
       << " · tokens/event " << fmt(s.tokens_per_event, 2) << " · counted from";
   for (const auto& [src, n] : s.token_count_sources) out << " " << src << "=" << n;
   out << "\n";

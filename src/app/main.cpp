@@ -149,6 +149,11 @@ void add_common_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
                  "exit 3 when the error rate exceeds this fraction")
       ->transform(flags::number(0, 1))
       ->capture_default_str();
+  cmd.add_option("--unreachable-after", o.load.unreachable_after_s,
+                 "stop the run (status target_unreachable, exit 3) when every request for this "
+                 "many seconds failed to connect and none was answered meanwhile (0: never)")
+      ->transform(flags::seconds(true))
+      ->capture_default_str();
   cmd.add_flag("--insecure", o.target.insecure, "https: do not verify the server's certificate");
   cmd.add_option("--ca-file", o.target.ca_file,
                  "https: PEM file of CA certificates to trust besides the system's");
@@ -264,8 +269,24 @@ void add_sim_flags(CLI::App& cmd, dyno::app::SimOptions& o) {
   cmd.add_option("--fault-cut", o.fault_cut, "cut every Nth stream mid-way")->transform(every);
   cmd.add_option("--fault-stall", o.fault_stall, "stall every Nth stream mid-way")
       ->transform(every);
+  cmd.add_option("--fault-error", o.fault_error,
+                 "end every Nth answer mid-way with the server's in-stream error")
+      ->transform(every);
+  cmd.add_option("--fault-error-form", o.fault_error_form,
+                 "how the in-stream error is written: data (vLLM, SGLang), field (llama.cpp's "
+                 "error: field), event (event: error), bare (Ollama's unframed JSON line)")
+      ->check(CLI::IsMember({"data", "field", "event", "bare"}))
+      ->capture_default_str();
+  cmd.add_option("--fault-unfinished", o.fault_unfinished,
+                 "end every Nth answer mid-way without a finish reason")
+      ->transform(every);
+  cmd.add_option("--fault-unfinished-end", o.fault_unfinished_end,
+                 "how an unfinished answer ends: done (data: [DONE]) or eof (the body ends)")
+      ->check(CLI::IsMember({"done", "eof"}))
+      ->capture_default_str();
   cmd.add_option("--fault-after-tokens", o.fault_after_tokens,
-                 "token events sent before a malformed/cut/stall fault")
+                 "token events sent before a mid-stream fault (malformed, cut, stall, error, "
+                 "unfinished)")
       ->transform(flags::integer(0, flags::kMaxTokens))
       ->capture_default_str();
   cmd.add_flag("--show-profile", o.show_profile, "print the resolved profile as JSON and exit");

@@ -217,6 +217,7 @@ Plan validate(const RunOptions& o) {
   }
   p.load.warmup = o.load.warmup;
   p.load.client_threads = o.load.client_threads.value_or(load::default_client_threads());
+  p.load.unreachable_after_s = o.load.unreachable_after_s;
   p.load.keep_event_times = !o.record.no_chunk_times;
   p.load.keep_output_text = o.record.keep_outputs;
   const bool replay_flags = o.load.time_window || o.load.time_scale != 1.0;

@@ -10,6 +10,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -359,8 +360,10 @@ LaunchedEngine::LaunchedEngine(EngineSpec spec, workload::Api api,
   }
   ready_s_ = probe_ready_s_ + first_request_s_.value_or(0.0);  // its two parts, exactly
   ready_log_offset_ = log_size();
-  std::cerr << "dyno: engine " << record::terminal_text(spec_.name, true) << " ready in "
-            << ready_s_ << " s\n";
+  char ready[32];
+  std::snprintf(ready, sizeof ready, "%.2f", ready_s_);
+  std::cerr << "dyno: engine " << record::terminal_text(spec_.name, true) << " ready in " << ready
+            << " s\n";
   reported_ = query_engine_identity(base_url(), spec_.identity_paths, api_key);
 }
 

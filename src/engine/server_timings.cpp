@@ -178,9 +178,14 @@ void cached_tokens_from_timings(std::vector<metrics::Trace>& traces) {
   for (metrics::Trace& t : traces) {
     if (t.cached_input_tokens || t.server_timings_json.empty()) continue;
     const auto timings = parse_llamacpp_timings(t.server_timings_json);
-    if (timings && timings->cache_n) {
+    if (!timings) continue;
+    if (timings->cache_n) {
       t.cached_input_tokens = *timings->cache_n;
       t.cached_source = metrics::CachedSource::kTimings;
+    } else if (timings->prompt_n && t.input_tokens && *t.input_tokens >= *timings->prompt_n) {
+      // What the engine had and did not compute: the count the server section reports too.
+      t.cached_input_tokens = *t.input_tokens - *timings->prompt_n;
+      t.cached_source = metrics::CachedSource::kTimingsPromptN;
     }
   }
 }

@@ -74,9 +74,11 @@ boost::json::array timing_caveats(std::span<const metrics::Trace> traces,
                                   const ServerTimingFigures& figures,
                                   std::optional<double> tokens_per_event);
 
-/// For each completed request whose engine gave no cached count in `usage` but whose timings
-/// carry cache_n (llama.cpp), sets cached_input_tokens = cache_n with source kTimings, so the
-/// prefix-cache figures (metrics/sessions.h) see it.
+/// For each request whose engine gave no cached count in `usage` but whose timings carry
+/// cache_n (llama.cpp), sets cached_input_tokens = cache_n with source kTimings; when the
+/// timings have prompt_n but no cache_n (llama.cpp builds before cache_n), the input tokens
+/// less prompt_n (source kTimingsPromptN) — the count server_timing_figures() reports as
+/// cached — so the prefix-cache and per-turn figures (metrics/sessions.h) see it.
 void cached_tokens_from_timings(std::vector<metrics::Trace>& traces);
 
 }  // namespace dyno::engine

@@ -24,6 +24,9 @@ struct LoadOptions {
   std::optional<std::string> time_window;  ///< replay: "FROM,TO" of trace time
   std::optional<std::string> slo;
   double error_budget = 0.05;
+  /// --unreachable-after: seconds of connect failures in a row, with no answer, after which the
+  /// target is taken for gone (LoadConfig::unreachable_after_s); 0: never.
+  double unreachable_after_s = 10.0;
   /// --client-threads: event loops the client's connections are shared out over (unset: the
   /// machine's spare cores, default_client_threads()).
   std::optional<unsigned> client_threads;

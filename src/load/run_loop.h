@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <deque>
 #include <map>
 #include <memory>
@@ -55,6 +56,8 @@ class Run {
   /// Whether an answer's text is collected (kept outputs, or a session feeding it back).
   bool collects_text() const { return config_.keep_output_text || !sessions_.empty(); }
   void finished(std::uint64_t index);
+  /// A response began (any thread: a shard's observer calls it). The target is there.
+  void answered(std::int64_t t_ns) { last_answer_ns_.store(t_ns, std::memory_order_relaxed); }
 
  private:
   /// One session being run (session_run.cpp).
@@ -77,6 +80,8 @@ class Run {
   void start_measured();
   void after_single(const metrics::Trace& t);
   static bool refused_before_serving(const metrics::Trace& t);
+  /// Follows connect failures in a row; ends the run when the target is gone (unreachable).
+  void note_reachability(const metrics::Trace& t);
   bool engine_has_exited();
   void stop_sending();
   bool budget_left(bool warmup);
@@ -135,6 +140,11 @@ class Run {
   std::uint64_t in_flight_ = 0;
   std::uint64_t parked_ = 0;  // closed-loop slots waiting after a refused connection
   std::uint64_t refused_in_a_row_ = 0;
+  // Connect failures in a row (LoadConfig::unreachable_after_s): since when, how many, and when
+  // a response last began (written by the observers, shards' threads included).
+  std::optional<std::int64_t> unreachable_since_;
+  std::uint64_t unreachable_failures_ = 0;
+  std::atomic<std::int64_t> last_answer_ns_{0};
   std::size_t next_arrival_ = 0;
   bool warmup_phase_ = false;
   bool measuring_ = false;

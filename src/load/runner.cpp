@@ -216,6 +216,7 @@ void Run::finished(std::uint64_t index) {
   }
   if (!sessions_.empty()) take_answer(t);  // before the record sees the trace
   if (hooks_.on_finished) hooks_.on_finished(t);
+  note_reachability(t);
   if (sessions_.empty()) {
     after_single(t);
   } else {
@@ -235,10 +236,11 @@ void Run::after_single(const metrics::Trace& t) {
     return;
   }
   if (!config_.open_loop && can_send_closed()) {
-    if (refused_before_serving(t) && hooks_.engine_exited != nullptr) {
-      // The engine's port refused a connection: it may be exiting, and its reaper may not
-      // have said so yet. Wait a moment before this slot sends again, so the run stops at
-      // the crash instead of sending into a closed port.
+    if (refused_before_serving(t)) {
+      // The engine's port refused a connection: a launched engine may be exiting, and its
+      // reaper may not have said so yet; a server at --url may be restarting, or gone. Wait a
+      // moment before this slot sends again, so the run stops at a crash instead of sending
+      // into a closed port, and a missing server is not hammered.
       ++parked_;
       // 20 ms, doubling with each refusal in a row (to 1 s): an engine that is gone is not
       // hammered while its exit is being noticed.
@@ -257,6 +259,39 @@ void Run::after_single(const metrics::Trace& t) {
     submit_next("measured", std::nullopt);
   }
   maybe_end();
+}
+
+void Run::note_reachability(const metrics::Trace& t) {
+  if (t.status == metrics::RequestStatus::kCancelled || stopping_) return;
+  if (!refused_before_serving(t)) {
+    unreachable_since_.reset();  // it connected: the target is there
+    unreachable_failures_ = 0;
+    return;
+  }
+  const std::int64_t now = transport::steady_now_ns();
+  // A response that began since the streak started (another request, still streaming) means
+  // the target came back: the streak starts again.
+  if (!unreachable_since_ || last_answer_ns_.load(std::memory_order_relaxed) >= *unreachable_since_) {
+    unreachable_since_ = now;
+    unreachable_failures_ = 0;
+  }
+  ++unreachable_failures_;
+  if (config_.unreachable_after_s <= 0) return;
+  const auto window = static_cast<std::int64_t>(config_.unreachable_after_s * 1e9);
+  if (now - *unreachable_since_ < window) return;
+  Unreachable u;
+  u.failures = unreachable_failures_;
+  u.for_s = static_cast<double>(now - *unreachable_since_) * 1e-9;
+  u.last_message = t.error_message;
+  u.sent = measured_sent_;
+  result_.unreachable = std::move(u);
+  stop_sending();
+  // Connects still in flight were never sent (session/run_cell.cpp says so). Cancelled from
+  // the loop, not from inside this request's terminal callback.
+  loop_.post([this] {
+    target_.cancel_all();
+    maybe_end();
+  });
 }
 
 void Run::begin() {
@@ -465,6 +500,7 @@ void Run::schedule_stop_poll(std::int64_t due) {
 void RequestObserver::on_sent(std::int64_t t_ns) { trace().sent_ns = run_.rel(t_ns); }
 
 void RequestObserver::on_first_byte(std::int64_t t_ns, int http_status) {
+  run_.answered(t_ns);
   metrics::Trace& t = trace();
   t.first_byte_ns = run_.rel(t_ns);
   t.http_status = http_status;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "load/schedule.h"
@@ -58,6 +59,10 @@ struct LoadConfig {
   /// --start-at: nothing is sent before this wall-clock time (ns since the Unix epoch); t0 is
   /// taken when it is reached. The wait ends early when a stop is requested.
   std::optional<std::int64_t> start_at_unix_ns;
+  /// --unreachable-after: when every request for this long failed to connect and none got an
+  /// answer meanwhile, the target is gone: sending stops, the requests in flight are cancelled
+  /// and the run ends `target_unreachable` (LoadResult::unreachable). 0: never.
+  double unreachable_after_s = 10.0;
 };
 
 /// How many of 0..count-1 satisfy i mod n == k (n >= 1).
@@ -95,12 +100,21 @@ struct RunHooks {
   const std::atomic<bool>* engine_exited = nullptr;
 };
 
+/// How a run found its target gone (LoadConfig::unreachable_after_s).
+struct Unreachable {
+  std::uint64_t failures = 0;    ///< connect failures in a row, with no answer between them
+  double for_s = 0.0;            ///< from the first of them to the one that ended the run
+  std::string last_message;      ///< the last failure's message
+  std::uint64_t sent = 0;        ///< measured requests sent before sending stopped
+};
+
 struct LoadResult {
   std::vector<metrics::Trace> traces;  ///< every submission, by index
   std::int64_t t0_steady_ns = 0;       ///< the run's t0 (all trace times are relative to it)
   std::int64_t measured_start_ns = 0;  ///< relative to t0
   bool interrupted = false;
   bool engine_exited = false;          ///< the run ended because the engine's process ended
+  std::optional<Unreachable> unreachable;  ///< the run ended because the target was gone
   std::vector<double> loop_lag_s;      ///< event-loop lag samples taken every 10 ms
   std::uint64_t sessions_started = 0;  ///< sessions of a session stream started (warm-up too)
 };

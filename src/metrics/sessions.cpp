@@ -61,14 +61,16 @@ std::optional<Fit> least_squares(const std::vector<std::pair<double, double>>& x
 
 std::optional<PrefixCacheFigures> prefix_cache_figures(std::span<const Trace> traces) {
   PrefixCacheFigures f;
-  bool usage = false, timings = false;
+  bool usage = false, timings = false, prompt_n = false;
   // (uncached tokens, TTFT ms) of each request with a count and a TTFT.
   std::vector<std::pair<std::int64_t, double>> points;
   for (const Trace& t : traces) {
     if (!counted(t) || !has_cache_count(t)) continue;
     add(f.totals, t);
-    usage = usage || t.cached_source != CachedSource::kTimings;
+    usage = usage || t.cached_source == CachedSource::kUsage ||
+            t.cached_source == CachedSource::kNone;
     timings = timings || t.cached_source == CachedSource::kTimings;
+    prompt_n = prompt_n || t.cached_source == CachedSource::kTimingsPromptN;
     if (const auto ttft = request_figures(t).ttft_s) {
       points.emplace_back(std::max<std::int64_t>(0, *t.input_tokens - *t.cached_input_tokens),
                           *ttft * 1e3);
@@ -76,7 +78,14 @@ std::optional<PrefixCacheFigures> prefix_cache_figures(std::span<const Trace> tr
   }
   if (f.totals.requests == 0) return std::nullopt;
   finish(f.totals);
-  f.source = usage && timings ? "usage+timings" : timings ? "timings" : "usage";
+  // Which counts were read, joined with '+': usage, timings (cache_n), timings_prompt_n.
+  f.source.clear();
+  for (const auto& [on, name] : {std::pair{usage, "usage"}, std::pair{timings, "timings"},
+                                 std::pair{prompt_n, "timings_prompt_n"}}) {
+    if (!on) continue;
+    if (!f.source.empty()) f.source += '+';
+    f.source += name;
+  }
   std::vector<std::pair<double, double>> xy;
   for (const auto& [x, y] : points) xy.emplace_back(static_cast<double>(x) / 1000.0, y);
   if (const auto fit = least_squares(xy)) {

@@ -172,9 +172,30 @@ struct Outcomes {
   std::vector<const Trace*> ended;  // measured ok + failed
 };
 
+using MessageCounts = std::map<std::pair<std::string, std::string>, std::uint64_t>;
+
+/// errors_by_message: the kMaxErrorMessages most frequent pairs; the rest counted together.
+void keep_most_frequent(const MessageCounts& messages, Summary& s) {
+  std::vector<ErrorMessageCount> all;
+  all.reserve(messages.size());
+  for (const auto& [key, n] : messages) all.push_back({key.first, key.second, n});
+  // The map's order breaks ties (category, then message): the same traces, the same list.
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return a.count > b.count;
+  });
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (i < kMaxErrorMessages) {
+      s.errors_by_message.push_back(std::move(all[i]));
+    } else {
+      s.errors_other_messages += all[i].count;
+    }
+  }
+}
+
 /// Counts every trace by outcome (warm-up, cancelled, ok, failed) into `s`.
 Outcomes tally_outcomes(std::span<const Trace> traces, Summary& s) {
   Outcomes o;
+  MessageCounts messages;
   for (const Trace& t : traces) {
     if (!t.measured()) {
       ++s.warmup_requests;
@@ -191,10 +212,12 @@ Outcomes tally_outcomes(std::span<const Trace> traces, Summary& s) {
       case RequestStatus::kError:
         ++s.requests_failed;
         ++s.errors_by_category[t.error_category.empty() ? "unknown" : t.error_category];
+        ++messages[{t.error_category.empty() ? "unknown" : t.error_category, t.error_message}];
         break;
     }
     o.ended.push_back(&t);
   }
+  keep_most_frequent(messages, s);
   s.requests_total = s.requests_ok + s.requests_failed;
   if (s.requests_total > 0) {
     s.error_rate = static_cast<double>(s.requests_failed) / static_cast<double>(s.requests_total);
@@ -244,6 +267,8 @@ void completed_figures(std::span<const Trace* const> ok, const SummaryOptions& o
       any_input = true;
       s.input_tokens_total += *t->input_tokens;
       input_tokens.push_back(static_cast<double>(*t->input_tokens));
+    } else {
+      s.input_tokens_complete = false;
     }
     if (t->output_tokens) {
       any_output = true;
@@ -271,7 +296,7 @@ void completed_figures(std::span<const Trace* const> ok, const SummaryOptions& o
   if (any_output) {
     s.output_tokens_per_s = per_window(static_cast<double>(s.output_tokens_total), window);
   }
-  if (any_input) {
+  if (any_input && s.input_tokens_complete) {
     s.input_tokens_per_s = per_window(static_cast<double>(s.input_tokens_total), window);
   }
   if (!decode_intervals.empty()) {

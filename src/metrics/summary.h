@@ -123,6 +123,16 @@ inline constexpr double kQueueDelayGrowthWarnS = 0.005;
 /// replay_behind: a replay's send lag (queue delay) p99 above this.
 inline constexpr double kReplayLagP99WarnS = 0.010;
 
+/// Failed requests with one category and one message (Summary::errors_by_message).
+struct ErrorMessageCount {
+  std::string category;
+  std::string message;
+  std::uint64_t count = 0;
+};
+
+/// How many distinct messages the summary names (the rest are counted together).
+inline constexpr std::size_t kMaxErrorMessages = 10;
+
 /// The run figures of the measured phase (warm-up excluded).
 struct Summary {
   std::string definition_set = kDefinitionSet;
@@ -133,10 +143,18 @@ struct Summary {
   std::uint64_t requests_cancelled = 0;  ///< in flight at an interrupt; excluded
   std::uint64_t warmup_requests = 0;     ///< discarded
   std::map<std::string, std::uint64_t> errors_by_category;
+  /// The most frequent (category, message) pairs of the failed requests — what servers said,
+  /// counted — at most kMaxErrorMessages, most frequent first (then by category, message).
+  std::vector<ErrorMessageCount> errors_by_message;
+  /// Failed requests whose message is not among errors_by_message.
+  std::uint64_t errors_other_messages = 0;
   std::optional<double> error_rate;
 
   std::optional<double> service_window_s;  ///< W: earliest sent to latest done (measured)
   std::int64_t input_tokens_total = 0;
+  /// Whether every completed request carried the server's input count: when one did not, the
+  /// total above is partial, and the record writes input_total null (unknown, never 0).
+  bool input_tokens_complete = true;
   std::int64_t output_tokens_total = 0;
   std::map<std::string, std::uint64_t> token_count_sources;  ///< source name -> requests
 

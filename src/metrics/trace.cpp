@@ -36,6 +36,8 @@ const char* to_string(CachedSource source) {
       return "usage";
     case CachedSource::kTimings:
       return "timings";
+    case CachedSource::kTimingsPromptN:
+      return "timings_prompt_n";
   }
   return "none";
 }

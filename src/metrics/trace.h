@@ -14,8 +14,10 @@ namespace dyno::metrics {
 /// Where output_tokens/input_tokens came from (METRICS.md "Tokens").
 enum class TokenCountSource { kNone, kUsage, kTokenizer, kChunks };
 
-/// Where cached_input_tokens came from (docs/metrics.md "Prefix cache").
-enum class CachedSource { kNone, kUsage, kTimings };
+/// Where cached_input_tokens came from (docs/metrics.md "Prefix cache"): usage's cached_tokens,
+/// llama.cpp's timings.cache_n, or — when the timings have no cache_n (llama.cpp before it
+/// had one) — the prompt tokens less timings.prompt_n, those the engine computed.
+enum class CachedSource { kNone, kUsage, kTimings, kTimingsPromptN };
 
 /// Outcome of a request.
 enum class RequestStatus {

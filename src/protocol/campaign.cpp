@@ -128,9 +128,14 @@ void Campaign::run_cell(const CellPlan& cell, const CellRunner& run,
       stopped_ = true;  // the engine is gone: no later cell can be measured
       crashed_ = true;
     }
-    // A failed cell: its engine crashed, or (not interrupted) no request succeeded or more
-    // failed than the error budget allows.
-    if (out.crash || (!out.interrupted && (out.status == "failed" || out.over_error_budget))) {
+    if (out.status == "target_unreachable") {
+      stopped_ = true;  // the server is gone: later cells would each wait to find it so
+      unreachable_ = true;
+    }
+    // A failed cell: its engine crashed or could not be reached, or (not interrupted) no
+    // request succeeded or more failed than the error budget allows.
+    if (out.crash || unreachable_ ||
+        (!out.interrupted && (out.status == "failed" || out.over_error_budget))) {
       failed_ = true;
     }
     result.reps.push_back(std::move(out));
@@ -189,7 +194,11 @@ json::object Campaign::cell_json(const CellResult& c, json::object& headline) co
 }
 
 std::string Campaign::status() const {
-  return crashed_ ? "engine_crashed" : stopped_ ? "interrupted" : failed_ ? "partial" : "ok";
+  return crashed_       ? "engine_crashed"
+         : unreachable_ ? "target_unreachable"
+         : stopped_     ? "interrupted"
+         : failed_      ? "partial"
+                        : "ok";
 }
 
 namespace {

@@ -74,6 +74,7 @@ class Campaign {
   std::vector<CellResult> cells_;
   bool stopped_ = false;
   bool crashed_ = false;
+  bool unreachable_ = false;
   bool failed_ = false;
 };
 

@@ -51,6 +51,7 @@ session::CellSpec closed_cell(std::vector<workload::Request> requests, std::stri
   spec.load.requests = count;
   spec.load.keep_event_times = !o.record.no_chunk_times;
   spec.load.keep_output_text = o.record.keep_outputs;
+  spec.load.unreachable_after_s = o.load.unreachable_after_s;
   spec.load_text = "closed loop, concurrency " + std::to_string(concurrency) + ", " +
                    std::to_string(count) + " requests";
   spec.sampling = json::object{{"temperature", o.stream.temperature}};

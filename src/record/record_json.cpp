@@ -150,6 +150,12 @@ std::string trace_line(const metrics::Trace& t, bool keep_event_times,
                        const std::vector<std::string>& secrets, std::size_t* invalid_utf8_bytes) {
   json::value head = trace_head(t);
   const bool has_text = keeps_output_text(t);
+  if (!t.error_category.empty() && !t.error_message.empty()) {
+    // What the server said may hold a key it echoed, the user's or another's.
+    std::string message = t.error_message;
+    redact_server_text(message, secrets);
+    head.as_object()["error"].as_object()["message"] = message;
+  }
   redact_literals(head, secrets);
   json_text::WriteStats stats;
   std::string line = json_text::compact(head, &stats);
@@ -222,8 +228,9 @@ metrics::Trace trace_from_json(const json::object& o) {
   t.reasoning_tokens = get_opt_int(o, "reasoning_tokens");
   if (t.cached_input_tokens) {
     const std::string cached = get_string(o, "cached_source");
-    t.cached_source = cached == "timings" ? metrics::CachedSource::kTimings
-                                          : metrics::CachedSource::kUsage;  // absent: usage
+    t.cached_source = cached == "timings"            ? metrics::CachedSource::kTimings
+                      : cached == "timings_prompt_n" ? metrics::CachedSource::kTimingsPromptN
+                                                     : metrics::CachedSource::kUsage;  // absent: usage
   }
   if (const json::value* se = o.if_contains("session"); se != nullptr && se->is_object()) {
     const json::object& so = se->get_object();
@@ -359,10 +366,22 @@ json::object summary_to_json(const metrics::Summary& s) {
                                {"warmup_discarded", s.warmup_requests},
                                {"error_rate", number_or_null(s.error_rate)},
                                {"errors_by_category", std::move(errors)}};
+  if (!s.errors_by_message.empty()) {
+    json::array by_message;
+    for (const metrics::ErrorMessageCount& m : s.errors_by_message) {
+      by_message.push_back(
+          json::object{{"category", m.category}, {"message", m.message}, {"count", m.count}});
+    }
+    json::object& requests = o["requests"].as_object();
+    requests["errors_by_message"] = std::move(by_message);
+    requests["errors_other_messages"] = s.errors_other_messages;
+  }
 
   json::object sources;
   for (const auto& [k, v] : s.token_count_sources) sources[k] = v;
-  o["tokens"] = json::object{{"input_total", s.input_tokens_total},
+  o["tokens"] = json::object{{"input_total", s.input_tokens_complete
+                                                 ? json::value(s.input_tokens_total)
+                                                 : json::value(nullptr)},
                              {"output_total", s.output_tokens_total},
                              {"count_sources", std::move(sources)},
                              {"tokens_per_event", number_or_null(s.tokens_per_event)}};

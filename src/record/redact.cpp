@@ -1,5 +1,7 @@
 #include "record/redact.h"
 
+#include "record/scrub_text.h"
+
 #include <algorithm>
 #include <boost/json.hpp>
 
@@ -91,6 +93,11 @@ std::size_t redact_literals(json::object& obj, const std::vector<std::string>& s
     obj = std::move(rebuilt);
   }
   return count;
+}
+
+void redact_server_text(std::string& text, const std::vector<std::string>& secrets) {
+  scrub_text::scrub_secrets(text);
+  redact_literals(text, secrets);
 }
 
 }  // namespace dyno::record

@@ -27,6 +27,13 @@ std::vector<std::string> normalize_secrets(std::vector<std::string> secrets);
 /// text around it.
 std::size_t redact_literals(std::string& text, const std::vector<std::string>& secrets);
 
+/// What a server said (an error message, an excerpt of a body), made fit for the record: the
+/// secrets found by their shape scrubbed (scrub_text: bearer tokens, keys, Authorization
+/// headers), then every one of `secrets` redacted. The text is already bounded by whoever kept
+/// it (transport/server_message.h cuts without leaving a fragment of a secret); applying this
+/// twice changes nothing more.
+void redact_server_text(std::string& text, const std::vector<std::string>& secrets);
+
 /// The same in every string and object key of a JSON value.
 std::size_t redact_literals(boost::json::value& doc, const std::vector<std::string>& secrets);
 std::size_t redact_literals(boost::json::object& doc, const std::vector<std::string>& secrets);

@@ -312,23 +312,25 @@ void RunWriter::write_json(const std::string& name, const boost::json::value& va
   write_or_abandon(dir_ / name, text);
 }
 
-void RunWriter::write_text(const std::string& name, std::string_view text) {
+std::vector<std::string> RunWriter::secrets() const {
+  std::lock_guard lock(mu_);
+  return secrets_;
+}
+
+std::string RunWriter::write_text(const std::string& name, std::string_view text) {
   const fs::path path = dir_ / name;
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
   if (ec) throw RecordError("cannot create " + path.parent_path().string() + ": " + ec.message());
-  std::vector<std::string> secrets;
-  {
-    std::lock_guard lock(mu_);
-    secrets = secrets_;
-  }
+  const std::vector<std::string> secrets = this->secrets();
   if (secrets.empty()) {
     write_or_abandon(path, text);
-    return;
+    return sha256_hex(text);
   }
   std::string redacted(text);
   redact_literals(redacted, secrets);
   write_or_abandon(path, redacted);
+  return sha256_hex(redacted);
 }
 
 void RunWriter::append_request(metrics::Trace trace) {

@@ -108,8 +108,11 @@ class RunWriter {
   /// invalid_utf8_replaced warning when anything of the record had ill-formed UTF-8.
   void write_json(const std::string& name, const boost::json::value& value);
   /// Atomically writes <dir>/<name> (e.g. "evidence/x.txt"; parent dirs are created), with
-  /// the secrets of set_secrets() redacted. Its bytes are otherwise kept as they are.
-  void write_text(const std::string& name, std::string_view text);
+  /// the secrets of set_secrets() redacted. Its bytes are otherwise kept as they are. Returns
+  /// the SHA-256 (hex) of the bytes written: a digest of what is on disk, secrets redacted.
+  std::string write_text(const std::string& name, std::string_view text);
+  /// The secrets of set_secrets() (normalize_secrets()'s order).
+  std::vector<std::string> secrets() const;
 
   /// Queues one request for requests.jsonl; it is appended (and flushed to the kernel) soon,
   /// so an interrupted or killed run keeps every finished request.
@@ -146,7 +149,7 @@ class RunWriter {
   int requests_fd_ = -1;
   int lock_fd_ = -1;  ///< the directory, flock'ed while this writer lives
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::condition_variable drained_cv_;
   std::deque<metrics::Trace> queue_;

@@ -26,6 +26,7 @@
 #include "record/record_json.h"
 #include "record/run_id.h"
 #include "record/run_index.h"
+#include "record/redact.h"
 #include "record/run_writer.h"
 #include "session/clock_reference.h"
 #include "sim/server.h"
@@ -203,29 +204,50 @@ json::object timeouts_json(const TargetOptions& o) {
   return t;
 }
 
-/// Requests refused at connect (never served) after the engine last answered anything, in a cell
-/// whose engine exited: the port closed as the process began to exit, before it was reaped.
-/// They become cancelled ("not sent"); returns how many.
-std::size_t mark_unsent_after_exit(std::vector<metrics::Trace>& traces) {
+/// The requests of a cell whose launched engine exited, as it happened to each:
+/// - refused at connect, never written to a socket, after the engine last answered anything
+///   (the port closed as the process began to exit, before it was reaped): cancelled, "not
+///   sent: the engine had exited";
+/// - written to the engine's socket and still unanswered when dyno gave up on them (the exit's
+///   grace period cancelled them): failures — `stream_truncated` when the response had begun,
+///   else `connect` (the connection ended before a response started).
+/// A request that was written and then refused on its retry (a stale keep-alive connection)
+/// stays the `connect` failure it is. Not for an interrupted cell (its cancels are the user's).
+void settle_after_engine_exit(std::vector<metrics::Trace>& traces) {
   std::int64_t last_answer = std::numeric_limits<std::int64_t>::min();
   for (const auto& t : traces) {
     if (t.first_byte_ns) last_answer = std::max(last_answer, *t.first_byte_ns);
   }
-  std::size_t n = 0;
+  const std::string connect = transport::to_string(transport::ErrorCategory::kConnect);
   for (auto& t : traces) {
-    // (A connect failure may carry a sent_ns: a stale keep-alive connection took the bytes,
-    // and the fresh connection the request was retried on was refused; nothing was served.)
-    if (t.status != metrics::RequestStatus::kError ||
-        t.error_category != transport::to_string(transport::ErrorCategory::kConnect) ||
+    if (t.status == metrics::RequestStatus::kCancelled && t.sent_ns) {
+      t.status = metrics::RequestStatus::kError;
+      t.error_category = t.first_byte_ns
+                             ? transport::to_string(transport::ErrorCategory::kStreamTruncated)
+                             : connect;
+      t.error_message = t.first_byte_ns
+                            ? "the engine exited during the response, which never ended"
+                            : "the engine exited after the request was written, before any "
+                              "response";
+      continue;
+    }
+    if (t.status != metrics::RequestStatus::kError || t.error_category != connect || t.sent_ns ||
         t.done_ns.value_or(last_answer) < last_answer) {
       continue;
     }
     t.status = metrics::RequestStatus::kCancelled;
     t.error_category = "cancelled";
     t.error_message = "not sent: the engine had exited (" + t.error_message + ")";
-    ++n;
   }
-  return n;
+}
+
+/// The requests still connecting when the target was found gone (LoadResult::unreachable):
+/// cancelled by dyno, never sent.
+void mark_unsent_unreachable(std::vector<metrics::Trace>& traces) {
+  for (auto& t : traces) {
+    if (t.status != metrics::RequestStatus::kCancelled || t.first_byte_ns) continue;
+    t.error_message = "not sent: the target was unreachable";
+  }
 }
 
 const char* final_status(const metrics::Summary& s, bool interrupted) {
@@ -413,7 +435,8 @@ Measured measure(EngineSession& engine, CellTarget& target, const CellSpec& cell
 
 /// A launched engine that ended during the cell, once requests that raced its exit are settled.
 std::optional<engine::ExitStatus> engine_exit(EngineSession& engine,
-                                              std::vector<metrics::Trace>& traces) {
+                                              std::vector<metrics::Trace>& traces,
+                                              bool interrupted) {
   engine::LaunchedEngine* launched = engine.launched();
   if (launched == nullptr) return std::nullopt;
   // Requests that found the engine's port closed may have raced its exit: give a process that
@@ -424,8 +447,9 @@ std::optional<engine::ExitStatus> engine_exit(EngineSession& engine,
   if (lost_engine) launched->wait_for_exit(std::chrono::milliseconds(3000));
   std::optional<engine::ExitStatus> crash = launched->unexpected_exit();
   // Requests that could not even connect because the engine had exited were never sent: they
-  // are not failures of the engine's serving, so they leave the figures (cancelled).
-  if (crash) mark_unsent_after_exit(traces);
+  // are not failures of the engine's serving, so they leave the figures (cancelled); those it
+  // had been given are its failures.
+  if (crash && !interrupted) settle_after_engine_exit(traces);
   return crash;
 }
 
@@ -462,8 +486,8 @@ json::object energy_and_telemetry(EngineSession& engine, const load::LoadResult&
 /// Writes an evidence file and names it in the manifest.
 void add_evidence(record::RunWriter& writer, record::Manifest& manifest, const std::string& path,
                   const std::string& text) {
-  writer.write_text(path, text);
-  manifest.evidence.push_back({path, record::sha256_hex(text)});
+  // The digest of what was written (a secret the engine echoed is redacted on disk).
+  manifest.evidence.push_back({path, writer.write_text(path, text)});
 }
 
 /// summary.json's server section: the /metrics deltas and gauges (evidence/ files), the
@@ -533,8 +557,9 @@ void summarize_cell(const CellSpec& cell, const Measured& m, CellOutcome& out) {
   }
   out.interrupted = result.interrupted;
   out.engine_crashed = out.crash.has_value() && !result.interrupted;
-  out.status =
-      out.engine_crashed ? "engine_crashed" : final_status(out.summary, result.interrupted);
+  out.status = out.engine_crashed                         ? "engine_crashed"
+               : result.unreachable && !result.interrupted ? "target_unreachable"
+                                                          : final_status(out.summary, result.interrupted);
   out.over_error_budget = out.summary.error_rate && *out.summary.error_rate > cell.error_budget;
 }
 
@@ -643,11 +668,20 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
   Measured m = measure(engine, target, cell, load_config, writer, hooks, stop);
   target.close_connections();
   load::LoadResult& result = m.result;
-  out.crash = engine_exit(engine, result.traces);
   // An engine that ended while dyno itself was told to stop got the same signal (one sent to
   // the whole job or process group: Slurm's scancel and time limit, `timeout`, systemd): the
   // cell was interrupted, and the record still says how the engine ended.
+  out.crash = engine_exit(engine, result.traces, result.interrupted || stop.load());
   if (out.crash && stop.load()) result.interrupted = true;
+  if (result.unreachable && !result.interrupted) mark_unsent_unreachable(result.traces);
+  out.unreachable = result.unreachable;
+  // What servers said, as the record will keep it (scrubbed, the key redacted): the summary
+  // counts the same messages requests.jsonl holds.
+  for (auto& trace : result.traces) {
+    if (!trace.error_message.empty()) {
+      record::redact_server_text(trace.error_message, writer.secrets());
+    }
+  }
   if (scored) score_traces(cell.requests, result.traces);
   engine::cached_tokens_from_timings(result.traces);
 

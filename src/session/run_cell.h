@@ -51,10 +51,12 @@ struct CellOutcome {
   std::filesystem::path dir;
   metrics::Summary summary;
   std::vector<metrics::Trace> traces;
-  std::string status;  ///< ok | partial | interrupted | failed | engine_crashed
+  std::string status;  ///< ok | partial | interrupted | failed | engine_crashed | target_unreachable
   bool interrupted = false;
   bool engine_crashed = false;              ///< the launched engine's process ended during the cell
   std::optional<engine::ExitStatus> crash;  ///< how it ended
+  /// The target was gone: every request failed to connect for --unreachable-after.
+  std::optional<load::Unreachable> unreachable;
   bool over_error_budget = false;           ///< error_rate > the cell's error budget
   boost::json::object summary_json;
   bool streamed = true;                        ///< the requests asked for streamed answers

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/server_timings.h"
+#include "metrics/sessions.h"
 
 namespace dyno::engine {
 namespace {
@@ -52,7 +53,32 @@ TEST(ServerMetrics, LlamaCppCacheNBecomesTheCachedCountWhenUsageHasNone) {
   EXPECT_EQ(traces[0].cached_source, metrics::CachedSource::kTimings);
   EXPECT_EQ(traces[1].cached_input_tokens, 48);
   EXPECT_EQ(traces[1].cached_source, metrics::CachedSource::kUsage);
+  EXPECT_FALSE(traces[2].cached_input_tokens);  // no input count: nothing to subtract from
+}
+
+/// llama.cpp builds without cache_n (b4748): the input tokens less prompt_n, the prompt tokens
+/// the engine computed — the count the server section reports as cached, so the per-turn and
+/// prefix-cache figures agree with it.
+TEST(ServerMetrics, PromptNGivesTheCachedCountWhenTimingsHaveNoCacheN) {
+  std::vector<metrics::Trace> traces(3);
+  traces[0].server_timings_json = R"({"prompt_n":40,"prompt_ms":10.0})";
+  traces[0].input_tokens = 100;
+  traces[1].server_timings_json = R"({"prompt_n":140})";  // more than the prompt: not believed
+  traces[1].input_tokens = 100;
+  traces[2].server_timings_json = R"({"prompt_n":40})";
+  cached_tokens_from_timings(traces);
+  EXPECT_EQ(traces[0].cached_input_tokens, 60);
+  EXPECT_EQ(traces[0].cached_source, metrics::CachedSource::kTimingsPromptN);
+  EXPECT_FALSE(traces[1].cached_input_tokens);
   EXPECT_FALSE(traces[2].cached_input_tokens);
+  // The same count as the server section's.
+  for (auto& t : traces) t.status = metrics::RequestStatus::kOk;
+  const ServerTimingFigures f = server_timing_figures(std::vector<metrics::Trace>{traces[0]});
+  EXPECT_EQ(f.prompt_tokens_cached, traces[0].cached_input_tokens);
+  const auto cache = metrics::prefix_cache_figures(std::vector<metrics::Trace>{traces[0]});
+  ASSERT_TRUE(cache.has_value());
+  EXPECT_EQ(cache->source, "timings_prompt_n");
+  EXPECT_EQ(cache->totals.cached_tokens, 60);
 }
 
 }  // namespace

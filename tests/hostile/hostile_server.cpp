@@ -33,6 +33,21 @@
 //   echo_key_stream  the API key streamed back as token text, split across two events
 //   two_threads   ok, but like llama-server's HTTP thread pool: 2 threads, each serving one
 //                 connection until it closes or idles 5 s; GET /metrics answers (gauges)
+// The server's own word (each after 2 token events unless said otherwise):
+//   error_field   llama.cpp's `error: {"code":500,"message":…}` SSE field, then data: [DONE]
+//   error_event   `event: error` with a JSON message as its data
+//   error_data    `data: {"error": {"message": …}}` (vLLM, SGLang), then data: [DONE]
+//   error_tgi     `data: {"error": "…", "error_type": "…"}` (TGI's string error)
+//   error_bare    Ollama's unframed `{"error": {…}}` line, and the body ends
+//   error_first   the `error:` field before any token, then data: [DONE]
+//   error_echo_key  an `error:` field whose message repeats the Authorization header
+//   finish_abort  8 token events ending with finish_reason "abort"
+//   unfinished_done  8 token events and usage, no finish reason, data: [DONE]
+//   unfinished_eof   8 token events, no finish reason, the body ends
+//   said_no_tokens   a 200 stream with a role-only chunk and a note, no token, data: [DONE]
+//   usage_overflow   ok, but usage.completion_tokens is 9223372036854775807
+//   status_401_straddle  401 whose body repeats the Authorization header across byte 512
+//   metrics_echo_key ok; GET /metrics answers with the Authorization header inside
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -216,6 +231,98 @@ std::optional<bool> serve_bad_stream(int fd, const std::string& m,
   return std::nullopt;
 }
 
+/// The server's word inside a 200 stream: an in-stream error in each engine's form, an answer
+/// without a finish reason or aborted, implausible usage, no token but a note. Nothing when
+/// the mode is none of these.
+std::optional<bool> serve_server_word(int fd, const std::string& m,
+                                      const std::string& authorization) {
+  const std::string head = std::string(kSseHead) + "\r\n";
+  const std::string two = chunk(event("a ")) + chunk(event("b "));
+  const std::string done = chunk("data: [DONE]\n\n") + "0\r\n\r\n";
+  const std::string end = "0\r\n\r\n";
+  if (m == "error_field") {
+    return send_all(fd, head + two +
+                            chunk("error: {\"code\":500,\"message\":\"Input prompt is too big "
+                                  "compared to KV size.\",\"type\":\"server_error\"}\n\n") +
+                            done);
+  }
+  if (m == "error_event") {
+    return send_all(fd, head + two +
+                            chunk("event: error\ndata: {\"message\":\"engine overloaded\","
+                                  "\"type\":\"server_error\"}\n\n") +
+                            end);
+  }
+  if (m == "error_data") {
+    return send_all(fd, head + two +
+                            chunk("data: {\"error\":{\"message\":\"CUDA out of memory\","
+                                  "\"type\":\"InternalServerError\",\"code\":500}}\n\n") +
+                            done);
+  }
+  if (m == "error_tgi") {
+    return send_all(fd, head + two +
+                            chunk("data: {\"error\":\"Request failed during generation: "
+                                  "Server error: OOM\",\"error_type\":\"generation\"}\n\n") +
+                            end);
+  }
+  if (m == "error_bare") {
+    return send_all(fd, head + two +
+                            chunk("{\"error\":{\"message\":\"model runner has unexpectedly "
+                                  "stopped\",\"type\":\"api_error\",\"param\":null,"
+                                  "\"code\":null}}\n") +
+                            end);
+  }
+  if (m == "error_first") {
+    return send_all(fd, head +
+                            chunk("error: {\"code\":500,\"message\":\"Input prompt is too big "
+                                  "compared to KV size.\",\"type\":\"server_error\"}\n\n") +
+                            done);
+  }
+  if (m == "error_echo_key") {
+    return send_all(fd, head + two +
+                            chunk("error: {\"code\":401,\"message\":\"bad header " +
+                                  authorization + "\",\"type\":\"auth\"}\n\n") +
+                            done);
+  }
+  std::string eight;
+  for (int i = 0; i < 8; ++i) eight += chunk(event("tok "));
+  const std::string usage =
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":8,"
+      "\"total_tokens\":13}}\n\n";
+  if (m == "finish_abort") {
+    return send_all(fd, head + eight +
+                            chunk("data: {\"choices\":[{\"index\":0,\"delta\":{},"
+                                  "\"finish_reason\":\"abort\"}]}\n\n") +
+                            chunk(usage) + done);
+  }
+  if (m == "unfinished_done") return send_all(fd, head + eight + chunk(usage) + done);
+  if (m == "unfinished_eof") return send_all(fd, head + eight + end);
+  if (m == "said_no_tokens") {
+    return send_all(fd, head +
+                            chunk("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":"
+                                  "\"assistant\"}}]}\n\n") +
+                            chunk("data: {\"choices\":[],\"note\":\"model is loading\"}\n\n") +
+                            done);
+  }
+  if (m == "usage_overflow") {
+    return send_all(fd, head + eight +
+                            chunk("data: {\"choices\":[{\"index\":0,\"delta\":{},"
+                                  "\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":5,"
+                                  "\"completion_tokens\":9223372036854775807}}\n\n") +
+                            done);
+  }
+  if (m == "status_401_straddle") {
+    // The header's value starts 12 bytes before byte 512 of the body: a cut there would keep
+    // "Bearer sk-hos" unless the cut drops what it goes through.
+    const std::string before = "{\"error\":{\"message\":\"";
+    const std::size_t pad = 512 - 12 - before.size() - 1;
+    return send_all(fd, plain_response("401 Unauthorized", "application/json",
+                                       before + std::string(pad, '.') + " " + authorization +
+                                           "\"}}"));
+  }
+  if (m == "metrics_echo_key") return send_all(fd, head + answer_body(true));
+  return std::nullopt;
+}
+
 /// A connection that breaks: reset, stalled, cut mid-chunk, closed to end the body, huge
 /// headers, never ending. Nothing when the mode is none of these.
 std::optional<bool> serve_bad_connection(int fd, const std::string& m) {
@@ -275,6 +382,7 @@ bool serve_completion(int fd, const std::string& authorization) {
   if (const auto r = serve_correct(fd, m)) return *r;
   if (const auto r = serve_error_response(fd, m, authorization)) return *r;
   if (const auto r = serve_bad_stream(fd, m, authorization)) return *r;
+  if (const auto r = serve_server_word(fd, m, authorization)) return *r;
   if (const auto r = serve_bad_connection(fd, m)) return *r;
   std::fprintf(stderr, "hostile_server: unknown mode %s\n", m.c_str());
   return false;
@@ -323,6 +431,12 @@ void serve(int fd) {
     bool keep = true;
     if (head.rfind("POST ", 0) == 0 && head.find("completions") != std::string::npos) {
       keep = serve_completion(fd, authorization);
+    } else if (g_mode == "metrics_echo_key" && head.rfind("GET /metrics ", 0) == 0) {
+      // A server that echoes the request's Authorization header into its /metrics text.
+      keep = send_all(fd, plain_response("200 OK", "text/plain; version=0.0.4",
+                                         "# HELP seen_authorization " + authorization +
+                                             "\n# TYPE requests_total counter\n"
+                                             "requests_total 1\n"));
     } else if (g_mode == "two_threads" && head.rfind("GET /metrics ", 0) == 0) {
       keep = send_all(fd, plain_response("200 OK", "text/plain; version=0.0.4",
                                          "# TYPE llamacpp:requests_processing gauge\n"

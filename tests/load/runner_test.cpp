@@ -278,3 +278,111 @@ TEST(Runner, OpenLoopShardsSendEveryNthArrivalOfTheSameSchedule) {
     }
   }
 }
+
+namespace {
+
+/// Every request fails at connect (a port nobody listens on) after `latency_ns`, until
+/// `answer_after_ns` from its construction (0: never), when it starts answering again.
+class RefusingTarget : public dyno::transport::Target {
+ public:
+  RefusingTarget(EventLoop& loop, std::int64_t latency_ns, std::int64_t answer_after_ns = 0)
+      : loop_(loop), latency_ns_(latency_ns), born_(steady_now_ns()), answer_after_(answer_after_ns) {}
+  std::unique_ptr<dyno::transport::PreparedRequest> prepare(
+      const dyno::workload::Request& r) override {
+    auto p = std::make_unique<FakePrepared>();
+    p->id = r.id;
+    return p;
+  }
+  void submit(const dyno::transport::PreparedRequest&, std::uint64_t submission,
+              dyno::transport::StreamObserver& obs) override {
+    ++submitted;
+    const std::int64_t start = steady_now_ns();
+    const bool back = answer_after_ > 0 && start - born_ >= answer_after_;
+    if (back) obs.on_sent(start);
+    pending_[submission] = {loop_.call_at(start + latency_ns_,
+                                          [this, &obs, back, submission] {
+                                            pending_.erase(submission);
+                                            const std::int64_t now = steady_now_ns();
+                                            if (!back) {
+                                              obs.on_error(
+                                                  now, dyno::transport::ErrorCategory::kConnect,
+                                                  "connect to 127.0.0.1:1 failed: refused",
+                                                  std::nullopt);
+                                              return;
+                                            }
+                                            obs.on_first_byte(now, 200);
+                                            obs.on_token_event(now, "tok", "");
+                                            obs.on_done(now, {"length", ""});
+                                          }),
+                            &obs};
+  }
+  void cancel_all() override {
+    auto pending = std::move(pending_);
+    pending_.clear();
+    for (auto& [sub, p] : pending) {
+      loop_.cancel_timer(p.first);
+      p.second->on_error(steady_now_ns(), dyno::transport::ErrorCategory::kCancelled, "cancelled",
+                         std::nullopt);
+    }
+  }
+  int submitted = 0;
+
+ private:
+  EventLoop& loop_;
+  std::int64_t latency_ns_;
+  std::int64_t born_;
+  std::int64_t answer_after_;
+  std::map<std::uint64_t, std::pair<std::uint64_t, dyno::transport::StreamObserver*>> pending_;
+};
+
+/// A target that is gone: sending stops once connects have failed for unreachable_after_s with
+/// no answer; refused slots pause (20 ms doubling to 1 s) rather than spin.
+TEST(Runner, ATargetThatRefusesEveryConnectEndsTheRunUnreachable) {
+  EventLoop loop;
+  RefusingTarget target(loop, 1 * kMs);
+  dyno::load::LoadConfig cfg;
+  cfg.concurrency = 4;
+  cfg.requests = 100000;
+  cfg.unreachable_after_s = 0.5;
+  const auto t0 = steady_now_ns();
+  const auto result = dyno::load::run_load(loop, target, stream(3), cfg, {});
+  const double took = static_cast<double>(steady_now_ns() - t0) * 1e-9;
+  ASSERT_TRUE(result.unreachable.has_value());
+  EXPECT_GE(result.unreachable->for_s, 0.5);
+  EXPECT_LT(took, 5.0);
+  EXPECT_GE(result.unreachable->failures, 4u);
+  EXPECT_EQ(result.unreachable->last_message, "connect to 127.0.0.1:1 failed: refused");
+  // Without the pause, 4 slots at 1 ms each would have tried ~2,000 times in 0.5 s.
+  EXPECT_LT(target.submitted, 100);
+  EXPECT_EQ(result.traces.size(), static_cast<std::size_t>(target.submitted));
+}
+
+/// A target that comes back within the window is not cut off.
+TEST(Runner, ATargetThatComesBackWithinTheWindowIsNotCutOff) {
+  EventLoop loop;
+  RefusingTarget target(loop, 1 * kMs, 300 * kMs);
+  dyno::load::LoadConfig cfg;
+  cfg.concurrency = 2;
+  cfg.duration_s = 1.5;
+  cfg.unreachable_after_s = 1.0;
+  const auto result = dyno::load::run_load(loop, target, stream(3), cfg, {});
+  EXPECT_FALSE(result.unreachable.has_value());
+  std::size_t ok = 0;
+  for (const auto& t : result.traces) ok += t.ok() ? 1 : 0;
+  EXPECT_GT(ok, 0u);
+}
+
+/// 0 turns the check off: the run ends by its own limits.
+TEST(Runner, UnreachableAfterZeroNeverGivesUp) {
+  EventLoop loop;
+  RefusingTarget target(loop, 1 * kMs);
+  dyno::load::LoadConfig cfg;
+  cfg.concurrency = 1;
+  cfg.duration_s = 0.3;
+  cfg.unreachable_after_s = 0;
+  const auto result = dyno::load::run_load(loop, target, stream(3), cfg, {});
+  EXPECT_FALSE(result.unreachable.has_value());
+  EXPECT_FALSE(result.traces.empty());
+}
+
+}  // namespace

@@ -288,6 +288,50 @@ TEST(SummarizeRun, ErrorCategoriesAndRate) {
   EXPECT_FALSE(has_warning(s, "high_error_rate"));  // 0.8 <= 0.9
 }
 
+/// What the servers said, counted: the most frequent (category, message) pairs first, ties by
+/// category then message, at most kMaxErrorMessages named, the rest counted together.
+TEST(SummarizeRun, ErrorsByMessageMostFrequentFirst) {
+  std::vector<Trace> traces;
+  const auto add = [&](const char* category, const std::string& message, int n) {
+    for (int i = 0; i < n; ++i) {
+      Trace t = failed(i, i + 1, category);
+      t.error_message = message;
+      traces.push_back(t);
+    }
+  };
+  add("server_error", "server_error: out of KV cache", 3);
+  add("connect", "refused", 3);
+  add("unfinished", "no finish reason", 5);
+  for (int m = 0; m < 12; ++m) add("http_status", "429 slow down " + std::to_string(m), 1);
+  const Summary s = summarize_run(traces, {});
+  ASSERT_EQ(s.errors_by_message.size(), kMaxErrorMessages);
+  EXPECT_EQ(s.errors_by_message[0].category, "unfinished");
+  EXPECT_EQ(s.errors_by_message[0].count, 5u);
+  EXPECT_EQ(s.errors_by_message[1].category, "connect");  // 3 each: by category
+  EXPECT_EQ(s.errors_by_message[2].message, "server_error: out of KV cache");
+  EXPECT_EQ(s.errors_by_message[3].message, "429 slow down 0");
+  // 12 distinct single messages: 7 named, 5 counted together.
+  EXPECT_EQ(s.errors_other_messages, 5u);
+  std::uint64_t named = 0;
+  for (const auto& m : s.errors_by_message) named += m.count;
+  EXPECT_EQ(named + s.errors_other_messages, s.requests_failed);
+}
+
+/// A partial sum of input counts is no total: unknown, never a number that looks like one.
+TEST(SummarizeRun, InputTotalIsUnknownWhenACompletedRequestHasNoCount) {
+  Trace a = streamed(0, 10, 20, 30, 2, 2);
+  a.input_tokens = 100;
+  Trace b = streamed(0, 12, 22, 32, 2, 2);
+  Summary s = summarize_run(std::vector<Trace>{a, b}, {});
+  EXPECT_FALSE(s.input_tokens_complete);
+  EXPECT_FALSE(s.input_tokens_per_s.has_value());
+  b.input_tokens = 50;
+  s = summarize_run(std::vector<Trace>{a, b}, {});
+  EXPECT_TRUE(s.input_tokens_complete);
+  EXPECT_EQ(s.input_tokens_total, 150);
+  EXPECT_TRUE(s.input_tokens_per_s.has_value());
+}
+
 TEST(SummarizeRun, WarmupAndCancelledAreExcluded) {
   std::vector<Trace> traces = reference_run();
   std::vector<Trace> only_measured;
