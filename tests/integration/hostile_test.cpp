@@ -308,7 +308,7 @@ TEST_F(Hostile, SimFaultsAreCountedAsTheServersWord) {
             (dir_ / "sim.out").string(), (dir_ / "sim.err").string());
   sim.wait_for_output("listening on");
   Child run({DYNO_BINARY, "run", "--url", "http://127.0.0.1:" + std::to_string(port) + "/v1",
-             "--model", "m", "-c", "4", "-n", "30", "--output-tokens", "16", "--json", "-q",
+             "--model", "dyno-sim", "-c", "4", "-n", "30", "--output-tokens", "16", "--json", "-q",
              "--telemetry", "off", "--error-budget", "1", "--runs-root", (dir_ / "runs").string()},
             (dir_ / "run.out").string(), (dir_ / "run.err").string());
   ASSERT_EQ(run.wait(std::chrono::seconds(60)), 0) << run.err();
@@ -329,7 +329,7 @@ TEST_F(Hostile, AServerThatIsGoneEndsTheRunTargetUnreachable) {
   const int port = dyno::testing::free_loopback_port();
   auto sim = start_sim(dir_, port, "sim");
   Child run({DYNO_BINARY, "run", "--url", "http://127.0.0.1:" + std::to_string(port) + "/v1",
-             "--model", "m", "-c", "4", "-n", "2000", "--output-tokens", "16", "--json", "-q",
+             "--model", "dyno-sim", "-c", "4", "-n", "2000", "--output-tokens", "16", "--json", "-q",
              "--telemetry", "off", "--unreachable-after", "1", "--runs-root",
              (dir_ / "runs").string()},
             (dir_ / "run.out").string(), (dir_ / "run.err").string());
@@ -379,7 +379,7 @@ TEST_F(Hostile, AServerThatComesBackWithinTheWindowIsNotCutOff) {
   const int port = dyno::testing::free_loopback_port();
   auto sim = start_sim(dir_, port, "sim1");
   Child run({DYNO_BINARY, "run", "--url", "http://127.0.0.1:" + std::to_string(port) + "/v1",
-             "--model", "m", "-c", "2", "--duration", "5", "--output-tokens", "16", "--json",
+             "--model", "dyno-sim", "-c", "2", "--duration", "5", "--output-tokens", "16", "--json",
              "-q", "--telemetry", "off", "--unreachable-after", "4", "--error-budget", "1",
              "--runs-root", (dir_ / "runs").string()},
             (dir_ / "run.out").string(), (dir_ / "run.err").string());

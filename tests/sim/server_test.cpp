@@ -443,7 +443,7 @@ TEST(Server, InStreamErrorFaultsInEachForm) {
              true},
         Form{Faults::ErrorForm::kField, "error: {\"code\":500,\"message\":\"injected fault", true},
         Form{Faults::ErrorForm::kEvent, "event: error\ndata: {\"message\":\"injected fault", false},
-        Form{Faults::ErrorForm::kBare, "\n{\"error\":{\"message\":\"injected fault", false}}) {
+        Form{Faults::ErrorForm::kBare, "{\"error\":{\"message\":\"injected fault", false}}) {
     ServerOptions o = fault_options(truth);
     o.faults.error_every = 1;
     o.faults.error_form = f.form;
@@ -454,7 +454,7 @@ TEST(Server, InStreamErrorFaultsInEachForm) {
       ASSERT_TRUE(reply.complete) << f.written;  // the body ends cleanly
       const auto at = reply.body.find(f.written);
       ASSERT_NE(at, std::string::npos) << reply.body;
-      EXPECT_EQ(parse_stream(reply.body.substr(0, at), true).token_events, 2u);
+      EXPECT_EQ(parse_stream(reply.body.substr(0, at), true).token_events, 2u) << f.written;
       EXPECT_EQ(reply.body.find("finish_reason\":\"length"), std::string::npos);
       EXPECT_EQ(reply.body.find("data: [DONE]") != std::string::npos, f.done) << reply.body;
     }
