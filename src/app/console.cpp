@@ -161,7 +161,11 @@ std::string render_summary(const RunHeadline& h, const metrics::Summary& s, bool
         rest += m.count;
         continue;
       }
-      out << "  " << pad_left(std::to_string(m.count) + "\u00d7", 7) << " " << m.category << ": "
+      // The category once: a server's own type that names it already ("server_error: …")
+      // is not preceded by it again.
+      const bool named = m.message.rfind(m.category + ": ", 0) == 0;
+      out << "  " << pad_left(std::to_string(m.count) + "\u00d7", 7) << " "
+          << (named ? std::string() : m.category + ": ")
           << terminal_text(transport::bounded_excerpt(m.message, 160), true) << "\n";
     }
     if (rest > 0) out << "  " << rest << " more with other messages (summary.json)\n";
@@ -202,11 +206,15 @@ std::string render_summary(const RunHeadline& h, const metrics::Summary& s, bool
         << fmt(s.accuracy ? std::optional<double>(*s.accuracy * 100.0) : std::nullopt, 1) << " % ("
         << s.correct_requests.value_or(0) << " of " << *s.scored_requests << " correct)\n";
   }
+  // Counts of requests that ended ok; with none counted, they are unknown, not 0.
+  const bool counted = !s.token_count_sources.empty();
   out << "tokens      in "
-      << (s.input_tokens_complete ? std::to_string(s.input_tokens_total) : std::string("n/a"))
-      << " · out " << s.output_tokens_total
+      << (counted && s.input_tokens_complete ? std::to_string(s.input_tokens_total)
+                                             : std::string("n/a"))
+      << " · out " << (counted ? std::to_string(s.output_tokens_total) : std::string("n/a"))
       << " · tokens/event " << fmt(s.tokens_per_event, 2) << " · counted from";
   for (const auto& [src, n] : s.token_count_sources) out << " " << src << "=" << n;
+  if (!counted) out << " no request";
   out << "\n";
   if (server) {
     out << "server      timings in " << server->with_timings << " of "
