@@ -46,6 +46,8 @@
 //   unfinished_eof   8 token events, no finish reason, the body ends
 //   said_no_tokens   a 200 stream with a role-only chunk and a note, no token, data: [DONE]
 //   usage_overflow   ok, but usage.completion_tokens is 9223372036854775807
+//   timings_prompt_n  ok, with llama.cpp b4748's `timings` (prompt_n 12 of 40 prompt tokens, no
+//                 cache_n) and no cached-token count in usage
 //   status_401_straddle  401 whose body repeats the Authorization header across byte 512
 //   metrics_echo_key ok; GET /metrics answers with the Authorization header inside
 #include <arpa/inet.h>
@@ -279,8 +281,8 @@ std::optional<bool> serve_server_word(int fd, const std::string& m,
   }
   if (m == "error_echo_key") {
     return send_all(fd, head + two +
-                            chunk("error: {\"code\":401,\"message\":\"bad header " +
-                                  authorization + "\",\"type\":\"auth\"}\n\n") +
+                            chunk("error: {\"code\":401,\"message\":\"bad header " + authorization +
+                                  "\",\"type\":\"auth\"}\n\n") +
                             done);
   }
   std::string eight;
@@ -303,6 +305,17 @@ std::optional<bool> serve_server_word(int fd, const std::string& m,
                             chunk("data: {\"choices\":[],\"note\":\"model is loading\"}\n\n") +
                             done);
   }
+  if (m == "timings_prompt_n") {
+    return send_all(fd, head + eight +
+                            chunk("data: {\"choices\":[{\"index\":0,\"delta\":{},"
+                                  "\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":"
+                                  "40,\"completion_tokens\":8,\"total_tokens\":48},\"timings\":{"
+                                  "\"prompt_n\":12,\"prompt_ms\":3.0,\"prompt_per_token_ms\":0.25,"
+                                  "\"prompt_per_second\":4000.0,\"predicted_n\":8,\"predicted_ms\":"
+                                  "16.0,\"predicted_per_token_ms\":2.0,\"predicted_per_second\":"
+                                  "500.0}}\n\n") +
+                            done);
+  }
   if (m == "usage_overflow") {
     return send_all(fd, head + eight +
                             chunk("data: {\"choices\":[{\"index\":0,\"delta\":{},"
@@ -315,9 +328,9 @@ std::optional<bool> serve_server_word(int fd, const std::string& m,
     // "Bearer sk-hos" unless the cut drops what it goes through.
     const std::string before = "{\"error\":{\"message\":\"";
     const std::size_t pad = 512 - 12 - before.size() - 1;
-    return send_all(fd, plain_response("401 Unauthorized", "application/json",
-                                       before + std::string(pad, '.') + " " + authorization +
-                                           "\"}}"));
+    return send_all(fd,
+                    plain_response("401 Unauthorized", "application/json",
+                                   before + std::string(pad, '.') + " " + authorization + "\"}}"));
   }
   if (m == "metrics_echo_key") return send_all(fd, head + answer_body(true));
   return std::nullopt;

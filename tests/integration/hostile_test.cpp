@@ -149,10 +149,10 @@ TEST_F(Hostile, InStreamErrorIsTheServersFailureCountedByMessage) {
   ASSERT_EQ(run.wait(std::chrono::seconds(60)), 3) << run.err();
   // The console: the category, and the message counted.
   EXPECT_NE(run.out().find("server_error=6"), std::string::npos) << run.out();
-  EXPECT_NE(run.out().find("server_error: server_error: Input prompt is too big compared to KV "
-                           "size."),
+  EXPECT_NE(run.out().find("6\u00d7 server_error: Input prompt is too big compared to KV size."),
             std::string::npos)
       << run.out();
+  EXPECT_EQ(run.out().find("server_error: server_error"), std::string::npos) << run.out();
   const fs::path runs = dir_ / "runs";
   fs::path record;
   for (const auto& e : fs::directory_iterator(runs)) {
@@ -177,6 +177,39 @@ TEST_F(Hostile, InStreamErrorIsTheServersFailureCountedByMessage) {
     const json::object r = json::parse(line).as_object();
     EXPECT_EQ(r.at("token_events").as_int64(), 2) << "the tokens before the error are kept";
   }
+}
+
+/// A server that reports no cached-token count but its computed prompt (llama.cpp's
+/// `timings.prompt_n`): the cached tokens are the rest of the prompt, named by their source, in
+/// each request, in the prefix-cache figures and on the console.
+TEST_F(Hostile, CachedTokensFromTheServersComputedPrompt) {
+  const std::string url = start_server("timings_prompt_n");
+  Child run({DYNO_BINARY, "run", "--url", url, "--model", "m", "-c", "1", "-n", "3", "--telemetry",
+             "off", "--runs-root", (dir_ / "runs").string()},
+            (dir_ / "run.out").string(), (dir_ / "run.err").string());
+  ASSERT_EQ(run.wait(std::chrono::seconds(60)), 0) << run.err();
+  EXPECT_NE(run.out().find("prefix cache 84 of 120 prompt tokens cached"), std::string::npos)
+      << run.out();
+  EXPECT_NE(run.out().find("from timings_prompt_n"), std::string::npos) << run.out();
+  fs::path record;
+  for (const auto& e : fs::directory_iterator(dir_ / "runs")) {
+    if (e.is_directory()) record = e.path();
+  }
+  const json::object summary = json::parse(slurp(record / "summary.json")).as_object();
+  const json::object& cache = summary.at("prefix_cache").as_object();
+  EXPECT_EQ(cache.at("source").as_string(), "timings_prompt_n");
+  EXPECT_EQ(cache.at("cached_tokens").as_int64(), 84);
+  EXPECT_EQ(cache.at("prompt_tokens").as_int64(), 120);
+  std::ifstream lines(record / "requests.jsonl");
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    const json::object r = json::parse(line).as_object();
+    EXPECT_EQ(r.at("cached_input_tokens").as_int64(), 28) << line;
+    EXPECT_EQ(r.at("cached_source").as_string(), "timings_prompt_n") << line;
+    ++n;
+  }
+  EXPECT_EQ(n, 3);
 }
 
 const std::vector<std::string> kStallLimits = {"--first-token-timeout", "1", "--idle-timeout", "1"};
@@ -206,12 +239,18 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"endless", 3, "too_large", "token events", {}},
         Case{"echo_key", 3, "http_status", "401", {}}, Case{"echo_key_stream", 0, "", "", {}},
         // The server's own word (issue 32): an in-stream error in each engine's form.
-        Case{"error_field", 3, "server_error",
-             "server_error: Input prompt is too big compared to KV size.", {}},
+        Case{"error_field",
+             3,
+             "server_error",
+             "server_error: Input prompt is too big compared to KV size.",
+             {}},
         Case{"error_event", 3, "server_error", "server_error: engine overloaded", {}},
         Case{"error_data", 3, "server_error", "InternalServerError: CUDA out of memory", {}},
-        Case{"error_tgi", 3, "server_error",
-             "generation: Request failed during generation: Server error: OOM", {}},
+        Case{"error_tgi",
+             3,
+             "server_error",
+             "generation: Request failed during generation: Server error: OOM",
+             {}},
         Case{"error_bare", 3, "server_error", "model runner has unexpectedly stopped", {}},
         Case{"error_first", 3, "server_error", "Input prompt is too big", {}},
         Case{"error_echo_key", 3, "server_error", "bad header", {}},
@@ -307,9 +346,26 @@ TEST_F(Hostile, SimFaultsAreCountedAsTheServersWord) {
              "--fault-unfinished-end", "eof"},
             (dir_ / "sim.out").string(), (dir_ / "sim.err").string());
   sim.wait_for_output("listening on");
-  Child run({DYNO_BINARY, "run", "--url", "http://127.0.0.1:" + std::to_string(port) + "/v1",
-             "--model", "dyno-sim", "-c", "4", "-n", "30", "--output-tokens", "16", "--json", "-q",
-             "--telemetry", "off", "--error-budget", "1", "--runs-root", (dir_ / "runs").string()},
+  Child run({DYNO_BINARY,
+             "run",
+             "--url",
+             "http://127.0.0.1:" + std::to_string(port) + "/v1",
+             "--model",
+             "dyno-sim",
+             "-c",
+             "4",
+             "-n",
+             "30",
+             "--output-tokens",
+             "16",
+             "--json",
+             "-q",
+             "--telemetry",
+             "off",
+             "--error-budget",
+             "1",
+             "--runs-root",
+             (dir_ / "runs").string()},
             (dir_ / "run.out").string(), (dir_ / "run.err").string());
   ASSERT_EQ(run.wait(std::chrono::seconds(60)), 0) << run.err();
   const json::object summary = json::parse(run.out()).as_object();
@@ -328,9 +384,25 @@ TEST_F(Hostile, SimFaultsAreCountedAsTheServersWord) {
 TEST_F(Hostile, AServerThatIsGoneEndsTheRunTargetUnreachable) {
   const int port = dyno::testing::free_loopback_port();
   auto sim = start_sim(dir_, port, "sim");
-  Child run({DYNO_BINARY, "run", "--url", "http://127.0.0.1:" + std::to_string(port) + "/v1",
-             "--model", "dyno-sim", "-c", "4", "-n", "2000", "--output-tokens", "16", "--json", "-q",
-             "--telemetry", "off", "--unreachable-after", "1", "--runs-root",
+  Child run({DYNO_BINARY,
+             "run",
+             "--url",
+             "http://127.0.0.1:" + std::to_string(port) + "/v1",
+             "--model",
+             "dyno-sim",
+             "-c",
+             "4",
+             "-n",
+             "2000",
+             "--output-tokens",
+             "16",
+             "--json",
+             "-q",
+             "--telemetry",
+             "off",
+             "--unreachable-after",
+             "1",
+             "--runs-root",
              (dir_ / "runs").string()},
             (dir_ / "run.out").string(), (dir_ / "run.err").string());
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
@@ -378,10 +450,28 @@ TEST_F(Hostile, AServerThatIsGoneEndsTheRunTargetUnreachable) {
 TEST_F(Hostile, AServerThatComesBackWithinTheWindowIsNotCutOff) {
   const int port = dyno::testing::free_loopback_port();
   auto sim = start_sim(dir_, port, "sim1");
-  Child run({DYNO_BINARY, "run", "--url", "http://127.0.0.1:" + std::to_string(port) + "/v1",
-             "--model", "dyno-sim", "-c", "2", "--duration", "5", "--output-tokens", "16", "--json",
-             "-q", "--telemetry", "off", "--unreachable-after", "4", "--error-budget", "1",
-             "--runs-root", (dir_ / "runs").string()},
+  Child run({DYNO_BINARY,
+             "run",
+             "--url",
+             "http://127.0.0.1:" + std::to_string(port) + "/v1",
+             "--model",
+             "dyno-sim",
+             "-c",
+             "2",
+             "--duration",
+             "5",
+             "--output-tokens",
+             "16",
+             "--json",
+             "-q",
+             "--telemetry",
+             "off",
+             "--unreachable-after",
+             "4",
+             "--error-budget",
+             "1",
+             "--runs-root",
+             (dir_ / "runs").string()},
             (dir_ / "run.out").string(), (dir_ / "run.err").string());
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   sim->signal(SIGKILL);
