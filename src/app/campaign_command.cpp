@@ -37,6 +37,7 @@ int plan_check(const CampaignOptions& o, std::ostream& out) {
   cluster::CampaignState preview;
   preview.runs_root = fs::absolute(runs_root_of(o, &plan)).lexically_normal();
   const std::string dyno = dyno_binary(plan);
+  cluster::check_script_values(plan, preview.runs_root, dyno);
   json::array rows;
   for (const auto& c : cells) {
     const auto commands = cluster::cell_commands(plan, c, preview, "<label>", dyno);

@@ -7,6 +7,7 @@
 #include "cluster/command.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
+#include "record/terminal_text.h"
 
 namespace dyno::cluster {
 
@@ -44,7 +45,44 @@ std::string first_line(const std::string& s) {
   return line;
 }
 
+/// A directory for a Slurm filename pattern: a '%' of the path itself is written "%%".
+std::string slurm_literal(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '%') out += '%';
+    out += c;
+  }
+  return out;
+}
+
 }  // namespace
+
+void refuse_control_characters(const std::string& what, const std::string& value) {
+  for (const unsigned char c : value) {
+    if (c < 0x20 || c == 0x7f) {
+      throw PlanError(what + " '" + record::terminal_text(value, true) +
+                      "' holds a control character: it would go into a batch script, where a "
+                      "line break starts a line of its own; rename it");
+    }
+  }
+}
+
+void check_script_values(const Plan& plan, const fs::path& runs_root, const std::string& dyno) {
+  refuse_control_characters("the plan file's path", plan.file.string());
+  refuse_control_characters("the runs root", runs_root.string());
+  refuse_control_characters("the dyno binary", dyno);
+  CampaignState preview;
+  preview.runs_root = runs_root;
+  for (const Cell& cell : plan.cells()) {
+    for (const auto& argv : cell_commands(plan, cell, preview, "label", dyno)) {
+      for (std::size_t i = 1; i < argv.size(); ++i) {
+        const bool value = argv[i - 1].rfind("--", 0) == 0 && argv[i].rfind("--", 0) != 0;
+        refuse_control_characters(
+            "cell " + cell.id + "'s " + (value ? argv[i - 1] + " value" : "argument"), argv[i]);
+      }
+    }
+  }
+}
 
 std::vector<std::vector<std::string>> cell_commands(const Plan& plan, const Cell& cell,
                                                     const CampaignState& state,
@@ -77,10 +115,20 @@ std::vector<std::vector<std::string>> cell_commands(const Plan& plan, const Cell
 std::string batch_script(const Plan& plan, const Cell& cell, const CampaignState& state,
                          const CellState& cs, const std::string& dyno) {
   const Resources& r = cell.resources;
+  const auto commands = cell_commands(plan, cell, state, cs.label, dyno);
+  // Every value below is one line of the script or part of one: none may break it.
+  refuse_control_characters("the plan file's path", plan.file.string());
+  refuse_control_characters("the campaign directory", state.dir.string());
+  for (const auto& argv : commands) {
+    for (const auto& a : argv) refuse_control_characters("cell " + cell.id + "'s argument", a);
+  }
   std::ostringstream s;
   s << "#!/bin/bash\n";
   s << "#SBATCH --job-name=dyno-" << state.campaign_id.substr(17, 6) << "-" << cell.id << "\n";
-  s << "#SBATCH --output=" << (state.dir / "logs").string() << "/" << cell.id << "-%j.out\n";
+  // sbatch reads an #SBATCH value with the shell's quotes; '%' is its filename pattern.
+  s << "#SBATCH --output="
+    << shell_quote(slurm_literal((state.dir / "logs").string()) + "/" + cell.id + "-%j.out")
+    << "\n";
   s << "#SBATCH --nodes=1\n#SBATCH --ntasks=1\n";
   if (r.partition) s << "#SBATCH --partition=" << *r.partition << "\n";
   if (r.gpus && *r.gpus > 0) {
@@ -93,14 +141,13 @@ std::string batch_script(const Plan& plan, const Cell& cell, const CampaignState
   if (r.account) s << "#SBATCH --account=" << *r.account << "\n";
   if (r.qos) s << "#SBATCH --qos=" << *r.qos << "\n";
   s << "# dyno campaign " << state.campaign_id << ", cell " << cell.id << " (" << cell.name
-    << "), plan " << plan.file.string() << "\n";
+    << "), plan " << shell_quote(plan.file.string()) << "\n";
   s << "# The records are written by the command below on the node that runs it: its host and\n"
        "# GPU identity are that node's. A cell is done when its records verify.\n";
   s << "set -u\n";
   s << "echo \"dyno campaign " << state.campaign_id << " cell " << cell.id << " (" << cell.name
     << "): host $(hostname) job ${SLURM_JOB_ID:-local} at $(date -u +%FT%TZ)\"\n";
   s << "cd " << shell_quote(plan.file.parent_path().string()) << " || exit 1\n";
-  const auto commands = cell_commands(plan, cell, state, cs.label, dyno);
   if (commands.size() == 1) {
     // exec: Slurm's SIGTERM (scancel, time limit) reaches dyno itself, which closes its record
     // as interrupted before the SIGKILL that follows KillWait seconds later.
@@ -113,6 +160,8 @@ std::string batch_script(const Plan& plan, const Cell& cell, const CampaignState
 
 CampaignState prepare_campaign(const Plan& plan, const fs::path& runs_root,
                                const std::string& scheduler, const std::string& dyno) {
+  // Before anything is written: a value with a control character would break a script.
+  check_script_values(plan, fs::absolute(runs_root).lexically_normal(), dyno);
   CampaignState state;
   state.campaign_id = record::make_run_id(std::chrono::system_clock::now(), plan.name);
   state.plan_name = plan.name;

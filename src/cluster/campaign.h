@@ -23,7 +23,18 @@ std::vector<std::vector<std::string>> cell_commands(const Plan& plan, const Cell
                                                     const std::string& label,
                                                     const std::string& dyno);
 
-/// The cell's batch script: #SBATCH lines from its resources, then its commands.
+/// Throws PlanError (exit 2) naming `what` and the value (escaped) when `value` holds a control
+/// character (C0 or DEL): a value that goes into a batch script must not split its line.
+void refuse_control_characters(const std::string& what, const std::string& value);
+
+/// Every value the plan's scripts would hold — the plan file's path, the runs root (absolute),
+/// the dyno binary, each cell's command line — checked with refuse_control_characters.
+void check_script_values(const Plan& plan, const std::filesystem::path& runs_root,
+                         const std::string& dyno);
+
+/// The cell's batch script: #SBATCH lines from its resources, then its commands; every value
+/// shell-quoted (sbatch reads #SBATCH values with the same quotes). Throws PlanError when a
+/// value holds a control character.
 std::string batch_script(const Plan& plan, const Cell& cell, const CampaignState& state,
                          const CellState& cs, const std::string& dyno);
 

@@ -105,7 +105,18 @@ class Reader : public engine::TomlReader<PlanError> {
                                  const std::string& path) const {
     std::optional<std::string> s = TomlReader::str(o, key, path);
     if (s && s->empty()) fail(path, "expected a non-empty string");
+    if (s) refuse_control(*s, path);
     return s;
+  }
+
+  /// Every string of a plan reaches a batch script, where a line break would start a line of
+  /// its own (an #SBATCH line split, a command run with the cell).
+  void refuse_control(const std::string& s, const std::string& path) const {
+    for (const unsigned char c : s) {
+      if (c < 0x20 || c == 0x7f) {
+        fail(path, "a control character in a value that goes into a batch script; remove it");
+      }
+    }
   }
 };
 
@@ -161,7 +172,10 @@ fs::path resolve(const fs::path& base, const std::string& p) {
 /// The text a TOML value gives a flag: strings as written, numbers as JSON writes them,
 /// arrays of them joined by commas ([1, 4, 16] → "1,4,16").
 std::string arg_text(const Reader& r, const json::value& v, const std::string& path) {
-  if (v.is_string()) return std::string(v.as_string());
+  if (v.is_string()) {
+    r.refuse_control(std::string(v.as_string()), path);
+    return std::string(v.as_string());
+  }
   if (v.is_int64() || v.is_double()) return json_text::compact(v);
   if (v.is_array()) {
     std::string out;

@@ -141,8 +141,23 @@ json::value at(const json::object& root, const std::string& path) {
   return v == nullptr ? json::value(nullptr) : *v;
 }
 
-/// A list of one field over hardware.gpus; null when there is no GPU or a GPU lacks it.
+/// Whether the record states that its host has no GPU: `hardware.gpus` is empty and either
+/// dyno's telemetry looked (it was not off: the GPU sources found none), or the imported file
+/// said so (an empty list without a reason in hardware.unknown.gpus). An empty list left by
+/// telemetry off, or by a file that does not say, is no identity.
+bool states_no_gpu(const RunRecord& r) {
+  const json::value* gpus = find_path(r.manifest, "hardware.gpus");
+  if (gpus == nullptr || !gpus->is_array() || !gpus->get_array().empty()) return false;
+  if (is_imported(r)) return !string_at(r.manifest, "hardware.unknown.gpus").has_value();
+  const auto mode = string_at(r.manifest, "telemetry.mode");
+  return mode.has_value() && *mode != "off";
+}
+
+/// A list of one field over hardware.gpus: empty when the record states there is no GPU
+/// (an identity: two hosts without a GPU have equal ones); null when the record does not know
+/// its GPUs or a GPU lacks the field.
 json::value gpu_list(const RunRecord& r, const char* check) {
+  if (states_no_gpu(r)) return json::array();
   const json::value* gpus = find_path(r.manifest, "hardware.gpus");
   if (gpus == nullptr || !gpus->is_array() || gpus->get_array().empty()) return nullptr;
   json::array out;
@@ -193,6 +208,18 @@ bool unanswered_by_import(const std::string& check) {
          check == "harness" || check == "dirty_sources";
 }
 
+/// What an embedded simulated engine's model is, for its revision and fingerprint: no weights,
+/// nothing to load; it is dyno's own code, which the harness check compares.
+constexpr const char* kSimulatedModel = "simulated by dyno (embedded dyno-sim: no weights)";
+
+/// A record of `dyno run`'s embedded simulated engine (engine.reached.kind embedded-sim).
+bool embedded_sim(const RunRecord& r) {
+  const auto kind = string_at(r.manifest, "engine.reached.kind");
+  return kind && *kind == "embedded-sim";
+}
+
+bool missing(const json::value& v);
+
 json::value value_of(const RunRecord& r, const std::string& check) {
   if (is_imported(r) && unanswered_by_import(check)) return nullptr;
   if (check == "request_stream") return at(r.manifest, "workload.request_stream.sha256");
@@ -202,8 +229,12 @@ json::value value_of(const RunRecord& r, const std::string& check) {
   if (check == "api") return at(r.manifest, "workload.api");
   if (check == "warmup") return at(r.manifest, "workload.warmup_requests");
   if (check == "load") return at(r.manifest, "load");
-  if (check == "model_revision") return at(r.manifest, "model.revision");
-  if (check == "model_fingerprint") return at(r.manifest, "model.fingerprint");
+  if (check == "model_revision" || check == "model_fingerprint") {
+    json::value v =
+        at(r.manifest, check == "model_revision" ? "model.revision" : "model.fingerprint");
+    if (missing(v) && embedded_sim(r)) return json::value(kSimulatedModel);
+    return v;
+  }
   if (check == "driver" || check == "gpu_model" || check == "gpu_uuid") {
     return gpu_list(r, check.c_str());
   }
@@ -330,6 +361,14 @@ std::vector<Check> run_checks(const std::vector<const RunRecord*>& a,
       c.outcome = canonical_text(c.arm_value) == canonical_text(c.baseline_value)
                       ? CheckOutcome::kPass
                       : CheckOutcome::kFail;
+      const auto none = [](const json::value& v) { return v.is_array() && v.get_array().empty(); };
+      if ((def.name == "driver" || def.name == "gpu_model" || def.name == "gpu_uuid") &&
+          (none(c.arm_value) || none(c.baseline_value))) {
+        c.note = none(c.arm_value) && none(c.baseline_value)
+                     ? "no GPU on either side: each record states its host has none"
+                     : std::string(none(c.arm_value) ? "the arm's" : "the baseline's") +
+                           " record states its host has no GPU";
+      }
     }
     out.push_back(std::move(c));
   }

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "json/json_text.h"
+#include "workload/csv.h"
 
 namespace dyno::record {
 
@@ -40,16 +41,6 @@ const json::value* at_path(const json::object& o, const std::string& path) {
   }
 }
 
-std::string csv_quoted(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 /// Adds `keys` to `columns` (the union so far): a new key goes right after the key before it
 /// in `keys`, so that a figure only some runs have stays beside its siblings.
 void merge_columns(std::vector<std::string>& columns, std::set<std::string>& known,
@@ -80,16 +71,17 @@ std::vector<std::pair<std::string, json::value>> flatten_summary(const json::obj
   return out;
 }
 
-std::string csv_field(const json::value& v) {
-  if (v.is_null()) return "";
-  if (v.is_bool()) return v.get_bool() ? "true" : "false";
-  if (v.is_number()) return json_text::compact(v);
-  std::string text = v.is_string() ? std::string(v.get_string()) : json_text::compact(v);
-  if (!text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string::npos) {
-    text.insert(text.begin(), '\'');
-  }
-  return csv_quoted(text);
+workload::CsvCell csv_cell(const json::value& v) {
+  using workload::CsvCell;
+  if (v.is_null()) return CsvCell();
+  if (v.is_bool()) return CsvCell::text(v.get_bool() ? "true" : "false");
+  if (v.is_int64()) return CsvCell::integer(v.get_int64());
+  if (v.is_uint64()) return CsvCell::integer(v.get_uint64());
+  if (v.is_double()) return CsvCell::number(v.get_double());
+  return CsvCell::text(v.is_string() ? std::string(v.get_string()) : json_text::compact(v));
 }
+
+std::string csv_field(const json::value& v) { return csv_cell(v).field(); }
 
 std::string export_csv(const std::vector<ExportRecord>& records) {
   std::vector<std::string> columns;
@@ -106,26 +98,22 @@ std::string export_csv(const std::vector<ExportRecord>& records) {
     figures.push_back(std::move(row));
   }
   std::string out;
-  const auto line = [&](const std::vector<std::string>& fields) {
-    for (std::size_t i = 0; i < fields.size(); ++i) out += (i == 0 ? "" : ",") + fields[i];
-    out += "\r\n";
-  };
-  std::vector<std::string> header;
+  std::vector<workload::CsvCell> header;
   for (const auto& [name, path] : kCsvIdentityColumns)
-    header.push_back(csv_field(json::value(name)));
-  for (const std::string& c : columns) header.push_back(csv_field(json::value(c)));
-  line(header);
+    header.push_back(csv_cell(json::value(name)));
+  for (const std::string& c : columns) header.push_back(csv_cell(json::value(c)));
+  out += workload::csv_row(header);
   for (std::size_t i = 0; i < records.size(); ++i) {
-    std::vector<std::string> fields;
+    std::vector<workload::CsvCell> fields;
     for (const auto& [name, path] : kCsvIdentityColumns) {
       const json::value* v = at_path(records[i].manifest_json, path);
-      fields.push_back(v == nullptr ? "" : csv_field(*v));
+      fields.push_back(v == nullptr ? workload::CsvCell() : csv_cell(*v));
     }
     for (const std::string& c : columns) {
       const auto it = figures[i].find(c);
-      fields.push_back(it == figures[i].end() ? "" : csv_field(it->second));
+      fields.push_back(it == figures[i].end() ? workload::CsvCell() : csv_cell(it->second));
     }
-    line(fields);
+    out += workload::csv_row(fields);
   }
   return out;
 }

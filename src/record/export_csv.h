@@ -1,10 +1,11 @@
 // `dyno export csv`: runs as one table, one row per run — identity columns first, then every
 // scalar of summary.json under its flattened path (throughput.output_tokens_per_s,
 // latency_ms.ttft.p50 …), the union of the runs' columns (docs/interop.md "Export").
-// RFC 4180 text: CRLF line ends, a field quoted when it holds a comma, a quote or a line break.
-// Numbers in the shortest text that reads back to the same double; null or absent: an empty
-// field. A text field beginning with = + - @, a tab or a carriage return gets a leading ' so
-// that no spreadsheet reads it as a formula.
+// RFC 4180 text written by workload/csv.h (board.csv shares it): CRLF line ends, a field quoted
+// when it holds a comma, a quote, a line break or a leading or trailing space. Numbers in the
+// shortest text that reads back to the same double; null or absent: an empty field. A text
+// field beginning with = + - @, a tab or a carriage return gets a leading ' so that no
+// spreadsheet reads it as a formula.
 #pragma once
 
 #include <boost/json/object.hpp>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "record/export_record.h"
+#include "workload/csv.h"
 
 namespace dyno::record {
 
@@ -39,8 +41,12 @@ inline constexpr std::pair<const char*, const char*> kCsvIdentityColumns[] = {
 std::vector<std::pair<std::string, boost::json::value>> flatten_summary(
     const boost::json::object& summary);
 
-/// One CSV field: empty for null, true/false, the shortest round-trip number, or the text
-/// (a formula-like start guarded with a leading '), quoted per RFC 4180 when needed.
+/// One CSV cell (workload/csv.h, the writer every CSV of dyno shares): empty for null,
+/// true/false, the shortest round-trip number, or the text (a formula-like start guarded with a
+/// leading '), quoted per RFC 4180 when needed.
+workload::CsvCell csv_cell(const boost::json::value& v);
+
+/// csv_cell's written field.
 std::string csv_field(const boost::json::value& v);
 
 /// The table of the records, header first.

@@ -4,6 +4,7 @@
 #include <libpq-fe.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -25,31 +26,98 @@ std::size_t scheme_length(const std::string& url) {
   return 0;
 }
 
-/// [begin, end) of the password in "user:password@" after the scheme, when there is one.
-/// Any scheme's: a URL given by mistake (mysql://…) is shown redacted as well.
-std::optional<std::pair<std::size_t, std::size_t>> userinfo_password(const std::string& url) {
-  const std::size_t sep = url.find("://");
-  if (sep == std::string::npos) return std::nullopt;
-  const std::size_t start = sep + 3;
+/// Whether `text` is a libpq keyword/value string ("host=h password=pw dbname=d"), not a URL.
+/// It begins with a keyword and '=' (spaces allowed around), and is no URL.
+bool keyword_value(const std::string& text) {
+  if (text.find("://") != std::string::npos) return false;
+  std::size_t p = text.find_first_not_of(" \t\n");
+  if (p == std::string::npos || !std::islower(static_cast<unsigned char>(text[p]))) return false;
+  while (p < text.size() && (std::islower(static_cast<unsigned char>(text[p])) || text[p] == '_')) {
+    ++p;
+  }
+  while (p < text.size() && std::isspace(static_cast<unsigned char>(text[p]))) ++p;
+  return p < text.size() && text[p] == '=';
+}
+
+/// The '@' that ends "user:password@": libpq's (the first '@' before any '/', so a '?' may be
+/// in the password), else the last '@' before the first '?' (a '/' in an unencoded password).
+std::size_t userinfo_end(const std::string& url, std::size_t start) {
+  for (std::size_t p = start; p < url.size() && url[p] != '/'; ++p) {
+    if (url[p] == '@') return p;
+  }
   const std::size_t query = url.find('?', start);
   const std::size_t at = url.rfind('@', query == std::string::npos ? std::string::npos : query);
-  if (at == std::string::npos || at < start) return std::nullopt;
-  const std::size_t colon = url.find(':', start);
+  return at == std::string::npos || at < start ? std::string::npos : at;
+}
+
+/// Where the authority ("user:password@host…") begins: after "://", or, in a string whose
+/// scheme is mistyped ("postgresql:/u:pw@h", "postgres//u:pw@h", "postgresql:u:pw@h"), after the
+/// scheme-like word and the ':' and '/' that follow it; else at 0.
+std::size_t authority_start(const std::string& url) {
+  const std::size_t sep = url.find("://");
+  if (sep != std::string::npos) return sep + 3;
+  std::size_t p = 0;
+  while (p < url.size() && (std::isalnum(static_cast<unsigned char>(url[p])) || url[p] == '+' ||
+                            url[p] == '.' || url[p] == '-')) {
+    ++p;
+  }
+  if (p == 0 || p >= url.size() || (url[p] != ':' && url[p] != '/')) return 0;
+  while (p < url.size() && (url[p] == ':' || url[p] == '/')) ++p;
+  return p;
+}
+
+/// [begin, end) of the password in "user:password@", when there is one: in any scheme's URL (a
+/// URL given by mistake, mysql://…, is shown redacted as well) and in a mistyped one. In a
+/// string without "://" and without a ':' after the authority's start ("u:pw@h" read as scheme
+/// "u"), from the string's first ':'.
+std::optional<std::pair<std::size_t, std::size_t>> userinfo_password(const std::string& url) {
+  if (keyword_value(url)) return std::nullopt;
+  const std::size_t start = authority_start(url);
+  const std::size_t at = userinfo_end(url, start);
+  if (at == std::string::npos) return std::nullopt;
+  std::size_t colon = url.find(':', start);
+  if ((colon == std::string::npos || colon > at) && url.find("://") == std::string::npos) {
+    colon = url.find(':');
+  }
   if (colon == std::string::npos || colon > at) return std::nullopt;
   return std::make_pair(colon + 1, at);
 }
 
-/// [begin, end) of every password=VALUE parameter's value.
+/// [begin, end) of every password's value: a URL's password=VALUE parameters (after the
+/// userinfo, whose password may hold a '?'), or a keyword/value string's password = VALUE
+/// (a value in single quotes, with its \' and \\ escapes, or up to the next space).
 std::vector<std::pair<std::size_t, std::size_t>> query_passwords(const std::string& url) {
   std::vector<std::pair<std::size_t, std::size_t>> out;
-  const std::size_t query = url.find('?');
+  const std::string key = "password";
+  if (keyword_value(url)) {
+    for (std::size_t p = url.find(key); p != std::string::npos; p = url.find(key, p + 1)) {
+      if (p > 0 && !std::isspace(static_cast<unsigned char>(url[p - 1]))) continue;
+      std::size_t v = p + key.size();
+      while (v < url.size() && std::isspace(static_cast<unsigned char>(url[v]))) ++v;
+      if (v >= url.size() || url[v] != '=') continue;
+      ++v;
+      while (v < url.size() && std::isspace(static_cast<unsigned char>(url[v]))) ++v;
+      std::size_t e = v;
+      if (e < url.size() && url[e] == '\'') {
+        for (++e; e < url.size() && url[e] != '\''; ++e) {
+          if (url[e] == '\\') ++e;
+        }
+        e = std::min(e + 1, url.size());
+      } else {
+        while (e < url.size() && !std::isspace(static_cast<unsigned char>(url[e]))) ++e;
+      }
+      if (e > v) out.emplace_back(v, e);
+    }
+    return out;
+  }
+  const auto userinfo = userinfo_password(url);
+  const std::size_t query = url.find('?', userinfo ? userinfo->second : 0);
   if (query == std::string::npos) return out;
   std::size_t p = query + 1;
   while (p <= url.size()) {
     std::size_t end = url.find('&', p);
     if (end == std::string::npos) end = url.size();
-    const std::string key = "password=";
-    if (url.compare(p, key.size(), key) == 0) out.emplace_back(p + key.size(), end);
+    if (url.compare(p, key.size() + 1, key + "=") == 0) out.emplace_back(p + key.size() + 1, end);
     p = end + 1;
   }
   return out;
@@ -110,8 +178,14 @@ std::string redact_secret_of(const std::string& url, std::string text) {
 }
 
 void check_index_url(const std::string& url) {
+  if (scheme_length(url) == 0 && keyword_value(url)) {
+    throw IndexUrlError("'" + redact_secret_of(url, redact_index_url(url)) +
+                        "' is a libpq keyword/value string; give the index as a URL: "
+                        "postgresql://[user@][host][:port]/dbname[?param=value…] (the password "
+                        "from PGPASSWORD or ~/.pgpass)");
+  }
   if (scheme_length(url) == 0) {
-    throw IndexUrlError("'" + redact_index_url(url) +
+    throw IndexUrlError("'" + redact_secret_of(url, redact_index_url(url)) +
                         "' is not a PostgreSQL index URL; use postgresql://[user@][host][:port]"
                         "/dbname[?param=value…] (the password from PGPASSWORD or ~/.pgpass)");
   }

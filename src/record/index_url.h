@@ -21,7 +21,10 @@ class IndexUrlError : public Error {
 /// Throws IndexUrlError unless `url` is a postgresql:// or postgres:// URL that libpq parses.
 void check_index_url(const std::string& url);
 
-/// The URL with its password (user:PASSWORD@ and a password= parameter) replaced by ***.
+/// The URL with its password replaced by *** in every form a person may give it: user:PASSWORD@
+/// (libpq's '@', so a '?' may be in the password; a '/' too), a password= parameter, a mistyped
+/// scheme ("postgresql:/u:PASSWORD@h", "mysql://u:PASSWORD@h"), and a libpq keyword/value string
+/// ("host=h password=PASSWORD", quoted values included).
 std::string redact_index_url(const std::string& url);
 
 /// `text` with every occurrence of the URL shown redacted and of its password (as written in

@@ -6,6 +6,7 @@
 #include "json/json_text.h"
 #include "record/run_writer.h"
 #include "report/board_document.h"
+#include "workload/csv.h"
 
 namespace dyno::report {
 
@@ -259,24 +260,6 @@ json::value expectations_json(const Board& b) {
                       {"results", std::move(results)}};
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos &&
-      (s.empty() || (s.front() != ' ' && s.back() != ' '))) {
-    return s;
-  }
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"') out += '"';
-    out += ch;
-  }
-  return out + "\"";
-}
-
-std::string csv_num(std::optional<double> v) {
-  if (!v || !std::isfinite(*v)) return "";
-  return json_text::compact(json::value(*v));
-}
-
 }  // namespace
 
 std::string board_json(const Board& b, const std::vector<Figure>& figures) {
@@ -390,10 +373,18 @@ std::string board_json(const Board& b, const std::vector<Figure>& figures) {
 }
 
 std::string board_csv(const Board& b) {
-  std::string out =
-      "arm,baseline,cell,model,protocol,cell_name,level_kind,level,status,metric,unit,"
-      "direction,arm_value,baseline_value,delta,delta_unit,low,high,verdict,interval_method,"
-      "n_arm,n_baseline,note\r\n";
+  using workload::CsvCell;
+  const auto text = [](const std::string& t) { return CsvCell::text(t); };
+  std::string out;
+  std::vector<CsvCell> header;
+  for (const char* name :
+       {"arm",        "baseline",        "cell",   "model",      "protocol", "cell_name",
+        "level_kind", "level",           "status", "metric",     "unit",     "direction",
+        "arm_value",  "baseline_value",  "delta",  "delta_unit", "low",      "high",
+        "verdict",    "interval_method", "n_arm",  "n_baseline", "note"}) {
+    header.push_back(CsvCell::text(name));
+  }
+  out += workload::csv_row(header);
   for (const auto& [cell, cmp] : b.comparisons()) {
     const ArmCell* a = cell->arm(cmp->arm);
     const ArmCell* base = cell->arm(cmp->baseline);
@@ -406,40 +397,39 @@ std::string board_csv(const Board& b) {
       const bool not_comparable = m.key == "accuracy" &&
                                   cmp->status == ComparisonStatus::kCompared &&
                                   !cmp->quality.accuracy_comparable;
-      std::vector<std::string> row{cmp->arm,
-                                   cmp->baseline,
-                                   cell->id,
-                                   cell->model,
-                                   cell->protocol,
-                                   cell->name,
-                                   cell->level_kind,
-                                   csv_num(cell->level),
-                                   to_string(cmp->status),
-                                   m.key,
-                                   m.unit,
-                                   to_string(m.direction),
-                                   csv_num(va),
-                                   csv_num(vb),
-                                   d ? csv_num(d->value) : "",
-                                   m.direction == Direction::kNone      ? ""
-                                   : m.delta_kind == DeltaKind::kPoints ? "pp"
-                                                                        : "%",
-                                   d ? csv_num(d->low) : "",
-                                   d ? csv_num(d->high) : "",
-                                   not_comparable ? "not_comparable"
-                                   : d            ? to_string(d->verdict)
-                                                  : "",
-                                   d ? d->method : "",
-                                   d ? std::to_string(d->n_arm) : "",
-                                   d ? std::to_string(d->n_baseline) : "",
-                                   not_comparable
-                                       ? "not comparable: " + cmp->quality.accuracy_reason
-                                   : d ? d->no_interval
-                                       : ""};
-      for (std::size_t i = 0; i < row.size(); ++i) {
-        out += (i == 0 ? "" : ",") + csv_field(row[i]);
-      }
-      out += "\r\n";
+      const auto count = [&](std::size_t n) {
+        return d ? CsvCell::integer(static_cast<std::uint64_t>(n)) : CsvCell();
+      };
+      out +=
+          workload::csv_row({text(cmp->arm),
+                             text(cmp->baseline),
+                             text(cell->id),
+                             text(cell->model),
+                             text(cell->protocol),
+                             text(cell->name),
+                             text(cell->level_kind),
+                             CsvCell::number(cell->level),
+                             text(to_string(cmp->status)),
+                             text(m.key),
+                             text(m.unit),
+                             text(to_string(m.direction)),
+                             CsvCell::number(va),
+                             CsvCell::number(vb),
+                             d ? CsvCell::number(d->value) : CsvCell(),
+                             text(m.direction == Direction::kNone      ? ""
+                                  : m.delta_kind == DeltaKind::kPoints ? "pp"
+                                                                       : "%"),
+                             d ? CsvCell::number(d->low) : CsvCell(),
+                             d ? CsvCell::number(d->high) : CsvCell(),
+                             text(not_comparable ? "not_comparable"
+                                  : d            ? to_string(d->verdict)
+                                                 : ""),
+                             text(d ? d->method : ""),
+                             count(d ? d->n_arm : 0),
+                             count(d ? d->n_baseline : 0),
+                             text(not_comparable ? "not comparable: " + cmp->quality.accuracy_reason
+                                  : d            ? d->no_interval
+                                                 : "")});
     }
   }
   return out;

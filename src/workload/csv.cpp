@@ -1,6 +1,10 @@
 #include "workload/csv.h"
 
+#include <boost/json/value.hpp>
+#include <cmath>
 #include <stdexcept>
+
+#include "json/json_text.h"
 
 namespace dyno::workload {
 
@@ -84,6 +88,43 @@ std::vector<CsvRecord> parse_csv(std::string_view text, const CsvFail& fail) {
   }
   if (!field.empty() || !fields.empty() || record_open) end_record();
   return records;
+}
+
+CsvCell CsvCell::text(std::string_view text) {
+  std::string t;
+  if (!text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string_view::npos) {
+    t += '\'';
+  }
+  t += text;
+  const bool quote = t.find_first_of(",\"\r\n") != std::string::npos ||
+                     (!t.empty() && (t.front() == ' ' || t.back() == ' '));
+  if (!quote) return CsvCell(std::move(t));
+  std::string out = "\"";
+  for (const char c : t) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return CsvCell(out + "\"");
+}
+
+CsvCell CsvCell::number(double value) {
+  if (!std::isfinite(value)) return CsvCell();
+  return CsvCell(json_text::compact(boost::json::value(value)));
+}
+
+CsvCell CsvCell::number(std::optional<double> value) { return value ? number(*value) : CsvCell(); }
+
+CsvCell CsvCell::integer(std::int64_t value) { return CsvCell(std::to_string(value)); }
+
+CsvCell CsvCell::integer(std::uint64_t value) { return CsvCell(std::to_string(value)); }
+
+std::string csv_row(const std::vector<CsvCell>& cells) {
+  std::string out;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    if (i > 0) out += ',';
+    out += cells[i].field();
+  }
+  return out + "\r\n";
 }
 
 }  // namespace dyno::workload

@@ -116,6 +116,45 @@ TEST_F(PlanTest, CommandsAndScriptCarryTheCellsFlags) {
   EXPECT_NE(run_script.find("--keep-outputs || exit $?\n"), std::string::npos);
 }
 
+TEST_F(PlanTest, ScriptValuesAreQuotedAndControlCharactersRefused) {
+  const Plan plan = load_plan(write("plan.toml", kPlan));
+  const auto cells = plan.cells();
+  CampaignState state;
+  state.campaign_id = "20261203T130000Z-abcdef-pair";
+  state.runs_root = "/shared/my runs";
+  state.dir = "/shared/my runs/cluster/20261203T130000Z-abcdef-pair";
+  CellState cs;
+  cs.label = "L";
+  const std::string script = batch_script(plan, cells[0], state, cs, "/bin/dyno");
+  EXPECT_NE(script.find("#SBATCH --output='/shared/my runs/cluster/20261203T130000Z-abcdef-pair/"
+                        "logs/c01-%j.out'\n"),
+            std::string::npos)
+      << script;
+  EXPECT_NE(script.find("--runs-root '/shared/my runs' "), std::string::npos) << script;
+  // A '%' of the path is not a Slurm pattern.
+  state.dir = "/shared/100%/cluster/x";
+  EXPECT_NE(batch_script(plan, cells[0], state, cs, "/bin/dyno")
+                .find("#SBATCH --output=/shared/100%%/cluster/x/logs/c01-%j.out\n"),
+            std::string::npos);
+  // A line break anywhere: refused, naming the value.
+  state.runs_root = "/shared/runs\ntouch /tmp/x";
+  try {
+    batch_script(plan, cells[0], state, cs, "/bin/dyno");
+    ADD_FAILURE() << "accepted";
+  } catch (const PlanError& e) {
+    EXPECT_NE(std::string(e.what()).find("/shared/runs\\ntouch /tmp/x"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(check_script_values(plan, "/shared/r\runs", "/bin/dyno"), PlanError);
+  EXPECT_THROW(check_script_values(plan, "/shared/runs", "/bin/dy\x7fno"), PlanError);
+  EXPECT_NO_THROW(check_script_values(plan, "/shared/my 'runs' $(x)", "/bin/dyno"));
+  // A plan's string with a control character: refused where it is read.
+  std::string bad = kPlan;
+  bad.replace(bad.find("name = \"pair\""), 13, "name = \"pair\"\nruns_root = \"a\\tb\"");
+  EXPECT_NE(error_of(bad).find("runs_root: a control character"), std::string::npos)
+      << error_of(bad);
+}
+
 TEST_F(PlanTest, ErrorsNameTheFileLineAndKey) {
   const std::string file = (dir_.path() / "plan.toml").string();
   std::string plan = kPlan;

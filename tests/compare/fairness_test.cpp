@@ -235,7 +235,9 @@ TEST(Fairness, AnEngineWithoutASourceLeavesItsChecksUnresolved) {
 }
 
 TEST(Fairness, MissingIdentitiesBlockTheBoardUnlessAllowed) {
+  // A server at --url (not the embedded sim, whose model dyno knows) without --model-file.
   const auto no_fingerprint = [](RunRecord& r) {
+    set_path(r.manifest, "engine.reached.kind", "http");
     set_path(r.manifest, "model.fingerprint", nullptr);
     set_path(r.manifest, "model.unknown.fingerprint", "no weights file given (--model-file)");
   };
@@ -258,15 +260,68 @@ TEST(Fairness, MissingIdentitiesBlockTheBoardUnlessAllowed) {
   EXPECT_EQ(c.status, ComparisonStatus::kCompared);
   EXPECT_EQ(c.check("model_fingerprint")->outcome, CheckOutcome::kUnresolved);
   EXPECT_EQ(b.findings.at(0).type, "check_unresolved");
-  // A GPU-less record leaves driver and GPU model unresolved, with the reason.
-  const Board g = build_board(
-      changed([](RunRecord& r) { set_path(r.manifest, "hardware.gpus", json::array{}); }), o);
+  // A GPU-less record of telemetry off leaves driver and GPU model unresolved, with the reason.
+  const Board g = build_board(changed([](RunRecord& r) {
+                                set_path(r.manifest, "hardware.gpus", json::array{});
+                                set_path(r.manifest, "telemetry.mode", "off");
+                              }),
+                              o);
   EXPECT_EQ(g.cells[0].comparisons[0].check("driver")->outcome, CheckOutcome::kUnresolved);
-  EXPECT_NE(g.cells[0].comparisons[0].check("driver")->note.find("GPU"), std::string::npos);
+  EXPECT_NE(g.cells[0].comparisons[0].check("driver")->note.find("telemetry was off"),
+            std::string::npos);
+  // One whose telemetry ran and found no GPU states "no GPU": against GPUs, a difference.
+  const Board none = build_board(
+      changed([](RunRecord& r) { set_path(r.manifest, "hardware.gpus", json::array{}); }), o);
+  const Check* driver = none.cells[0].comparisons[0].check("driver");
+  EXPECT_EQ(driver->outcome, CheckOutcome::kFail);
+  EXPECT_EQ(driver->baseline_value, json::value(json::array{}));
+  EXPECT_NE(driver->note.find("the baseline's record states its host has no GPU"),
+            std::string::npos)
+      << driver->note;
   // Not required: unresolved is only shown.
   BoardOptions r = fixed_options();
   r.policy.set("model_fingerprint", CheckLevel::kReported);
   EXPECT_NO_THROW(build_board(changed(no_fingerprint), r));
+}
+
+TEST(Fairness, NoGpuOnBothSidesIsAnEqualIdentity) {
+  // Two records whose telemetry ran and found no GPU: driver, GPU model and UUID pass.
+  BoardInput in = changed([](RunRecord&) {});
+  for (auto& arm : in.arms) {
+    for (auto& run : arm.runs) {
+      auto copy = copy_run(run);
+      set_path(copy->manifest, "hardware.gpus", json::array{});
+      run = copy;
+    }
+  }
+  const Board b = build_board(in, fixed_options());
+  for (const char* name : {"driver", "gpu_model", "gpu_uuid"}) {
+    const Check* c = b.cells[0].comparisons[0].check(name);
+    EXPECT_EQ(c->outcome, CheckOutcome::kPass) << name;
+    EXPECT_NE(c->note.find("no GPU on either side"), std::string::npos) << c->note;
+  }
+  EXPECT_TRUE(b.unresolved_checks.empty());
+}
+
+TEST(Fairness, TheEmbeddedSimsModelIsKnownToDyno) {
+  // Runs of the embedded simulated engine without --model-file or --model-revision: their
+  // model is dyno's code, equal on both sides.
+  BoardInput in = changed([](RunRecord&) {});
+  for (auto& arm : in.arms) {
+    for (auto& run : arm.runs) {
+      auto copy = copy_run(run);
+      set_path(copy->manifest, "engine.reached.kind", "embedded-sim");
+      set_path(copy->manifest, "model.revision", json::value(nullptr));
+      set_path(copy->manifest, "model.fingerprint", json::value(nullptr));
+      run = copy;
+    }
+  }
+  const Board b = build_board(in, fixed_options());
+  for (const char* name : {"model_revision", "model_fingerprint"}) {
+    const Check* c = b.cells[0].comparisons[0].check(name);
+    EXPECT_EQ(c->outcome, CheckOutcome::kPass) << name;
+    EXPECT_EQ(c->arm_value, json::value("simulated by dyno (embedded dyno-sim: no weights)"));
+  }
 }
 
 }  // namespace

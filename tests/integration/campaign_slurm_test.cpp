@@ -415,6 +415,42 @@ TEST_F(SlurmTest, TwoArmsRunOnTheNodeAndAreDone) {
   EXPECT_NE(text.out.find("2 done"), std::string::npos) << text.out;
 }
 
+TEST_F(SlurmTest, ARunsRootWithShellCharactersIsQuotedForSbatchAndBash) {
+  // sbatch reads the quoted #SBATCH --output value (a space, a quote, '%' of the path), bash
+  // the quoted command line; the command substitution in the name runs nowhere.
+  const fs::path marker = dir_.path() / "PWNED";
+  const std::string root =
+      (dir_.path() / ("my runs 'q' 100%j $(touch " + marker.string() + ")")).string();
+  const fs::path p = plan("odd", std::string("[resources]\ntime_limit = \"5\"\n") +
+                                     "[arms.a]\nengine = \"sim-a.toml\"\n"
+                                     "[models.sim]\nmodel = \"dyno-sim\"\n" +
+                                     kQuick);
+  const Result r =
+      dyno({"campaign", "submit", p.string(), "--scheduler", "slurm", "--runs-root", root});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const std::string id = campaign_id(r.out);
+  json::object st;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const Result s = dyno({"campaign", "status", id, "--runs-root", root, "--json"});
+        try {
+          st = json::parse(s.out).as_object();
+        } catch (const std::exception&) {
+          return false;
+        }
+        return state_of(st, 0) == "done";
+      },
+      std::chrono::seconds(60)))
+      << st << read_file(slurm_.path() / "slurmd.log");
+  // The job's log is where the script said, the path's '%' kept.
+  const fs::path logs = fs::path(root) / "cluster" / id / "logs";
+  std::size_t n = 0;
+  for (const auto& e : fs::directory_iterator(logs))
+    n += e.path().filename().string().rfind("c01-", 0) == 0;
+  EXPECT_EQ(n, 1u);
+  EXPECT_FALSE(fs::exists(marker));
+}
+
 TEST_F(SlurmTest, AKilledCellFailsAndResumeRerunsOnlyIt) {
   // c01 is quick; c02 sends for 5 s and is killed (SIGKILL, as the OOM killer would) mid-cell.
   const fs::path p = plan("kill",

@@ -140,7 +140,8 @@ class Report : public ::testing::Test {
   }
 
   /// board.json: in every cell the faster engine wins the headline figures; the checks a sim
-  /// can pass pass, and the identities it lacks are unresolved.
+  /// can pass pass (its model, which dyno knows, included), and the GPU identities of runs
+  /// with telemetry off are unresolved.
   void expect_fast_wins(const fs::path& board) {
     const json::object ledger =
         json::parse(Child::slurp((board / "board.json").string())).as_object();
@@ -164,15 +165,17 @@ class Report : public ::testing::Test {
       const auto& d = cmp.at("deltas").at("output_tokens_per_s").as_object();
       EXPECT_GT(d.at("low").to_number<double>(), 0.0);
       EXPECT_EQ(d.at("method").as_string(), "bootstrap_requests");
-      // The requests, stream, load and harness match; the identities a sim lacks are unresolved.
+      // The requests, stream, load, harness and the embedded sim's model match; the GPU
+      // identities of runs with telemetry off are unresolved.
       for (const auto& ch : cmp.at("checks").as_array()) {
         const std::string name(ch.at("name").as_string());
         const std::string outcome(ch.at("outcome").as_string());
         if (name == "request_stream" || name == "request_count" || name == "sampling" ||
-            name == "load" || name == "harness") {
+            name == "load" || name == "harness" || name == "model_fingerprint" ||
+            name == "model_revision") {
           EXPECT_EQ(outcome, "pass") << name;
         }
-        if (name == "model_fingerprint" || name == "driver" || name == "gpu_model") {
+        if (name == "driver" || name == "gpu_model") {
           EXPECT_EQ(outcome, "unresolved") << name;
         }
       }
@@ -194,15 +197,17 @@ TEST_F(Report, AFasterSimulatedEngineWinsEveryCellOfTheBoard) {
   const std::vector<std::string> arms = {"--runs-root",     runs().string(), "--arm",
                                          "fast=label=fast", "--arm",         "slow=label=slow"};
 
-  // The simulated engine's records have no model fingerprint or revision and no GPU: the
-  // board refuses to render until that is allowed, and writes nothing.
+  // The sweeps ran with telemetry off, so their records do not know their GPUs: the board
+  // refuses to render until that is allowed, and writes nothing.
   std::vector<std::string> args = {"report", "--out", board.string()};
   args.insert(args.end(), arms.begin(), arms.end());
   Result r = dyno(args);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("refusing to render a board with unresolved identities"), std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("model_fingerprint"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("gpu_model"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("telemetry was off"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("model_fingerprint"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--allow-unresolved"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(board));
 

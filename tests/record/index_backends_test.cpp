@@ -479,6 +479,41 @@ TEST(IndexUrl, MalformedUrlsAreUsageErrorsThatHideThePassword) {
       "failed for *** and *** at postgresql://u:***@h/db");
 }
 
+TEST(IndexUrl, EveryFormOfAPasswordIsRedacted) {
+  using dyno::record::redact_index_url;
+  using dyno::record::redact_secret_of;
+  // libpq's '@': a '?' may be in the password, and a query after it still redacted.
+  EXPECT_EQ(redact_index_url("postgresql://u:pa?ss@h/db"), "postgresql://u:***@h/db");
+  EXPECT_EQ(redact_index_url("postgresql://u:pa?ss@h/db?password=x&a=b"),
+            "postgresql://u:***@h/db?password=***&a=b");
+  EXPECT_EQ(redact_index_url("postgresql://u:a/b@h/db"), "postgresql://u:***@h/db");
+  EXPECT_EQ(redact_index_url("postgresql://h/db?application_name=a@b"),
+            "postgresql://h/db?application_name=a@b");
+  // Mistyped schemes.
+  EXPECT_EQ(redact_index_url("postgresql:/u:pw@h/db"), "postgresql:/u:***@h/db");
+  EXPECT_EQ(redact_index_url("postgres//u:p?w@h/db"), "postgres//u:***@h/db");
+  EXPECT_EQ(redact_index_url("postgresql:u:pw@h/db"), "postgresql:u:***@h/db");
+  EXPECT_EQ(redact_index_url("u:pw@h/db"), "u:***@h/db");
+  EXPECT_EQ(redact_index_url("postgres//u:pw@h/db"), "postgres//u:***@h/db");
+  EXPECT_EQ(redact_index_url("postgresq://u:pw@h/db"), "postgresq://u:***@h/db");
+  // libpq keyword/value strings, plain and quoted.
+  EXPECT_EQ(redact_index_url("host=h password=pw dbname=d"), "host=h password=*** dbname=d");
+  EXPECT_EQ(redact_index_url("host=h password = 'p w\\'x' dbname=d"),
+            "host=h password = *** dbname=d");
+  EXPECT_EQ(
+      redact_secret_of("host=h password=hunter2", "failed: host=h password=hunter2 (hunter2)"),
+      "failed: host=h password=*** (***)");
+  for (const std::string bad : {"host=h password=hunter2", "postgresql:/u:hunter2@h/db",
+                                "postgres//u:hunter2@h/db", "pgsql:u:hunter2@h"}) {
+    try {
+      dyno::record::check_index_url(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const dyno::record::IndexUrlError& e) {
+      EXPECT_EQ(std::string(e.what()).find("hunter2"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(IndexUrl, GlobsBecomeAnchoredRegularExpressions) {
   using dyno::record::glob_to_regex;
   EXPECT_EQ(glob_to_regex("vllm"), "^vllm$");

@@ -3,9 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "stream_test_util.h"
+#include "workload/csv.h"
 
 namespace dyno::workload {
 namespace {
@@ -318,6 +322,31 @@ TEST(ImageQa, CsvWithCustomKeys) {
   const fs::path jsonl = dir.write("qa.jsonl", R"({"image":"p.png","question":"Q"})");
   EXPECT_EQ(error_of([&] { import_image_qa(jsonl, {}); }),
             jsonl.string() + ":1: column `answer` (answer) not found; available: image, question");
+}
+
+TEST(CsvWriter, TextIsGuardedAndQuotedNumbersAreNot) {
+  EXPECT_EQ(CsvCell().field(), "");
+  EXPECT_EQ(CsvCell::text("plain").field(), "plain");
+  EXPECT_EQ(CsvCell::text("=1+1").field(), "'=1+1");
+  EXPECT_EQ(CsvCell::text("+1").field(), "'+1");
+  EXPECT_EQ(CsvCell::text("-x").field(), "'-x");
+  EXPECT_EQ(CsvCell::text("@SUM(A1)").field(), "'@SUM(A1)");
+  EXPECT_EQ(CsvCell::text("\tx").field(), "'\tx");
+  EXPECT_EQ(CsvCell::text("\rx").field(), "\"'\rx\"");
+  EXPECT_EQ(CsvCell::text("a,b").field(), "\"a,b\"");
+  EXPECT_EQ(CsvCell::text(" padded").field(), "\" padded\"");
+  EXPECT_EQ(CsvCell::text("=HYPERLINK(\"x\")").field(), "\"'=HYPERLINK(\"\"x\"\")\"");
+  EXPECT_EQ(CsvCell::number(-1.5).field(), "-1.5");  // a number stays a number
+  EXPECT_EQ(CsvCell::number(24.0).field(), "24.0");
+  EXPECT_EQ(CsvCell::number(std::nan("")).field(), "");
+  EXPECT_EQ(CsvCell::number(std::optional<double>()).field(), "");
+  EXPECT_EQ(CsvCell::integer(std::int64_t{-3}).field(), "-3");
+  const std::string row = csv_row({CsvCell::text("=a,b"), CsvCell::number(0.1), CsvCell()});
+  EXPECT_EQ(row, "\"'=a,b\",0.1,\r\n");
+  const auto back =
+      parse_csv(row, [](std::size_t, const std::string& what) { throw std::runtime_error(what); });
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].second, (std::vector<std::string>{"'=a,b", "0.1", ""}));
 }
 
 }  // namespace
