@@ -107,15 +107,42 @@ void close_record_at_once(const fs::path& dir, const CloseContext& context) {
   write_sha256sums(dir);
 }
 
+namespace {
+std::mutex g_discard_mu;
+fs::path g_discard;  // guarded by g_discard_mu
+}  // namespace
+
+void set_discard_at_once(const fs::path& dir) {
+  std::lock_guard lock(g_discard_mu);
+  g_discard = dir;
+}
+
 void close_open_records_at_once(const CloseContext& context, std::ostream& err) {
   try {
     // Held until the process exits: no record file changes under the closer's feet.
-    if (!record_write_lock().try_lock_for(std::chrono::seconds(1))) {
+    const bool locked = record_write_lock().try_lock_for(std::chrono::seconds(1));
+    fs::path discard;
+    {
+      std::lock_guard lock(g_discard_mu);
+      discard = g_discard;
+    }
+    if (!discard.empty()) {  // an import's staging directory: nothing of it stays
+      std::error_code ec;
+      fs::remove_all(discard, ec);
+      err << (ec ? "dyno: could not remove " + discard.string() + ": " + ec.message()
+                 : std::string("dyno: nothing was imported"))
+          << "\n";
+    }
+    if (!locked) {
       err << "dyno: a record write did not finish within 1 s; the run's record stays open "
              "(status running)\n";
       return;
     }
     for (const fs::path& dir : open_run_dirs()) {
+      if (!discard.empty() &&
+          dir.lexically_normal().string().starts_with(discard.lexically_normal().string())) {
+        continue;
+      }
       try {
         close_record_at_once(dir, context);
         err << "dyno: closed " << dir.string() << " as interrupted\n";

@@ -15,6 +15,10 @@ struct CloseContext {
   double telemetry_period_ms = 100.0;
 };
 
+/// A staging directory (`dyno import`) whose records close_open_records_at_once() does not
+/// close but removes with it: an import interrupted at once leaves nothing. Empty: none.
+void set_discard_at_once(const std::filesystem::path& dir);
+
 /// Closes the record in `dir` from what is on disk, for a process that exits right after:
 /// - a record with SHA256SUMS is finished: left as it is;
 /// - a record whose manifest already left `running` (the run was writing its last files): its
@@ -28,7 +32,8 @@ struct CloseContext {
 void close_record_at_once(const std::filesystem::path& dir, const CloseContext& context);
 
 /// Takes record_write_lock() (waiting at most 1 s for a write in progress) and never
-/// releases it, then closes every record this process has open (open_run_dirs()).
+/// releases it, then closes every record this process has open (open_run_dirs()) but those
+/// under the directory of set_discard_at_once(), which it removes.
 /// Says on `err` what it closed or why it could not. Never throws.
 void close_open_records_at_once(const CloseContext& context, std::ostream& err);
 

@@ -70,7 +70,7 @@ std::optional<double> ms_metric(const Doc& metrics, const char* tag) {
 std::optional<std::int64_t> token_metric(const Doc& metrics, const char* tag) {
   const json::value* v = metric_value(metrics, tag, "tokens");
   if (v == nullptr) return std::nullopt;
-  return metrics.count(*v, metrics.at(tag) + ".value");
+  return metrics.tokens(*v, metrics.at(tag) + ".value");
 }
 
 /// The token-bearing event times of a completed record from its first token on: the first
@@ -333,10 +333,17 @@ ImportedResult read_aggregate(const json::object& top, const std::string& file) 
   metrics::Summary& s = r.summary;
   set_request_counts(s, static_cast<std::uint64_t>(completed), static_cast<std::uint64_t>(failed));
   const auto ok_count = static_cast<std::uint64_t>(completed);
-  if (const auto isl = counter(d, "total_isl", "tokens")) s.input_tokens_total = *isl;
+  // A total the export does not give is null, never 0 (ImportedResult::absent_counts).
+  if (const auto isl = counter(d, "total_isl", "tokens")) {
+    s.input_tokens_total = *isl;
+  } else {
+    r.absent_counts.push_back("tokens.input_total");
+  }
   if (const auto osl = counter(d, "total_osl", "tokens")) {
     s.output_tokens_total = *osl;
     if (completed > 0) s.token_count_sources[usage ? "usage" : "tokenizer"] = ok_count;
+  } else {
+    r.absent_counts.push_back("tokens.output_total");
   }
   s.ttft_ms = distribution(d, "time_to_first_token", "ms",
                            streamed ? std::optional(ok_count) : std::nullopt);

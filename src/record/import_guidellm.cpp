@@ -71,7 +71,7 @@ metrics::Trace trace_of(const Doc& q, const std::string& status, std::size_t ind
   const double end = q.seconds(q.need("end_time"), q.at("end_time"), kMaxClockS);
   if (end < start) q.fail(q.at("end_time"), "is before start_time");
   t.sent_ns = seconds_to_ns(start - origin);
-  t.input_tokens = q.count("prompt_tokens");
+  t.input_tokens = q.tokens(q.need("prompt_tokens"), q.at("prompt_tokens"));
   if (status != "successful") return unsuccessful(std::move(t), status, q.opt_string("error"));
   const double first = q.seconds(q.need("first_token_time"), q.at("first_token_time"), kMaxClockS);
   const double last = q.seconds(q.need("last_token_time"), q.at("last_token_time"), kMaxClockS);
@@ -83,7 +83,7 @@ metrics::Trace trace_of(const Doc& q, const std::string& status, std::size_t ind
   t.first_content_ns = t.first_token_ns;
   t.last_token_ns = seconds_to_ns(last - origin);
   t.done_ns = seconds_to_ns(end - origin);
-  t.output_tokens = q.count("output_tokens");
+  t.output_tokens = q.tokens(q.need("output_tokens"), q.at("output_tokens"));
   t.token_count_source = metrics::TokenCountSource::kTokenizer;
   if (const auto text = q.opt_string("output")) t.output_text = *text;
   return t;
@@ -187,13 +187,16 @@ ImportedResult benchmark_of(const Doc& b, std::size_t i) {
     }
   }
   r.api = api_of(b, requests);
-  const std::int64_t total = n[0] + n[1] + n[2];
+  const std::int64_t total = b.add(b.add(n[0], n[1], totals.path()), n[2], totals.path());
   r.load = load_of(b.child("args").child("strategy"), static_cast<std::uint64_t>(total));
   r.requests = static_cast<std::uint64_t>(total);
   r.status = n[0] == 0 ? "failed" : n[2] > 0 ? "partial" : "ok";
   if (sampled) {  // a sample of the requests: figures over the window would be the sample's
     r.source.timing = "summary_only";
     r.summary = summary_of(b, n[0], n[2]);
+    r.summary.requests_cancelled = static_cast<std::uint64_t>(n[1]);
+    // The report's token totals are over its sample: the run's totals are not in the file.
+    r.absent_counts = {"tokens.input_total", "tokens.output_total"};
     return r;
   }
   double origin = kMaxClockS;
@@ -268,7 +271,9 @@ std::optional<double> opt_time(const Doc& t, const char* key) {
 /// The token count `metrics.total_tokens` (input_metrics, output_metrics), or nullopt.
 std::optional<std::int64_t> opt_tokens(const Doc& q, const char* key) {
   if (q.find(key) == nullptr) return std::nullopt;
-  return q.child(key).opt_count("total_tokens");
+  const Doc m = q.child(key);
+  if (m.find("total_tokens") == nullptr) return std::nullopt;
+  return m.tokens(m.need("total_tokens"), m.at("total_tokens"));
 }
 
 /// One 0.4+ request as a trace: its `info.timings` from `origin`.
@@ -371,7 +376,8 @@ ImportedResult benchmark_v4_of(const Doc& b, std::size_t i, const Layout& l) {
   const Doc config = b.child("config");
   const Requests rq = requests_v4_of(b);
   r.api = l.api ? *l.api : api_of(b, rq.list);
-  const std::int64_t total = rq.n[0] + rq.n[1] + rq.n[2];
+  const std::string totals_path = b.at("metrics") + ".request_totals";
+  const std::int64_t total = b.add(b.add(rq.n[0], rq.n[1], totals_path), rq.n[2], totals_path);
   r.load = load_of(config.child("strategy"), static_cast<std::uint64_t>(total));
   r.requests = static_cast<std::uint64_t>(total);
   r.status = rq.n[0] == 0 ? "failed" : rq.n[2] > 0 ? "partial" : "ok";
@@ -379,6 +385,8 @@ ImportedResult benchmark_v4_of(const Doc& b, std::size_t i, const Layout& l) {
     r.source.timing = "summary_only";
     set_request_counts(r.summary, static_cast<std::uint64_t>(rq.n[0]),
                        static_cast<std::uint64_t>(rq.n[2]));
+    r.summary.requests_cancelled = static_cast<std::uint64_t>(rq.n[1]);
+    r.absent_counts = {"tokens.input_total", "tokens.output_total"};
     return r;
   }
   bool usage = true;

@@ -19,6 +19,11 @@ namespace dyno::record {
 /// record's nanoseconds.
 inline constexpr double kMaxImportedRequestS = 1e7;
 
+/// The largest token count dyno believes of one request (2^31 − 1, beyond any model's context;
+/// transport/server_message.h holds a server's usage to the same bound): a count past it is an
+/// input error, never a number to add up (INT64_MAX would wrap a total).
+inline constexpr std::int64_t kMaxImportedTokens = 2147483647;
+
 /// Seconds (a tool's float) as whole nanoseconds.
 std::int64_t seconds_to_ns(double seconds);
 
@@ -29,7 +34,9 @@ boost::json::object named_gpu(std::optional<std::string> vendor, std::uint64_t i
 
 /// Parses `bytes` as exactly one JSON value (`what` says what the tool writes, for the error:
 /// "the JSON object `vllm bench serve --save-result` writes"). `line` > 0: the value is line
-/// `line` of a JSONL file, and errors say FILE:LINE.
+/// `line` of a JSONL file, and errors say FILE:LINE. An object that names a key twice is
+/// refused, naming the key and its path: JSON leaves the meaning open, and dyno does not pick
+/// one of the two values for the tool.
 boost::json::value parse_one_json(const std::string& bytes, const std::string& file,
                                   const std::string& what, std::size_t line = 0);
 
@@ -57,6 +64,13 @@ class ImportDoc {
   /// overflow the record's nanoseconds.
   double seconds(const boost::json::value& v, const std::string& path, double max) const;
   std::int64_t count(const boost::json::value& v, const std::string& path) const;
+  /// A token count of one request: a count up to kMaxImportedTokens.
+  std::int64_t tokens(const boost::json::value& v, const std::string& path) const;
+  /// A token total over `requests` requests: a count up to requests × kMaxImportedTokens.
+  std::int64_t token_total(const char* key, std::int64_t requests) const;
+  /// `a + b` of counts, or a failure at `path` when the sum would overflow int64.
+  std::int64_t add(std::int64_t a, std::int64_t b, const std::string& path) const;
+  std::int64_t mul(std::int64_t a, std::int64_t b, const std::string& path) const;
   std::int64_t count(const char* key) const;
   std::optional<std::int64_t> opt_count(const char* key) const;
   const boost::json::array* opt_array(const char* key) const;

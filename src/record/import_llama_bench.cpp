@@ -120,9 +120,10 @@ ImportedResult result_of(const Doc& d, json::object fields, const std::string& p
   if (const auto cpu = d.opt_string("cpu_info"); cpu && !cpu->empty()) r.cpu_model = *cpu;
   if (const auto gpu = d.opt_string("gpu_info")) r.gpus = gpus_of(*gpu, r.gpus_unknown);
 
-  const std::int64_t n_prompt = d.count("n_prompt");
-  const std::int64_t n_gen = d.count("n_gen");
-  const std::int64_t n_depth = d.opt_count("n_depth").value_or(0);
+  const std::int64_t n_prompt = d.tokens(d.need("n_prompt"), d.at("n_prompt"));
+  const std::int64_t n_gen = d.tokens(d.need("n_gen"), d.at("n_gen"));
+  const std::int64_t n_depth =
+      d.find("n_depth") != nullptr ? d.tokens(d.need("n_depth"), d.at("n_depth")) : 0;
   if (n_prompt + n_gen == 0) d.fail(d.at("n_gen"), "n_prompt and n_gen are both 0: no test");
   (void)d.count("avg_ns");
   const double avg_ts = d.number("avg_ts");
@@ -145,24 +146,33 @@ ImportedResult result_of(const Doc& d, json::object fields, const std::string& p
   else if (n_prompt == 0)
     decode = rate;  // tg: n_gen one-token decode steps over their time
   // pp+tg: (n_prompt + n_gen) over both phases is neither rate: both absent.
-  r.engine_timings =
-      json::object{{"source", "in-process benchmark"},
-                   {"test", test},
-                   {"repetitions", reps > 0 ? json::value(reps) : json::value(nullptr)},
-                   {"prefill_rate", distribution_to_json(prefill)},
-                   {"decode_rate_per_user", distribution_to_json(decode)}};
+  json::object timings{{"source", "in-process benchmark"},
+                       {"test", test},
+                       {"repetitions", reps > 0 ? json::value(reps) : json::value(nullptr)},
+                       {"prefill_rate", distribution_to_json(prefill)},
+                       {"decode_rate_per_user", distribution_to_json(decode)}};
+  if (reps == 0 && (n_gen == 0 || n_prompt == 0)) {  // a mean over repetitions it does not count
+    timings[n_gen == 0 ? "prefill_rate" : "decode_rate_per_user"].as_object()["count"] = nullptr;
+  }
+  r.engine_timings = std::move(timings);
 
   // llama-bench runs one sequence at a time, `reps` times; a failed test is not written.
-  r.requests = reps;
   r.load.imported = true;
   r.load.concurrency = 1;
-  if (reps > 0) r.load.requests = reps;
+  if (reps == 0) {
+    // A CSV row does not say how many repetitions ran: every count of them is null, never 0.
+    r.requests = 0;
+    r.absent_counts = {"requests.total", "requests.ok", "tokens.input_total",
+                       "tokens.output_total"};
+    return r;
+  }
+  const auto n = static_cast<std::int64_t>(reps);
+  r.requests = reps;
+  r.load.requests = reps;
   r.summary.requests_ok = reps;
   r.summary.requests_total = reps;
-  if (reps > 0) {
-    r.summary.input_tokens_total = n_prompt * static_cast<std::int64_t>(reps);
-    r.summary.output_tokens_total = n_gen * static_cast<std::int64_t>(reps);
-  }
+  r.summary.input_tokens_total = d.mul(n_prompt, n, d.at("n_prompt"));
+  r.summary.output_tokens_total = d.mul(n_gen, n, d.at("n_gen"));
   return r;
 }
 

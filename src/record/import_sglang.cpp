@@ -105,9 +105,9 @@ metrics::Summary summary_only(const Doc& d, std::int64_t completed) {
   // null (ImportedResult::absent_counts), error_rate null (docs/interop.md).
   s.requests_ok = static_cast<std::uint64_t>(completed);
   s.requests_total = s.requests_ok;
-  s.input_tokens_total = d.count("total_input_tokens");
-  if (const auto retokenized = d.opt_count("total_output_tokens_retokenized")) {
-    s.output_tokens_total = *retokenized;
+  s.input_tokens_total = d.token_total("total_input_tokens", completed);
+  if (d.find("total_output_tokens_retokenized") != nullptr) {
+    s.output_tokens_total = d.token_total("total_output_tokens_retokenized", completed);
     s.token_count_sources["tokenizer"] = static_cast<std::uint64_t>(completed);
   }
   const auto n = static_cast<std::size_t>(completed);
@@ -185,8 +185,8 @@ metrics::Trace trace_of(const Doc& d, const Arrays& a, std::size_t i, bool nativ
   t.sent_ns = 0;
   const json::value& err = a.errors->at(i);
   if (!err.is_string()) d.fail("$.errors" + at, "expected a string (\"\" when it succeeded)");
-  t.input_tokens = d.count(a.input_lens->at(i), "$.input_lens" + at);
-  const std::int64_t output_len = d.count(a.output_lens->at(i), "$.output_lens" + at);
+  t.input_tokens = d.tokens(a.input_lens->at(i), "$.input_lens" + at);
+  const std::int64_t output_len = d.tokens(a.output_lens->at(i), "$.output_lens" + at);
   const double ttft = d.seconds(a.ttfts->at(i), "$.ttfts" + at, kMaxImportedRequestS);
   const json::value& itl = a.itls->at(i);
   if (!itl.is_array()) d.fail("$.itls" + at, "expected an array of seconds");
@@ -286,9 +286,11 @@ ImportedResult read_line(const json::object& top, const std::string& file, std::
   const double duration = d.number("duration");
   if (duration <= 0) d.fail("$.duration", "expected a positive number of seconds");
   const std::int64_t completed = d.count("completed");
-  (void)d.count("total_input_tokens");
-  (void)d.count("total_output_tokens");
-  (void)d.opt_count("total_output_tokens_retokenized");
+  (void)d.token_total("total_input_tokens", completed);
+  (void)d.token_total("total_output_tokens", completed);
+  if (d.find("total_output_tokens_retokenized") != nullptr) {
+    (void)d.token_total("total_output_tokens_retokenized", completed);
+  }
   const Arrays a = read_arrays(d);
   if (a.errors == nullptr) {
     if (completed == 0) {

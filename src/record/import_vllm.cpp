@@ -57,8 +57,8 @@ metrics::Distribution mapped_distribution(const Doc& d, const std::string& metri
 metrics::Summary summary_only(const Doc& d, std::int64_t completed, std::int64_t failed) {
   metrics::Summary s;
   set_request_counts(s, static_cast<std::uint64_t>(completed), static_cast<std::uint64_t>(failed));
-  s.input_tokens_total = d.count("total_input_tokens");
-  s.output_tokens_total = d.count("total_output_tokens");
+  s.input_tokens_total = d.token_total("total_input_tokens", completed);
+  s.output_tokens_total = d.token_total("total_output_tokens", completed);
   if (completed > 0) {
     s.token_count_sources["tokenizer"] = static_cast<std::uint64_t>(completed);
     s.ttft_ms = mapped_distribution(d, "ttft", static_cast<std::size_t>(completed));
@@ -144,8 +144,8 @@ metrics::Trace trace_of(const Doc& d, const Arrays& a, std::size_t i,
     }
   }
   t.sent_ns = sent;
-  t.input_tokens = d.count(a.input_lens->at(i), "$.input_lens" + at);
-  const std::int64_t out = d.count(a.output_lens->at(i), "$.output_lens" + at);
+  t.input_tokens = d.tokens(a.input_lens->at(i), "$.input_lens" + at);
+  const std::int64_t out = d.tokens(a.output_lens->at(i), "$.output_lens" + at);
   const double ttft = d.seconds(a.ttfts->at(i), "$.ttfts" + at, kMaxImportedRequestS);
   const json::value& itl = a.itls->at(i);
   if (!itl.is_array()) d.fail("$.itls" + at, "expected an array of seconds");
@@ -253,8 +253,9 @@ ImportedResult read_vllm_bench(const std::string& bytes, const std::string& file
   const double duration = d.number(d.need("duration"), "$.duration");
   if (duration <= 0) d.fail("$.duration", "expected a positive number of seconds");
   const std::int64_t completed = d.count("completed");
-  (void)d.count("total_input_tokens");
-  (void)d.count("total_output_tokens");
+  // vLLM counts completed requests' tokens only; a total is at most that many requests' worth.
+  (void)d.token_total("total_input_tokens", completed);
+  (void)d.token_total("total_output_tokens", completed);
   if (completed > num_prompts) {
     d.fail("$.completed", "is " + std::to_string(completed) + ", more than $.num_prompts (" +
                               std::to_string(num_prompts) + ")");
@@ -263,6 +264,19 @@ ImportedResult read_vllm_bench(const std::string& bytes, const std::string& file
 
   const Arrays a = read_arrays(d);
   std::int64_t failed = d.opt_count("failed").value_or(num_prompts - completed);
+  // Every prompt vLLM sent ends completed or failed: the counts must say the same.
+  if (d.add(completed, failed, "$.failed") != num_prompts) {
+    d.fail("$.failed", "is " + std::to_string(failed) + "; with $.completed (" +
+                           std::to_string(completed) + ") expected $.num_prompts (" +
+                           std::to_string(num_prompts) + ") requests");
+  }
+  if (a.errors != nullptr && a.errors->size() != static_cast<std::size_t>(num_prompts)) {
+    d.fail("$.num_prompts", "is " + std::to_string(num_prompts) +
+                                ", but the per-request arrays "
+                                "hold " +
+                                std::to_string(a.errors->size()) +
+                                " requests ($.errors); one of them is not this run's");
+  }
   if (a.errors != nullptr) {
     r.traces = traces_of(d, a);
     const auto ok = std::count_if(r.traces.begin(), r.traces.end(),

@@ -1,10 +1,18 @@
 #include "record/result_import.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <boost/json.hpp>
+#include <cerrno>
+#include <cstring>
+#include <map>
 #include <system_error>
 #include <utility>
 
 #include "json/json_text.h"
+#include "json/utf8.h"
 #include "record/record_json.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
@@ -93,6 +101,24 @@ json::object summary_json(const std::string& run_id, const std::string& status,
   json::object doc{{"schema_version", kSchemaVersion}, {"run_id", run_id}, {"status", status}};
   for (auto& kv : summary_to_json(s)) doc[kv.key()] = kv.value();
   for (const std::string& path : absent_counts) make_null(doc, path);
+  if (source.timing == "summary_only") {
+    // A distribution the file gives no figure of: over how many requests is not known either,
+    // so its count is null, never a 0 that would read as "no request had one".
+    for (const char* section : {"latency_ms", "rates_tok_s", "lengths_tokens"}) {
+      json::value* sec = doc.if_contains(section);
+      if (sec == nullptr || !sec->is_object()) continue;
+      for (auto& kv : sec->get_object()) {
+        json::object* d = kv.value().if_object();
+        if (d == nullptr) continue;
+        const json::value* count = d->if_contains("count");
+        bool empty = count != nullptr && count->is_number() && count->to_number<double>() == 0;
+        for (const auto& stat : *d) {
+          empty = empty && (stat.key() == "count" || stat.value().is_null());
+        }
+        if (empty) (*d)["count"] = nullptr;
+      }
+    }
+  }
   json::object& client = doc["client"].as_object();
   client["connections_opened"] = nullptr;
   client["note"] = "imported record: dyno did not measure, so the client's cost is unknown";
@@ -146,17 +172,119 @@ void drop_window_figures(metrics::Summary& s) {
   s.goodput_requests.reset();
 }
 
-ImportOutcome write_imported_run(const ImportedResult& r, const std::string& file_name,
-                                 const std::string& bytes, const ImportWriteOptions& o) {
+std::string read_import_file(const std::string& path, std::uint64_t max_bytes) {
+  const auto fail = [&](const std::string& what) { throw ImportFileError(path + ": " + what); };
+  // O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting for one.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) fail(std::string("cannot read it: ") + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) fail(std::string("cannot read it: ") + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) fail("is a directory; give the result file in it");
+  if (!S_ISREG(st.st_mode)) {
+    const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO (named pipe)"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    fail(std::string("is ") + kind +
+         "; dyno import reads regular files only (save the result to "
+         "a file first)");
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
+    fail("is " + std::to_string(st.st_size) + " bytes, more than the " + std::to_string(max_bytes) +
+         " bytes dyno import reads");
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  std::string bytes;
+  bytes.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(std::string("read error: ") + std::strerror(errno));
+    if (n == 0) break;
+    bytes.append(buf, static_cast<std::size_t>(n));
+    if (bytes.size() > max_bytes) {  // it grew while being read
+      fail("grew past the " + std::to_string(max_bytes) + " bytes dyno import reads");
+    }
+  }
+  return bytes;
+}
+
+std::string safe_evidence_name(const std::string& file_name) {
+  std::string name;
+  for (std::size_t i = 0; i < file_name.size();) {
+    std::size_t bad = 0;
+    const std::size_t n = utf8::sequence_length(std::string_view(file_name).substr(i), &bad);
+    if (n == 0) {  // not UTF-8: the manifest's JSON would name another file
+      name.append(bad, '_');
+      i += bad;
+      continue;
+    }
+    const auto c = static_cast<unsigned char>(file_name[i]);
+    name += n == 1 && (c < 0x20 || c == 0x7f || c == '\\' || c == '/') ? std::string("_")
+                                                                       : file_name.substr(i, n);
+    i += n;
+  }
+  if (name.empty() || name == "." || name == "..") return "imported-file";
+  if (name.ends_with(".tmp")) name += "_";  // SHA256SUMS leaves a writer's *.tmp out
+  return name;
+}
+
+void scrub_imported_text(std::string& text) {
+  scrub_text::scrub_secrets(text);
+  scrub_text::scrub_urls(text, scrub_text::TextRules{});  // user:password@ only
+}
+
+ImportEvidence import_evidence(const std::string& file_name, const std::string& bytes) {
+  ImportEvidence e;
+  e.file = file_name;
+  e.sha256 = sha256_hex(bytes);
+  // The file as evidence, with any secret it holds (an API key in a tool's saved settings, an
+  // Authorization header, a URL's password) redacted: its digest then differs from the
+  // original's (source.sha256).
+  e.kept = bytes;
+  scrub_imported_text(e.kept);
+  e.redacted = e.kept != bytes;
+  e.kept_sha256 = e.redacted ? sha256_hex(e.kept) : e.sha256;
+  return e;
+}
+
+namespace {
+
+/// A run id neither runs_root nor the staging directory holds (ids are random; 20,000 records
+/// made in one second would otherwise meet one).
+std::string fresh_run_id(const ImportWriteOptions& o, const std::string& label) {
+  std::string id;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    id = make_run_id(o.now, label);
+    std::error_code ec;
+    if (fs::exists(o.runs_root / id, ec)) continue;
+    if (!o.stage_root.empty() && fs::exists(o.stage_root / id, ec)) continue;
+    return id;
+  }
+  return id;  // RunWriter names the clash
+}
+
+}  // namespace
+
+ImportOutcome write_imported_record(const ImportedResult& r, const ImportEvidence& ev,
+                                    const ImportWriteOptions& o, fs::path& shared) {
+  const std::string& file_name = ev.file;
   Manifest m;
   const std::string label = o.label.value_or(r.label.value_or(r.source.format));
-  m.run_id = make_run_id(o.now, label);
+  m.run_id = fresh_run_id(o, label);
   m.label = label;
   m.status = r.status;
   m.started_at = iso8601_utc(o.now);
   m.source = r.source;
   m.source->file = file_name;
-  m.source->sha256 = sha256_hex(bytes);
+  m.source->sha256 = ev.sha256;
   m.source->imported_at = m.started_at;
   m.harness = o.harness;
   m.engine = engine_json(r, o);
@@ -171,12 +299,8 @@ ImportOutcome write_imported_run(const ImportedResult& r, const std::string& fil
   m.load = r.load;
   m.load.imported = true;
   const std::string evidence = "evidence/" + file_name;
-  // The file as evidence, with any secret it holds (an API key in a tool's saved settings, an
-  // Authorization header) redacted: its digest then differs from source.sha256, the original's.
-  std::string kept = bytes;
-  scrub_text::scrub_secrets(kept);
-  m.source->evidence_redacted = kept != bytes;
-  m.evidence.push_back({evidence, sha256_hex(kept)});
+  m.source->evidence_redacted = ev.redacted;
+  m.evidence.push_back({evidence, ev.kept_sha256});
 
   metrics::Summary summary = r.summary;
   if (r.source.timing != "summary_only") {
@@ -184,15 +308,27 @@ ImportOutcome write_imported_run(const ImportedResult& r, const std::string& fil
     if (r.source.timing == "per_request") drop_window_figures(summary);
   }
 
-  RunWriter writer(o.runs_root, m.run_id, true);
+  RunWriter writer(o.stage_root.empty() ? o.runs_root : o.stage_root, m.run_id, true);
   try {
-    writer.write_text(evidence, kept);
+    const fs::path copy = writer.dir() / evidence;
+    bool linked = false;
+    if (!shared.empty()) {
+      std::error_code ec;
+      fs::create_directories(copy.parent_path(), ec);
+      // One copy of the file for all its records: a hard link (EXDEV, EPERM, EMLINK: a copy).
+      linked = !ec && ::link(shared.c_str(), copy.c_str()) == 0;
+    }
+    if (!linked) {
+      writer.write_text(evidence, ev.kept);
+      if (shared.empty()) shared = copy;
+    }
     if (r.source.timing != "summary_only") {
       std::string lines;
       for (metrics::Trace t : r.traces) {
         // A tool keeps what the server sent, a secret it echoed included: never into a record.
-        scrub_text::scrub_secrets(t.output_text);
-        scrub_text::scrub_secrets(t.error_message);
+        scrub_imported_text(t.output_text);
+        scrub_imported_text(t.error_message);
+        scrub_imported_text(t.request_id);
         lines += json_text::compact(trace_to_json(t, true)) + "\n";
       }
       writer.write_text("requests.jsonl", lines);
@@ -206,13 +342,21 @@ ImportOutcome write_imported_run(const ImportedResult& r, const std::string& fil
       writer.flush_requests();
       fs::remove(writer.dir() / "requests.jsonl");  // the writer opens it; nothing is in it
     }
-    write_sha256sums(writer.dir());
+    // The evidence's digest is known: no need to read it again (22 MB × 2,000 records).
+    write_sha256sums(writer.dir(), {{evidence, ev.kept_sha256}});
   } catch (...) {
     std::error_code ec;
+    if (shared.string().starts_with(writer.dir().string() + "/")) shared.clear();
     fs::remove_all(writer.dir(), ec);  // nothing half-imported
     throw;
   }
-  return {m.run_id, writer.dir(), file_name, m.source->sha256, r.source.timing, r.source.part};
+  return {m.run_id, writer.dir(), file_name, ev.sha256, r.source.timing, r.source.part};
+}
+
+ImportOutcome write_imported_run(const ImportedResult& r, const std::string& file_name,
+                                 const std::string& bytes, const ImportWriteOptions& o) {
+  fs::path shared;
+  return write_imported_record(r, import_evidence(file_name, bytes), o, shared);
 }
 
 }  // namespace dyno::record

@@ -77,6 +77,10 @@ struct ImportedResult {
 
 struct ImportWriteOptions {
   std::filesystem::path runs_root;
+  /// Where the record is written: a staging directory the caller moves it out of into
+  /// runs_root (`dyno import`: nothing partial in the store when it is interrupted). Empty:
+  /// straight into runs_root. A run id is never one that runs_root already holds.
+  std::filesystem::path stage_root;
   std::optional<std::string> label;   ///< --label (default: the file's label, else the format)
   std::optional<std::string> model;   ///< --model: when the file names none, or to correct it
   std::optional<std::string> engine;  ///< --engine: the engine's name (the file rarely says)
@@ -108,10 +112,53 @@ void drop_window_figures(metrics::Summary& summary);
 std::string import_api(const ImportedResult& result, const std::optional<std::string>& flag,
                        const std::string& file_name);
 
-/// Writes the record of `result` (read from the file named `file_name` whose bytes are
-/// `bytes`) under options.runs_root: the file's bytes become evidence/<file_name> (its digest
-/// in the manifest's evidence list and in `source.sha256`). Nothing stays behind when a write
-/// fails (the run directory is removed). Throws RecordError. Does not index the record.
+/// The largest file `dyno import` reads (1 GiB): a report of thousands of benchmarks is tens of
+/// MB; past this bound it is not a result file, and its JSON would not fit in memory.
+inline constexpr std::uint64_t kMaxImportFileBytes = std::uint64_t{1} << 30;
+
+/// The bytes of the file at `path` to import: a regular file only (a FIFO, a device such as
+/// /dev/zero, a directory or a socket is refused before it is read, so dyno never waits on a
+/// writer or reads without end), at most `max_bytes`. Throws ImportFileError naming the path
+/// and what it is.
+std::string read_import_file(const std::string& path,
+                             std::uint64_t max_bytes = kMaxImportFileBytes);
+
+/// The name a file's bytes are kept under in a record (evidence/<name>): its own name, with
+/// what a record cannot hold made safe — control characters (a newline would split its
+/// SHA256SUMS line), a backslash and bytes that are not UTF-8 (the manifest's JSON could not
+/// name it) become '_', a name ending in ".tmp" (a writer's temporary file, which SHA256SUMS
+/// leaves out) gets a '_' appended, and "", "." or ".." become "imported-file".
+std::string safe_evidence_name(const std::string& file_name);
+
+/// A file's bytes as its records keep them, made once per file and shared by every record of
+/// it: secrets redacted (scrub_imported_text) and both digests.
+struct ImportEvidence {
+  std::string file;         ///< the name it is kept under (source.file, evidence/<file>)
+  std::string sha256;       ///< of the file's bytes as they were (source.sha256)
+  std::string kept;         ///< the bytes kept: secrets redacted
+  std::string kept_sha256;  ///< of `kept` (the manifest's evidence digest)
+  bool redacted = false;    ///< kept != the file's bytes
+};
+ImportEvidence import_evidence(const std::string& file_name, const std::string& bytes);
+
+/// What an imported file may hold that never reaches a record: the secrets scrub_text finds by
+/// their shape (Authorization headers, bearer tokens, NAME=VALUE pairs, bare sk-…/hf_… keys)
+/// and the user information (a password) of every URL.
+void scrub_imported_text(std::string& text);
+
+/// Writes the record of `result` (read from the file `evidence` keeps) under
+/// options.stage_root (else options.runs_root): `evidence.kept` becomes evidence/<file> (its
+/// digest in the manifest's evidence list; `source.sha256` the original's). `shared`: the
+/// evidence copy an earlier record of the same file wrote, hard-linked into this record (one
+/// copy on disk for all of them; a filesystem without hard links gets a copy); empty: this
+/// record writes it and sets `shared`. Nothing stays behind when a write fails (the run
+/// directory is removed). Throws RecordError. Does not index the record.
+ImportOutcome write_imported_record(const ImportedResult& result, const ImportEvidence& evidence,
+                                    const ImportWriteOptions& options,
+                                    std::filesystem::path& shared);
+
+/// write_imported_record of one result of the file named `file_name` (kept under that name as
+/// it is) whose bytes are `bytes`.
 ImportOutcome write_imported_run(const ImportedResult& result, const std::string& file_name,
                                  const std::string& bytes, const ImportWriteOptions& options);
 

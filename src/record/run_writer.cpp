@@ -79,6 +79,13 @@ std::vector<fs::path> open_run_dirs() {
   return open_dirs();
 }
 
+namespace {
+thread_local bool t_defer_sync = false;
+}  // namespace
+
+DeferredSync::DeferredSync() : before_(t_defer_sync) { t_defer_sync = true; }
+DeferredSync::~DeferredSync() { t_defer_sync = before_; }
+
 void write_file_atomic(const fs::path& path, std::string_view bytes) {
   AtomicFileWriter out(path);
   out.append(bytes);
@@ -141,7 +148,7 @@ void AtomicFileWriter::commit() {
     abandon();
     throw RecordError(what + ": " + cause);
   };
-  if (::fsync(fd_) != 0) fail("cannot write " + tmp_.string());
+  if (!t_defer_sync && ::fsync(fd_) != 0) fail("cannot write " + tmp_.string());
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) {
@@ -461,7 +468,7 @@ std::optional<metrics::Warning> RunWriter::invalid_utf8_warning() {
       "request line counts its own in invalid_utf8_bytes"};
 }
 
-void write_sha256sums(const fs::path& dir) {
+void write_sha256sums(const fs::path& dir, const std::map<std::string, std::string>& known) {
   std::vector<std::string> names;
   for (const auto& entry : fs::recursive_directory_iterator(dir)) {
     if (!entry.is_regular_file()) continue;
@@ -471,7 +478,10 @@ void write_sha256sums(const fs::path& dir) {
   }
   std::sort(names.begin(), names.end());
   std::string sums;
-  for (const auto& name : names) sums += sha256_hex_file(dir / name) + "  " + name + "\n";
+  for (const auto& name : names) {
+    const auto k = known.find(name);
+    sums += (k != known.end() ? k->second : sha256_hex_file(dir / name)) + "  " + name + "\n";
+  }
   write_file_atomic(dir / "SHA256SUMS", sums);
 }
 

@@ -72,8 +72,26 @@ std::string sha256_hex(std::string_view bytes);
 std::string sha256_hex_file(const std::filesystem::path& path);
 
 /// Writes <dir>/SHA256SUMS ("<hex>  <path>" lines, sorted by path) over every regular file of
-/// the directory tree except SHA256SUMS itself and temporary "*.tmp" files.
-void write_sha256sums(const std::filesystem::path& dir);
+/// the directory tree except SHA256SUMS itself and temporary "*.tmp" files. `known`: digests
+/// the caller has just written (relative path -> hex), taken as they are instead of reading
+/// the file again (an import's evidence, the same bytes in every record of its file).
+void write_sha256sums(const std::filesystem::path& dir,
+                      const std::map<std::string, std::string>& known = {});
+
+/// While one lives, the atomic writes of this thread (write_file_atomic, AtomicFileWriter)
+/// skip their fsync: for files written into a staging directory that the caller syncs once
+/// (syncfs) before it moves them into place, so thousands of small files cost one sync, not
+/// one each. Nothing else changes: every file is still written to a temporary name and renamed.
+class DeferredSync {
+ public:
+  DeferredSync();
+  ~DeferredSync();
+  DeferredSync(const DeferredSync&) = delete;
+  DeferredSync& operator=(const DeferredSync&) = delete;
+
+ private:
+  bool before_;
+};
 
 /// True when a dyno process is writing the run directory now: its RunWriter holds an flock on
 /// the directory for as long as it lives (released by the kernel when that process dies, so

@@ -71,10 +71,40 @@ bool is_value_end(char c) {
 
 }  // namespace
 
+namespace {
+
+/// API keys written bare, found by their shape: OpenAI-style `sk-…` (also `sk-proj-…`,
+/// Anthropic's `sk-ant-…`) and Hugging Face `hf_…` tokens, a prefix not inside a longer word
+/// followed by at least `min` key characters ([A-Za-z0-9_-]): long enough that prose
+/// ("sk-learn") is left alone.
+void scrub_bare_keys(std::string& s, const std::string& secret) {
+  struct Shape {
+    std::string_view prefix;
+    std::size_t min;
+  };
+  for (const Shape shape : {Shape{"sk-", 20}, Shape{"hf_", 30}}) {
+    std::size_t i = 0;
+    while ((i = s.find(shape.prefix, i)) != std::string::npos) {
+      const bool inside = i > 0 && (is_alnum(s[i - 1]) || s[i - 1] == '_' || s[i - 1] == '-');
+      std::size_t e = i + shape.prefix.size();
+      while (e < s.size() && (is_alnum(s[e]) || s[e] == '_' || s[e] == '-')) ++e;
+      if (!inside && e - (i + shape.prefix.size()) >= shape.min) {
+        i = splice(s, i, e, secret);
+      } else {
+        i = e;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 /// Authorization / cookie headers, bearer tokens, secret NAME=VALUE pairs (query strings,
-/// --flag=value, environment), "--secret-flag VALUE" and quoted JSON-ish "secret": "value".
+/// --flag=value, environment), "--secret-flag VALUE", quoted JSON-ish "secret": "value", and
+/// API keys written bare (sk-…, hf_…).
 void scrub_secrets(std::string& s) {
   const std::string secret = scrub_marker("secret");
+  scrub_bare_keys(s, secret);
   // Header lines: the value runs to the end of the line.
   for (std::string_view header : {"proxy-authorization:", "authorization:", "set-cookie:",
                                   "cookie:", "x-api-key:", "api-key:"}) {

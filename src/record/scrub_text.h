@@ -31,7 +31,8 @@ struct TextRules {
 };
 
 /// Authorization / cookie headers, bearer tokens, secret NAME=VALUE pairs (query strings,
-/// --flag=value, environment), "--secret-flag VALUE" and quoted JSON-ish "secret": "value".
+/// --flag=value, environment), "--secret-flag VALUE", quoted JSON-ish "secret": "value", and
+/// API keys written bare by their shape (`sk-` + 20 or more key characters, `hf_` + 30).
 void scrub_secrets(std::string& s);
 /// scheme://[userinfo@]host[:port]: userinfo always, host and port by the rules.
 void scrub_urls(std::string& s, const TextRules& rules);
