@@ -595,6 +595,7 @@ int main(int argc, char** argv) {
   dyno::app::CampaignCli campaign_cli(app);  // dyno plan check | campaign submit|status|...
   dyno::app::ClockCli clock_cli(app);        // dyno clock serve
 
+  dyno::app::ignore_sigpipe();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
