@@ -336,7 +336,10 @@ namespace {
 class RefusingTarget : public dyno::transport::Target {
  public:
   RefusingTarget(EventLoop& loop, std::int64_t latency_ns, std::int64_t answer_after_ns = 0)
-      : loop_(loop), latency_ns_(latency_ns), born_(steady_now_ns()), answer_after_(answer_after_ns) {}
+      : loop_(loop),
+        latency_ns_(latency_ns),
+        born_(steady_now_ns()),
+        answer_after_(answer_after_ns) {}
   std::unique_ptr<dyno::transport::PreparedRequest> prepare(
       const dyno::workload::Request& r) override {
     auto p = std::make_unique<FakePrepared>();
@@ -349,22 +352,21 @@ class RefusingTarget : public dyno::transport::Target {
     const std::int64_t start = steady_now_ns();
     const bool back = answer_after_ > 0 && start - born_ >= answer_after_;
     if (back) obs.on_sent(start);
-    pending_[submission] = {loop_.call_at(start + latency_ns_,
-                                          [this, &obs, back, submission] {
-                                            pending_.erase(submission);
-                                            const std::int64_t now = steady_now_ns();
-                                            if (!back) {
-                                              obs.on_error(
-                                                  now, dyno::transport::ErrorCategory::kConnect,
-                                                  "connect to 127.0.0.1:1 failed: refused",
-                                                  std::nullopt);
-                                              return;
-                                            }
-                                            obs.on_first_byte(now, 200);
-                                            obs.on_token_event(now, "tok", "");
-                                            obs.on_done(now, {"length", ""});
-                                          }),
-                            &obs};
+    pending_[submission] = {
+        loop_.call_at(start + latency_ns_,
+                      [this, &obs, back, submission] {
+                        pending_.erase(submission);
+                        const std::int64_t now = steady_now_ns();
+                        if (!back) {
+                          obs.on_error(now, dyno::transport::ErrorCategory::kConnect,
+                                       "connect to 127.0.0.1:1 failed: refused", std::nullopt);
+                          return;
+                        }
+                        obs.on_first_byte(now, 200);
+                        obs.on_token_event(now, "tok", "");
+                        obs.on_done(now, {"length", ""});
+                      }),
+        &obs};
   }
   void cancel_all() override {
     auto pending = std::move(pending_);
