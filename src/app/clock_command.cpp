@@ -10,13 +10,14 @@
 
 namespace dyno::app {
 
-/// The largest --skew-ms: a rehearsal of badly set clocks, not a time machine.
-inline constexpr double kMaxSkewMs = 3'600'000.0;
+/// The largest --skew-ms: a rehearsal of badly set clocks (two days: past the one day that
+/// `dyno run --clock-ref` refuses), not a time machine.
+inline constexpr double kMaxSkewMs = 172'800'000.0;
 
 int clock_serve_command(const ClockServeCommandOptions& o, std::ostream& out) {
   if (!std::isfinite(o.skew_ms) || std::fabs(o.skew_ms) > kMaxSkewMs) {
     throw UsageError("--skew-ms " + flags::number_text(o.skew_ms) +
-                     ": give a number of ms from -3600000 to 3600000");
+                     ": give a number of ms from -172800000 to 172800000 (two days)");
   }
   transport::ClockServeOptions so;
   so.listen = o.listen;

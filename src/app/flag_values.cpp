@@ -1,6 +1,7 @@
 #include "app/flag_values.h"
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -71,6 +72,11 @@ std::uint64_t parse_integer(const std::string& text, std::uint64_t lo, std::uint
   if (i >= text.size() || text.find_first_not_of("0123456789", i) != std::string::npos) {
     throw FlagValueError(shown(text, true) + " is not an integer" + expected);
   }
+  if (text[i] == '0' && i + 1 < text.size()) {
+    throw FlagValueError(shown(text, true) +
+                         " has a leading zero (octal to some tools); write it in plain decimal" +
+                         expected);
+  }
   std::uint64_t v = 0;
   bool overflow = false;
   for (; i < text.size(); ++i) {
@@ -96,6 +102,12 @@ double parse_number(const std::string& text, double lo, double hi, bool lo_open,
   // Decimal forms only: strtod would also read hexadecimal ("0x1p3").
   if (l.empty() || l.find_first_not_of("0123456789+-.e") != std::string::npos) {
     throw FlagValueError(shown(text, true) + " is not a number" + expected);
+  }
+  if (l[sign] == '0' && sign + 1 < l.size() &&
+      std::isdigit(static_cast<unsigned char>(l[sign + 1]))) {
+    throw FlagValueError(shown(text, true) +
+                         " has a leading zero (octal to some tools); write it in plain decimal" +
+                         expected);
   }
   char* end = nullptr;
   errno = 0;
@@ -133,6 +145,36 @@ CLI::Validator number(double lo, double hi, bool lo_open, bool hi_open) {
           (hi_open ? ")" : "]"));
 }
 
-CLI::Validator seconds(bool zero_ok) { return number(0.0, kMaxSeconds, !zero_ok); }
+double parse_seconds(const std::string& text, bool zero_ok) {
+  const std::string expected = std::string(" (expected ") + (zero_ok ? "0 (off) or " : "") +
+                               "a duration from " + number_text(kMinSeconds) + " to " +
+                               number_text(kMaxSeconds) + " s)";
+  double v = 0;
+  try {
+    v = parse_number(text, 0.0, kMaxSeconds);
+  } catch (const FlagValueError& e) {
+    // The same reason, with the range of a duration.
+    std::string m = e.what();
+    const auto paren = m.rfind(" (expected");
+    throw FlagValueError(m.substr(0, paren) + expected);
+  }
+  if (v == 0.0 && !zero_ok) throw FlagValueError(shown(text, false) + " is too small" + expected);
+  if (v != 0.0 && v < kMinSeconds) {
+    throw FlagValueError(shown(text, false) + " is below 1 ms" + expected);
+  }
+  return v;
+}
+
+CLI::Validator seconds(bool zero_ok) {
+  return transform(
+      [zero_ok](const std::string& text) {
+        std::ostringstream s;
+        s.precision(17);
+        s << parse_seconds(text, zero_ok);
+        return s.str();
+      },
+      std::string(zero_ok ? "0 or " : "") + "in [" + number_text(kMinSeconds) + ", " +
+          number_text(kMaxSeconds) + "]");
+}
 
 }  // namespace dyno::app::flags

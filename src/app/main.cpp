@@ -102,8 +102,8 @@ void add_common_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
   cmd.add_option("--arrival", o.load.arrival, "open-loop arrivals: poisson, constant or gamma")
       ->capture_default_str();
   cmd.add_option("--burstiness", o.load.burstiness,
-                 "gamma shape k: 1 = Poisson, < 1 burstier, > 1 smoother")
-      ->transform(flags::number(0, 1000, true))
+                 "gamma shape k: 1 = Poisson, < 1 burstier, > 1 smoother (0.01 to 1000)")
+      ->transform(flags::number(flags::kMinBurstiness, 1000))
       ->capture_default_str();
   cmd.add_option("--runs-root", o.record.runs_root, "directory that receives run records")
       ->capture_default_str();
@@ -175,7 +175,7 @@ void add_load_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
                  "closed loop: keep C requests in flight (default 8)")
       ->transform(flags::integer(1, flags::kMaxConcurrency));
   cmd.add_option("--rate", o.load.rate, "open loop: mean arrival rate in requests/s")
-      ->transform(flags::number(0, flags::kMaxRate, true));
+      ->transform(flags::number(flags::kMinRate, flags::kMaxRate));
   cmd.add_option("-n,--requests", o.load.requests,
                  "measured requests to send (default: 100; with --stream, the stream's length; "
                  "none with --duration)")
@@ -595,6 +595,7 @@ int main(int argc, char** argv) {
   dyno::app::CampaignCli campaign_cli(app);  // dyno plan check | campaign submit|status|...
   dyno::app::ClockCli clock_cli(app);        // dyno clock serve
 
+  dyno::app::ignore_sigpipe();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -167,18 +167,19 @@ int sweep_command(const RunOptions& o, const SweepOptions& s) {
   const std::vector<double> levels =
       open ? parse_list(*s.rates, "--rates",
                         [](const std::string& v) {
-                          return flags::parse_number(v, 0, flags::kMaxRate, true);
+                          return flags::parse_number(v, flags::kMinRate, flags::kMaxRate);
                         })
            : parse_counts(s.concurrencies, "--concurrencies", 1, flags::kMaxConcurrency);
   (void)about("--arrival", [&] { return load::parse_arrival(o.load.arrival); });
   const double top = *std::max_element(levels.begin(), levels.end());
   if (open) {
-    if (top * s.rate_duration_s > flags::kMaxRequests) {
+    if (top * s.rate_duration_s > static_cast<double>(flags::kMaxOpenLoopArrivals)) {
       throw UsageError("--rates " + number_text(top) + " for --rate-duration " +
                        number_text(s.rate_duration_s) + " s would schedule about " +
                        number_text(std::round(top * s.rate_duration_s)) +
                        " requests a cell, more than the limit of " +
-                       std::to_string(flags::kMaxRequests) + "; lower the rate or the duration");
+                       std::to_string(flags::kMaxOpenLoopArrivals) +
+                       " (each request's trace is held in memory); lower the rate or the duration");
     }
     session::warn_open_loop_descriptors(top, o.target);
   } else {

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "app/cell_report.h"
 #include "app/console.h"
@@ -27,51 +29,54 @@ namespace json = boost::json;
 
 namespace {
 
-double parse_duration_ms(const std::string& value, const std::string& key) {
-  std::size_t pos = 0;
-  double number = 0;
-  try {
-    number = std::stod(value, &pos);
-  } catch (const std::exception&) {
-    throw UsageError("--slo: " + key + "=" + value + " is not a number; write e.g. " + key +
-                     "=500ms or " + key + "=2s");
+/// A number followed by a unit: the number's text and the unit (the trailing letters, "ms", "s",
+/// "m", "h" …; "" when none). The number is then read by flags::parse_number: plain decimal.
+std::pair<std::string, std::string> split_unit(const std::string& text) {
+  if (text.size() >= 2 && text.compare(text.size() - 2, 2, "ms") == 0) {
+    return {text.substr(0, text.size() - 2), "ms"};
   }
-  const std::string unit = value.substr(pos);
-  double ms = 0;
-  if (unit.empty() || unit == "ms") {
-    ms = number;
-  } else if (unit == "s") {
-    ms = number * 1000.0;
-  } else {
+  std::size_t n = text.size();
+  while (n > 0 && std::isalpha(static_cast<unsigned char>(text[n - 1])) != 0 &&
+         text[n - 1] != 'e' && text[n - 1] != 'E') {
+    --n;
+  }
+  return {text.substr(0, n), text.substr(n)};
+}
+
+double parse_duration_ms(const std::string& value, const std::string& key) {
+  const auto [number, unit] = split_unit(value);
+  if (!unit.empty() && unit != "ms" && unit != "s") {
     throw UsageError("--slo: unit '" + unit + "' in " + key + "=" + value + "; use ms or s");
   }
-  if (!(ms > 0) || !std::isfinite(ms) || ms > flags::kMaxSeconds * 1000.0) {
-    throw UsageError("--slo: " + key + "=" + value + " is not a duration greater than 0 and at " +
-                     "most " + flags::number_text(flags::kMaxSeconds) + " s (30 days)");
+  const double scale = unit == "s" ? 1.0 : 0.001;  // to seconds
+  try {
+    const double seconds = flags::parse_number(number, 0, flags::kMaxSeconds / scale) * scale;
+    if (seconds < flags::kMinSeconds * (1 - 1e-12)) {
+      throw flags::FlagValueError("is below 1 ms (an objective is from 1 ms to 30 days)");
+    }
+    return seconds * 1000.0;
+  } catch (const flags::FlagValueError& e) {
+    throw UsageError("--slo: " + key + "=" + value + ": " + e.what() + "; write e.g. " + key +
+                     "=500ms or " + key + "=2s");
   }
-  return ms;
 }
 
 /// One end of --time-window: a number of seconds, or with a unit ms, s, m or h; in ms.
 double window_end_ms(const std::string& text, const std::string& value) {
-  std::size_t pos = 0;
-  double number = 0;
-  try {
-    number = std::stod(text, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  const std::string unit = text.substr(pos);
+  const auto [number, unit] = split_unit(text);
   const double scale = unit.empty() || unit == "s" ? 1000.0
                        : unit == "ms"              ? 1.0
                        : unit == "m"               ? 60'000.0
                        : unit == "h"               ? 3'600'000.0
                                                    : -1.0;
-  if (pos == 0 || scale < 0 || !(number >= 0) || !std::isfinite(number)) {
-    throw UsageError("--time-window " + value + ": '" + text +
-                     "' is not a time >= 0; write e.g. 600,1200 (seconds) or 10m,20m");
+  try {
+    if (scale < 0) throw flags::FlagValueError("unit '" + unit + "'; use ms, s, m or h");
+    // At most 1e13 ms (the largest at_ms a stream may hold, workload::kMaxAtMs).
+    return flags::parse_number(number, 0, 1e13 / scale) * scale;
+  } catch (const flags::FlagValueError& e) {
+    throw UsageError("--time-window " + value + ": '" + text + "': " + e.what() +
+                     "; write e.g. 600,1200 (seconds) or 10m,20m");
   }
-  return number * scale;
 }
 
 /// --schedule timestamps and its --time-scale / --time-window.
@@ -118,6 +123,35 @@ std::uint64_t replayed_requests(const std::vector<workload::Request>& requests,
                      " has its at_ms in the window");
   }
   return n;
+}
+
+/// A replay's last send time, (at_ms − FROM) × time scale, must lie within the longest run
+/// (30 days, as every duration): checked before the record is opened. `limit`: -n (a stream of
+/// single requests sends the window's first N by at_ms).
+void check_replay_span(const std::vector<workload::Request>& requests, const load::Replay& r,
+                       std::optional<std::uint64_t> limit, const std::string& file) {
+  std::vector<std::pair<double, std::size_t>> sent;
+  bool sessions = false;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const workload::Request& q = requests[i];
+    if (q.turn) sessions = true;
+    if ((q.turn && q.turn->index > 0) || !q.at_ms || !r.in_window(*q.at_ms)) continue;
+    sent.emplace_back(*q.at_ms, i);
+  }
+  std::stable_sort(sent.begin(), sent.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (!sessions && limit && sent.size() > *limit) sent.resize(*limit);
+  if (sent.empty()) return;
+  const auto& [at, pos] = sent.back();
+  const double offset_s = (at - r.from_ms) * r.time_scale / 1000.0;
+  if (offset_s > flags::kMaxSeconds) {
+    throw UsageError("--schedule timestamps: request '" + requests[pos].id + "' of --stream " +
+                     file + " has at_ms " + flags::number_text(at) + ": the replay would send it " +
+                     flags::number_text(std::round(offset_s)) +
+                     " s after it starts, past the limit of " +
+                     flags::number_text(flags::kMaxSeconds) +
+                     " s (30 days); narrow --time-window, lower --time-scale or give -n");
+  }
 }
 
 struct Plan {
@@ -262,16 +296,40 @@ Plan validate(const RunOptions& o) {
   return p;
 }
 
+/// An open-loop schedule is made before the first request, and every request's trace is held
+/// until the record is written: both are bounded, before anything is built or written.
+void check_open_loop(const RunOptions& o, const Plan& p) {
+  if (o.load.rate) {
+    const double rate = *o.load.rate;
+    const std::string rate_text = "--rate " + flags::number_text(rate);
+    const double by_count = p.load.requests ? static_cast<double>(*p.load.requests) : HUGE_VAL;
+    const double by_duration = o.load.duration_s ? std::ceil(rate * *o.load.duration_s) : HUGE_VAL;
+    const double planned = std::min(by_count, by_duration);
+    if (planned > static_cast<double>(flags::kMaxOpenLoopArrivals)) {
+      const std::string over =
+          by_duration <= by_count
+              ? " for --duration " + flags::number_text(*o.load.duration_s) + " s"
+              : " for " + std::to_string(*p.load.requests) + " requests";
+      throw UsageError(
+          rate_text + over + " would schedule about " + flags::number_text(std::round(planned)) +
+          " requests, more than the limit of " + std::to_string(flags::kMaxOpenLoopArrivals) +
+          " for an open loop (each request's trace is held in memory until the "
+          "record is written); lower --rate, --duration or -n");
+    }
+    if (!o.load.duration_s && p.load.requests &&
+        static_cast<double>(*p.load.requests) / rate > flags::kMaxSeconds) {
+      throw UsageError(
+          rate_text + " would take about " +
+          flags::number_text(std::round(static_cast<double>(*p.load.requests) / rate)) +
+          " s to send " + std::to_string(*p.load.requests) + " requests, past the limit of " +
+          flags::number_text(flags::kMaxSeconds) +
+          " s (30 days); raise --rate, lower -n or give --duration");
+    }
+  }
+}
+
 /// Checks what the request count decides, and completes the console's load line.
 void finish_plan(const RunOptions& o, Plan& p) {
-  // An open-loop schedule is made before the first request: bound its size.
-  if (o.load.rate && !p.load.requests && *o.load.rate * *o.load.duration_s > flags::kMaxRequests) {
-    throw UsageError("--rate " + flags::number_text(*o.load.rate) + " for --duration " +
-                     flags::number_text(*o.load.duration_s) + " s would schedule about " +
-                     flags::number_text(std::round(*o.load.rate * *o.load.duration_s)) +
-                     " requests, more than the limit of " + std::to_string(flags::kMaxRequests) +
-                     "; lower --rate or --duration, or give -n");
-  }
   if (p.load.requests) p.load_text += ", " + std::to_string(*p.load.requests) + " requests";
   if (p.load.duration_s) p.load_text += ", " + fmt(*p.load.duration_s, 1) + " s";
   if (o.load.warmup > 0) p.load_text += ", warm-up " + std::to_string(o.load.warmup);
@@ -321,11 +379,16 @@ int run_command(const RunOptions& o) {
       if (!o.load.requests && !o.load.duration_s) plan.load.requests = in_window;
       if (o.load.requests) plan.load.requests = std::min(*o.load.requests, in_window);
       if (o.load.duration_s) plan.load.duration_s = o.load.duration_s;
+      if (!o.load.duration_s) {
+        check_replay_span(stream.requests, *plan.load.replay, o.load.requests, *o.stream.file);
+      }
     } else {
       plan_requests(o, stream.requests.size(), plan);
+      check_open_loop(o, plan);
     }
   } else {
     plan_requests(o, std::nullopt, plan);
+    check_open_loop(o, plan);
     // Enough distinct synthetic prompts that a count-limited run never repeats one.
     stream = session::build_stream(o.stream, plan.api, o.load.seed,
                                    o.load.warmup + plan.load.requests.value_or(kSyntheticCycle));

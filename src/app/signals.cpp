@@ -92,6 +92,15 @@ void start_closer() {
 
 }  // namespace
 
+void ignore_sigpipe() {
+  // A write to a closed pipe or socket then fails with EPIPE, which the writer handles, instead
+  // of killing dyno (`dyno run --json | head -c1`, a reader of its stderr gone, `kill -PIPE`).
+  struct sigaction sa {};
+  sa.sa_handler = SIG_IGN;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGPIPE, &sa, nullptr);
+}
+
 void set_close_context(const record::CloseContext& context) {
   std::lock_guard lock(g_context_mu);
   g_context = context;
@@ -105,8 +114,12 @@ const std::atomic<bool>& install_stop_signals() {
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
+    // Every signal that asks a process to end, and that nobody sends by mistake, is an
+    // interrupt: SIGHUP (the terminal or SSH session went away) and SIGUSR1/SIGUSR2 (kill -USR1,
+    // schedulers' warnings) close the record as SIGINT and SIGTERM do, instead of killing dyno
+    // with the record `running`.
+    for (const int signo : kStopSignals) sigaction(signo, &sa, nullptr);
+    ignore_sigpipe();
   });
   return g_stop;
 }

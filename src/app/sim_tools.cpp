@@ -538,11 +538,11 @@ SimTools::SimTools(CLI::App& sim) {
   predict_->add_option("-c,--concurrency", predict_options_.concurrency, "closed loop: C in flight")
       ->transform(flags::integer(1, flags::kMaxConcurrency));
   predict_->add_option("--rate", predict_options_.rate, "open loop: mean arrival rate, req/s")
-      ->transform(flags::number(0, flags::kMaxRate, true));
+      ->transform(flags::number(flags::kMinRate, flags::kMaxRate));
   predict_->add_option("--arrival", predict_options_.arrival, "poisson, constant or gamma")
       ->capture_default_str();
   predict_->add_option("--burstiness", predict_options_.burstiness, "gamma shape k")
-      ->transform(flags::number(0, 1000, true))
+      ->transform(flags::number(flags::kMinBurstiness, 1000))
       ->capture_default_str();
   predict_->add_option("--seed", predict_options_.seed, "seed of the arrival schedule")
       ->transform(flags::integer(0, flags::kMaxU64))

@@ -3,8 +3,8 @@
 // by turn. Both share this class.
 #pragma once
 
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
@@ -87,6 +87,9 @@ class Run {
   bool budget_left(bool warmup);
   bool can_send_closed();
   void arm_arrival_timer();
+  /// When a stop was requested and not yet answered: stops sending, cancels what is in flight,
+  /// and returns true.
+  bool answer_stop();
   void arrive(std::size_t arrival, std::int64_t scheduled_abs);
   metrics::Trace& new_trace(const char* phase, std::optional<std::int64_t> scheduled_abs,
                             std::size_t stream_pos);

@@ -22,6 +22,10 @@ constexpr std::int64_t kStopPollNs = 50 * kMs;
 constexpr std::int64_t kEngineExitGraceNs = 2000 * kMs;
 constexpr std::int64_t kConnectRetryPauseNs = 20 * kMs;
 constexpr std::int64_t kMaxConnectRetryPauseNs = 1000 * kMs;
+/// Arrivals sent by one wake-up of the arrival timer. A loop that fell behind a fast schedule
+/// catches up in batches of this many, with the loop's I/O, its timers and the stop flag
+/// between them: a flood of due arrivals never holds the loop (or an interrupt) for long.
+constexpr std::size_t kMaxArrivalsPerWake = 64;
 
 /// The at_ms of stream position `pos`, or an error naming the request.
 double at_ms_of(const workload::Request& r) {
@@ -158,6 +162,8 @@ void Run::make_open_loop_schedule() {
     }
     for (const auto& [at, pos] : items) {
       const double offset_ns = std::round((at - r.from_ms) * r.time_scale * 1e6);
+      // In time order: past --duration, none of the rest is sent either.
+      if (config_.duration_s && !(offset_ns < *config_.duration_s * 1e9)) break;
       if (offset_ns > 9.2e18) throw std::invalid_argument("a replay offset overflows");
       schedule_.push_back(static_cast<std::int64_t>(offset_ns));
       schedule_pos_.push_back(pos);
@@ -271,7 +277,8 @@ void Run::note_reachability(const metrics::Trace& t) {
   const std::int64_t now = transport::steady_now_ns();
   // A response that began since the streak started (another request, still streaming) means
   // the target came back: the streak starts again.
-  if (!unreachable_since_ || last_answer_ns_.load(std::memory_order_relaxed) >= *unreachable_since_) {
+  if (!unreachable_since_ ||
+      last_answer_ns_.load(std::memory_order_relaxed) >= *unreachable_since_) {
     unreachable_since_ = now;
     unreachable_failures_ = 0;
   }
@@ -388,16 +395,32 @@ void Run::arm_arrival_timer() {
   const std::int64_t at = measured_start_abs_ + schedule_[next_arrival_];
   arrival_timer_ = loop_.call_at(at, [this] {
     arrival_timer_ = 0;
-    // Catch up on every arrival that is due: a late timer must not thin the load.
+    if (answer_stop()) return;
+    // Catch up on every arrival that is due: a late timer must not thin the load. At most
+    // kMaxArrivalsPerWake now; the timer, re-armed at a time already past, sends the rest after
+    // the loop's other ready work (responses, the stop poll).
     const std::int64_t now = transport::steady_now_ns();
-    while (!stopping_ && !engine_has_exited() && next_arrival_ < schedule_.size() &&
-           measured_start_abs_ + schedule_[next_arrival_] <= now) {
+    for (std::size_t fired = 0;
+         fired < kMaxArrivalsPerWake && !stopping_ && !engine_has_exited() &&
+         next_arrival_ < schedule_.size() && measured_start_abs_ + schedule_[next_arrival_] <= now;
+         ++fired) {
       const std::int64_t scheduled = measured_start_abs_ + schedule_[next_arrival_];
       arrive(next_arrival_++, scheduled);
     }
     arm_arrival_timer();
     maybe_end();
   });
+}
+
+bool Run::answer_stop() {
+  if (hooks_.stop_requested == nullptr || !hooks_.stop_requested->load() || stopping_) {
+    return false;
+  }
+  stop_sending();
+  result_.interrupted = true;
+  target_.cancel_all();  // every in-flight request ends as kCancelled
+  maybe_end();
+  return true;
 }
 
 void Run::arrive(std::size_t arrival, std::int64_t scheduled_abs) {
@@ -482,13 +505,7 @@ void Run::schedule_progress(std::int64_t due) {
 
 void Run::schedule_stop_poll(std::int64_t due) {
   stop_timer_ = loop_.call_at(due, [this, due] {
-    if (hooks_.stop_requested != nullptr && hooks_.stop_requested->load() && !stopping_) {
-      stop_sending();
-      result_.interrupted = true;
-      target_.cancel_all();  // every in-flight request ends as kCancelled
-      maybe_end();
-      if (ended_) return;
-    }
+    if (answer_stop() && ended_) return;
     if (!stopping_ && engine_has_exited()) {
       maybe_end();
       if (ended_) return;

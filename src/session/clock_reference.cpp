@@ -1,5 +1,8 @@
 #include "session/clock_reference.h"
 
+#include <cmath>
+#include <sstream>
+
 #include "error/error.h"
 #include "transport/clock_probe.h"
 
@@ -16,6 +19,18 @@ record::ClockMeasurement measurement(const transport::ClockMeasurement& m) {
 
 record::ClockReference clock_reference_before(const std::string& address) {
   const transport::ClockMeasurement m = transport::measure_clock(address, "--clock-ref");
+  const std::int64_t offset = m.best.offset_ns;
+  if (offset > kMaxClockOffsetNs || offset < -kMaxClockOffsetNs) {
+    const double days = static_cast<double>(offset) / 86'400e9;
+    std::ostringstream text;
+    text.precision(4);
+    text << "--clock-ref " << address << ": this host's wall clock is " << std::fabs(days)
+         << " days " << (offset > 0 ? "ahead of" : "behind") << " reference " << m.reference_id
+         << " (offset " << offset << " ns); an offset over one day is a clock that is set "
+         << "wrong, not one that drifted: set this host's clock (or the reference's) and run "
+            "again";
+    throw Error(ErrorKind::input, text.str());
+  }
   record::ClockReference r;
   r.address = address;
   r.id = m.reference_id;

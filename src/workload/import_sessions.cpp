@@ -11,6 +11,7 @@
 #include "workload/import_util.h"
 #include "workload/message_json.h"
 #include "workload/request_stream.h"
+#include "workload/sessions.h"
 #include "workload/stream_json.h"
 
 namespace dyno::workload {
@@ -32,16 +33,16 @@ struct HumanTurn {
 };
 
 /// The conversation's id (as import_sharegpt names it) and its human turns.
-struct Conversation {
+struct ShareGptConversation {
   std::string id;
   std::vector<HumanTurn> turns;
 };
 
-Conversation read_conversation(const json::value& element, std::size_t index,
-                               const std::string& where) {
+ShareGptConversation read_conversation(const json::value& element, std::size_t index,
+                                       const std::string& where) {
   if (!element.is_object()) throw StreamError(where + ": expected an object {id, conversations}");
   const json::object& obj = element.get_object();
-  Conversation c;
+  ShareGptConversation c;
   c.id = std::to_string(index);
   if (const json::value* v = obj.if_contains("id")) {
     if (v->is_string()) {
@@ -101,13 +102,13 @@ RequestStream import_sharegpt_sessions(const fs::path& path, const ShareGptOptio
   }
   const json::array& arr = root.get_array();
   struct Item {
-    Conversation conversation;
+    ShareGptConversation conversation;
     std::string where;
   };
   std::vector<Item> items;
   for (std::size_t i = 0; i < arr.size(); ++i) {
     const std::string where = name + ": element " + std::to_string(i);
-    Conversation c = read_conversation(arr[i], i, where);
+    ShareGptConversation c = read_conversation(arr[i], i, where);
     if (c.turns.empty()) continue;
     if (c.turns.front().messages.back().content.size() < options.min_prompt_chars) continue;
     if (options.output_from_reference) {
@@ -152,9 +153,7 @@ std::int64_t positive_int(const json::value& v, const std::string& where, const 
 }
 
 double think(const json::value& v, const std::string& where, const std::string& key) {
-  const double ms = stream_json::as_number(v, where, key);
-  if (!(ms >= 0.0) || !std::isfinite(ms)) fail(where, key, "must be a finite number >= 0");
-  return ms;
+  return read_think_ms(v, where, key);  // the stream reader's own check
 }
 
 /// Per-step settings a trajectory gives as defaults.
@@ -165,12 +164,10 @@ struct Defaults {
 
 /// The tool results of a tool step: `tool` messages answering each of `calls` exactly once.
 std::vector<Message> tool_results(const json::value& v, const std::string& where,
-                                  const std::string& key, const json::array& calls) {
+                                  const std::string& key, const std::string& calls) {
   if (!v.is_array() || v.get_array().empty()) {
     fail(where, key, "must be a non-empty array of {tool_call_id, content}" + got(v));
   }
-  std::set<std::string> open;
-  for (const json::value& call : calls) open.insert(std::string(call.at("id").get_string()));
   std::vector<Message> out;
   const json::array& arr = v.get_array();
   for (std::size_t i = 0; i < arr.size(); ++i) {
@@ -193,16 +190,12 @@ std::vector<Message> tool_results(const json::value& v, const std::string& where
     }
     if (m.tool_call_id.empty()) fail(where, k + ".tool_call_id", "missing or empty");
     if (!has_content) fail(where, k + ".content", "missing; give the tool's output text");
-    if (open.erase(m.tool_call_id) == 0) {
-      fail(where, k + ".tool_call_id",
-           "\"" + m.tool_call_id +
-               "\" answers no open call of this step (each call is answered exactly once)");
-    }
     out.push_back(std::move(m));
   }
-  if (!open.empty()) {
-    fail(where, key, "no result for call \"" + *open.begin() + "\"; answer every call of the step");
-  }
+  // The stream reader's own check: each call of the step answered exactly once.
+  check_tool_answers(
+      calls, out, where, key, [&key](std::size_t i) { return key + "[" + std::to_string(i) + "]"; },
+      "step");
   return out;
 }
 
@@ -257,7 +250,7 @@ Request read_step(const json::value& v, const std::string& where, const std::str
              "\"" + id + "\" is used twice in this trajectory; call ids must be unique");
       }
     }
-    r.messages = tool_results(*results, where, key + ".tool_results", call_array);
+    r.messages = tool_results(*results, where, key + ".tool_results", r.turn->tool_calls);
   }
   if (index > 0) r.turn->think_ms = defaults.think_ms;
   r.sampling.max_tokens = defaults.max_tokens;

@@ -74,6 +74,10 @@ struct Turn {
   bool operator==(const Turn&) const = default;
 };
 
+/// The largest `at_ms` a stream may give: 1e13 ms (about 317 years; every trace import's times
+/// fit). How much of it a replay may span is checked when the run is planned (30 days).
+inline constexpr double kMaxAtMs = 1e13;
+
 /// One request of a stream. Chat requests carry `messages`; completion requests carry `prompt`.
 struct Request {
   std::string id;                     ///< stable across engines: derived from the stream

@@ -379,6 +379,11 @@ Request parse_request_line(const std::string& line, const std::string& where,
     } else if (key == "at_ms") {
       const double at = as_number(v, where, key);
       if (!(at >= 0.0) || !std::isfinite(at)) fail(where, key, "must be a finite number >= 0");
+      if (at > kMaxAtMs) {
+        fail(where, key,
+             "is " + stream_json::number_text(at) +
+                 " ms, more than the largest send time a stream may give (1e13 ms)");
+      }
       r.at_ms = at;
     } else if (key == "expected") {
       expectation.answer = as_string(v, where, key);
@@ -410,6 +415,10 @@ Request parse_request_line(const std::string& line, const std::string& where,
     fail(where, "messages", "missing; give `messages` (chat) or `prompt` (completions)");
   }
   if (turn.given) r.turn = finish_turn(turn, r, where);
+  check_tool_answers(
+      r.turn ? r.turn->tool_calls : std::string(), r.messages, where, "tool_calls",
+      [](std::size_t i) { return "messages[" + std::to_string(i) + "]"; },
+      r.turn ? "turn" : "request");
   return r;
 }
 

@@ -1,5 +1,6 @@
 #include "workload/sessions.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -12,6 +13,68 @@ namespace dyno::workload {
 
 using stream_json::fail;
 
+double read_think_ms(const boost::json::value& v, const std::string& where,
+                     const std::string& key) {
+  const double ms = stream_json::as_number(v, where, key);
+  if (!(ms >= 0.0) || !std::isfinite(ms)) fail(where, key, "must be a finite number >= 0");
+  if (ms > kMaxThinkMs) {
+    fail(where, key,
+         "is " + stream_json::number_text(ms) +
+             " ms, more than one day (86400000 ms), the "
+             "longest pause a turn may take");
+  }
+  return ms;
+}
+
+namespace {
+
+/// The ids of a validated `tool_calls` array (its compact JSON), in order.
+std::vector<std::string> call_ids(const std::string& calls) {
+  std::vector<std::string> ids;
+  if (calls.empty()) return ids;
+  const boost::json::value v = parse_kept_json(calls);
+  for (const boost::json::value& call : v.as_array()) {
+    ids.emplace_back(call.at("id").as_string());
+  }
+  return ids;
+}
+
+}  // namespace
+
+void check_tool_answers(const std::string& calls, const std::vector<Message>& messages,
+                        const std::string& where, const std::string& calls_key,
+                        const std::function<std::string(std::size_t)>& key_of,
+                        const std::string& unit) {
+  std::vector<std::string> open = call_ids(calls);
+  std::string open_key = calls_key;
+  std::string open_unit = "of this " + unit;
+  const auto unanswered = [&] {
+    fail(where, open_key,
+         "no result for call \"" + open.front() + "\"; answer every call " + open_unit +
+             " with a tool message");
+  };
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const Message& m = messages[i];
+    if (m.role == "tool") {
+      const auto it = std::find(open.begin(), open.end(), m.tool_call_id);
+      if (it == open.end()) {
+        fail(where, key_of(i) + ".tool_call_id",
+             "\"" + m.tool_call_id + "\" answers no open call " + open_unit +
+                 " (each call is answered exactly once)");
+      }
+      open.erase(it);
+      continue;
+    }
+    if (!open.empty()) unanswered();
+    if (!m.tool_calls.empty()) {
+      open = call_ids(m.tool_calls);
+      open_key = key_of(i) + ".tool_calls";
+      open_unit = "of " + key_of(i);
+    }
+  }
+  if (!open.empty()) unanswered();
+}
+
 void read_turn_key(const std::string& key, const boost::json::value& v, const std::string& where,
                    TurnKeys& keys) {
   keys.given = true;
@@ -22,9 +85,7 @@ void read_turn_key(const std::string& key, const boost::json::value& v, const st
     keys.turn = stream_json::as_int(v, where, key);
     if (*keys.turn < 0) fail(where, key, "must be >= 0 (got " + std::to_string(*keys.turn) + ")");
   } else if (key == "think_ms") {
-    const double ms = stream_json::as_number(v, where, key);
-    if (!(ms >= 0.0) || !std::isfinite(ms)) fail(where, key, "must be a finite number >= 0");
-    keys.think_ms = ms;
+    keys.think_ms = read_think_ms(v, where, key);
   } else if (key == "tool_calls") {
     keys.tool_calls = parse_tool_calls(v, where, key);
   } else if (key == "tools") {

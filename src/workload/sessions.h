@@ -5,6 +5,7 @@
 
 #include <boost/json/value.hpp>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,27 @@
 #include "workload/request.h"
 
 namespace dyno::workload {
+
+/// The longest think_ms a stream (or an agent trajectory) may give: one day. A longer pause is
+/// no user's; 1e300 would overflow the run's schedule.
+inline constexpr double kMaxThinkMs = 86'400'000.0;
+
+/// A think_ms value: a finite number from 0 to kMaxThinkMs. Throws StreamError naming `where`
+/// and `key`. The one check of the stream reader and of `stream import agent`.
+double read_think_ms(const boost::json::value& v, const std::string& where, const std::string& key);
+
+/// The tool messages among `messages` answer the calls before them: `calls` (the compact JSON
+/// of a turn's `tool_calls`, the previous answer's calls; "" for none) are open first, and each
+/// assistant message with `tool_calls` opens its own; each `tool` message answers an open call
+/// (by `tool_call_id`) exactly once, and every open call is answered before any other message
+/// and by the end. `key_of(i)` names message i in errors, `calls_key` the calls given, `unit`
+/// what they belong to ("turn", "step"). Throws StreamError naming `where` and the key, e.g.
+/// "key `messages[0].tool_call_id`: \"c9\" answers no open call of this turn". The one check
+/// of the stream reader and of `stream import agent`.
+void check_tool_answers(const std::string& calls, const std::vector<Message>& messages,
+                        const std::string& where, const std::string& calls_key,
+                        const std::function<std::string(std::size_t)>& key_of,
+                        const std::string& unit);
 
 /// The turn keys of one stream line as read (session, turn, think_ms, tool_calls, tools).
 struct TurnKeys {

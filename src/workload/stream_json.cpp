@@ -151,4 +151,10 @@ double as_number(const json::value& v, const std::string& where, const std::stri
   fail(where, key, "must be a number" + got(v));
 }
 
+std::string number_text(double v) {
+  char buf[32];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  return std::string(buf, end);
+}
+
 }  // namespace dyno::workload::stream_json

@@ -25,5 +25,7 @@ std::string as_string(const boost::json::value& v, const std::string& where,
 /// An integer that fits int64 (JSON integers only; 5.0 is rejected to keep types exact).
 std::int64_t as_int(const boost::json::value& v, const std::string& where, const std::string& key);
 double as_number(const boost::json::value& v, const std::string& where, const std::string& key);
+/// A number as messages print it: its shortest form ("1e+300", "90000000", "0.5").
+std::string number_text(double v);
 
 }  // namespace dyno::workload::stream_json

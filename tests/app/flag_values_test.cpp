@@ -37,7 +37,6 @@ std::string number_error(const std::string& text, double lo, double hi, bool lo_
 TEST(ParseInteger, AcceptsPlainDecimalsInRange) {
   EXPECT_EQ(flags::parse_integer("0", 0, 10), 0u);
   EXPECT_EQ(flags::parse_integer("+7", 0, 10), 7u);
-  EXPECT_EQ(flags::parse_integer("010", 0, 10), 10u);  // decimal, not octal
   EXPECT_EQ(flags::parse_integer("18446744073709551615", 0, flags::kMaxU64), flags::kMaxU64);
 }
 
@@ -53,6 +52,52 @@ TEST(ParseInteger, RefusesWhatCli11WouldWrapOrMisread) {
   for (const char* bad : {"0x10", "1e3", "7.0", "", "+", "abc", " 7", "7 ", "--1", "1-"}) {
     EXPECT_NE(integer_error(bad, 0, 100).find("is not an integer"), std::string::npos) << bad;
   }
+}
+
+// Issue 32 (16): "-c 010" was read as 10 where other tools read 8; a leading zero is refused
+// in every number of the command line, so no reader can take it either way.
+TEST(ParseInteger, RefusesALeadingZero) {
+  EXPECT_EQ(integer_error("010", 0, 100),
+            "'010' has a leading zero (octal to some tools); write it in plain decimal (expected "
+            "an integer between 0 and 100)");
+  EXPECT_NE(integer_error("+010", 0, 100).find("leading zero"), std::string::npos);
+  EXPECT_NE(integer_error("00", 0, 100).find("leading zero"), std::string::npos);
+  EXPECT_EQ(flags::parse_integer("+0", 0, 10), 0u);
+  EXPECT_EQ(flags::parse_integer("10", 0, 10), 10u);
+}
+
+TEST(ParseNumber, RefusesALeadingZeroButNotAFraction) {
+  EXPECT_NE(number_error("010", 0, 100).find("has a leading zero"), std::string::npos);
+  EXPECT_NE(number_error("00.5", 0, 100).find("has a leading zero"), std::string::npos);
+  EXPECT_NE(number_error("+01e3", 0, 1e4).find("has a leading zero"), std::string::npos);
+  EXPECT_NE(number_error("0x10", 0, 100).find("is not a number"), std::string::npos);
+  EXPECT_DOUBLE_EQ(flags::parse_number("0.5", 0, 1), 0.5);
+  EXPECT_DOUBLE_EQ(flags::parse_number("0e3", 0, 1), 0.0);
+  EXPECT_DOUBLE_EQ(flags::parse_number("10.05", 0, 100), 10.05);
+}
+
+// Issue 32 (16): "--idle-timeout 1e-300" acted as off. A duration that is not 0 is at least 1 ms.
+TEST(ParseSeconds, RefusesDurationsBelowOneMillisecondButZeroWhereAllowed) {
+  const auto error = [](const std::string& text, bool zero_ok) -> std::string {
+    try {
+      flags::parse_seconds(text, zero_ok);
+    } catch (const FlagValueError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error("1e-300", true),
+            "1e-300 is below 1 ms (expected 0 (off) or a duration from 0.001 to 2592000 s)");
+  EXPECT_EQ(error("0.0009", false),
+            "0.0009 is below 1 ms (expected a duration from 0.001 to 2592000 s)");
+  EXPECT_EQ(error("0", false), "0 is too small (expected a duration from 0.001 to 2592000 s)");
+  EXPECT_EQ(error("nan", true),
+            "nan is not a finite number (expected 0 (off) or a duration from 0.001 to 2592000 s)");
+  EXPECT_EQ(error("3e6", true),
+            "3e6 is too large (expected 0 (off) or a duration from 0.001 to 2592000 s)");
+  EXPECT_DOUBLE_EQ(flags::parse_seconds("0", true), 0.0);
+  EXPECT_DOUBLE_EQ(flags::parse_seconds("0.001", false), 0.001);
+  EXPECT_DOUBLE_EQ(flags::parse_seconds("2592000", false), 2592000.0);
 }
 
 TEST(ParseNumber, AcceptsFiniteDecimalsInRange) {
@@ -107,9 +152,14 @@ TEST(FlagValidators, Cli11ParsesOnlyCheckedText) {
   EXPECT_EQ(parse_error({"-c", "0"}),
             "--concurrency: 0 is too small (expected an integer between 1 and 100)");
   EXPECT_EQ(parse_error({"--timeout", "nan"}),
-            "--timeout: nan is not a finite number (expected a number greater than 0 and at "
-            "most 2592000)");
-  EXPECT_EQ(parse_error({"--warmup", "010", "-c", "+8", "--timeout", "2.5"}), "");
+            "--timeout: nan is not a finite number (expected a duration from 0.001 to 2592000 "
+            "s)");
+  EXPECT_EQ(parse_error({"--timeout", "1e-300"}),
+            "--timeout: 1e-300 is below 1 ms (expected a duration from 0.001 to 2592000 s)");
+  EXPECT_EQ(parse_error({"-c", "010"}),
+            "--concurrency: '010' has a leading zero (octal to some tools); write it in plain "
+            "decimal (expected an integer between 1 and 100)");
+  EXPECT_EQ(parse_error({"--warmup", "10", "-c", "+8", "--timeout", "2.5"}), "");
   EXPECT_EQ(warmup, 10u);
   EXPECT_EQ(concurrency, 8u);
   EXPECT_DOUBLE_EQ(timeout, 2.5);

@@ -25,3 +25,28 @@ TEST(ParseSlo, ErrorsNameTheFlagAndTheFix) {
     }
   }
 }
+
+// Issue 32 (16): "ttft=0x10ms" was read as 16 ms. An objective's number is plain decimal, read by
+// the flags' own parser, and at least 1 ms.
+TEST(ParseSlo, HexLeadingZerosAndDurationsBelowOneMillisecondAreRefused) {
+  const auto error = [](const std::string& text) -> std::string {
+    try {
+      parse_slo(text);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error("ttft=0x10ms"),
+            "--slo: ttft=0x10ms: '0x10' is not a number (expected a number between 0 and "
+            "2592000000); write e.g. ttft=500ms or ttft=2s");
+  EXPECT_NE(error("tpot=010ms").find("leading zero"), std::string::npos);
+  EXPECT_EQ(error("tpot=0.5ms"),
+            "--slo: tpot=0.5ms: is below 1 ms (an objective is from 1 ms to 30 days); write e.g. "
+            "tpot=500ms or tpot=2s");
+  EXPECT_NE(error("e2e=1e-300s").find("below 1 ms"), std::string::npos);
+  EXPECT_NE(error("e2e=0").find("below 1 ms"), std::string::npos);
+  EXPECT_NE(error("e2e=1e9s").find("too large"), std::string::npos);
+  EXPECT_EQ(error("ttft=1ms,e2e=1e3s,tpot=0.001s"), "");
+  EXPECT_DOUBLE_EQ(*parse_slo("e2e=1e3s").e2e_s, 1000.0);
+}

@@ -7,6 +7,7 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "transport/event_loop.h"
 
@@ -200,6 +201,55 @@ TEST(Runner, FailuresAreDataAndStopFlagCancelsInFlight) {
   EXPECT_EQ(static_cast<std::size_t>(ok + failed + cancelled), result.traces.size());
 }
 
+/// A target whose submit costs `cost_ns` of the loop's time (a client at its limit).
+class SlowSubmitTarget : public FakeTarget {
+ public:
+  SlowSubmitTarget(EventLoop& loop, std::int64_t latency_ns, std::int64_t cost_ns)
+      : FakeTarget(loop, latency_ns, 1), cost_ns_(cost_ns) {}
+  void submit(const dyno::transport::PreparedRequest& req, std::uint64_t submission,
+              dyno::transport::StreamObserver& obs) override {
+    const std::int64_t until = steady_now_ns() + cost_ns_;
+    while (steady_now_ns() < until) {
+    }
+    FakeTarget::submit(req, submission, obs);
+  }
+
+ private:
+  std::int64_t cost_ns_;
+};
+
+// Issue 32 (3): a schedule faster than the loop can send fell behind, and one wake-up of the
+// arrival timer then sent every arrival due (seconds of submits) without looking at the stop
+// flag. Due arrivals now go in bounded batches, each wake-up checking the flag.
+TEST(Runner, AStopIsAnsweredPromptlyWhileTheLoopIsBehindAFastSchedule) {
+  EventLoop loop;
+  SlowSubmitTarget target(loop, 10'000 * kMs, 20'000);  // 20 us a submit: 50,000 req/s at most
+  dyno::load::LoadConfig cfg;
+  cfg.open_loop = true;
+  cfg.requests = 200'000;  // 0.2 s of schedule at 1,000,000 req/s: 4 s of submits
+  dyno::load::ScheduleSpec spec;
+  spec.arrival = dyno::load::Arrival::kConstant;
+  spec.rate_per_s = 1e6;
+  cfg.schedule = spec;
+  std::atomic<bool> stop{false};
+  dyno::load::RunHooks hooks;
+  hooks.stop_requested = &stop;
+  std::atomic<std::int64_t> stopped_at{0};
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stopped_at = steady_now_ns();
+    stop = true;
+  });
+  const auto result = dyno::load::run_load(loop, target, stream(4), cfg, hooks);
+  const std::int64_t returned = steady_now_ns();
+  stopper.join();
+  EXPECT_TRUE(result.interrupted);
+  EXPECT_LT(result.traces.size(), 200'000u);
+  // Answered within a second (a busy 2-core machine); before, the loop went on for seconds.
+  EXPECT_LT(returned - stopped_at.load(), 1000 * kMs);
+  EXPECT_EQ(target.in_flight, 0);
+}
+
 TEST(Runner, RejectsAnEmptyStreamOrNoLimit) {
   EventLoop loop;
   FakeTarget target(loop, kMs, 1);
@@ -286,7 +336,10 @@ namespace {
 class RefusingTarget : public dyno::transport::Target {
  public:
   RefusingTarget(EventLoop& loop, std::int64_t latency_ns, std::int64_t answer_after_ns = 0)
-      : loop_(loop), latency_ns_(latency_ns), born_(steady_now_ns()), answer_after_(answer_after_ns) {}
+      : loop_(loop),
+        latency_ns_(latency_ns),
+        born_(steady_now_ns()),
+        answer_after_(answer_after_ns) {}
   std::unique_ptr<dyno::transport::PreparedRequest> prepare(
       const dyno::workload::Request& r) override {
     auto p = std::make_unique<FakePrepared>();
@@ -299,22 +352,21 @@ class RefusingTarget : public dyno::transport::Target {
     const std::int64_t start = steady_now_ns();
     const bool back = answer_after_ > 0 && start - born_ >= answer_after_;
     if (back) obs.on_sent(start);
-    pending_[submission] = {loop_.call_at(start + latency_ns_,
-                                          [this, &obs, back, submission] {
-                                            pending_.erase(submission);
-                                            const std::int64_t now = steady_now_ns();
-                                            if (!back) {
-                                              obs.on_error(
-                                                  now, dyno::transport::ErrorCategory::kConnect,
-                                                  "connect to 127.0.0.1:1 failed: refused",
-                                                  std::nullopt);
-                                              return;
-                                            }
-                                            obs.on_first_byte(now, 200);
-                                            obs.on_token_event(now, "tok", "");
-                                            obs.on_done(now, {"length", ""});
-                                          }),
-                            &obs};
+    pending_[submission] = {
+        loop_.call_at(start + latency_ns_,
+                      [this, &obs, back, submission] {
+                        pending_.erase(submission);
+                        const std::int64_t now = steady_now_ns();
+                        if (!back) {
+                          obs.on_error(now, dyno::transport::ErrorCategory::kConnect,
+                                       "connect to 127.0.0.1:1 failed: refused", std::nullopt);
+                          return;
+                        }
+                        obs.on_first_byte(now, 200);
+                        obs.on_token_event(now, "tok", "");
+                        obs.on_done(now, {"length", ""});
+                      }),
+        &obs};
   }
   void cancel_all() override {
     auto pending = std::move(pending_);

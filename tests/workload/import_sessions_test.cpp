@@ -203,6 +203,13 @@ TEST(AgentTrajectories, MalformedLinesNameTheLineAndKey) {
             "a.jsonl:1: key `steps[0]`: a step is {user} or {tool_calls, tool_results}, not both");
   EXPECT_EQ(agent_error(R"({"id":"a","steps":[{"user":"x","think_ms":-1}]})"),
             "a.jsonl:1: key `steps[0].think_ms`: must be a finite number >= 0");
+  // Issue 32 (5): 1e308 was written to the stream, and overflowed the run's schedule.
+  EXPECT_EQ(agent_error(R"({"id":"a","think_ms":1e308,"steps":[{"user":"x"},{"user":"y"}]})"),
+            "a.jsonl:1: key `think_ms`: is 1e+308 ms, more than one day (86400000 ms), the "
+            "longest pause a turn may take");
+  EXPECT_EQ(agent_error(R"({"id":"a","steps":[{"user":"x"},{"user":"y","think_ms":9e7}]})"),
+            "a.jsonl:1: key `steps[1].think_ms`: is 9e+07 ms, more than one day (86400000 ms), the "
+            "longest pause a turn may take");
   EXPECT_EQ(agent_error(R"({"id":"a","steps":[{"user":3}]})"),
             "a.jsonl:1: key `steps[0].user`: must be a string (got an integer)");
   EXPECT_EQ(agent_error(R"({"id":"a","steps":[{"user":"x"}]})"

@@ -116,6 +116,65 @@ TEST(Sessions, ToolCallsAndToolMessagesAreChecked) {
       "no error");
 }
 
+// Issue 32 (5): think_ms 1e300 overflowed the schedule to negative times; at_ms 1e300 the replay.
+TEST(Sessions, ThinkMsAndAtMsAreBounded) {
+  constexpr const char* kTurn0 =
+      R"({"id":"a0","session":"a","turn":0,"messages":[{"role":"user","content":"x"}]})";
+  EXPECT_EQ(
+      error_of(
+          std::string(kTurn0) + "\n" +
+          R"({"id":"a1","session":"a","turn":1,"think_ms":1e300,"messages":[{"role":"user","content":"y"}]})"),
+      "s.jsonl:2: key `think_ms`: is 1e+300 ms, more than one day (86400000 ms), the longest "
+      "pause a turn may take");
+  EXPECT_EQ(
+      error_of(
+          std::string(kTurn0) + "\n" +
+          R"({"id":"a1","session":"a","turn":1,"think_ms":86400000,"messages":[{"role":"user","content":"y"}]})"),
+      "no error");
+  EXPECT_EQ(error_of(R"({"id":"x","prompt":"p","at_ms":1e300})"),
+            "s.jsonl:1: key `at_ms`: is 1e+300 ms, more than the largest send time a stream may "
+            "give (1e13 ms)");
+  EXPECT_EQ(error_of(R"({"id":"x","prompt":"p","at_ms":1e13})"), "no error");
+}
+
+// Issue 32 (19): a turn's tool message must answer a call of the answer before it, as
+// `stream import agent` requires (one check, workload::check_tool_answers).
+TEST(Sessions, ToolMessagesAnswerOpenCallsExactlyOnce) {
+  constexpr const char* kTurn0 =
+      R"({"id":"a0","session":"a","turn":0,"messages":[{"role":"user","content":"x"}]})";
+  const std::string calls =
+      R"("tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}])";
+  EXPECT_EQ(error_of(std::string(kTurn0) + "\n" + R"({"id":"a1","session":"a","turn":1,)" + calls +
+                     R"(,"messages":[{"role":"tool","tool_call_id":"c9","content":"r"}]})"),
+            "s.jsonl:2: key `messages[0].tool_call_id`: \"c9\" answers no open call of this turn "
+            "(each call is answered exactly once)");
+  EXPECT_EQ(error_of(std::string(kTurn0) + "\n" + R"({"id":"a1","session":"a","turn":1,)" + calls +
+                     R"(,"messages":[{"role":"tool","tool_call_id":"c1","content":"r"},)"
+                     R"({"role":"tool","tool_call_id":"c1","content":"again"}]})"),
+            "s.jsonl:2: key `messages[1].tool_call_id`: \"c1\" answers no open call of this turn "
+            "(each call is answered exactly once)");
+  EXPECT_EQ(error_of(std::string(kTurn0) + "\n" + R"({"id":"a1","session":"a","turn":1,)" + calls +
+                     R"(,"messages":[{"role":"user","content":"r"}]})"),
+            "s.jsonl:2: key `tool_calls`: no result for call \"c1\"; answer every call of this "
+            "turn with a tool message");
+  // A tool message on turn 0 (no call before it), and in a single request without its call.
+  EXPECT_EQ(
+      error_of(
+          R"({"id":"a0","session":"a","turn":0,"messages":[{"role":"tool","tool_call_id":"c1","content":"r"}]})"),
+      "s.jsonl:1: key `messages[0].tool_call_id`: \"c1\" answers no open call of this turn "
+      "(each call is answered exactly once)");
+  EXPECT_EQ(
+      error_of(
+          R"({"id":"x","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"d","content":"42"}]})"),
+      "s.jsonl:1: key `messages[1].tool_call_id`: \"d\" answers no open call of messages[0] "
+      "(each call is answered exactly once)");
+  EXPECT_EQ(
+      error_of(
+          R"({"id":"x","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"user","content":"?"}]})"),
+      "s.jsonl:1: key `messages[0].tool_calls`: no result for call \"c\"; answer every call of "
+      "messages[0] with a tool message");
+}
+
 TEST(Sessions, TheConversationFeedsBackTheActualAnswersVerbatim) {
   const RequestStream s = parse_stream_text(kTwoSessions, "s.jsonl");
   Conversation c;
