@@ -13,8 +13,10 @@
 #include "app/flag_values.h"
 #include "app/shard_flags.h"
 #include "app/signals.h"
+#include "load/plan.h"
 #include "load/runner.h"
 #include "load/schedule.h"
+#include "session/cell_plan.h"
 #include "session/clock_reference.h"
 #include "session/run_limits.h"
 #include "session/stream.h"
@@ -26,31 +28,6 @@ namespace dyno::app {
 namespace json = boost::json;
 
 namespace {
-
-double parse_duration_ms(const std::string& value, const std::string& key) {
-  std::size_t pos = 0;
-  double number = 0;
-  try {
-    number = std::stod(value, &pos);
-  } catch (const std::exception&) {
-    throw UsageError("--slo: " + key + "=" + value + " is not a number; write e.g. " + key +
-                     "=500ms or " + key + "=2s");
-  }
-  const std::string unit = value.substr(pos);
-  double ms = 0;
-  if (unit.empty() || unit == "ms") {
-    ms = number;
-  } else if (unit == "s") {
-    ms = number * 1000.0;
-  } else {
-    throw UsageError("--slo: unit '" + unit + "' in " + key + "=" + value + "; use ms or s");
-  }
-  if (!(ms > 0) || !std::isfinite(ms) || ms > flags::kMaxSeconds * 1000.0) {
-    throw UsageError("--slo: " + key + "=" + value + " is not a duration greater than 0 and at " +
-                     "most " + flags::number_text(flags::kMaxSeconds) + " s (30 days)");
-  }
-  return ms;
-}
 
 /// One end of --time-window: a number of seconds, or with a unit ms, s, m or h; in ms.
 double window_end_ms(const std::string& text, const std::string& value) {
@@ -122,10 +99,12 @@ std::uint64_t replayed_requests(const std::vector<workload::Request>& requests,
 
 struct Plan {
   workload::Api api = workload::Api::kChat;
-  load::LoadConfig load;
-  metrics::Slo slo;
+  load::CellLoad shape;  ///< the cell's load; the shared flags are applied by load::plan_load
+  std::optional<load::Shard> shard;
+  std::optional<std::int64_t> start_at_unix_ns;
   std::string load_text;
   bool cycles = false;  ///< the load may send a request of the stream again
+  bool open_loop() const { return shape.rate_per_s || shape.replay; }
 };
 
 /// A --duration run of the synthetic stream without -n walks this many requests cyclically.
@@ -137,18 +116,18 @@ constexpr std::uint64_t kSyntheticCycle = 1000;
 /// Without --cycle a --stream's lines are each sent at most once, warm-ups first: -n defaults
 /// to the lines the warm-ups leave, and a --duration run also stops when they are sent.
 void plan_requests(const RunOptions& o, std::optional<std::uint64_t> stream_length, Plan& p) {
-  p.load.requests = o.load.requests;
-  p.load.duration_s = o.load.duration_s;
+  p.shape.requests = o.load.requests;
+  p.shape.duration_s = o.load.duration_s;
   if (!stream_length) {
-    if (!o.load.requests && !o.load.duration_s) p.load.requests = 100;
-    p.cycles = !p.load.requests;
+    if (!o.load.requests && !o.load.duration_s) p.shape.requests = 100;
+    p.cycles = !p.shape.requests;
     return;
   }
   const std::uint64_t lines = *stream_length;
   const std::string stream = "--stream " + *o.stream.file + " holds " + std::to_string(lines) +
                              " request" + (lines == 1 ? "" : "s");
   if (o.stream.cycle) {
-    if (!o.load.requests && !o.load.duration_s) p.load.requests = lines;
+    if (!o.load.requests && !o.load.duration_s) p.shape.requests = lines;
     p.cycles = true;
     return;
   }
@@ -167,7 +146,7 @@ void plan_requests(const RunOptions& o, std::optional<std::uint64_t> stream_leng
     throw UsageError("--warmup " + std::to_string(o.load.warmup) + " leaves no measured request: " +
                      stream + "; lower --warmup, or give -n and --cycle");
   }
-  p.load.requests = lines - o.load.warmup;  // with --duration: whichever ends first
+  p.shape.requests = lines - o.load.warmup;  // with --duration: whichever ends first
 }
 
 /// --shard and --start-at (docs/scale.md, "Load from several client hosts").
@@ -185,20 +164,20 @@ void plan_shard(const RunOptions& o, Plan& p) {
   if (!o.load.shard) return;
   const load::Shard shard = resolve_shard(*o.load.shard);
   const std::string shard_text = std::to_string(shard.k) + "/" + std::to_string(shard.n);
-  if (!p.load.open_loop && p.load.concurrency < shard.n) {
-    throw UsageError("--shard " + shard_text + ": -c " + std::to_string(p.load.concurrency) +
+  if (!p.open_loop() && p.shape.concurrency < shard.n) {
+    throw UsageError("--shard " + shard_text + ": -c " + std::to_string(p.shape.concurrency) +
                      " cannot be split over " + std::to_string(shard.n) +
                      " shards (each keeps at least one request in flight); raise -c to at "
                      "least N");
   }
-  p.load.shard = shard;
+  p.shard = shard;
   if (o.load.start_at) {
-    p.load.start_at_unix_ns = parse_start_at(*o.load.start_at, std::chrono::system_clock::now());
+    p.start_at_unix_ns = parse_start_at(*o.load.start_at, std::chrono::system_clock::now());
   }
   p.load_text += ", shard " + std::to_string(shard.k) + "/" + std::to_string(shard.n);
-  if (!p.load.open_loop) {
+  if (!p.open_loop()) {
     p.load_text += " (concurrency " +
-                   std::to_string(load::shard_concurrency(p.load.concurrency, shard)) + " here)";
+                   std::to_string(load::shard_concurrency(p.shape.concurrency, shard)) + " here)";
   }
 }
 
@@ -215,11 +194,6 @@ Plan validate(const RunOptions& o) {
         "--cycle sends a --stream again from its start; without --stream the synthetic stream "
         "is as long as the run needs");
   }
-  p.load.warmup = o.load.warmup;
-  p.load.client_threads = o.load.client_threads.value_or(load::default_client_threads());
-  p.load.unreachable_after_s = o.load.unreachable_after_s;
-  p.load.keep_event_times = !o.record.no_chunk_times;
-  p.load.keep_output_text = o.record.keep_outputs;
   const bool replay_flags = o.load.time_window || o.load.time_scale != 1.0;
   if (o.load.schedule) {
     if (o.load.rate || o.load.concurrency) {
@@ -232,32 +206,26 @@ Plan validate(const RunOptions& o) {
           "--schedule timestamps replays a --stream whose requests carry at_ms "
           "(dyno stream import mooncake|azure|burstgpt writes one)");
     }
-    p.load.open_loop = true;
-    p.load.replay = parse_replay(o.load);
-    p.load.concurrency = 1;  // warm-up requests go one at a time
+    p.shape.replay = parse_replay(o.load);
     p.load_text =
         "replay of the stream's timestamps, time scale " + flags::number_text(o.load.time_scale);
     if (o.load.time_window) p.load_text += ", window " + *o.load.time_window;
   } else if (replay_flags) {
     throw UsageError("--time-scale and --time-window shape a replay; give --schedule timestamps");
   } else if (o.load.rate) {
-    load::ScheduleSpec spec;
-    spec.arrival = about("--arrival", [&] { return load::parse_arrival(o.load.arrival); });
-    spec.rate_per_s = *o.load.rate;
-    spec.burstiness = o.load.burstiness;
-    spec.seed = o.load.seed;
-    p.load.open_loop = true;
-    p.load.schedule = spec;
-    p.load.concurrency = 1;  // warm-up requests go one at a time in open loop
+    const load::Arrival arrival =
+        about("--arrival", [&] { return load::parse_arrival(o.load.arrival); });
+    p.shape.rate_per_s = *o.load.rate;
     std::ostringstream t;
-    t << "open loop, " << *o.load.rate << " req/s, " << load::to_string(spec.arrival);
-    if (spec.arrival == load::Arrival::kGamma) t << " (burstiness " << o.load.burstiness << ")";
+    t << "open loop, " << *o.load.rate << " req/s, " << load::to_string(arrival);
+    if (arrival == load::Arrival::kGamma) t << " (burstiness " << o.load.burstiness << ")";
     p.load_text = t.str();
   } else {
-    p.load.concurrency = o.load.concurrency.value_or(8);
-    p.load_text = "closed loop, concurrency " + std::to_string(p.load.concurrency);
+    p.shape.concurrency = o.load.concurrency.value_or(8);
+    p.load_text = "closed loop, concurrency " + std::to_string(p.shape.concurrency);
   }
-  if (o.load.slo) p.slo = parse_slo(*o.load.slo);
+  if (o.load.slo) (void)load::parse_slo(*o.load.slo);  // a bad --slo fails before the engine starts
+  (void)session::checked_extra_body(o.stream, p.api, !o.target.no_stream);
   plan_shard(o, p);
   return p;
 }
@@ -265,46 +233,20 @@ Plan validate(const RunOptions& o) {
 /// Checks what the request count decides, and completes the console's load line.
 void finish_plan(const RunOptions& o, Plan& p) {
   // An open-loop schedule is made before the first request: bound its size.
-  if (o.load.rate && !p.load.requests && *o.load.rate * *o.load.duration_s > flags::kMaxRequests) {
+  if (o.load.rate && !p.shape.requests && *o.load.rate * *o.load.duration_s > flags::kMaxRequests) {
     throw UsageError("--rate " + flags::number_text(*o.load.rate) + " for --duration " +
                      flags::number_text(*o.load.duration_s) + " s would schedule about " +
                      flags::number_text(std::round(*o.load.rate * *o.load.duration_s)) +
                      " requests, more than the limit of " + std::to_string(flags::kMaxRequests) +
                      "; lower --rate or --duration, or give -n");
   }
-  if (p.load.requests) p.load_text += ", " + std::to_string(*p.load.requests) + " requests";
-  if (p.load.duration_s) p.load_text += ", " + fmt(*p.load.duration_s, 1) + " s";
+  if (p.shape.requests) p.load_text += ", " + std::to_string(*p.shape.requests) + " requests";
+  if (p.shape.duration_s) p.load_text += ", " + fmt(*p.shape.duration_s, 1) + " s";
   if (o.load.warmup > 0) p.load_text += ", warm-up " + std::to_string(o.load.warmup);
   if (o.stream.file && p.cycles) p.load_text += ", cycling the stream";
 }
 
 }  // namespace
-
-metrics::Slo parse_slo(const std::string& text) {
-  metrics::Slo slo;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    const auto eq = item.find('=');
-    if (eq == std::string::npos) {
-      throw UsageError("--slo: '" + item + "' has no '='; write e.g. ttft=500ms,tpot=50ms");
-    }
-    const std::string key = item.substr(0, eq);
-    const double ms = parse_duration_ms(item.substr(eq + 1), key);
-    if (key == "ttft") {
-      slo.ttft_s = ms / 1000.0;
-    } else if (key == "tpot") {
-      slo.tpot_s = ms / 1000.0;
-    } else if (key == "e2e") {
-      slo.e2e_s = ms / 1000.0;
-    } else {
-      throw UsageError("--slo: unknown objective '" + key + "'; use ttft, tpot or e2e");
-    }
-  }
-  if (!slo.any()) throw UsageError("--slo: give at least one of ttft=, tpot=, e2e=");
-  return slo;
-}
 
 int run_command(const RunOptions& o) {
   session::validate_target(o.target, o.telemetry);
@@ -313,14 +255,14 @@ int run_command(const RunOptions& o) {
   workload::RequestStream stream;
   if (o.stream.file) {
     stream = session::build_stream(o.stream, plan.api, o.load.seed, 0);
-    if (plan.load.replay) {
+    if (plan.shape.replay) {
       // A replay sends what its window holds, each request once.
       const std::uint64_t in_window =
-          replayed_requests(stream.requests, *plan.load.replay, *o.stream.file);
+          replayed_requests(stream.requests, *plan.shape.replay, *o.stream.file);
       if (o.stream.cycle) throw UsageError("--cycle: a replay sends each request once");
-      if (!o.load.requests && !o.load.duration_s) plan.load.requests = in_window;
-      if (o.load.requests) plan.load.requests = std::min(*o.load.requests, in_window);
-      if (o.load.duration_s) plan.load.duration_s = o.load.duration_s;
+      if (!o.load.requests && !o.load.duration_s) plan.shape.requests = in_window;
+      if (o.load.requests) plan.shape.requests = std::min(*o.load.requests, in_window);
+      if (o.load.duration_s) plan.shape.duration_s = o.load.duration_s;
     } else {
       plan_requests(o, stream.requests.size(), plan);
     }
@@ -328,12 +270,11 @@ int run_command(const RunOptions& o) {
     plan_requests(o, std::nullopt, plan);
     // Enough distinct synthetic prompts that a count-limited run never repeats one.
     stream = session::build_stream(o.stream, plan.api, o.load.seed,
-                                   o.load.warmup + plan.load.requests.value_or(kSyntheticCycle));
+                                   o.load.warmup + plan.shape.requests.value_or(kSyntheticCycle));
   }
   finish_plan(o, plan);
-  if (plan.load.shard &&
-      std::any_of(stream.requests.begin(), stream.requests.end(),
-                  [](const workload::Request& r) { return r.turn.has_value(); })) {
+  if (plan.shard && std::any_of(stream.requests.begin(), stream.requests.end(),
+                                [](const workload::Request& r) { return r.turn.has_value(); })) {
     throw UsageError("--shard splits a stream of single requests; --stream " +
                      o.stream.file.value_or("") +
                      " holds sessions (multi-turn), which it does not "
@@ -342,8 +283,8 @@ int run_command(const RunOptions& o) {
   if (o.load.rate) {
     session::warn_open_loop_descriptors(*o.load.rate, o.target);
   } else {
-    session::check_descriptors(plan.load.concurrency, "-c " + std::to_string(plan.load.concurrency),
-                               o.target);
+    session::check_descriptors(plan.shape.concurrency,
+                               "-c " + std::to_string(plan.shape.concurrency), o.target);
   }
   const std::atomic<bool>& stop = install_stop_signals();
   session::EngineSession engine(o.target, o.telemetry, o.load.seed, plan.api, stop);
@@ -363,19 +304,16 @@ int run_command(const RunOptions& o) {
     }
   }
 
-  session::CellSpec cell;
-  cell.seed = o.load.seed;
-  cell.error_budget = o.load.error_budget;
+  // The shared flags become the cell as every protocol's cells get them (session/cell_plan.h).
+  session::CellSpec cell = session::cell_from_flags(o.load, o.stream, o.record, plan.shape);
+  cell.load.shard = plan.shard;
+  cell.load.start_at_unix_ns = plan.start_at_unix_ns;
   cell.requests = stream.requests;
   cell.stream_source = stream.source;
   cell.stream_sha256 = stream.sha256;
   cell.stream_cycles = plan.cycles;
-  cell.load = plan.load;
-  cell.slo = plan.slo;
-  cell.slo_text = o.load.slo.value_or("");
   cell.load_text = plan.load_text;
   cell.protocol = json::object{{"name", "run"}, {"version", 1}};
-  cell.label = o.record.label;
   cell.clock_reference = clock_reference;
   cell.sampling =
       json::object{{"temperature", o.stream.temperature},
@@ -384,6 +322,7 @@ int run_command(const RunOptions& o) {
   if (!o.stream.file) {
     cell.sampling["max_tokens"] = o.stream.output_tokens;
     cell.sampling["ignore_eos"] = true;
+    cell.requested_input_tokens = o.stream.input_tokens;  // about one token a word
   }
   return run_and_show(engine, cell, o, stop).exit_code;
 }
