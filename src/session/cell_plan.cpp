@@ -33,14 +33,7 @@ CellSpec cell_from_flags(const load::LoadOptions& load, const workload::StreamOp
 
 json::object checked_extra_body(const workload::StreamOptions& stream, workload::Api api,
                                 bool streamed) {
-  if (!stream.extra_body) {
-    if (stream.extra_body_override) {
-      throw UsageError(
-          "--extra-body-override lets --extra-body (or a stream line's extra_body) replace "
-          "fields dyno sets; give --extra-body too, or drop it");
-    }
-    return {};
-  }
+  if (!stream.extra_body) return {};  // (the override may be for a stream line's extra_body)
   json::object fields =
       about("--extra-body", [&] { return workload::parse_extra_body(*stream.extra_body); });
   if (stream.extra_body_override) return fields;

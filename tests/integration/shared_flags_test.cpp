@@ -258,6 +258,22 @@ TEST_F(SharedFlags, ExtraBodyIsCheckedRecordedAndPartOfTheStreamsIdentity) {
   EXPECT_FALSE(pm.at("workload").as_object().contains("extra_body"));
   EXPECT_NE(pm.at("workload").at("request_stream").at("sha256"),
             m.at("workload").at("request_stream").at("sha256"));
+  // A stream line's own extra_body is checked the same way, and the override serves it too.
+  std::ofstream(dir_ / "lines.jsonl")
+      << R"({"id":"a","prompt":"one two","max_tokens":4,"extra_body":{"max_tokens":1}})"
+         "\n"
+      << R"({"id":"b","prompt":"three four","max_tokens":4,"extra_body":{"max_tokens":1}})"
+         "\n";
+  const std::vector<std::string> lines = {"--stream", (dir_ / "lines.jsonl").string(), "--api",
+                                          "completions"};
+  const Result line = with(lines);
+  EXPECT_EQ(line.code, 2) << line.err;
+  EXPECT_NE(line.err.find("request 'a'"), std::string::npos) << line.err;
+  std::vector<std::string> line_over = lines;
+  line_over.emplace_back("--extra-body-override");
+  const Result line_ok = with(line_over);
+  ASSERT_EQ(line_ok.code, 0) << line_ok.err;
+  EXPECT_EQ(json::parse(line_ok.out).at("tokens").at("output_total").as_int64(), 2);
   // The synthetic prompts of about one token a word: --input-tokens far from what the engine
   // counted is a warning with both numbers, pointing to `stream make`.
   const Result far = with({}, "4");
