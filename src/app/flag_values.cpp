@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "error/error.h"
+
 namespace dyno::app::flags {
 
 namespace {
@@ -175,6 +177,63 @@ CLI::Validator seconds(bool zero_ok) {
       },
       std::string(zero_ok ? "0 or " : "") + "in [" + number_text(kMinSeconds) + ", " +
           number_text(kMaxSeconds) + "]");
+}
+
+// A number followed by a unit: the number's text and the unit (the trailing letters, "ms", "s",
+// "m", "h" …; "" when none). The number is then read by parse_number: plain decimal.
+std::pair<std::string, std::string> split_unit(const std::string& text) {
+  if (text.size() >= 2 && text.compare(text.size() - 2, 2, "ms") == 0) {
+    return {text.substr(0, text.size() - 2), "ms"};
+  }
+  std::size_t n = text.size();
+  while (n > 0 && std::isalpha(static_cast<unsigned char>(text[n - 1])) != 0 &&
+         text[n - 1] != 'e' && text[n - 1] != 'E') {
+    --n;
+  }
+  return {text.substr(0, n), text.substr(n)};
+}
+
+
+namespace {
+
+double parse_duration_ms(const std::string& value, const std::string& key) {
+  const auto [number, unit] = split_unit(value);
+  if (!unit.empty() && unit != "ms" && unit != "s") {
+    throw UsageError("--slo: unit '" + unit + "' in " + key + "=" + value + "; use ms or s");
+  }
+  const double scale = unit == "s" ? 1.0 : 0.001;  // to seconds
+  try {
+    const double seconds = parse_number(number, 0, kMaxSeconds / scale) * scale;
+    if (seconds < kMinSeconds * (1 - 1e-12)) {
+      throw FlagValueError("is below 1 ms (an objective is from 1 ms to 30 days)");
+    }
+    return seconds * 1000.0;
+  } catch (const FlagValueError& e) {
+    throw UsageError("--slo: " + key + "=" + value + ": " + e.what() + "; write e.g. " + key +
+                     "=500ms or " + key + "=2s");
+  }
+}
+
+}  // namespace
+
+void check_slo(const std::string& text) {
+  std::stringstream ss(text);
+  std::string item;
+  bool any = false;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) {
+      throw UsageError("--slo: '" + item + "' has no '='; write e.g. ttft=500ms,tpot=50ms");
+    }
+    const std::string key = item.substr(0, eq);
+    if (key != "ttft" && key != "tpot" && key != "e2e") {
+      throw UsageError("--slo: unknown objective '" + key + "'; use ttft, tpot or e2e");
+    }
+    (void)parse_duration_ms(item.substr(eq + 1), key);
+    any = true;
+  }
+  if (!any) throw UsageError("--slo: give at least one of ttft=, tpot=, e2e=");
 }
 
 }  // namespace dyno::app::flags

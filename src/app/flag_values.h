@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace CLI {
 class Validator;
@@ -71,5 +72,14 @@ double parse_seconds(const std::string& text, bool zero_ok = false);
 
 /// A number as the messages print it: integers without exponent, others in shortest form.
 std::string number_text(double v);
+
+/// A number followed by a unit: the number's text and the unit (the trailing letters, "ms", "s",
+/// "m", "h" …; "" when none). The number is then read by parse_number: plain decimal.
+std::pair<std::string, std::string> split_unit(const std::string& text);
+
+/// Checks `--slo` text ("ttft=500ms,tpot=0.05s"): known objectives, each a plain decimal
+/// duration from 1 ms to 30 days (parse_number's rules), before load::parse_slo reads it into the
+/// cell. Throws UsageError naming --slo.
+void check_slo(const std::string& text);
 
 }  // namespace dyno::app::flags

@@ -98,6 +98,12 @@ void add_common_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
                  "synthetic stream: output tokens per request (max_tokens with ignore_eos)")
       ->transform(flags::integer(1, flags::kMaxTokens))
       ->capture_default_str();
+  cmd.add_option("--extra-body", o.stream.extra_body,
+                 "a JSON object of request fields merged into every request body, e.g. "
+                 "'{\"cache_prompt\":false}' (recorded; part of the request stream's hash)");
+  cmd.add_flag("--extra-body-override", o.stream.extra_body_override,
+               "let --extra-body (and a stream line's extra_body) replace fields dyno sets "
+               "itself (model, messages, prompt, stream, stream_options, max_tokens…)");
   cmd.add_option("--slo", o.load.slo, "goodput objectives, e.g. ttft=500ms,tpot=50ms,e2e=10s");
   cmd.add_option("--arrival", o.load.arrival, "open-loop arrivals: poisson, constant or gamma")
       ->capture_default_str();

@@ -10,12 +10,14 @@
 #include "app/console.h"
 #include "app/flag_values.h"
 #include "app/signals.h"
+#include "load/plan.h"
 #include "load/schedule.h"
 #include "protocol/campaign.h"
 #include "record/campaign_file.h"
 #include "record/record_json.h"
 #include "record/redact.h"
 #include "record/run_writer.h"
+#include "session/cell_plan.h"
 #include "session/run_limits.h"
 #include "session/stream.h"
 
@@ -80,7 +82,9 @@ protocol::Shared shared_flags(const RunOptions& o) {
   shared.load = o.load;
   shared.stream = o.stream;
   shared.record = o.record;
-  if (o.load.slo) shared.slo = parse_slo(*o.load.slo);
+  // Checked before the engine starts; each cell applies them (session::cell_from_flags).
+  if (o.load.slo) flags::check_slo(*o.load.slo);
+  (void)session::checked_extra_body(o.stream, shared.api, !o.target.no_stream);
   return shared;
 }
 

@@ -15,8 +15,10 @@
 #include "app/flag_values.h"
 #include "app/shard_flags.h"
 #include "app/signals.h"
+#include "load/plan.h"
 #include "load/runner.h"
 #include "load/schedule.h"
+#include "session/cell_plan.h"
 #include "session/clock_reference.h"
 #include "session/run_limits.h"
 #include "session/stream.h"
@@ -29,41 +31,9 @@ namespace json = boost::json;
 
 namespace {
 
-/// A number followed by a unit: the number's text and the unit (the trailing letters, "ms", "s",
-/// "m", "h" …; "" when none). The number is then read by flags::parse_number: plain decimal.
-std::pair<std::string, std::string> split_unit(const std::string& text) {
-  if (text.size() >= 2 && text.compare(text.size() - 2, 2, "ms") == 0) {
-    return {text.substr(0, text.size() - 2), "ms"};
-  }
-  std::size_t n = text.size();
-  while (n > 0 && std::isalpha(static_cast<unsigned char>(text[n - 1])) != 0 &&
-         text[n - 1] != 'e' && text[n - 1] != 'E') {
-    --n;
-  }
-  return {text.substr(0, n), text.substr(n)};
-}
-
-double parse_duration_ms(const std::string& value, const std::string& key) {
-  const auto [number, unit] = split_unit(value);
-  if (!unit.empty() && unit != "ms" && unit != "s") {
-    throw UsageError("--slo: unit '" + unit + "' in " + key + "=" + value + "; use ms or s");
-  }
-  const double scale = unit == "s" ? 1.0 : 0.001;  // to seconds
-  try {
-    const double seconds = flags::parse_number(number, 0, flags::kMaxSeconds / scale) * scale;
-    if (seconds < flags::kMinSeconds * (1 - 1e-12)) {
-      throw flags::FlagValueError("is below 1 ms (an objective is from 1 ms to 30 days)");
-    }
-    return seconds * 1000.0;
-  } catch (const flags::FlagValueError& e) {
-    throw UsageError("--slo: " + key + "=" + value + ": " + e.what() + "; write e.g. " + key +
-                     "=500ms or " + key + "=2s");
-  }
-}
-
 /// One end of --time-window: a number of seconds, or with a unit ms, s, m or h; in ms.
 double window_end_ms(const std::string& text, const std::string& value) {
-  const auto [number, unit] = split_unit(text);
+  const auto [number, unit] = flags::split_unit(text);
   const double scale = unit.empty() || unit == "s" ? 1000.0
                        : unit == "ms"              ? 1.0
                        : unit == "m"               ? 60'000.0
@@ -156,10 +126,12 @@ void check_replay_span(const std::vector<workload::Request>& requests, const loa
 
 struct Plan {
   workload::Api api = workload::Api::kChat;
-  load::LoadConfig load;
-  metrics::Slo slo;
+  load::CellLoad shape;  ///< the cell's load; the shared flags are applied by load::plan_load
+  std::optional<load::Shard> shard;
+  std::optional<std::int64_t> start_at_unix_ns;
   std::string load_text;
   bool cycles = false;  ///< the load may send a request of the stream again
+  bool open_loop() const { return shape.rate_per_s || shape.replay; }
 };
 
 /// A --duration run of the synthetic stream without -n walks this many requests cyclically.
@@ -171,18 +143,18 @@ constexpr std::uint64_t kSyntheticCycle = 1000;
 /// Without --cycle a --stream's lines are each sent at most once, warm-ups first: -n defaults
 /// to the lines the warm-ups leave, and a --duration run also stops when they are sent.
 void plan_requests(const RunOptions& o, std::optional<std::uint64_t> stream_length, Plan& p) {
-  p.load.requests = o.load.requests;
-  p.load.duration_s = o.load.duration_s;
+  p.shape.requests = o.load.requests;
+  p.shape.duration_s = o.load.duration_s;
   if (!stream_length) {
-    if (!o.load.requests && !o.load.duration_s) p.load.requests = 100;
-    p.cycles = !p.load.requests;
+    if (!o.load.requests && !o.load.duration_s) p.shape.requests = 100;
+    p.cycles = !p.shape.requests;
     return;
   }
   const std::uint64_t lines = *stream_length;
   const std::string stream = "--stream " + *o.stream.file + " holds " + std::to_string(lines) +
                              " request" + (lines == 1 ? "" : "s");
   if (o.stream.cycle) {
-    if (!o.load.requests && !o.load.duration_s) p.load.requests = lines;
+    if (!o.load.requests && !o.load.duration_s) p.shape.requests = lines;
     p.cycles = true;
     return;
   }
@@ -201,7 +173,7 @@ void plan_requests(const RunOptions& o, std::optional<std::uint64_t> stream_leng
     throw UsageError("--warmup " + std::to_string(o.load.warmup) + " leaves no measured request: " +
                      stream + "; lower --warmup, or give -n and --cycle");
   }
-  p.load.requests = lines - o.load.warmup;  // with --duration: whichever ends first
+  p.shape.requests = lines - o.load.warmup;  // with --duration: whichever ends first
 }
 
 /// --shard and --start-at (docs/scale.md, "Load from several client hosts").
@@ -219,20 +191,20 @@ void plan_shard(const RunOptions& o, Plan& p) {
   if (!o.load.shard) return;
   const load::Shard shard = resolve_shard(*o.load.shard);
   const std::string shard_text = std::to_string(shard.k) + "/" + std::to_string(shard.n);
-  if (!p.load.open_loop && p.load.concurrency < shard.n) {
-    throw UsageError("--shard " + shard_text + ": -c " + std::to_string(p.load.concurrency) +
+  if (!p.open_loop() && p.shape.concurrency < shard.n) {
+    throw UsageError("--shard " + shard_text + ": -c " + std::to_string(p.shape.concurrency) +
                      " cannot be split over " + std::to_string(shard.n) +
                      " shards (each keeps at least one request in flight); raise -c to at "
                      "least N");
   }
-  p.load.shard = shard;
+  p.shard = shard;
   if (o.load.start_at) {
-    p.load.start_at_unix_ns = parse_start_at(*o.load.start_at, std::chrono::system_clock::now());
+    p.start_at_unix_ns = parse_start_at(*o.load.start_at, std::chrono::system_clock::now());
   }
   p.load_text += ", shard " + std::to_string(shard.k) + "/" + std::to_string(shard.n);
-  if (!p.load.open_loop) {
+  if (!p.open_loop()) {
     p.load_text += " (concurrency " +
-                   std::to_string(load::shard_concurrency(p.load.concurrency, shard)) + " here)";
+                   std::to_string(load::shard_concurrency(p.shape.concurrency, shard)) + " here)";
   }
 }
 
@@ -249,11 +221,6 @@ Plan validate(const RunOptions& o) {
         "--cycle sends a --stream again from its start; without --stream the synthetic stream "
         "is as long as the run needs");
   }
-  p.load.warmup = o.load.warmup;
-  p.load.client_threads = o.load.client_threads.value_or(load::default_client_threads());
-  p.load.unreachable_after_s = o.load.unreachable_after_s;
-  p.load.keep_event_times = !o.record.no_chunk_times;
-  p.load.keep_output_text = o.record.keep_outputs;
   const bool replay_flags = o.load.time_window || o.load.time_scale != 1.0;
   if (o.load.schedule) {
     if (o.load.rate || o.load.concurrency) {
@@ -266,32 +233,26 @@ Plan validate(const RunOptions& o) {
           "--schedule timestamps replays a --stream whose requests carry at_ms "
           "(dyno stream import mooncake|azure|burstgpt writes one)");
     }
-    p.load.open_loop = true;
-    p.load.replay = parse_replay(o.load);
-    p.load.concurrency = 1;  // warm-up requests go one at a time
+    p.shape.replay = parse_replay(o.load);
     p.load_text =
         "replay of the stream's timestamps, time scale " + flags::number_text(o.load.time_scale);
     if (o.load.time_window) p.load_text += ", window " + *o.load.time_window;
   } else if (replay_flags) {
     throw UsageError("--time-scale and --time-window shape a replay; give --schedule timestamps");
   } else if (o.load.rate) {
-    load::ScheduleSpec spec;
-    spec.arrival = about("--arrival", [&] { return load::parse_arrival(o.load.arrival); });
-    spec.rate_per_s = *o.load.rate;
-    spec.burstiness = o.load.burstiness;
-    spec.seed = o.load.seed;
-    p.load.open_loop = true;
-    p.load.schedule = spec;
-    p.load.concurrency = 1;  // warm-up requests go one at a time in open loop
+    const load::Arrival arrival =
+        about("--arrival", [&] { return load::parse_arrival(o.load.arrival); });
+    p.shape.rate_per_s = *o.load.rate;
     std::ostringstream t;
-    t << "open loop, " << *o.load.rate << " req/s, " << load::to_string(spec.arrival);
-    if (spec.arrival == load::Arrival::kGamma) t << " (burstiness " << o.load.burstiness << ")";
+    t << "open loop, " << *o.load.rate << " req/s, " << load::to_string(arrival);
+    if (arrival == load::Arrival::kGamma) t << " (burstiness " << o.load.burstiness << ")";
     p.load_text = t.str();
   } else {
-    p.load.concurrency = o.load.concurrency.value_or(8);
-    p.load_text = "closed loop, concurrency " + std::to_string(p.load.concurrency);
+    p.shape.concurrency = o.load.concurrency.value_or(8);
+    p.load_text = "closed loop, concurrency " + std::to_string(p.shape.concurrency);
   }
-  if (o.load.slo) p.slo = parse_slo(*o.load.slo);
+  if (o.load.slo) flags::check_slo(*o.load.slo);  // a bad --slo fails before the engine starts
+  (void)session::checked_extra_body(o.stream, p.api, !o.target.no_stream);
   plan_shard(o, p);
   return p;
 }
@@ -302,26 +263,26 @@ void check_open_loop(const RunOptions& o, const Plan& p) {
   if (o.load.rate) {
     const double rate = *o.load.rate;
     const std::string rate_text = "--rate " + flags::number_text(rate);
-    const double by_count = p.load.requests ? static_cast<double>(*p.load.requests) : HUGE_VAL;
+    const double by_count = p.shape.requests ? static_cast<double>(*p.shape.requests) : HUGE_VAL;
     const double by_duration = o.load.duration_s ? std::ceil(rate * *o.load.duration_s) : HUGE_VAL;
     const double planned = std::min(by_count, by_duration);
     if (planned > static_cast<double>(flags::kMaxOpenLoopArrivals)) {
       const std::string over =
           by_duration <= by_count
               ? " for --duration " + flags::number_text(*o.load.duration_s) + " s"
-              : " for " + std::to_string(*p.load.requests) + " requests";
+              : " for " + std::to_string(*p.shape.requests) + " requests";
       throw UsageError(
           rate_text + over + " would schedule about " + flags::number_text(std::round(planned)) +
           " requests, more than the limit of " + std::to_string(flags::kMaxOpenLoopArrivals) +
           " for an open loop (each request's trace is held in memory until the "
           "record is written); lower --rate, --duration or -n");
     }
-    if (!o.load.duration_s && p.load.requests &&
-        static_cast<double>(*p.load.requests) / rate > flags::kMaxSeconds) {
+    if (!o.load.duration_s && p.shape.requests &&
+        static_cast<double>(*p.shape.requests) / rate > flags::kMaxSeconds) {
       throw UsageError(
           rate_text + " would take about " +
-          flags::number_text(std::round(static_cast<double>(*p.load.requests) / rate)) +
-          " s to send " + std::to_string(*p.load.requests) + " requests, past the limit of " +
+          flags::number_text(std::round(static_cast<double>(*p.shape.requests) / rate)) +
+          " s to send " + std::to_string(*p.shape.requests) + " requests, past the limit of " +
           flags::number_text(flags::kMaxSeconds) +
           " s (30 days); raise --rate, lower -n or give --duration");
     }
@@ -330,39 +291,13 @@ void check_open_loop(const RunOptions& o, const Plan& p) {
 
 /// Checks what the request count decides, and completes the console's load line.
 void finish_plan(const RunOptions& o, Plan& p) {
-  if (p.load.requests) p.load_text += ", " + std::to_string(*p.load.requests) + " requests";
-  if (p.load.duration_s) p.load_text += ", " + fmt(*p.load.duration_s, 1) + " s";
+  if (p.shape.requests) p.load_text += ", " + std::to_string(*p.shape.requests) + " requests";
+  if (p.shape.duration_s) p.load_text += ", " + fmt(*p.shape.duration_s, 1) + " s";
   if (o.load.warmup > 0) p.load_text += ", warm-up " + std::to_string(o.load.warmup);
   if (o.stream.file && p.cycles) p.load_text += ", cycling the stream";
 }
 
 }  // namespace
-
-metrics::Slo parse_slo(const std::string& text) {
-  metrics::Slo slo;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    const auto eq = item.find('=');
-    if (eq == std::string::npos) {
-      throw UsageError("--slo: '" + item + "' has no '='; write e.g. ttft=500ms,tpot=50ms");
-    }
-    const std::string key = item.substr(0, eq);
-    const double ms = parse_duration_ms(item.substr(eq + 1), key);
-    if (key == "ttft") {
-      slo.ttft_s = ms / 1000.0;
-    } else if (key == "tpot") {
-      slo.tpot_s = ms / 1000.0;
-    } else if (key == "e2e") {
-      slo.e2e_s = ms / 1000.0;
-    } else {
-      throw UsageError("--slo: unknown objective '" + key + "'; use ttft, tpot or e2e");
-    }
-  }
-  if (!slo.any()) throw UsageError("--slo: give at least one of ttft=, tpot=, e2e=");
-  return slo;
-}
 
 int run_command(const RunOptions& o) {
   session::validate_target(o.target, o.telemetry);
@@ -371,16 +306,16 @@ int run_command(const RunOptions& o) {
   workload::RequestStream stream;
   if (o.stream.file) {
     stream = session::build_stream(o.stream, plan.api, o.load.seed, 0);
-    if (plan.load.replay) {
+    if (plan.shape.replay) {
       // A replay sends what its window holds, each request once.
       const std::uint64_t in_window =
-          replayed_requests(stream.requests, *plan.load.replay, *o.stream.file);
+          replayed_requests(stream.requests, *plan.shape.replay, *o.stream.file);
       if (o.stream.cycle) throw UsageError("--cycle: a replay sends each request once");
-      if (!o.load.requests && !o.load.duration_s) plan.load.requests = in_window;
-      if (o.load.requests) plan.load.requests = std::min(*o.load.requests, in_window);
-      if (o.load.duration_s) plan.load.duration_s = o.load.duration_s;
+      if (!o.load.requests && !o.load.duration_s) plan.shape.requests = in_window;
+      if (o.load.requests) plan.shape.requests = std::min(*o.load.requests, in_window);
+      if (o.load.duration_s) plan.shape.duration_s = o.load.duration_s;
       if (!o.load.duration_s) {
-        check_replay_span(stream.requests, *plan.load.replay, o.load.requests, *o.stream.file);
+        check_replay_span(stream.requests, *plan.shape.replay, o.load.requests, *o.stream.file);
       }
     } else {
       plan_requests(o, stream.requests.size(), plan);
@@ -391,12 +326,11 @@ int run_command(const RunOptions& o) {
     check_open_loop(o, plan);
     // Enough distinct synthetic prompts that a count-limited run never repeats one.
     stream = session::build_stream(o.stream, plan.api, o.load.seed,
-                                   o.load.warmup + plan.load.requests.value_or(kSyntheticCycle));
+                                   o.load.warmup + plan.shape.requests.value_or(kSyntheticCycle));
   }
   finish_plan(o, plan);
-  if (plan.load.shard &&
-      std::any_of(stream.requests.begin(), stream.requests.end(),
-                  [](const workload::Request& r) { return r.turn.has_value(); })) {
+  if (plan.shard && std::any_of(stream.requests.begin(), stream.requests.end(),
+                                [](const workload::Request& r) { return r.turn.has_value(); })) {
     throw UsageError("--shard splits a stream of single requests; --stream " +
                      o.stream.file.value_or("") +
                      " holds sessions (multi-turn), which it does not "
@@ -405,8 +339,8 @@ int run_command(const RunOptions& o) {
   if (o.load.rate) {
     session::warn_open_loop_descriptors(*o.load.rate, o.target);
   } else {
-    session::check_descriptors(plan.load.concurrency, "-c " + std::to_string(plan.load.concurrency),
-                               o.target);
+    session::check_descriptors(plan.shape.concurrency,
+                               "-c " + std::to_string(plan.shape.concurrency), o.target);
   }
   const std::atomic<bool>& stop = install_stop_signals();
   session::EngineSession engine(o.target, o.telemetry, o.load.seed, plan.api, stop);
@@ -426,19 +360,16 @@ int run_command(const RunOptions& o) {
     }
   }
 
-  session::CellSpec cell;
-  cell.seed = o.load.seed;
-  cell.error_budget = o.load.error_budget;
+  // The shared flags become the cell as every protocol's cells get them (session/cell_plan.h).
+  session::CellSpec cell = session::cell_from_flags(o.load, o.stream, o.record, plan.shape);
+  cell.load.shard = plan.shard;
+  cell.load.start_at_unix_ns = plan.start_at_unix_ns;
   cell.requests = stream.requests;
   cell.stream_source = stream.source;
   cell.stream_sha256 = stream.sha256;
   cell.stream_cycles = plan.cycles;
-  cell.load = plan.load;
-  cell.slo = plan.slo;
-  cell.slo_text = o.load.slo.value_or("");
   cell.load_text = plan.load_text;
   cell.protocol = json::object{{"name", "run"}, {"version", 1}};
-  cell.label = o.record.label;
   cell.clock_reference = clock_reference;
   cell.sampling =
       json::object{{"temperature", o.stream.temperature},
@@ -447,6 +378,7 @@ int run_command(const RunOptions& o) {
   if (!o.stream.file) {
     cell.sampling["max_tokens"] = o.stream.output_tokens;
     cell.sampling["ignore_eos"] = true;
+    cell.requested_input_tokens = o.stream.input_tokens;  // about one token a word
   }
   return run_and_show(engine, cell, o, stop).exit_code;
 }

@@ -12,10 +12,6 @@
 
 namespace dyno::app {
 
-/// Parses "ttft=500ms,tpot=50ms,e2e=10s" (units ms or s; a bare number is milliseconds).
-/// Throws UsageError naming --slo.
-metrics::Slo parse_slo(const std::string& text);
-
 /// Runs the benchmark; returns the exit code. Throws UsageError for bad options.
 int run_command(const RunOptions& options);
 

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-enum class ArgType { text, path, boolean };
+enum class ArgType { text, path, boolean, object };
 
 /// The flags a plan may give each protocol (`dyno <kind> --help`); the campaign sets
 /// --engine, --model, --runs-root, --label, --repeat and --quiet itself.
@@ -45,6 +45,10 @@ const std::map<std::string, ArgType>& common_args() {
       {"timeout", ArgType::text},
       {"idle_timeout", ArgType::text},
       {"error_budget", ArgType::text},
+      {"client_threads", ArgType::text},
+      {"unreachable_after", ArgType::text},
+      {"extra_body", ArgType::object},
+      {"extra_body_override", ArgType::boolean},
       {"telemetry", ArgType::text},
       {"telemetry_period_ms", ArgType::text},
       {"idle_baseline", ArgType::text},
@@ -225,6 +229,14 @@ Protocol read_protocol(const Reader& r, const std::string& name, const json::obj
     if (it->second == ArgType::boolean) {
       if (!kv.value().is_bool()) r.fail(path, "expected true or false");
       if (kv.value().as_bool()) p.flags.emplace_back(flag, std::nullopt);
+      continue;
+    }
+    if (it->second == ArgType::object) {  // a TOML table: --extra-body's JSON object
+      if (!kv.value().is_object()) {
+        r.fail(path,
+               "expected a table of request fields, e.g. extra_body = { cache_prompt = false }");
+      }
+      p.flags.emplace_back(flag, json_text::compact(kv.value()));
       continue;
     }
     std::string text = arg_text(r, kv.value(), path);

@@ -1,6 +1,7 @@
 #include "metrics/summary.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <utility>
 
@@ -69,6 +70,8 @@ const char* to_string(WarningCode code) {
       return "replay_behind";
     case WarningCode::kClockUncertain:
       return "clock_uncertain";
+    case WarningCode::kInputLengthDiffers:
+      return "input_length_differs";
   }
   return "unknown";
 }
@@ -180,9 +183,8 @@ void keep_most_frequent(const MessageCounts& messages, Summary& s) {
   all.reserve(messages.size());
   for (const auto& [key, n] : messages) all.push_back({key.first, key.second, n});
   // The map's order breaks ties (category, then message): the same traces, the same list.
-  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
-    return a.count > b.count;
-  });
+  std::stable_sort(all.begin(), all.end(),
+                   [](const auto& a, const auto& b) { return a.count > b.count; });
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (i < kMaxErrorMessages) {
       s.errors_by_message.push_back(std::move(all[i]));
@@ -458,6 +460,25 @@ void warn_replay_behind(std::span<const Trace* const> ended, Summary& s) {
        "--time-scale), replay a shorter --time-window, or give the client a faster machine"});
 }
 
+/// Synthetic prompts of about --input-tokens words: the engine's count of them may differ.
+void warn_input_length(double requested, Summary& s) {
+  const auto& achieved = s.input_tokens.mean;
+  if (!achieved || !(requested > 0)) return;
+  if (std::fabs(*achieved - requested) / requested <= kInputLengthTolerance) return;
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "the prompts were made to be %.0f tokens each but the engine counted %.1f on "
+                "average (%+.1f %%)",
+                requested, *achieved, (*achieved - requested) / requested * 100.0);
+  s.warnings.push_back(
+      {WarningCode::kInputLengthDiffers,
+       std::string(text) +
+           ": synthetic prompts made without a tokenizer are about one token per word",
+       "for prompts of exact lengths, write a stream with `dyno stream make --input-tokens N "
+       "--output-tokens M -o FILE` (counted by the engine's own /tokenize) and give it as "
+       "--stream"});
+}
+
 }  // namespace
 
 Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& options) {
@@ -470,6 +491,7 @@ Summary summarize_run(std::span<const Trace> traces, const SummaryOptions& optio
   warn_outcome(options, s);
   warn_client_saturated(outcomes.ended, options, s);
   if (options.replay) warn_replay_behind(outcomes.ended, s);
+  if (options.requested_input_tokens) warn_input_length(*options.requested_input_tokens, s);
   s.sessions = session_figures(traces);
   s.prefix_cache = prefix_cache_figures(traces);
   return s;

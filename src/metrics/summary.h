@@ -62,6 +62,7 @@ enum class WarningCode {
   kWindowTooShort,
   kReplayBehind,
   kClockUncertain,
+  kInputLengthDiffers,
 };
 inline constexpr WarningCode kWarningCodes[] = {WarningCode::kConcurrencyUnderfilled,
                                                 WarningCode::kHighErrorRate,
@@ -73,7 +74,8 @@ inline constexpr WarningCode kWarningCodes[] = {WarningCode::kConcurrencyUnderfi
                                                 WarningCode::kEnergySourcesDisagree,
                                                 WarningCode::kWindowTooShort,
                                                 WarningCode::kReplayBehind,
-                                                WarningCode::kClockUncertain};
+                                                WarningCode::kClockUncertain,
+                                                WarningCode::kInputLengthDiffers};
 
 /// The code's name, e.g. "concurrency_underfilled".
 const char* to_string(WarningCode code);
@@ -108,6 +110,9 @@ struct SummaryOptions {
   ClientCost client;
   double high_error_rate = 0.05;  ///< warn above this error rate
   bool replay = false;            ///< sent at a trace's timestamps (replay_behind)
+  /// The prompt length asked of synthetic prompts made without a tokenizer (--input-tokens):
+  /// input_length_differs when the mean counted input differs by more than kInputLengthTolerance.
+  std::optional<double> requested_input_tokens;
 };
 
 /// Warning thresholds (summarize_run).
@@ -120,6 +125,8 @@ inline constexpr double kUnderfillRatio = 0.9;
 inline constexpr double kLoopLagP99WarnS = 0.005;
 inline constexpr double kQueueDelayP99WarnS = 0.010;
 inline constexpr double kQueueDelayGrowthWarnS = 0.005;
+/// input_length_differs: |mean input tokens − requested| / requested above this.
+inline constexpr double kInputLengthTolerance = 0.05;
 /// replay_behind: a replay's send lag (queue delay) p99 above this.
 inline constexpr double kReplayLagP99WarnS = 0.010;
 

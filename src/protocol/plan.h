@@ -55,13 +55,13 @@ struct RealOptions {
   RepeatOptions rep;
 };
 
-/// The flags every cell of a protocol shares.
+/// The flags every cell of a protocol shares, applied to each cell as `dyno run` applies them
+/// (session::cell_from_flags, load::plan_load).
 struct Shared {
   workload::Api api = workload::Api::kChat;
-  load::LoadOptions load;          ///< arrival, burstiness, seed, warm-up, error budget
-  workload::StreamOptions stream;  ///< sampling defaults, synthetic lengths, --stream
-  record::RecordOptions record;    ///< what the records keep
-  metrics::Slo slo;                ///< --slo, parsed (load.slo is its text)
+  load::LoadOptions load;  ///< arrival, burstiness, seed, warm-up, client threads, error budget…
+  workload::StreamOptions stream;  ///< sampling defaults, synthetic lengths, --stream, extra body
+  record::RecordOptions record;    ///< what the records keep, the label
 };
 
 /// A protocol's figures of one repetition of a cell (each protocol's own names).

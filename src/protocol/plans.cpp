@@ -11,6 +11,7 @@
 #include "load/schedule.h"
 #include "protocol/plan.h"
 #include "record/record_json.h"
+#include "session/cell_plan.h"
 #include "session/stream.h"
 #include "workload/exact_prompt.h"
 #include "workload/synthetic.h"
@@ -41,39 +42,51 @@ json::array to_array(const std::vector<double>& values) {
   return a;
 }
 
-/// A closed-loop cell spec over `requests`.
+/// A closed-loop cell spec over `requests`: the shared flags applied as `dyno run` applies them
+/// (session::cell_from_flags), `warmup` discarded requests first.
 session::CellSpec closed_cell(std::vector<workload::Request> requests, std::string source,
-                              std::uint32_t concurrency, std::uint64_t count, const Shared& o) {
-  session::CellSpec spec;
+                              std::uint32_t concurrency, std::uint64_t count, const Shared& o,
+                              std::uint64_t warmup = 0) {
+  load::CellLoad shape;
+  shape.concurrency = concurrency;
+  shape.requests = count;
+  shape.warmup = warmup;
+  session::CellSpec spec = session::cell_from_flags(o.load, o.stream, o.record, shape);
   spec.requests = std::move(requests);
   spec.stream_source = std::move(source);
-  spec.load.concurrency = concurrency;
-  spec.load.requests = count;
-  spec.load.keep_event_times = !o.record.no_chunk_times;
-  spec.load.keep_output_text = o.record.keep_outputs;
-  spec.load.unreachable_after_s = o.load.unreachable_after_s;
   spec.load_text = "closed loop, concurrency " + std::to_string(concurrency) + ", " +
                    std::to_string(count) + " requests";
-  spec.sampling = json::object{{"temperature", o.stream.temperature}};
-  spec.seed = o.load.seed;
-  spec.error_budget = o.load.error_budget;
-  if (o.load.slo) {
-    spec.slo = o.slo;
-    spec.slo_text = *o.load.slo;
-  }
+  if (warmup > 0) spec.load_text += ", warm-up " + std::to_string(warmup);
   return spec;
 }
 
 /// closed_cell over `requests` as a stream gave them: the cell's hash is theirs, taken before
 /// the flags fill sampling defaults (as `dyno run`'s is).
 session::CellSpec given_cell(std::vector<workload::Request> requests, std::string source,
-                             std::uint32_t concurrency, std::uint64_t count, const Shared& o) {
+                             std::uint32_t concurrency, std::uint64_t count, const Shared& o,
+                             std::uint64_t warmup = 0) {
   const std::string sha = workload::stream_sha256(requests);
   session::fill_sampling_defaults(requests, o.stream);
   session::CellSpec spec =
-      closed_cell(std::move(requests), std::move(source), concurrency, count, o);
+      closed_cell(std::move(requests), std::move(source), concurrency, count, o, warmup);
   spec.stream_sha256 = sha;
   return spec;
+}
+
+/// `n` discarded copies of `first` (8 output tokens each) before `requests`: a protocol's
+/// warm-up before its first cell (speed, real).
+std::vector<workload::Request> with_warmup(std::vector<workload::Request> requests,
+                                           std::uint64_t n) {
+  std::vector<workload::Request> out;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    workload::Request w = requests.front();
+    w.id += "#warmup" + (i == 0 ? std::string() : std::to_string(i));
+    w.sampling.max_tokens = 8;
+    out.push_back(std::move(w));
+  }
+  out.insert(out.end(), std::make_move_iterator(requests.begin()),
+             std::make_move_iterator(requests.end()));
+  return out;
 }
 
 /// `count` synthetic requests of about `tokens` prompt tokens each, distinct per `salt`.
@@ -85,7 +98,9 @@ workload::RequestStream synthetic(const Shared& o, std::uint64_t count, std::int
   syn.input_tokens = std::max<std::int64_t>(1, tokens);
   syn.output_tokens = output_tokens;
   syn.seed = o.load.seed * 1'000'003ull + salt;
-  return workload::make_synthetic_stream(syn);  // sampling defaults: fill_sampling_defaults
+  workload::RequestStream stream = workload::make_synthetic_stream(syn);
+  session::add_extra_body(stream, o.stream);  // sampling defaults: fill_sampling_defaults
+  return stream;
 }
 
 std::uint64_t salt_of(const std::string& text) {
@@ -158,36 +173,35 @@ Plan plan_sweep(const SweepOptions& s, const std::vector<double>& levels, const 
                         {"e2e_p50_ms", num(m.e2e_ms.p50)},
                         {"error_rate", num(m.error_rate)}};
   };
-  const load::Arrival arrival =
-      open ? about("--arrival", [&] { return load::parse_arrival(o.load.arrival); })
-           : load::Arrival::kPoisson;
+  // Synthetic prompts are about one token a word: the record says when the engine counted
+  // otherwise (input_length_differs).
+  const std::optional<std::int64_t> requested =
+      o.stream.file ? std::nullopt : std::optional<std::int64_t>(o.stream.input_tokens);
   for (double level : levels) {
     if (open) {
-      session::CellSpec spec = closed_cell(stream.requests, stream.source, 1, 1, o);
+      load::CellLoad shape;
+      shape.rate_per_s = level;
+      shape.duration_s = s.rate_duration_s;
+      session::CellSpec spec = session::cell_from_flags(o.load, o.stream, o.record, shape);
+      spec.requests = stream.requests;
+      spec.stream_source = stream.source;
       spec.stream_sha256 = stream.sha256;
       spec.stream_cycles = true;  // as many requests as arrive in the duration, cyclically
-      load::ScheduleSpec sched;
-      sched.arrival = arrival;
-      sched.rate_per_s = level;
-      sched.burstiness = o.load.burstiness;
-      sched.seed = o.load.seed;
-      spec.load.open_loop = true;
-      spec.load.schedule = sched;
-      spec.load.requests.reset();
-      spec.load.duration_s = s.rate_duration_s;
-      spec.load.warmup = o.load.warmup;
+      spec.requested_input_tokens = requested;
       spec.load_text = "open loop, " + number_text(level) + " req/s, " + o.load.arrival + ", " +
                        fixed1(s.rate_duration_s) + " s";
+      if (o.load.warmup > 0) spec.load_text += ", warm-up " + std::to_string(o.load.warmup);
       plan.cells.push_back(
           same_cell("r" + number_text(level), json::object{{"rate_per_s", level}}, spec));
     } else {
       const auto c = static_cast<std::uint32_t>(level);
       // The declared concurrency is held only if every slot sends several requests.
       const std::uint64_t count = std::max<std::uint64_t>(s.min_requests, s.per_slot * c);
-      session::CellSpec spec = closed_cell(stream.requests, stream.source, c, count, o);
+      session::CellSpec spec =
+          closed_cell(stream.requests, stream.source, c, count, o, o.load.warmup);
       spec.stream_sha256 = stream.sha256;
       spec.stream_cycles = o.load.warmup + count > stream.requests.size();  // a short --stream
-      spec.load.warmup = o.load.warmup;
+      spec.requested_input_tokens = requested;
       plan.cells.push_back(same_cell("c" + std::to_string(c),
                                      json::object{{"concurrency", c}, {"requests", count}}, spec));
     }
@@ -240,26 +254,31 @@ Plan plan_ladder(const LadderOptions& l, const std::vector<double>& depths,
   const auto cell_for = [&o, count, after_count, salt](std::int64_t tokens,
                                                        std::int64_t max_tokens) {
     return [o, count, after_count, salt, tokens, max_tokens](std::uint32_t) {
+      // --warmup N: N discarded requests of prompts of the same size, each one new, before
+      // the measured one (so none of them is a prefix-cache hit for it).
+      const std::uint64_t n = o.load.warmup + 1;
       workload::RequestStream stream;
       ++*salt;
       if (count && tokens > 0) {
         workload::ExactOptions eo;
         eo.api = o.api;
-        eo.count = 1;
+        eo.count = n;
         eo.input_tokens = tokens;
         eo.output_tokens = max_tokens;
         eo.seed = o.load.seed * 1'000'003ull + *salt;
         stream = workload::make_exact_stream(eo, count);
+        session::add_extra_body(stream, o.stream);
         if (after_count) after_count();  // the cell runs next: hold no idle connection
       } else {
-        stream = synthetic(o, 1, tokens, max_tokens, *salt);
+        stream = synthetic(o, n, tokens, max_tokens, *salt);
       }
       const std::string given = stream.sha256;
       session::fill_sampling_defaults(stream.requests, o.stream);
-      session::CellSpec spec = closed_cell(stream.requests, stream.source, 1, 1, o);
+      session::CellSpec spec = closed_cell(stream.requests, stream.source, 1, 1, o, o.load.warmup);
       spec.stream_sha256 = given;
       spec.sampling["max_tokens"] = max_tokens;
       if (max_tokens > 1) spec.sampling["ignore_eos"] = true;
+      if (!count && tokens > 0) spec.requested_input_tokens = tokens;  // about one a word
       return spec;
     };
   };
@@ -352,26 +371,23 @@ Plan plan_speed(const SpeedOptions& sp, const std::vector<std::string>& passes, 
   plan.primary = "output_tokens_per_s";
   json::array pl;
   for (const auto& p : passes) pl.push_back(json::value(p));
-  plan.params = json::object{{"passes", pl}, {"burst", sp.concurrency}, {"warmup_requests", 1}};
+  plan.params = json::object{{"passes", pl},
+                             {"burst", sp.concurrency},
+                             {"warmup_requests", std::max<std::uint64_t>(1, o.load.warmup)}};
+  const std::optional<std::int64_t> requested =
+      file ? std::nullopt : std::optional<std::int64_t>(o.stream.input_tokens);
   plan.figures = [](const session::CellOutcome& c) {
     return with_engine_figures(speed_figures(c), c);
   };
   bool first = true;
   for (const auto& pass : passes) {
     const auto& reqs = prompts[pass];
-    // Solo: one streamed request; the session's one discarded warm-up goes before the first.
-    std::vector<workload::Request> solo_reqs;
-    std::uint64_t warmup = 0;
-    if (first) {
-      workload::Request w = reqs.front();
-      w.id += "#warmup";
-      w.sampling.max_tokens = 8;
-      solo_reqs.push_back(std::move(w));
-      warmup = 1;
-    }
-    solo_reqs.push_back(reqs.front());
-    session::CellSpec solo = given_cell(solo_reqs, "pass:" + pass, 1, 1, o);
-    solo.load.warmup = warmup;
+    // Solo: one streamed request; the session's warm-up (--warmup requests, at least one)
+    // goes before the first.
+    const std::uint64_t warmup = first ? std::max<std::uint64_t>(1, o.load.warmup) : 0;
+    session::CellSpec solo =
+        given_cell(with_warmup({reqs.front()}, warmup), "pass:" + pass, 1, 1, o, warmup);
+    solo.requested_input_tokens = requested;
     plan.cells.push_back(
         same_cell(pass + "/solo", json::object{{"pass", pass}, {"part", "solo"}}, solo));
     plan.cells.back().key = {pass, "solo"};
@@ -379,6 +395,7 @@ Plan plan_speed(const SpeedOptions& sp, const std::vector<std::string>& passes, 
     std::vector<workload::Request> burst;
     for (std::uint32_t i = 0; i < sp.concurrency; ++i) burst.push_back(reqs[i % reqs.size()]);
     session::CellSpec agg = given_cell(burst, "pass:" + pass, sp.concurrency, sp.concurrency, o);
+    agg.requested_input_tokens = requested;
     agg.stream_cycles = sp.concurrency > reqs.size();  // the burst repeats the pass's prompts
     plan.cells.push_back(same_cell(
         pass + "/agg",
@@ -413,10 +430,16 @@ Plan plan_real(const RealOptions& re, const Shared& o, const workload::RequestSt
                                                 : std::nullopt)}},
         c);
   };
+  // --warmup N: N discarded requests (the first case's first prompt, 8 tokens each) before
+  // the first case.
+  bool first = true;
   for (const auto& name : order) {
     const auto& reqs = cases[name];
-    plan.cells.push_back(same_cell(name, json::object{{"case", name}, {"requests", reqs.size()}},
-                                   given_cell(reqs, stream.source, 1, reqs.size(), o)));
+    const std::uint64_t warmup = first ? o.load.warmup : 0;
+    first = false;
+    plan.cells.push_back(
+        same_cell(name, json::object{{"case", name}, {"requests", reqs.size()}},
+                  given_cell(with_warmup(reqs, warmup), stream.source, 1, reqs.size(), o, warmup)));
   }
   return plan;
 }

@@ -96,7 +96,7 @@ class Reader {
 
 json::object workload_to_json(const WorkloadSection& w) {
   const RequestStreamRef& s = w.request_stream;
-  return json::object{
+  json::object o{
       {"protocol", w.protocol},
       {"api", w.api},
       {"request_stream",
@@ -109,6 +109,9 @@ json::object workload_to_json(const WorkloadSection& w) {
                     {"cycle", s.cycle}}},
       {"sampling", w.sampling},
       {"warmup_requests", w.warmup_requests}};
+  if (w.extra_body) o["extra_body"] = *w.extra_body;
+  if (w.extra_body_override) o["extra_body_override"] = true;
+  return o;
 }
 
 json::object load_to_json(const LoadSection& l) {
@@ -124,6 +127,9 @@ json::object load_to_json(const LoadSection& l) {
                  {"requests", or_null(l.requests)},
                  {"duration_s", number_or_null(l.duration_s)},
                  {"timeouts_s", l.timeouts_s}};
+  if (l.client_threads) o["client_threads"] = *l.client_threads;
+  if (l.error_budget) o["error_budget"] = *l.error_budget;
+  if (l.unreachable_after_s) o["unreachable_after_s"] = *l.unreachable_after_s;
   if (l.replay) {
     o["replay"] = json::object{{"time_scale", l.replay->time_scale},
                                {"from_ms", l.replay->from_ms},
@@ -224,6 +230,9 @@ WorkloadSection workload_from(const Reader& r) {
   w.request_stream.cycle = s.raw().contains("cycle") && s.boolean("cycle");  // older records
   w.sampling = r.object_value("sampling");
   w.warmup_requests = r.uint("warmup_requests");
+  if (r.raw().contains("extra_body")) w.extra_body = r.object_value("extra_body");
+  w.extra_body_override =
+      r.raw().contains("extra_body_override") && r.boolean("extra_body_override");
   return w;
 }
 
@@ -248,6 +257,9 @@ LoadSection load_from(const Reader& r) {
   l.requests = r.opt_uint("requests");
   l.duration_s = r.opt_number("duration_s");
   l.timeouts_s = r.object_value("timeouts_s");
+  if (const auto n = r.opt_uint("client_threads")) l.client_threads = static_cast<unsigned>(*n);
+  l.error_budget = r.opt_number("error_budget");
+  l.unreachable_after_s = r.opt_number("unreachable_after_s");
   return l;
 }
 

@@ -32,6 +32,9 @@ struct WorkloadSection {
   RequestStreamRef request_stream;
   boost::json::object sampling;  ///< what the flags set (the stream's own values win)
   std::uint64_t warmup_requests = 0;
+  /// --extra-body: the fields merged into every request body (absent without the flag).
+  std::optional<boost::json::object> extra_body;
+  bool extra_body_override = false;  ///< --extra-body-override (written only when true)
 };
 
 /// load.replay: sent at the stream's timestamps (mode "replay", docs/protocols.md).
@@ -56,6 +59,11 @@ struct LoadSection {
   std::optional<double> duration_s;
   /// connect, first_token, idle, total: a number of seconds, "derived" or null (off).
   boost::json::object timeouts_s;
+  /// --client-threads, --error-budget, --unreachable-after as the cell ran them (absent in
+  /// imported records and records written before dyno wrote them).
+  std::optional<unsigned> client_threads;
+  std::optional<double> error_budget;
+  std::optional<double> unreachable_after_s;
 };
 
 /// engine.exit: a launched engine that ended during the run.

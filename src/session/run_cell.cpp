@@ -24,10 +24,11 @@
 #include "record/manifest.h"
 #include "record/model_identity.h"
 #include "record/record_json.h"
+#include "record/redact.h"
 #include "record/run_id.h"
 #include "record/run_index.h"
-#include "record/redact.h"
 #include "record/run_writer.h"
+#include "session/cell_plan.h"
 #include "session/clock_reference.h"
 #include "sim/server.h"
 #include "telemetry/energy_report.h"
@@ -339,6 +340,8 @@ record::Manifest open_manifest(EngineSession& engine, const CellSpec& cell,
   m.workload.sampling = cell.sampling;
   m.workload.sampling["stream"] = stream;
   m.workload.warmup_requests = cell.load.warmup;
+  if (!cell.extra_body.empty()) m.workload.extra_body = cell.extra_body;
+  m.workload.extra_body_override = cell.extra_body_override;
   record::LoadSection& l = m.load;
   l.open_loop = cell.load.open_loop;
   if (!cell.load.open_loop) l.concurrency = cell.load.concurrency;
@@ -354,6 +357,9 @@ record::Manifest open_manifest(EngineSession& engine, const CellSpec& cell,
   l.requests = cell.load.requests;
   l.duration_s = cell.load.duration_s;
   l.timeouts_s = timeouts_json(engine.options());
+  l.client_threads = cell.load.client_threads;
+  l.error_budget = cell.error_budget;
+  l.unreachable_after_s = cell.load.unreachable_after_s;
   m.slo = cell.slo;
   if (const auto& shard = cell.load.shard) {
     m.shard = record::ShardSection{shard->k, shard->n, std::nullopt};
@@ -550,6 +556,9 @@ void summarize_cell(const CellSpec& cell, const Measured& m, CellOutcome& out) {
   so.client.peak_rss_bytes = peak_rss_bytes();
   so.client.loop_lag_s = result.loop_lag_s;
   so.replay = cell.load.replay.has_value();
+  if (cell.requested_input_tokens) {
+    so.requested_input_tokens = static_cast<double>(*cell.requested_input_tokens);
+  }
   out.summary = metrics::summarize_run(result.traces, so);
   out.server_timings = engine::server_timing_figures(result.traces);
   if (auto w = engine::prefill_gap_warning(out.server_timings)) {
@@ -557,9 +566,10 @@ void summarize_cell(const CellSpec& cell, const Measured& m, CellOutcome& out) {
   }
   out.interrupted = result.interrupted;
   out.engine_crashed = out.crash.has_value() && !result.interrupted;
-  out.status = out.engine_crashed                         ? "engine_crashed"
-               : result.unreachable && !result.interrupted ? "target_unreachable"
-                                                          : final_status(out.summary, result.interrupted);
+  out.status = out.engine_crashed ? "engine_crashed"
+               : result.unreachable && !result.interrupted
+                   ? "target_unreachable"
+                   : final_status(out.summary, result.interrupted);
   out.over_error_budget = out.summary.error_rate && *out.summary.error_rate > cell.error_budget;
 }
 
@@ -658,6 +668,17 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
   // 1. The target and the record, whose manifest says `running` until the cell ends.
   CellTarget target(engine, out.run_id, load_config);
   out.streamed = target.config().stream;
+  // What the user asked to send is what is sent: fields of dyno's own are replaced only when
+  // told so, and an engine without a request body cannot take extra fields.
+  if (std::any_of(cell.requests.begin(), cell.requests.end(),
+                  [](const workload::Request& r) { return !r.extra_body.empty(); })) {
+    if (engine.options().plugin) {
+      throw UsageError(
+          "--extra-body / extra_body: an in-process --plugin engine takes no JSON request body, "
+          "so these fields cannot be sent; drop them or measure the engine over HTTP (--url)");
+    }
+    check_extra_body(cell.requests, engine.api(), out.streamed, cell.extra_body_override);
+  }
   record::RunWriter writer(runs_root, out.run_id, load_config.keep_event_times);
   if (target.config().api_key) writer.set_secrets({*target.config().api_key});  // never on disk
   out.dir = writer.dir();

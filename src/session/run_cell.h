@@ -41,6 +41,15 @@ struct CellSpec {
   boost::json::object sampling;  ///< manifest workload.sampling
   std::uint64_t seed = 0;        ///< manifest load.seed (--seed)
   double error_budget = 0.05;    ///< the cell fails when more requests fail (--error-budget)
+  /// --extra-body: the fields merged into every request (already in `requests`; recorded as
+  /// manifest workload.extra_body), and whether they may replace dyno's own
+  /// (--extra-body-override: checked per request before the record opens).
+  boost::json::object extra_body;
+  bool extra_body_override = false;
+  /// The prompt length the flags asked of synthetic prompts made without a tokenizer
+  /// (--input-tokens, a ladder's approximate size): the summary warns input_length_off when
+  /// the engine's count differs by more than 5 %. Unset: exact or given prompts.
+  std::optional<std::int64_t> requested_input_tokens;
   /// --clock-ref: the clock measured against a reference before the load; run_cell measures
   /// again after it and writes both to the manifest's clock.reference.
   std::optional<record::ClockReference> clock_reference;
@@ -51,13 +60,14 @@ struct CellOutcome {
   std::filesystem::path dir;
   metrics::Summary summary;
   std::vector<metrics::Trace> traces;
-  std::string status;  ///< ok | partial | interrupted | failed | engine_crashed | target_unreachable
+  std::string
+      status;  ///< ok | partial | interrupted | failed | engine_crashed | target_unreachable
   bool interrupted = false;
   bool engine_crashed = false;              ///< the launched engine's process ended during the cell
   std::optional<engine::ExitStatus> crash;  ///< how it ended
   /// The target was gone: every request failed to connect for --unreachable-after.
   std::optional<load::Unreachable> unreachable;
-  bool over_error_budget = false;           ///< error_rate > the cell's error budget
+  bool over_error_budget = false;  ///< error_rate > the cell's error budget
   boost::json::object summary_json;
   bool streamed = true;                        ///< the requests asked for streamed answers
   engine::ServerTimingFigures server_timings;  ///< from the responses' `timings`

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "error/error.h"
+#include "workload/extra_body.h"
 #include "workload/synthetic.h"
 
 namespace dyno::session {
@@ -51,7 +52,17 @@ workload::RequestStream stream_as_given(const workload::StreamOptions& o, worklo
     }
     stream = workload::make_synthetic_stream(syn);
   }
-  return stream;  // sha256: the canonical hash of the requests as given
+  add_extra_body(stream, o);
+  return stream;  // sha256: the canonical hash of the requests as given (--extra-body merged)
+}
+
+void add_extra_body(workload::RequestStream& stream, const workload::StreamOptions& o) {
+  if (!o.extra_body) return;
+  const boost::json::object fields =
+      about("--extra-body", [&] { return workload::parse_extra_body(*o.extra_body); });
+  if (fields.empty()) return;
+  workload::merge_extra_body(stream.requests, fields);
+  stream.sha256 = workload::stream_sha256(stream.requests);
 }
 
 workload::RequestStream build_stream(const workload::StreamOptions& o, workload::Api api,

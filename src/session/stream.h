@@ -16,10 +16,17 @@ inline constexpr std::uint64_t kMaxSyntheticTokens = 100'000'000;
 
 /// The request stream as given: --stream FILE (checked against `api`), else the synthetic
 /// stream of `synthetic_count` requests seeded by `seed` (at most kMaxSyntheticTokens prompt
-/// tokens). `sha256` is the canonical hash of these requests. Throws UsageError (or the
+/// tokens), with --extra-body merged into every request (add_extra_body). `sha256` is the
+/// canonical hash of these requests. Throws UsageError (or the
 /// stream's error with "--stream" in front) naming the flag.
 workload::RequestStream stream_as_given(const workload::StreamOptions& options, workload::Api api,
                                         std::uint64_t seed, std::uint64_t synthetic_count);
+
+/// --extra-body merged into every request of `stream` (a request's own extra_body fields win)
+/// and `stream.sha256` taken again: the fields are part of what is sent, so of the stream's
+/// identity (the same hash as a stream file whose every line carries them). Nothing without
+/// the flag; UsageError naming --extra-body when it is not a JSON object.
+void add_extra_body(workload::RequestStream& stream, const workload::StreamOptions& options);
 
 /// Flags fill what requests leave unset (--max-tokens, --temperature); a request's own values
 /// win.

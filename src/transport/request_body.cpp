@@ -1,8 +1,11 @@
 #include "transport/request_body.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <stdexcept>
+
+#include "workload/extra_body.h"
 
 namespace dyno::transport {
 
@@ -124,47 +127,77 @@ std::string build_messages_json(const workload::Request& request) {
   return out;
 }
 
-std::string build_request_body(const workload::Request& request, const std::string& model,
-                               workload::Api api, bool stream) {
-  std::string out = "{\"model\":";
-  append_json_string(out, model);
+std::vector<std::string> body_fields(const workload::Request& request, workload::Api api,
+                                     bool stream) {
+  std::vector<std::string> f = {"model"};
   if (api == workload::Api::kChat) {
-    out += ",\"messages\":";
-    out += build_messages_json(request);
-    if (request.turn && !request.turn->tools.empty()) {
-      out += ",\"tools\":";
-      out += request.turn->tools;
-    }
+    f.emplace_back("messages");
+    if (request.turn && !request.turn->tools.empty()) f.emplace_back("tools");
   } else {
-    out += ",\"prompt\":";
-    append_json_string(out, completions_prompt(request));
+    f.emplace_back("prompt");
   }
   const auto& s = request.sampling;
-  if (s.max_tokens) out += ",\"max_tokens\":" + std::to_string(*s.max_tokens);
-  if (s.temperature) {
-    out += ",\"temperature\":";
-    append_double(out, *s.temperature);
+  if (s.max_tokens) f.emplace_back("max_tokens");
+  if (s.temperature) f.emplace_back("temperature");
+  if (s.top_p) f.emplace_back("top_p");
+  if (s.seed) f.emplace_back("seed");
+  if (!s.stop.empty()) f.emplace_back("stop");
+  if (s.ignore_eos) f.emplace_back("ignore_eos");
+  if (s.min_tokens) f.emplace_back("min_tokens");
+  f.emplace_back("stream");
+  if (stream) f.emplace_back("stream_options");
+  return f;
+}
+
+std::string build_request_body(const workload::Request& request, const std::string& model,
+                               workload::Api api, bool stream) {
+  // extra_body is compact JSON text of an object: its members are appended as written.
+  const std::vector<std::string> replaced =
+      request.extra_body.empty() ? std::vector<std::string>{} : workload::extra_body_keys(request);
+  std::string out = "{";
+  bool first = true;
+  // Starts field `name` unless extra_body gives it; false: leave dyno's value out.
+  const auto field = [&](std::string_view name) {
+    if (!replaced.empty() && std::find(replaced.begin(), replaced.end(), name) != replaced.end()) {
+      return false;
+    }
+    if (!first) out.push_back(',');
+    first = false;
+    out.push_back('"');
+    out += name;
+    out += "\":";
+    return true;
+  };
+  if (field("model")) append_json_string(out, model);
+  if (api == workload::Api::kChat) {
+    if (field("messages")) out += build_messages_json(request);
+    if (request.turn && !request.turn->tools.empty() && field("tools")) out += request.turn->tools;
+  } else {
+    const std::string& prompt = completions_prompt(request);
+    if (field("prompt")) append_json_string(out, prompt);
   }
-  if (s.top_p) {
-    out += ",\"top_p\":";
-    append_double(out, *s.top_p);
-  }
-  if (s.seed) out += ",\"seed\":" + std::to_string(*s.seed);
-  if (!s.stop.empty()) {
-    out += ",\"stop\":[";
+  const auto& s = request.sampling;
+  if (s.max_tokens && field("max_tokens")) out += std::to_string(*s.max_tokens);
+  if (s.temperature && field("temperature")) append_double(out, *s.temperature);
+  if (s.top_p && field("top_p")) append_double(out, *s.top_p);
+  if (s.seed && field("seed")) out += std::to_string(*s.seed);
+  if (!s.stop.empty() && field("stop")) {
+    out.push_back('[');
     for (std::size_t i = 0; i < s.stop.size(); ++i) {
       if (i != 0) out.push_back(',');
       append_json_string(out, s.stop[i]);
     }
     out.push_back(']');
   }
-  if (s.ignore_eos) out += *s.ignore_eos ? ",\"ignore_eos\":true" : ",\"ignore_eos\":false";
-  if (s.min_tokens) out += ",\"min_tokens\":" + std::to_string(*s.min_tokens);
-  if (stream) {
-    out += ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
-  } else {
-    out += ",\"stream\":false}";
+  if (s.ignore_eos && field("ignore_eos")) out += *s.ignore_eos ? "true" : "false";
+  if (s.min_tokens && field("min_tokens")) out += std::to_string(*s.min_tokens);
+  if (field("stream")) out += stream ? "true" : "false";
+  if (stream && field("stream_options")) out += "{\"include_usage\":true}";
+  if (request.extra_body.size() > 2) {  // "{…}" with members
+    if (!first) out.push_back(',');
+    out.append(request.extra_body, 1, request.extra_body.size() - 2);
   }
+  out.push_back('}');
   return out;
 }
 

@@ -88,6 +88,9 @@ struct Request {
   std::map<std::string, std::string> tags;  ///< free labels (language, case, pass)
   std::optional<Turn> turn;                 ///< set when the request is a session's turn
   std::optional<double> at_ms;  ///< trace replay: send time in ms from the trace's start
+  /// Fields of the user's own merged into the request body (`extra_body` of a stream line,
+  /// `--extra-body`): a JSON object as compact text, "" when none (workload/extra_body.h).
+  std::string extra_body{};
 
   bool is_chat() const { return !prompt.has_value(); }
   bool operator==(const Request&) const = default;

@@ -169,6 +169,7 @@ json::object request_object(const Request& request, bool canonical) {
     obj["expected"] = request.expected->answer;
     obj["scorer"] = scorer_to_json(*request.expected);
   }
+  if (!request.extra_body.empty()) obj["extra_body"] = parse_kept_json(request.extra_body);
   return obj;
 }
 
@@ -391,11 +392,16 @@ Request parse_request_line(const std::string& line, const std::string& where,
     } else if (key == "scorer") {
       parse_scorer(v, where, expectation);
       has_scorer = true;
+    } else if (key == "extra_body") {
+      if (!v.is_object()) {
+        fail(where, key, "must be a JSON object of request fields" + stream_json::got(v));
+      }
+      if (!v.get_object().empty()) r.extra_body = json_text::compact(v);
     } else {
       fail(where, key,
            "unknown key; allowed: id, session, turn, think_ms, tool_calls, tools, at_ms, messages, "
            "prompt, max_tokens, temperature, top_p, seed, stop, ignore_eos, min_tokens, tags, "
-           "expected, scorer");
+           "expected, scorer, extra_body");
     }
   }
   if (has_scorer && !has_expected) {

@@ -1,9 +1,10 @@
 #include <gtest/gtest.h>
 
-#include "app/run_command.h"
+#include "error/error.h"
+#include "load/plan.h"
 
-using dyno::app::parse_slo;
-using dyno::app::UsageError;
+using dyno::UsageError;
+using dyno::load::parse_slo;
 
 TEST(ParseSlo, UnitsAndKeys) {
   const auto slo = parse_slo("ttft=500ms,tpot=50,e2e=2.5s");

@@ -535,6 +535,27 @@ TEST(Warnings, ClientSaturatedByQueueGrowth) {
   EXPECT_FALSE(has_warning(summarize_run(mild, o), "client_saturated"));
 }
 
+TEST(Warnings, InputLengthDiffersGivesBothNumbersAndPointsToStreamMake) {
+  std::vector<Trace> traces;
+  for (std::int64_t i = 0; i < 4; ++i) {
+    traces.push_back(streamed(0, 10, 50, 55, 8, 8));
+    traces.back().input_tokens = 280 + i * 4;  // mean 286
+  }
+  SummaryOptions o;
+  o.requested_input_tokens = 256;
+  const Summary off = summarize_run(traces, o);
+  const Warning* w = find_warning(off, "input_length_differs");
+  ASSERT_NE(w, nullptr);
+  EXPECT_NE(w->message.find("256 tokens"), std::string::npos) << w->message;
+  EXPECT_NE(w->message.find("286.0"), std::string::npos) << w->message;
+  EXPECT_NE(w->message.find("+11.7 %"), std::string::npos) << w->message;
+  EXPECT_NE(w->hint.find("dyno stream make"), std::string::npos) << w->hint;
+  o.requested_input_tokens = 280;  // 2.1 % off: within 5 %
+  EXPECT_EQ(find_warning(summarize_run(traces, o), "input_length_differs"), nullptr);
+  o.requested_input_tokens.reset();  // a --stream or exact prompts: nothing asked
+  EXPECT_EQ(find_warning(summarize_run(traces, o), "input_length_differs"), nullptr);
+}
+
 }  // namespace
 }  // namespace dyno::metrics
 

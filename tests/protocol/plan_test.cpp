@@ -79,7 +79,7 @@ TEST(ProtocolPlan, SweepOverRatesHasOpenLoopCellsOfAFixedDuration) {
   EXPECT_DOUBLE_EQ(*r.load.duration_s, 3.0);
   EXPECT_DOUBLE_EQ(r.load.schedule->rate_per_s, 2.5);
   EXPECT_TRUE(r.stream_cycles);
-  EXPECT_EQ(r.load_text, "open loop, 2.5 req/s, poisson, 3.0 s");
+  EXPECT_EQ(r.load_text, "open loop, 2.5 req/s, poisson, 3.0 s, warm-up 2");
 }
 
 TEST(ProtocolPlan, SweepNamesABadArrivalByItsFlag) {
@@ -122,7 +122,8 @@ TEST(ProtocolPlan, SpeedRepeatsAPassesPromptsForItsDriftPass) {
                                                    "fr2/solo", "fr2/agg"}));
   const session::CellSpec fr = plan.cells[0].spec_for(0);
   const session::CellSpec fr2 = plan.cells[4].spec_for(0);
-  EXPECT_EQ(fr.load.warmup, 1u);  // the session's one warm-up, before the first solo
+  EXPECT_EQ(fr.load.warmup, 2u);  // the session's --warmup (at least one), before the first solo
+  EXPECT_EQ(fr.requests.size(), 3u);
   EXPECT_EQ(fr2.load.warmup, 0u);
   EXPECT_EQ(fr.requests.back().prompt, fr2.requests.back().prompt);
   EXPECT_NE(plan.cells[2].spec_for(0).requests.back().prompt, fr2.requests.back().prompt);
@@ -143,8 +144,58 @@ TEST(ProtocolPlan, RealHasOneCellPerCase) {
   stream.requests[2].tags["case"] = "a";
   const protocol::Plan plan = protocol::plan_real({}, shared(), stream);
   EXPECT_EQ(names(plan), (std::vector<std::string>{"a", "b"}));
-  EXPECT_EQ(plan.cells[0].spec_for(0).requests.size(), 2u);
+  // --warmup 2: two discarded requests (8 tokens each) before the first case only.
+  const session::CellSpec a = plan.cells[0].spec_for(0);
+  EXPECT_EQ(a.requests.size(), 4u);
+  EXPECT_EQ(a.load.warmup, 2u);
+  EXPECT_EQ(a.load.requests.value_or(0), 2u);
+  EXPECT_EQ(a.requests[0].sampling.max_tokens.value_or(0), 8);
+  EXPECT_EQ(plan.cells[1].spec_for(0).load.warmup, 0u);
   EXPECT_EQ(plan.cells[0].params.at("requests"), 2);
+}
+
+TEST(ProtocolPlan, EveryCellOfEveryProtocolTakesTheSharedFlagsAsRunDoes) {
+  protocol::Shared sh = shared();
+  sh.load.client_threads = 3;
+  sh.load.unreachable_after_s = 4;
+  sh.load.slo = "ttft=900ms";
+  sh.record.keep_outputs = true;
+  sh.record.no_chunk_times = true;
+  sh.stream.extra_body = R"({"cache_prompt":false})";
+  workload::RequestStream cases = stream_of(2);
+  cases.requests[0].tags["case"] = "a";
+  std::vector<protocol::Plan> plans;
+  protocol::SweepOptions rates;
+  rates.rates = "2";
+  plans.push_back(protocol::plan_sweep({}, {1, 2}, sh, stream_of(80)));
+  plans.push_back(protocol::plan_sweep(rates, {2}, sh, stream_of(80)));
+  plans.push_back(protocol::plan_ladder({}, {0, 100}, {50}, sh, {}, ""));
+  plans.push_back(protocol::plan_speed({}, {"fr"}, sh, std::nullopt));
+  plans.push_back(protocol::plan_real({}, sh, cases));
+  for (const auto& plan : plans) {
+    for (const auto& cell : plan.cells) {
+      SCOPED_TRACE(plan.name + " " + cell.name);
+      const session::CellSpec c = cell.spec_for(0);
+      EXPECT_EQ(c.load.client_threads, 3u);
+      EXPECT_EQ(c.load.unreachable_after_s, 4.0);
+      EXPECT_FALSE(c.load.keep_event_times);
+      EXPECT_TRUE(c.load.keep_output_text);
+      EXPECT_EQ(c.seed, 7u);
+      EXPECT_EQ(c.error_budget, 0.1);
+      EXPECT_EQ(c.slo.ttft_s.value_or(0), 0.9);
+      EXPECT_EQ(c.slo_text, "ttft=900ms");
+      EXPECT_EQ(json::serialize(c.extra_body), R"({"cache_prompt":false})");
+      // Synthetic prompts get the fields here; a --stream's get them when it is read
+      // (session::stream_as_given).
+      if (plan.name == "ladder" || plan.name == "speed") {
+        for (const auto& r : c.requests) EXPECT_EQ(r.extra_body, R"({"cache_prompt":false})");
+      }
+      if (plan.name == "sweep" && c.load.open_loop) {
+        EXPECT_EQ(c.load.schedule->seed, 7u);
+        EXPECT_EQ(c.load.warmup, 2u);
+      }
+    }
+  }
 }
 
 TEST(ProtocolPlan, EngineTimedFiguresSitBesideTheClientsNamedAsTheEngines) {

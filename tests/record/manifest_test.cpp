@@ -123,6 +123,28 @@ TEST(Manifest, ReadsBackWhatItWrote) {
   EXPECT_FALSE(back.merged_from->shards.at(1).clock_drift_ns);
 }
 
+TEST(Manifest, TheSharedFlagsAndTheExtraBodyAreStatedAndReadBack) {
+  Manifest m = full_manifest();
+  m.workload.extra_body = json::object{{"cache_prompt", false}};
+  m.workload.extra_body_override = true;
+  m.load.client_threads = 3;
+  m.load.error_budget = 0.5;
+  m.load.unreachable_after_s = 4.0;
+  const json::object o = dyno::record::manifest_to_json(m);
+  const auto problems = dyno::record::record_schema("manifest").validate(o);
+  for (const auto& p : problems) ADD_FAILURE() << p.pointer << ": " << p.message;
+  EXPECT_EQ(json::serialize(o.at("workload").at("extra_body")), R"({"cache_prompt":false})");
+  EXPECT_EQ(o.at("load").at("client_threads"), 3);
+  const Manifest back = dyno::record::manifest_from_json(o);
+  EXPECT_EQ(dyno::record::manifest_to_json(back), o);
+  EXPECT_TRUE(back.workload.extra_body_override);
+  EXPECT_EQ(back.load.client_threads.value_or(0), 3u);
+  // Without them (imported records, older ones): absent, not null.
+  const json::object plain = dyno::record::manifest_to_json(full_manifest());
+  EXPECT_FALSE(plain.at("workload").as_object().contains("extra_body"));
+  EXPECT_FALSE(plain.at("load").as_object().contains("client_threads"));
+}
+
 TEST(Manifest, ARunningManifestHasNoClockOrTelemetry) {
   Manifest m = full_manifest();
   m.status = "running";

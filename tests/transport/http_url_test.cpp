@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <string>
 
 #include "transport/http_target.h"
@@ -95,6 +96,37 @@ TEST(BuildRequestBody, CompletionsNonStreamMinimal) {
   chat.messages = {{"user", "x"}};
   EXPECT_THROW(build_request_body(chat, "m", workload::Api::kCompletions, false),
                std::invalid_argument);
+}
+
+TEST(BuildRequestBody, ExtraBodyFieldsAreAppendedAsGiven) {
+  workload::Request request;
+  request.prompt = "Hi";
+  request.sampling.max_tokens = 4;
+  request.extra_body =
+      R"({"cache_prompt":false,"chat_template_kwargs":{"enable_thinking":false},"n_probs":0.5})";
+  EXPECT_EQ(build_request_body(request, "m", workload::Api::kCompletions, true),
+            R"({"model":"m","prompt":"Hi","max_tokens":4,"stream":true,)"
+            R"("stream_options":{"include_usage":true},"cache_prompt":false,)"
+            R"("chat_template_kwargs":{"enable_thinking":false},"n_probs":0.5})");
+  // The fields dyno writes of its own: what --extra-body may not name without the override.
+  EXPECT_EQ(
+      body_fields(request, workload::Api::kCompletions, true),
+      (std::vector<std::string>{"model", "prompt", "max_tokens", "stream", "stream_options"}));
+  EXPECT_EQ(body_fields(request, workload::Api::kChat, false),
+            (std::vector<std::string>{"model", "messages", "max_tokens", "stream"}));
+}
+
+TEST(BuildRequestBody, AnOverriddenFieldIsTheUsersAndAppearsOnce) {
+  workload::Request request;
+  request.messages = {{"user", "x"}};
+  request.sampling.max_tokens = 4;
+  request.extra_body =
+      R"({"max_tokens":9,"stream_options":{"include_usage":false},"model":"other"})";
+  const std::string body = build_request_body(request, "m", workload::Api::kChat, true);
+  EXPECT_EQ(body, R"({"messages":[{"role":"user","content":"x"}],"stream":true,"max_tokens":9,)"
+                  R"("stream_options":{"include_usage":false},"model":"other"})");
+  const boost::json::object parsed = boost::json::parse(body).as_object();  // valid JSON
+  EXPECT_EQ(parsed.size(), 5u);
 }
 
 TEST(BuildRequestBody, ToolCallsToolResultsAndTheToolSpec) {

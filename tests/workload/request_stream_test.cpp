@@ -8,7 +8,9 @@
 #include <fstream>
 #include <string>
 
+#include "error/error.h"
 #include "temp_dir.h"
+#include "workload/extra_body.h"
 #include "workload/scorer_spec.h"
 
 namespace dyno::workload {
@@ -102,6 +104,47 @@ TEST(RequestStream, LineRoundTrip) {
   EXPECT_TRUE(
       parse_request_line(R"({"id":"a","messages":[{"role":"user","content":""}]})", "x").is_chat());
   EXPECT_FALSE(parse_request_line(R"({"id":"a","prompt":""})", "x").is_chat());
+}
+
+TEST(RequestStream, ExtraBodyIsTheRequestsAndEntersTheHash) {
+  const std::string line =
+      R"({"id":"a","prompt":"p","extra_body":{"cache_prompt":false,"n":{"x":[1,2.5]}}})";
+  const Request r = parse_request_line(line, "x");
+  EXPECT_EQ(r.extra_body, R"({"cache_prompt":false,"n":{"x":[1,2.5]}})");
+  EXPECT_EQ(to_json_line(r), line);
+  EXPECT_EQ(parse_request_line(to_json_line(r), "x"), r);
+  Request plain = r;
+  plain.extra_body.clear();
+  EXPECT_EQ(to_json_line(plain), R"({"id":"a","prompt":"p"})");  // older hashes unchanged
+  EXPECT_NE(stream_sha256({r}), stream_sha256({plain}));
+  // An empty object is no field at all.
+  EXPECT_EQ(parse_request_line(R"({"id":"a","prompt":"p","extra_body":{}})", "x"), plain);
+  try {
+    parse_request_line(R"({"id":"a","prompt":"p","extra_body":[1]})", "f.jsonl:2");
+    ADD_FAILURE() << "an array was taken for extra_body";
+  } catch (const StreamError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "f.jsonl:2: key `extra_body`: must be a JSON object of request fields (got an "
+              "array)");
+  }
+}
+
+TEST(ExtraBody, TheFlagsFieldsFillWhatARequestLeavesUnset) {
+  EXPECT_THROW(parse_extra_body("[1]"), UsageError);
+  EXPECT_THROW(parse_extra_body("{nope"), UsageError);
+  EXPECT_THROW(parse_extra_body("\"text\""), UsageError);
+  const boost::json::object flag = parse_extra_body(R"({"cache_prompt":false,"top_k":40})");
+  std::vector<Request> rs(2);
+  rs[0].id = "a";
+  rs[0].prompt = "p";
+  rs[1] = rs[0];
+  rs[1].id = "b";
+  rs[1].extra_body = R"({"top_k":1,"mirostat":2})";
+  merge_extra_body(rs, flag);
+  EXPECT_EQ(rs[0].extra_body, R"({"cache_prompt":false,"top_k":40})");
+  EXPECT_EQ(rs[1].extra_body, R"({"cache_prompt":false,"top_k":1,"mirostat":2})");
+  EXPECT_EQ(extra_body_keys(rs[1]),
+            (std::vector<std::string>{"cache_prompt", "top_k", "mirostat"}));
 }
 
 TEST(RequestStream, NumbersAreReadCorrectlyRounded) {
@@ -215,7 +258,7 @@ TEST(RequestStream, LineErrorsNameWhereAndKey) {
   EXPECT_EQ(error_of(R"({"id":"a","prompt":"p","colour":1})"),
             "f.jsonl:3: key `colour`: unknown key; allowed: id, session, turn, think_ms, "
             "tool_calls, tools, at_ms, messages, prompt, max_tokens, temperature, top_p, seed, "
-            "stop, ignore_eos, min_tokens, tags, expected, scorer");
+            "stop, ignore_eos, min_tokens, tags, expected, scorer, extra_body");
   EXPECT_EQ(error_of(R"({"prompt":"p"})"),
             "f.jsonl:3: key `id`: missing; every request needs a unique string id");
   EXPECT_EQ(error_of(R"({"id":7,"prompt":"p"})"),

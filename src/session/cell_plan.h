@@ -1,0 +1,38 @@
+// The flags every cell shares, as a cell: with load::plan_load (load/plan.h) the one place
+// `dyno run`, every protocol and so every campaign cell read the load, record and request-field
+// flags, so each flag means the same in all of them (docs/protocols.md).
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <vector>
+
+#include "load/options.h"
+#include "load/plan.h"
+#include "record/options.h"
+#include "session/run_cell.h"
+#include "workload/request.h"
+#include "workload/stream_options.h"
+
+namespace dyno::session {
+
+/// A cell without its requests: the load of `shape` (load::plan_load with the record's keeps),
+/// --seed, --error-budget, --slo (parsed; UsageError naming it), --label, --extra-body and
+/// --extra-body-override (recorded in the manifest), and the sampling --temperature sets.
+CellSpec cell_from_flags(const load::LoadOptions& load, const workload::StreamOptions& stream,
+                         const record::RecordOptions& record, const load::CellLoad& shape);
+
+/// --extra-body checked before anything runs: a JSON object (UsageError naming the flag
+/// otherwise) none of whose fields is one dyno writes in every body — model, messages (chat) or
+/// prompt (completions), stream, stream_options (streamed) — unless --extra-body-override.
+/// Empty without the flag.
+boost::json::object checked_extra_body(const workload::StreamOptions& stream, workload::Api api,
+                                       bool streamed);
+
+/// Every request's extra_body against the fields dyno sets on that request
+/// (transport::body_fields: also the sampling fields it carries, e.g. max_tokens from
+/// --max-tokens or the stream line): UsageError naming the request and the field unless
+/// `allow_override`.
+void check_extra_body(const std::vector<workload::Request>& requests, workload::Api api,
+                      bool streamed, bool allow_override);
+
+}  // namespace dyno::session

@@ -1,0 +1,293 @@
+// Every measuring command honours every shared load flag exactly as `dyno run` does (issue 32:
+// `dyno sweep --client-threads 4` once recorded client.threads = 1): `run`, `sweep`, `ladder`,
+// `speed`, `real` and a campaign cell (`--scheduler local`), each against the embedded
+// simulated engine with the same shared flags, and every record they write checked. Also
+// --extra-body: checked as a JSON object, refused over fields dyno sets unless overridden,
+// recorded, and part of the request stream's hash.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "integration/json_files.h"
+#include "integration/process.h"
+#include "temp_dir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using dyno::testing::Child;
+using dyno::testing::read_json;
+using dyno::testing::read_jsonl;
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// The shared flags under test, and what each record must then say.
+const std::vector<std::string> kShared = {
+    "--client-threads",
+    "3",
+    "--warmup",
+    "1",
+    "--seed",
+    "7",
+    "--error-budget",
+    "0.5",
+    "--unreachable-after",
+    "4",
+    "--connect-timeout",
+    "3",
+    "--first-token-timeout",
+    "20",
+    "--timeout",
+    "30",
+    "--idle-timeout",
+    "9",
+    "--temperature",
+    "0.5",
+    "--slo",
+    "ttft=900ms",
+    "--extra-body",
+    R"({"cache_prompt":false,"chat_template_kwargs":{"x":1}})",
+    "--keep-outputs",
+    "--no-chunk-times",
+    "--telemetry",
+    "off",
+    "--idle-baseline",
+    "0",
+    "-q"};
+
+class SharedFlags : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = dyno::testing::make_temp_dir("dyno-shared-flags"); }
+  void TearDown() override {
+    if (!HasFailure() && std::getenv("DYNO_KEEP") == nullptr) fs::remove_all(dir_);
+  }
+
+  std::string runs() const { return (dir_ / "runs").string(); }
+
+  Result dyno(std::vector<std::string> args) {
+    args.insert(args.begin(), DYNO_BINARY);
+    Child c(args, (dir_ / "cmd.out").string(), (dir_ / "cmd.err").string());
+    Result r;
+    r.code = c.wait();
+    r.out = c.out();
+    r.err = c.err();
+    return r;
+  }
+
+  /// `dyno <command> <own flags> <kShared> --runs-root R`.
+  Result measure(const std::string& command, std::vector<std::string> own) {
+    std::vector<std::string> args = {command, "--runs-root", runs()};
+    args.insert(args.end(), own.begin(), own.end());
+    args.insert(args.end(), kShared.begin(), kShared.end());
+    return dyno(args);
+  }
+
+  /// Every run directory under the runs root.
+  std::vector<fs::path> records() const {
+    std::vector<fs::path> out;
+    if (!fs::is_directory(dir_ / "runs")) return out;
+    for (const auto& e : fs::directory_iterator(dir_ / "runs")) {
+      if (e.is_directory() && fs::exists(e.path() / "manifest.json")) out.push_back(e.path());
+    }
+    return out;
+  }
+
+  fs::path dir_;
+};
+
+double num(const json::value& v) { return v.to_number<double>(); }
+
+/// What every record of a command run with kShared must say: the load, the request fields,
+/// what was kept.
+void expect_shared(const fs::path& run, const std::string& command) {
+  SCOPED_TRACE(command + " " + run.filename().string());
+  const json::object m = read_json(run / "manifest.json");
+  EXPECT_EQ(m.at("status").as_string(), "ok");
+  const json::object& load = m.at("load").as_object();
+  EXPECT_EQ(load.at("client_threads").as_int64(), 3);
+  EXPECT_DOUBLE_EQ(num(load.at("error_budget")), 0.5);
+  EXPECT_DOUBLE_EQ(num(load.at("unreachable_after_s")), 4.0);
+  EXPECT_EQ(load.at("seed").as_int64(), 7);
+  const json::object& t = load.at("timeouts_s").as_object();
+  EXPECT_DOUBLE_EQ(num(t.at("connect")), 3.0);
+  EXPECT_DOUBLE_EQ(num(t.at("first_token")), 20.0);
+  EXPECT_DOUBLE_EQ(num(t.at("total")), 30.0);
+  EXPECT_DOUBLE_EQ(num(t.at("idle")), 9.0);
+  EXPECT_DOUBLE_EQ(num(m.at("slo").at("ttft_s")), 0.9);
+  const json::object& w = m.at("workload").as_object();
+  EXPECT_EQ(json::serialize(w.at("extra_body")),
+            R"({"cache_prompt":false,"chat_template_kwargs":{"x":1}})");
+  EXPECT_FALSE(w.contains("extra_body_override"));
+  EXPECT_DOUBLE_EQ(num(w.at("sampling").at("temperature")), 0.5);
+  const json::object s = read_json(run / "summary.json");
+  EXPECT_EQ(s.at("client").at("threads").as_int64(), 3);
+  for (const auto& line : read_jsonl(run / "requests.jsonl")) {
+    EXPECT_FALSE(line.contains("chunk_times_ns")) << line;  // --no-chunk-times
+    if (line.at("status").as_string() == "ok") {
+      EXPECT_TRUE(line.contains("output_text")) << line;  // --keep-outputs
+    }
+  }
+}
+
+TEST_F(SharedFlags, RunAndEveryProtocolRecordEveryFlag) {
+  std::ofstream(dir_ / "cases.jsonl")
+      << R"({"id":"a","prompt":"one two three","max_tokens":4,"tags":{"case":"x"}})"
+         "\n"
+      << R"({"id":"b","prompt":"four five six","max_tokens":4,"tags":{"case":"y"}})"
+         "\n";
+  const std::vector<std::string> synthetic = {"--api", "completions",     "--input-tokens",
+                                              "16",    "--output-tokens", "4"};
+  struct Command {
+    std::string name;
+    std::vector<std::string> own;
+    std::size_t records;
+    bool every_record_warms_up;  ///< --warmup per cell (run, sweep, ladder); else the first only
+  };
+  std::vector<Command> commands = {
+      {"run", {"-n", "2", "-c", "1"}, 1, true},
+      {"sweep", {"--concurrencies", "1", "--min-requests", "2", "--per-slot", "1"}, 1, true},
+      {"ladder",
+       {"--depths", "16", "--prefill-sizes", "", "--decode-tokens", "4", "--repeat", "1"},
+       1,
+       true},
+      {"speed", {"--passes", "p", "--burst", "2"}, 2, false},
+      {"real", {"--stream", (dir_ / "cases.jsonl").string()}, 2, false},
+  };
+  for (auto& c : commands) {
+    if (c.name != "real") c.own.insert(c.own.end(), synthetic.begin(), synthetic.end());
+    if (c.name == "real") c.own.insert(c.own.end(), {"--api", "completions"});
+    fs::remove_all(dir_ / "runs");
+    const Result r = measure(c.name, c.own);
+    ASSERT_EQ(r.code, 0) << c.name << "\n" << r.out << r.err;
+    const auto recs = records();
+    ASSERT_EQ(recs.size(), c.records) << c.name;
+    std::uint64_t warmups = 0;
+    for (const auto& run : recs) {
+      expect_shared(run, c.name);
+      const auto n = read_json(run / "manifest.json").at("workload").at("warmup_requests");
+      warmups += static_cast<std::uint64_t>(n.as_int64());
+      if (c.every_record_warms_up) {
+        EXPECT_EQ(n.as_int64(), 1) << c.name;
+      }
+    }
+    EXPECT_EQ(warmups, c.every_record_warms_up ? c.records : 1u) << c.name;
+  }
+}
+
+TEST_F(SharedFlags, ACampaignCellTakesThemFromItsPlan) {
+  std::ofstream(dir_ / "sim.toml") << "name = \"sim\"\npreset = \"sim\"\nmodel = \"dyno-sim\"\n"
+                                   << "[engine_args]\nprofile = \"small-gpu\"\n[ready]\n"
+                                   << "timeout_s = 60\n";
+  std::ofstream(dir_ / "plan.toml")
+      << "name = \"flags\"\n[arms.a]\nengine = \"sim.toml\"\n[models.sim]\nmodel = \"dyno-sim\"\n"
+      << "[protocols.sw]\nkind = \"sweep\"\n"
+      << "args = { concurrencies = [1], min_requests = 2, per_slot = 1, input_tokens = 16, "
+      << "output_tokens = 4, api = \"completions\", client_threads = 3, warmup = 1, seed = 7, "
+      << "error_budget = 0.5, unreachable_after = 4, connect_timeout = 3, "
+      << "first_token_timeout = 20, timeout = 30, idle_timeout = 9, temperature = 0.5, "
+      << "slo = \"ttft=900ms\", keep_outputs = true, no_chunk_times = true, telemetry = \"off\", "
+      << "idle_baseline = 0, extra_body = { cache_prompt = false, chat_template_kwargs = "
+      << "{ x = 1 } } }\n";
+  const Result r = dyno({"campaign", "submit", (dir_ / "plan.toml").string(), "--scheduler",
+                         "local", "--runs-root", runs()});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto recs = records();
+  ASSERT_EQ(recs.size(), 1u);
+  expect_shared(recs[0], "campaign sweep cell");
+}
+
+TEST_F(SharedFlags, ExtraBodyIsCheckedRecordedAndPartOfTheStreamsIdentity) {
+  const std::vector<std::string> base = {"run",
+                                         "--runs-root",
+                                         runs(),
+                                         "-n",
+                                         "2",
+                                         "-c",
+                                         "1",
+                                         "--output-tokens",
+                                         "4",
+                                         "-q",
+                                         "--telemetry",
+                                         "off",
+                                         "--idle-baseline",
+                                         "0",
+                                         "--json"};
+  const auto with = [&](std::vector<std::string> more, const char* input_tokens = "16") {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), {"--input-tokens", input_tokens});
+    a.insert(a.end(), more.begin(), more.end());
+    return dyno(a);
+  };
+  // Not a JSON object: exit 2 naming the flag, before anything runs.
+  for (const char* bad : {"[1]", "{nope", "3"}) {
+    const Result r = with({"--extra-body", bad});
+    EXPECT_EQ(r.code, 2) << bad << r.err;
+    EXPECT_NE(r.err.find("--extra-body"), std::string::npos) << r.err;
+  }
+  // A field dyno sets itself: refused, naming the override.
+  const Result own = with({"--extra-body", R"({"stream":false})"});
+  EXPECT_EQ(own.code, 2) << own.err;
+  EXPECT_NE(own.err.find("--extra-body-override"), std::string::npos) << own.err;
+  const Result sampled = with({"--extra-body", R"({"max_tokens":2})"});  // the synthetic stream's
+  EXPECT_EQ(sampled.code, 2) << sampled.err;
+  EXPECT_NE(sampled.err.find("max_tokens"), std::string::npos) << sampled.err;
+  EXPECT_NE(sampled.err.find("--extra-body-override"), std::string::npos) << sampled.err;
+  EXPECT_TRUE(records().empty());  // nothing was recorded for a refused flag
+  // Overridden: the user's value is sent (2 tokens instead of 4), and the record says so.
+  const Result over = with({"--extra-body", R"({"max_tokens":2})", "--extra-body-override"});
+  ASSERT_EQ(over.code, 0) << over.err;
+  const json::object s = json::parse(over.out).as_object();
+  EXPECT_EQ(s.at("tokens").at("output_total").as_int64(), 4);  // 2 requests x 2 tokens
+  const fs::path over_dir = std::string(s.at("record_dir").as_string());
+  const json::object m = read_json(over_dir / "manifest.json");
+  EXPECT_TRUE(m.at("workload").at("extra_body_override").as_bool());
+  // The fields are part of what is sent: the stream's hash differs from the plain run's.
+  const Result plain = with({});
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  const json::object pm = read_json(
+      fs::path(std::string(json::parse(plain.out).at("record_dir").as_string())) / "manifest.json");
+  EXPECT_FALSE(pm.at("workload").as_object().contains("extra_body"));
+  EXPECT_NE(pm.at("workload").at("request_stream").at("sha256"),
+            m.at("workload").at("request_stream").at("sha256"));
+  // A stream line's own extra_body is checked the same way, and the override serves it too.
+  std::ofstream(dir_ / "lines.jsonl")
+      << R"({"id":"a","prompt":"one two","max_tokens":4,"extra_body":{"max_tokens":1}})"
+         "\n"
+      << R"({"id":"b","prompt":"three four","max_tokens":4,"extra_body":{"max_tokens":1}})"
+         "\n";
+  const std::vector<std::string> lines = {"--stream", (dir_ / "lines.jsonl").string(), "--api",
+                                          "completions"};
+  const Result line = with(lines);
+  EXPECT_EQ(line.code, 2) << line.err;
+  EXPECT_NE(line.err.find("request 'a'"), std::string::npos) << line.err;
+  std::vector<std::string> line_over = lines;
+  line_over.emplace_back("--extra-body-override");
+  const Result line_ok = with(line_over);
+  ASSERT_EQ(line_ok.code, 0) << line_ok.err;
+  EXPECT_EQ(json::parse(line_ok.out).at("tokens").at("output_total").as_int64(), 2);
+  // The synthetic prompts of about one token a word: --input-tokens far from what the engine
+  // counted is a warning with both numbers, pointing to `stream make`.
+  const Result far = with({}, "4");
+  ASSERT_EQ(far.code, 0) << far.err;
+  bool warned = false;
+  const json::value far_summary = json::parse(far.out);
+  for (const auto& w : far_summary.at("warnings").as_array()) {
+    if (w.at("code").as_string() == "input_length_differs") {
+      warned = true;
+      EXPECT_NE(std::string(w.at("hint").as_string()).find("dyno stream make"), std::string::npos);
+    }
+  }
+  EXPECT_TRUE(warned) << far.out;
+  EXPECT_NE(far.err.find("input_length_differs"), std::string::npos) << far.err;
+}
+
+}  // namespace
