@@ -128,9 +128,9 @@ std::string sessions_text(const metrics::Summary& s) {
     out << "prefix cache " << c->totals.cached_tokens << " of " << c->totals.prompt_tokens
         << " prompt tokens cached (" << percent_text(c->totals.hit_rate) << ", from " << c->source
         << ")";
-    if (c->ttft_ms_per_1k_uncached) {
-      out << " · ttft " << fmt(c->ttft_intercept_ms, 2) << " ms + "
-          << fmt(c->ttft_ms_per_1k_uncached, 2) << " ms per 1k uncached";
+    if (const auto slope = c->ttft_ms_per_1k_uncached) {
+      out << " · ttft " << fmt(c->ttft_intercept_ms, 2) << " ms " << (*slope < 0 ? "− " : "+ ")
+          << fmt(std::optional<double>(std::abs(*slope)), 2) << " ms per 1k uncached";
     }
     out << "\n";
   }

@@ -193,7 +193,6 @@ std::pair<std::string, std::string> split_unit(const std::string& text) {
   return {text.substr(0, n), text.substr(n)};
 }
 
-
 namespace {
 
 double parse_duration_ms(const std::string& value, const std::string& key) {

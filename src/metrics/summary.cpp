@@ -473,10 +473,11 @@ void warn_input_length(double requested, Summary& s) {
   s.warnings.push_back(
       {WarningCode::kInputLengthDiffers,
        std::string(text) +
-           ": synthetic prompts made without a tokenizer are about one token per word",
-       "for prompts of exact lengths, write a stream with `dyno stream make --input-tokens N "
-       "--output-tokens M -o FILE` (counted by the engine's own /tokenize) and give it as "
-       "--stream"});
+           ": synthetic prompts made without a tokenizer are about one token per word, and a "
+           "chat template adds its own",
+       "for prompts of exact lengths (chat template included), write a stream with `dyno "
+       "stream make --count C --input-tokens N --output-tokens M -o FILE` (counted by the "
+       "engine's own /tokenize; --url U --model M for a server) and give it as --stream"});
 }
 
 }  // namespace
