@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "error/error.h"
+#include "load/plan.h"
 
 namespace dyno::app::flags {
 
@@ -215,24 +216,6 @@ double parse_duration_ms(const std::string& value, const std::string& key) {
 
 }  // namespace
 
-void check_slo(const std::string& text) {
-  std::stringstream ss(text);
-  std::string item;
-  bool any = false;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    const auto eq = item.find('=');
-    if (eq == std::string::npos) {
-      throw UsageError("--slo: '" + item + "' has no '='; write e.g. ttft=500ms,tpot=50ms");
-    }
-    const std::string key = item.substr(0, eq);
-    if (key != "ttft" && key != "tpot" && key != "e2e") {
-      throw UsageError("--slo: unknown objective '" + key + "'; use ttft, tpot or e2e");
-    }
-    (void)parse_duration_ms(item.substr(eq + 1), key);
-    any = true;
-  }
-  if (!any) throw UsageError("--slo: give at least one of ttft=, tpot=, e2e=");
-}
+void check_slo(const std::string& text) { (void)load::parse_slo(text, &parse_duration_ms); }
 
 }  // namespace dyno::app::flags

@@ -1,5 +1,7 @@
 #include "load/plan.h"
 
+#include <boost/json.hpp>
+#include <cctype>
 #include <cmath>
 #include <sstream>
 
@@ -14,27 +16,27 @@ namespace {
 constexpr double kMaxSloSeconds = 30.0 * 24 * 3600;
 
 double parse_duration_ms(const std::string& value, const std::string& key) {
-  std::size_t pos = 0;
-  double number = 0;
-  try {
-    number = std::stod(value, &pos);
-  } catch (const std::exception&) {
-    throw UsageError("--slo: " + key + "=" + value + " is not a number; write e.g. " + key +
-                     "=500ms or " + key + "=2s");
+  const auto invalid = [&](const std::string& why) {
+    return UsageError("--slo: " + key + "=" + value + ": " + why + "; write e.g. " + key +
+                      "=500ms or " + key + "=2s");
+  };
+  std::string number = value;
+  double scale = 1.0;  // to ms
+  if (number.ends_with("ms")) {
+    number.resize(number.size() - 2);
+  } else if (number.ends_with("s")) {
+    number.resize(number.size() - 1);
+    scale = 1000.0;
+  } else if (!number.empty() && std::isalpha(static_cast<unsigned char>(number.back())) != 0) {
+    throw UsageError("--slo: unit in " + key + "=" + value + "; use ms or s");
   }
-  const std::string unit = value.substr(pos);
-  double ms = 0;
-  if (unit.empty() || unit == "ms") {
-    ms = number;
-  } else if (unit == "s") {
-    ms = number * 1000.0;
-  } else {
-    throw UsageError("--slo: unit '" + unit + "' in " + key + "=" + value + "; use ms or s");
-  }
-  if (!(ms > 0) || !std::isfinite(ms) || ms > kMaxSloSeconds * 1000.0) {
-    throw UsageError("--slo: " + key + "=" + value +
-                     " is not a duration greater than 0 and at most 2592000 s (30 days)");
-  }
+  // JSON's number grammar is plain decimal: no hexadecimal, no leading zero, no nan or inf.
+  boost::system::error_code ec;
+  const boost::json::value v = boost::json::parse(number, ec);
+  if (ec || !v.is_number()) throw invalid("'" + number + "' is not a plain decimal number");
+  const double ms = v.to_number<double>() * scale;
+  if (!std::isfinite(ms) || ms > kMaxSloSeconds * 1000.0) throw invalid("is too large");
+  if (ms < 1.0 * (1 - 1e-12)) throw invalid("is below 1 ms (an objective is from 1 ms to 30 days)");
   return ms;
 }
 
@@ -68,7 +70,7 @@ LoadConfig plan_load(const LoadOptions& flags, const CellLoad& cell, Keep keep) 
   return c;
 }
 
-metrics::Slo parse_slo(const std::string& text) {
+metrics::Slo parse_slo(const std::string& text, SloValueReader read_ms) {
   metrics::Slo slo;
   std::stringstream ss(text);
   std::string item;
@@ -79,7 +81,7 @@ metrics::Slo parse_slo(const std::string& text) {
       throw UsageError("--slo: '" + item + "' has no '='; write e.g. ttft=500ms,tpot=50ms");
     }
     const std::string key = item.substr(0, eq);
-    const double ms = parse_duration_ms(item.substr(eq + 1), key);
+    const double ms = (read_ms != nullptr ? read_ms : parse_duration_ms)(item.substr(eq + 1), key);
     if (key == "ttft") {
       slo.ttft_s = ms / 1000.0;
     } else if (key == "tpot") {

@@ -38,8 +38,14 @@ struct Keep {
 /// --start-at are `dyno run`'s own and are applied after.)
 LoadConfig plan_load(const LoadOptions& flags, const CellLoad& cell, Keep keep);
 
+/// Reads one objective's value ("500ms", "2s", "50": ms unless s) into milliseconds, or throws
+/// UsageError naming --slo and `key`.
+using SloValueReader = double (*)(const std::string& value, const std::string& key);
+
 /// --slo "ttft=500ms,tpot=50ms,e2e=10s" (ms unless s) as objectives in seconds; UsageError
-/// naming --slo.
-metrics::Slo parse_slo(const std::string& text);
+/// naming --slo. Each value is read by `read_ms`; by default as a JSON number (plain decimal: no
+/// hexadecimal, no leading zero) from 1 ms to 30 days. The command line's flag parser passes its
+/// own reader (app/flag_values.h check_slo), so a --slo is checked by the rules of every flag.
+metrics::Slo parse_slo(const std::string& text, SloValueReader read_ms = nullptr);
 
 }  // namespace dyno::load

@@ -1,7 +1,5 @@
 #include "record/result_import.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
@@ -18,6 +16,7 @@
 #include "record/run_writer.h"
 #include "record/scrub.h"
 #include "record/scrub_text.h"
+#include "workload/user_file.h"
 
 namespace dyno::record {
 
@@ -173,47 +172,15 @@ void drop_window_figures(metrics::Summary& s) {
 }
 
 std::string read_import_file(const std::string& path, std::uint64_t max_bytes) {
-  const auto fail = [&](const std::string& what) { throw ImportFileError(path + ": " + what); };
-  // O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting for one.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) fail(std::string("cannot read it: ") + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) fail(std::string("cannot read it: ") + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) fail("is a directory; give the result file in it");
-  if (!S_ISREG(st.st_mode)) {
-    const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO (named pipe)"
-                       : S_ISCHR(st.st_mode)  ? "a character device"
-                       : S_ISBLK(st.st_mode)  ? "a block device"
-                       : S_ISSOCK(st.st_mode) ? "a socket"
-                                              : "not a regular file";
-    fail(std::string("is ") + kind +
-         "; dyno import reads regular files only (save the result to "
-         "a file first)");
-  }
-  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
-    fail("is " + std::to_string(st.st_size) + " bytes, more than the " + std::to_string(max_bytes) +
-         " bytes dyno import reads");
-  }
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  std::string bytes;
-  bytes.reserve(static_cast<std::size_t>(st.st_size));
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(std::string("read error: ") + std::strerror(errno));
-    if (n == 0) break;
-    bytes.append(buf, static_cast<std::size_t>(n));
-    if (bytes.size() > max_bytes) {  // it grew while being read
-      fail("grew past the " + std::to_string(max_bytes) + " bytes dyno import reads");
-    }
-  }
-  return bytes;
+  return workload::read_regular_file(path, max_bytes, [&](const workload::FileRefusal& r) {
+    using Kind = workload::FileRefusal::Kind;
+    const char* hint = r.kind == Kind::kDirectory ? "; give the result file in it"
+                       : r.kind == Kind::kNotRegular
+                           ? "; dyno import reads regular files only (save the result to a file "
+                             "first)"
+                           : "";
+    throw ImportFileError(path + ": " + r.what + hint);
+  });
 }
 
 std::string safe_evidence_name(const std::string& file_name) {

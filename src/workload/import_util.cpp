@@ -1,9 +1,5 @@
 #include "workload/import_util.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -13,6 +9,7 @@
 
 #include "workload/request_stream.h"
 #include "workload/stream_json.h"
+#include "workload/user_file.h"
 
 namespace dyno::workload::import_util {
 
@@ -20,47 +17,22 @@ namespace fs = std::filesystem;
 
 std::string read_all(const fs::path& path, const char* what) {
   const std::string name = path.string();
-  // O_NONBLOCK: a FIFO without a writer opens at once instead of waiting for one; fstat then
-  // refuses it, a device (/dev/zero) and a directory before anything is read.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    throw StreamError(name + ": cannot open " + what + " (" + std::strerror(errno) + ")");
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    throw StreamError(name + ": cannot open " + what + " (" + std::strerror(errno) + ")");
-  }
-  if (S_ISDIR(st.st_mode)) {
-    throw StreamError(name + " is a directory, not a " + what + "; give the file in it");
-  }
-  if (!S_ISREG(st.st_mode)) {
-    throw StreamError(name + " is not a regular file (a FIFO, a device or a socket); a " + what +
-                      " is read from a regular file only");
-  }
   constexpr std::uint64_t kMaxBytes = std::uint64_t{4} << 30;  // 4 GiB: a data set, not a stream
-  if (static_cast<std::uint64_t>(st.st_size) > kMaxBytes) {
-    throw StreamError(name + " is " + std::to_string(st.st_size) + " bytes, more than the " +
-                      std::to_string(kMaxBytes) + " bytes dyno reads as a " + what);
-  }
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  std::string text;
-  text.reserve(static_cast<std::size_t>(st.st_size));
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw StreamError(name + ": read error (" + std::strerror(errno) + ")");
-    if (n == 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-    if (text.size() > kMaxBytes)
-      throw StreamError(name + " grew past " + std::to_string(kMaxBytes) + " bytes while read");
-  }
-  return text;
+  return read_regular_file(name, kMaxBytes, [&](const FileRefusal& r) {
+    using Kind = FileRefusal::Kind;
+    switch (r.kind) {
+      case Kind::kDirectory:
+        throw StreamError(name + " is a directory, not a " + what + "; give the file in it");
+      case Kind::kNotRegular:
+        throw StreamError(name + " " + r.what + ", not a regular file; a " + what +
+                          " is read from a regular file only");
+      case Kind::kTooLarge:
+        throw StreamError(name + " " + r.what + " as a " + what);
+      case Kind::kUnreadable:
+        break;
+    }
+    throw StreamError(name + ": the " + std::string(what) + " " + r.what);
+  });
 }
 
 boost::json::value parse_json(const std::string& text, const std::string& where) {

@@ -51,4 +51,8 @@ TEST(ParseSlo, HexLeadingZerosAndDurationsBelowOneMillisecondAreRefused) {
   EXPECT_NE(error("e2e=1e9s").find("too large"), std::string::npos);
   EXPECT_EQ(error("ttft=1ms,e2e=1e3s,tpot=0.001s"), "");
   EXPECT_DOUBLE_EQ(*parse_slo("e2e=1e3s").e2e_s, 1000.0);
+  // load::parse_slo's own reader (a plan's SLO text, not a command line's) keeps the same rules.
+  for (const char* bad : {"ttft=0x10ms", "tpot=010ms", "tpot=0.5ms", "e2e=1e-300s", "e2e=nan"}) {
+    EXPECT_THROW(parse_slo(bad), UsageError) << bad;
+  }
 }
