@@ -45,8 +45,17 @@ std::size_t userinfo_end(const std::string& url, std::size_t start) {
   for (std::size_t p = start; p < url.size() && url[p] != '/'; ++p) {
     if (url[p] == '@') return p;
   }
-  const std::size_t query = url.find('?', start);
-  const std::size_t at = url.rfind('@', query == std::string::npos ? std::string::npos : query);
+  // No '@' before the path: a password holding an unencoded '/' or '?' ("u:a/b?c@h") still
+  // ends at the last '@' (libpq would read it as host and port; a message must not show it).
+  // An '@' in a parameter's value is masked with it: too much hidden, never too little.
+  const std::size_t colon = url.find(':', start);
+  const std::size_t slash = url.find('/', start);
+  if (colon == std::string::npos || (slash != std::string::npos && colon > slash)) {
+    const std::size_t query = url.find('?', start);
+    const std::size_t at = url.rfind('@', query == std::string::npos ? std::string::npos : query);
+    return at == std::string::npos || at < start ? std::string::npos : at;
+  }
+  const std::size_t at = url.rfind('@');
   return at == std::string::npos || at < start ? std::string::npos : at;
 }
 

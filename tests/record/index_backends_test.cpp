@@ -487,6 +487,8 @@ TEST(IndexUrl, EveryFormOfAPasswordIsRedacted) {
   EXPECT_EQ(redact_index_url("postgresql://u:pa?ss@h/db?password=x&a=b"),
             "postgresql://u:***@h/db?password=***&a=b");
   EXPECT_EQ(redact_index_url("postgresql://u:a/b@h/db"), "postgresql://u:***@h/db");
+  EXPECT_EQ(redact_index_url("postgresql://u:a/b?c@h/db"), "postgresql://u:***@h/db");
+  EXPECT_EQ(redact_index_url("postgresql://h:5432/db"), "postgresql://h:5432/db");
   EXPECT_EQ(redact_index_url("postgresql://h/db?application_name=a@b"),
             "postgresql://h/db?application_name=a@b");
   // Mistyped schemes.
