@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -80,6 +81,9 @@ class Run {
   void start_measured();
   void after_single(const metrics::Trace& t);
   static bool refused_before_serving(const metrics::Trace& t);
+  /// A closed-loop slot whose request was refused before the engine served it: `resume` runs
+  /// after a pause that grows with the refusals in a row (none when the engine has exited).
+  void pause_slot(std::function<void()> resume);
   /// Follows connect failures in a row; ends the run when the target is gone (unreachable).
   void note_reachability(const metrics::Trace& t);
   bool engine_has_exited();
@@ -108,7 +112,9 @@ class Run {
   void send_turn(ActiveSession& s, std::optional<std::int64_t> scheduled_abs);
   void take_answer(metrics::Trace& t);
   void after_turn(const metrics::Trace& t);
-  void end_session(std::uint64_t ordinal);
+  /// Ends the session; a closed loop's slot starts the next one (after pause_slot's pause when
+  /// the last turn's connection was refused).
+  void end_session(std::uint64_t ordinal, bool refused = false);
   void cut_waiting_sessions();
   void settle();
 

@@ -243,21 +243,8 @@ void Run::after_single(const metrics::Trace& t) {
   }
   if (!config_.open_loop && can_send_closed()) {
     if (refused_before_serving(t)) {
-      // The engine's port refused a connection: a launched engine may be exiting, and its
-      // reaper may not have said so yet; a server at --url may be restarting, or gone. Wait a
-      // moment before this slot sends again, so the run stops at a crash instead of sending
-      // into a closed port, and a missing server is not hammered.
-      ++parked_;
-      // 20 ms, doubling with each refusal in a row (to 1 s): an engine that is gone is not
-      // hammered while its exit is being noticed.
-      const std::int64_t pause =
-          std::min(kConnectRetryPauseNs << std::min<std::uint64_t>(refused_in_a_row_++, 6),
-                   kMaxConnectRetryPauseNs);
-      loop_.call_at(transport::steady_now_ns() + pause, [this] {
-        --parked_;
-        if (engine_has_exited()) return maybe_end();
+      pause_slot([this] {
         if (can_send_closed()) submit_next("measured", std::nullopt);
-        maybe_end();
       });
       return;
     }
@@ -265,6 +252,24 @@ void Run::after_single(const metrics::Trace& t) {
     submit_next("measured", std::nullopt);
   }
   maybe_end();
+}
+
+void Run::pause_slot(std::function<void()> resume) {
+  // The engine's port refused a connection: a launched engine may be exiting, and its reaper
+  // may not have said so yet; a server at --url may be restarting, or gone. The slot waits a
+  // moment before it sends again — 20 ms, doubling with each refusal in a row (to 1 s) — so
+  // the run stops at a crash instead of sending into a closed port, and a missing server is
+  // not hammered.
+  ++parked_;
+  const std::int64_t pause =
+      std::min(kConnectRetryPauseNs << std::min<std::uint64_t>(refused_in_a_row_++, 6),
+               kMaxConnectRetryPauseNs);
+  loop_.call_at(transport::steady_now_ns() + pause, [this, resume = std::move(resume)] {
+    --parked_;
+    if (engine_has_exited()) return maybe_end();
+    resume();
+    maybe_end();
+  });
 }
 
 void Run::note_reachability(const metrics::Trace& t) {

@@ -63,8 +63,10 @@ void Run::after_turn(const metrics::Trace& t) {
   if (it != active_.end()) {
     ActiveSession& s = it->second;
     const workload::SessionPlan& plan = sessions_[s.plan];
+    const bool refused = !t.ok() && refused_before_serving(t);
+    if (!refused) refused_in_a_row_ = 0;
     if (!t.ok() || s.next >= plan.turns.size() || !budget_left(s.warmup)) {
-      end_session(s.ordinal);  // done, failed (it stops with its error), or cut
+      end_session(s.ordinal, refused);  // done, failed (it stops with its error), or cut
     } else {
       const workload::Request& next = requests_[plan.turns[s.next]];
       const double think_ms = next.turn->think_ms.value_or(0.0);
@@ -108,7 +110,7 @@ void Run::settle() {
   maybe_end();
 }
 
-void Run::end_session(std::uint64_t ordinal) {
+void Run::end_session(std::uint64_t ordinal, bool refused) {
   auto node = active_.extract(ordinal);
   if (node.empty()) return;
   ActiveSession& s = node.mapped();
@@ -119,6 +121,10 @@ void Run::end_session(std::uint64_t ordinal) {
   if (!s.holds_slot) return;
   if (s.warmup) {
     if (warmup_phase_) start_session(true, std::nullopt);
+  } else if (!config_.open_loop && refused) {
+    pause_slot([this] {
+      if (!stopping_) start_session(false, std::nullopt);
+    });
   } else if (!config_.open_loop) {
     start_session(false, std::nullopt);
   }

@@ -48,6 +48,11 @@ class EchoTarget : public dyno::transport::Target {
       pending_.erase(submission);
       --in_flight;
       const std::int64_t now = steady_now_ns();
+      if (refuse) {
+        obs.on_error(now, dyno::transport::ErrorCategory::kConnect,
+                     "connect to 127.0.0.1:1 failed: refused", std::nullopt);
+        return;
+      }
       obs.on_first_byte(now, failing ? 500 : 200);
       if (failing) {
         obs.on_error(now, dyno::transport::ErrorCategory::kHttpStatus, "500", 500);
@@ -79,6 +84,7 @@ class EchoTarget : public dyno::transport::Target {
   std::vector<Request> sent;
   std::map<std::string, std::int64_t> sent_at, done_at;
   std::set<std::string> fail;
+  bool refuse = false;  ///< every connection refused (a server that is gone)
   int in_flight = 0;
   int max_in_flight = 0;
 
@@ -298,6 +304,27 @@ TEST(Replay, SendsEachRequestAtItsScaledTimeInsideTheWindow) {
     missing[2].at_ms.reset();
     EXPECT_THROW(dyno::load::run_load(loop, target, missing, cfg, {}), std::invalid_argument);
   }
+}
+
+/// A closed loop of sessions against a server that refuses every connection: each slot waits
+/// (20 ms doubling to 1 s) before its next session, so the port is not hammered while the
+/// unreachable window runs; the run ends unreachable.
+TEST(SessionRun, RefusedSessionsPauseTheirSlotAndTheRunEndsUnreachable) {
+  EventLoop loop;
+  EchoTarget target(loop, 1 * kMs);
+  target.refuse = true;
+  dyno::load::LoadConfig cfg;
+  cfg.concurrency = 4;
+  cfg.requests = 100000;
+  cfg.cycle = true;
+  cfg.unreachable_after_s = 0.5;
+  const auto t0 = steady_now_ns();
+  const auto result = dyno::load::run_load(loop, target, session_stream(3, 3), cfg, {});
+  const double took = static_cast<double>(steady_now_ns() - t0) * 1e-9;
+  ASSERT_TRUE(result.unreachable.has_value());
+  EXPECT_LT(took, 5.0);
+  // Without the pause, 4 slots at 1 ms each would have started ~2,000 sessions in 0.5 s.
+  EXPECT_LT(target.sent.size(), 100u);
 }
 
 }  // namespace
