@@ -228,7 +228,7 @@ metrics::Distribution distribution(const Doc& d, const char* tag, const char* un
   if (u != unit) m.fail(m.at("unit"), "'" + u + "'; expected " + unit);
   const auto count = m.opt_count("count");
   if (!count && !fallback_count) return out;
-  out.count = static_cast<std::size_t>(count ? *count : *fallback_count);
+  out.count = count ? static_cast<std::size_t>(*count) : static_cast<std::size_t>(*fallback_count);
   if (out.count == 0) return metrics::Distribution{};
   out.mean = m.opt_number("avg");
   out.min = m.opt_number("min");

@@ -437,7 +437,7 @@ TokenizeClient::HttpReply TokenizeClient::call(const std::string& method, const 
   }
   HttpReply out;
   const auto r = impl_->call(method == "GET" ? http::verb::get : http::verb::post, path, body);
-  out.status = r.status;
+  out.status = static_cast<int>(r.status);
   out.body = r.body;
   return out;
 }
