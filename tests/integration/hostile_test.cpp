@@ -210,6 +210,7 @@ TEST_F(Hostile, CachedTokensFromTheServersComputedPrompt) {
     ++n;
   }
   EXPECT_EQ(n, 3);
+  dyno::testing::expect_records_conform(dir_ / "runs");
 }
 
 const std::vector<std::string> kStallLimits = {"--first-token-timeout", "1", "--idle-timeout", "1"};
