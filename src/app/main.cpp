@@ -27,6 +27,7 @@
 #include "record/import_formats.h"
 #include "record/index_url.h"
 #include "record/run_writer.h"
+#include "session/cell_plan.h"
 #include "telemetry/energy_report.h"
 
 namespace {
@@ -621,11 +622,18 @@ int main(int argc, char** argv) {
     if (run->parsed() || sweep->parsed() || ladder->parsed() || speed->parsed() || real->parsed()) {
       dyno::app::install_stop_signals();
     }
-    if (run->parsed()) return dyno::app::run_command(run_options);
-    if (sweep->parsed()) return dyno::app::sweep_command(sweep_common, sweep_options);
-    if (ladder->parsed()) return dyno::app::ladder_command(ladder_common, ladder_options);
-    if (speed->parsed()) return dyno::app::speed_command(speed_common, speed_options);
-    if (real->parsed()) return dyno::app::real_command(real_common, real_options);
+    // An --engine spec's [extra_body] joins --extra-body's fields (the flag's win).
+    const auto measuring = [](dyno::app::RunOptions o) {
+      o.stream = dyno::session::with_engine_extra_body(o.target, std::move(o.stream));
+      return o;
+    };
+    if (run->parsed()) return dyno::app::run_command(measuring(run_options));
+    if (sweep->parsed()) return dyno::app::sweep_command(measuring(sweep_common), sweep_options);
+    if (ladder->parsed()) {
+      return dyno::app::ladder_command(measuring(ladder_common), ladder_options);
+    }
+    if (speed->parsed()) return dyno::app::speed_command(measuring(speed_common), speed_options);
+    if (real->parsed()) return dyno::app::real_command(measuring(real_common), real_options);
     if (sim_tools.parsed()) return sim_tools.execute(std::cout);
     if (sim->parsed()) return dyno::app::sim_command(sim_options);
     if (doctor->parsed()) return dyno::app::doctor_command(doctor_options);

@@ -455,6 +455,9 @@ void read_engine_config(const Reader& r, const json::object& root, const Preset*
     read_topology(r, *topo);
     spec.topology = *topo;
   }
+  if (const json::object* extra = r.table(root, "extra_body", "extra_body")) {
+    spec.extra_body = *extra;
+  }
   if (const json::object* id = r.table(root, "identity", "identity")) {
     r.only_keys(*id, {"paths"}, "identity");
     spec.identity_paths =
@@ -486,7 +489,8 @@ EngineSpec parse_spec(const std::string& text, const std::string& source) {
                      "checkout",    "container_image",
                      "ready",       "stop",
                      "engine_args", "engine_args_as_flags",
-                     "topology",    "identity"},
+                     "topology",    "identity",
+                     "extra_body"},
               "");
   EngineSpec spec;
   spec.file = source;

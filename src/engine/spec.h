@@ -54,6 +54,9 @@ struct EngineSpec {
   bool engine_args_as_flags = true;
   boost::json::object topology;             ///< tp, pp, gpus, p2p (declared; tp/pp become flags)
   std::vector<std::string> identity_paths;  ///< GET these for the engine's own identity
+  /// [extra_body]: request fields of the user's own for this engine (e.g. llama.cpp's
+  /// cache_prompt), merged into every request body under --extra-body's (docs/engines.md).
+  boost::json::object extra_body;
 };
 
 /// The built-in presets' names.

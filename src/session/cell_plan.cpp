@@ -1,8 +1,10 @@
 #include "session/cell_plan.h"
 
 #include <algorithm>
+#include <boost/json/serialize.hpp>
 #include <string>
 
+#include "engine/spec.h"
 #include "error/error.h"
 #include "transport/request_body.h"
 #include "workload/extra_body.h"
@@ -29,6 +31,22 @@ CellSpec cell_from_flags(const load::LoadOptions& load, const workload::StreamOp
   }
   spec.extra_body_override = stream.extra_body_override;
   return spec;
+}
+
+workload::StreamOptions with_engine_extra_body(const TargetOptions& target,
+                                               workload::StreamOptions stream) {
+  if (!target.engine_spec) return stream;
+  const engine::EngineSpec spec =
+      about("--engine", [&] { return engine::load_spec(*target.engine_spec); });
+  if (spec.extra_body.empty()) return stream;
+  json::object fields = spec.extra_body;
+  if (stream.extra_body) {
+    const json::object flag =
+        about("--extra-body", [&] { return workload::parse_extra_body(*stream.extra_body); });
+    for (const auto& kv : flag) fields[kv.key()] = kv.value();
+  }
+  stream.extra_body = json::serialize(fields);
+  return stream;
 }
 
 json::object checked_extra_body(const workload::StreamOptions& stream, workload::Api api,

@@ -9,6 +9,7 @@
 #include "load/options.h"
 #include "load/plan.h"
 #include "record/options.h"
+#include "session/options.h"
 #include "session/run_cell.h"
 #include "workload/request.h"
 #include "workload/stream_options.h"
@@ -20,6 +21,13 @@ namespace dyno::session {
 /// --extra-body-override (recorded in the manifest), and the sampling --temperature sets.
 CellSpec cell_from_flags(const load::LoadOptions& load, const workload::StreamOptions& stream,
                          const record::RecordOptions& record, const load::CellLoad& shape);
+
+/// The request fields a run sends of the user's own: the --engine spec's [extra_body], with
+/// --extra-body's fields over them (a stream line's own win over both, when merged). `stream`
+/// unchanged without a spec or without [extra_body]; SpecError/UsageError naming the spec or the
+/// flag.
+workload::StreamOptions with_engine_extra_body(const TargetOptions& target,
+                                               workload::StreamOptions stream);
 
 /// --extra-body checked before anything runs: a JSON object (UsageError naming the flag
 /// otherwise) none of whose fields is one dyno writes in every body — model, messages (chat) or

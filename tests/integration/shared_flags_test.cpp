@@ -290,4 +290,52 @@ TEST_F(SharedFlags, ExtraBodyIsCheckedRecordedAndPartOfTheStreamsIdentity) {
   EXPECT_NE(far.err.find("input_length_differs"), std::string::npos) << far.err;
 }
 
+/// An --engine spec's [extra_body] is sent with every request of every measuring command, under
+/// --extra-body's fields (the flag's win); a field dyno sets itself is refused there too.
+TEST_F(SharedFlags, AnEngineSpecsExtraBodyJoinsTheFlags) {
+  const fs::path spec = dir_ / "sim.toml";
+  std::ofstream(spec) << "name = \"sim-under-test\"\npreset = \"sim\"\nport = \"auto\"\n"
+                      << "[engine_args]\nprofile = \"small-gpu\"\n[ready]\ntimeout_s = 60\n"
+                      << "[stop]\ngrace_s = 10\n[extra_body]\ncache_prompt = false\nn_probs = 0\n"
+                      << "chat_template_kwargs = { enable_thinking = false }\n";
+  const Result r = dyno({"run",
+                         "--engine",
+                         spec.string(),
+                         "--runs-root",
+                         runs(),
+                         "-n",
+                         "2",
+                         "-c",
+                         "1",
+                         "--input-tokens",
+                         "16",
+                         "--output-tokens",
+                         "4",
+                         "-q",
+                         "--telemetry",
+                         "off",
+                         "--idle-baseline",
+                         "0",
+                         "--json",
+                         "--extra-body",
+                         R"({"n_probs":1})"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const fs::path record = std::string(json::parse(r.out).at("record_dir").as_string());
+  const json::object m = read_json(record / "manifest.json");
+  EXPECT_EQ(
+      json::serialize(m.at("workload").at("extra_body")),
+      R"({"cache_prompt":false,"n_probs":1,"chat_template_kwargs":{"enable_thinking":false}})");
+  // A field dyno sets, given in the spec: refused as from the flag, nothing recorded.
+  const fs::path own = dir_ / "own.toml";
+  std::ofstream(own) << "name = \"sim-under-test\"\npreset = \"sim\"\nport = \"auto\"\n"
+                     << "[extra_body]\nstream = false\n";
+  const std::size_t before = records().size();
+  const Result refused =
+      dyno({"sweep", "--engine", own.string(), "--runs-root", runs(), "--concurrencies", "1",
+            "--min-requests", "2", "--per-slot", "1", "-q", "--telemetry", "off"});
+  EXPECT_EQ(refused.code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("stream"), std::string::npos) << refused.err;
+  EXPECT_EQ(records().size(), before);
+}
+
 }  // namespace
