@@ -37,6 +37,11 @@ struct Fit {
 };
 std::optional<Fit> least_squares(const std::vector<std::pair<double, double>>& xy) {
   if (xy.size() < 3) return std::nullopt;
+  // Prompts of one uncached length give no line: the rounding of the mean would leave a
+  // spread of ~1e-33 and a slope that is noise.
+  const auto [lo, hi] = std::minmax_element(
+      xy.begin(), xy.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (lo->first == hi->first) return std::nullopt;
   const double n = static_cast<double>(xy.size());
   double sx = 0, sy = 0;
   for (const auto& [x, y] : xy) {
@@ -67,8 +72,8 @@ std::optional<PrefixCacheFigures> prefix_cache_figures(std::span<const Trace> tr
   for (const Trace& t : traces) {
     if (!counted(t) || !has_cache_count(t)) continue;
     add(f.totals, t);
-    usage = usage || t.cached_source == CachedSource::kUsage ||
-            t.cached_source == CachedSource::kNone;
+    usage =
+        usage || t.cached_source == CachedSource::kUsage || t.cached_source == CachedSource::kNone;
     timings = timings || t.cached_source == CachedSource::kTimings;
     prompt_n = prompt_n || t.cached_source == CachedSource::kTimingsPromptN;
     if (const auto ttft = request_figures(t).ttft_s) {

@@ -95,5 +95,17 @@ TEST(PrefixCache, HitRateFitAndBucketsOverRequestsWithACount) {
   EXPECT_FALSE(prefix_cache_figures(std::vector<Trace>{Trace{}}).has_value());
 }
 
+// Every prompt of one uncached length (a synthetic stream, no cache): no line can be fitted, and
+// none is reported (the rounding of the mean once gave "ttft 121 ms + -48.8 ms per 1k").
+TEST(PrefixCache, OneUncachedLengthFitsNoLine) {
+  std::vector<Trace> traces;
+  for (int i = 0; i < 50; ++i) traces.push_back(turn(0, i, 8, 1000 * i, 20 + i % 7, 275, 0));
+  const auto f = prefix_cache_figures(traces);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->totals.requests, 50u);
+  EXPECT_FALSE(f->ttft_ms_per_1k_uncached.has_value());
+  EXPECT_FALSE(f->ttft_intercept_ms.has_value());
+}
+
 }  // namespace
 }  // namespace dyno::metrics
