@@ -86,6 +86,11 @@ void token_times(const Doc& metrics, metrics::Trace& t, double ttft_ms) {
         metrics.fail(metrics.at("request_latency") + ".value", "shorter than time_to_first_token");
       }
       t.last_token_ns = *t.sent_ns + ms_to_ns(*latency);
+    } else {
+      // A first token without a last one is no answer's timeline (fuzzing found it).
+      metrics.fail(metrics.at("request_latency"),
+                   "missing: a completed request needs request_latency or inter_chunk_latency "
+                   "(when its last token came)");
     }
     return;
   }
