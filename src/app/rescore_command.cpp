@@ -11,6 +11,7 @@
 #include "json/json_text.h"
 #include "record/index_url.h"
 #include "record/run_index.h"
+#include "session/host_identity.h"
 #include "session/run_cell.h"
 #include "workload/scorer_spec.h"
 

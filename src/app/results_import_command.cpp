@@ -17,6 +17,7 @@
 #include "record/index_url.h"
 #include "record/run_index.h"
 #include "record/run_writer.h"
+#include "session/host_identity.h"
 #include "session/run_cell.h"
 
 namespace dyno::app {

@@ -102,10 +102,10 @@ struct RunHooks {
 
 /// How a run found its target gone (LoadConfig::unreachable_after_s).
 struct Unreachable {
-  std::uint64_t failures = 0;    ///< connect failures in a row, with no answer between them
-  double for_s = 0.0;            ///< from the first of them to the one that ended the run
-  std::string last_message;      ///< the last failure's message
-  std::uint64_t sent = 0;        ///< measured requests sent before sending stopped
+  std::uint64_t failures = 0;  ///< connect failures in a row, with no answer between them
+  double for_s = 0.0;          ///< from the first of them to the one that ended the run
+  std::string last_message;    ///< the last failure's message
+  std::uint64_t sent = 0;      ///< measured requests sent before sending stopped
 };
 
 struct LoadResult {
@@ -113,10 +113,10 @@ struct LoadResult {
   std::int64_t t0_steady_ns = 0;       ///< the run's t0 (all trace times are relative to it)
   std::int64_t measured_start_ns = 0;  ///< relative to t0
   bool interrupted = false;
-  bool engine_exited = false;          ///< the run ended because the engine's process ended
+  bool engine_exited = false;              ///< the run ended because the engine's process ended
   std::optional<Unreachable> unreachable;  ///< the run ended because the target was gone
-  std::vector<double> loop_lag_s;      ///< event-loop lag samples taken every 10 ms
-  std::uint64_t sessions_started = 0;  ///< sessions of a session stream started (warm-up too)
+  std::vector<double> loop_lag_s;          ///< event-loop lag samples taken every 10 ms
+  std::uint64_t sessions_started = 0;      ///< sessions of a session stream started (warm-up too)
 };
 
 /// Runs warm-up then the measured phase. Submissions walk `requests` cyclically: submissions

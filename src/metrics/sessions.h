@@ -31,7 +31,8 @@ struct UncachedBucket {
 
 /// The prefix cache as the engine reported it.
 struct PrefixCacheFigures {
-  std::string source;  ///< usage, timings, timings_prompt_n, joined by + (the counts that were read)
+  std::string
+      source;  ///< usage, timings, timings_prompt_n, joined by + (the counts that were read)
   CacheTotals totals;
   /// TTFT against uncached prompt tokens: least squares ttft_ms = intercept + slope × uncached/1000
   /// over the requests of `totals` with a TTFT (absent with fewer than 3 such requests or no

@@ -228,9 +228,10 @@ metrics::Trace trace_from_json(const json::object& o) {
   t.reasoning_tokens = get_opt_int(o, "reasoning_tokens");
   if (t.cached_input_tokens) {
     const std::string cached = get_string(o, "cached_source");
-    t.cached_source = cached == "timings"            ? metrics::CachedSource::kTimings
-                      : cached == "timings_prompt_n" ? metrics::CachedSource::kTimingsPromptN
-                                                     : metrics::CachedSource::kUsage;  // absent: usage
+    t.cached_source = cached == "timings" ? metrics::CachedSource::kTimings
+                      : cached == "timings_prompt_n"
+                          ? metrics::CachedSource::kTimingsPromptN
+                          : metrics::CachedSource::kUsage;  // absent: usage
   }
   if (const json::value* se = o.if_contains("session"); se != nullptr && se->is_object()) {
     const json::object& so = se->get_object();
@@ -379,12 +380,12 @@ json::object summary_to_json(const metrics::Summary& s) {
 
   json::object sources;
   for (const auto& [k, v] : s.token_count_sources) sources[k] = v;
-  o["tokens"] = json::object{{"input_total", s.input_tokens_complete
-                                                 ? json::value(s.input_tokens_total)
-                                                 : json::value(nullptr)},
-                             {"output_total", s.output_tokens_total},
-                             {"count_sources", std::move(sources)},
-                             {"tokens_per_event", number_or_null(s.tokens_per_event)}};
+  o["tokens"] =
+      json::object{{"input_total", s.input_tokens_complete ? json::value(s.input_tokens_total)
+                                                           : json::value(nullptr)},
+                   {"output_total", s.output_tokens_total},
+                   {"count_sources", std::move(sources)},
+                   {"tokens_per_event", number_or_null(s.tokens_per_event)}};
 
   o["throughput"] =
       json::object{{"service_window_s", number_or_null(s.service_window_s)},

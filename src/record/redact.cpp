@@ -1,9 +1,9 @@
 #include "record/redact.h"
 
-#include "record/scrub_text.h"
-
 #include <algorithm>
 #include <boost/json.hpp>
+
+#include "record/scrub_text.h"
 
 namespace dyno::record {
 

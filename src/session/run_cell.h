@@ -84,10 +84,6 @@ struct CellHooks {
   std::function<void()> on_load_done;  ///< the load ended (before the record is closed)
 };
 
-/// The dyno that runs now, as a manifest's `harness` says it (name, version, git commit and
-/// dirty flag, build type, the executable's SHA-256, `unknown` reasons); computed once.
-const boost::json::object& harness_identity();
-
 /// Runs one cell against `engine`, writes its record under `runs_root` and indexes it in the
 /// index `index_url` names ("" = <runs_root>/index.sqlite; a failure is a warning). Scores
 /// requests that carry an expected answer. Never throws for failed requests (they are data).

@@ -228,7 +228,8 @@ void Server::Impl::trigger_fault(Stream& st) {
 void Server::Impl::render_early_end(Stream& st) {
   std::string& out = st.pending;
   if (st.fault == Fault::kError) {
-    const std::string message = R"("message":"injected fault: out of KV cache","type":"server_error")";
+    const std::string message =
+        R"("message":"injected fault: out of KV cache","type":"server_error")";
     switch (options.faults.error_form) {
       case Faults::ErrorForm::kData:
         out += "data: " + injected_error_json() + "\n\ndata: [DONE]\n\n";

@@ -104,10 +104,10 @@ struct Faults {
   enum class ErrorForm { kData, kField, kEvent, kBare };
   std::uint32_t http_500_every = 0;
   std::uint32_t http_429_every = 0;
-  std::uint32_t malformed_every = 0;   ///< a `data:` line that is not JSON, mid-stream
-  std::uint32_t cut_every = 0;         ///< close the connection mid-stream
-  std::uint32_t stall_every = 0;       ///< stop sending mid-stream (connection left open)
-  std::uint32_t error_every = 0;       ///< an in-stream error, mid-stream
+  std::uint32_t malformed_every = 0;  ///< a `data:` line that is not JSON, mid-stream
+  std::uint32_t cut_every = 0;        ///< close the connection mid-stream
+  std::uint32_t stall_every = 0;      ///< stop sending mid-stream (connection left open)
+  std::uint32_t error_every = 0;      ///< an in-stream error, mid-stream
   ErrorForm error_form = ErrorForm::kData;
   std::uint32_t unfinished_every = 0;  ///< the answer ends mid-way without a finish reason
   bool unfinished_eof = false;         ///< unfinished: the body ends without [DONE]

@@ -544,7 +544,8 @@ asio::awaitable<bool> Server::Impl::whole_response(Conn& conn, Stream& stream, u
     }
     choice["logprobs"] = nullptr;
     const bool unfinished = s.fault == Fault::kUnfinished && s.fault_done;
-    choice["finish_reason"] = unfinished ? json::value(nullptr) : json::value(finish_name(s.finish));
+    choice["finish_reason"] =
+        unfinished ? json::value(nullptr) : json::value(finish_name(s.finish));
     json::object o;
     o["id"] = (s.req.chat ? "chatcmpl-" : "cmpl-") + std::to_string(s.id);
     o["object"] = s.req.chat ? "chat.completion" : "text_completion";

@@ -119,26 +119,25 @@ void Connection::connect(const tcp::resolver::results_type& endpoints) {
     tls_.reset();
     plain_.emplace(context_);
   }
-  asio::async_connect(socket(), endpoints,
-                      [self = shared_from_this(), generation = generation_](const error_code& ec,
-                                                                            const tcp::endpoint&) {
-                        if (self->pool_ == nullptr || generation != self->generation_) return;
-                        if (ec) {
-                          // A retry: the request had been written on a kept-alive connection
-                          // that closed without an answer.
-                          self->fail(steady_now_ns(), ErrorCategory::kConnect,
-                                     std::string(self->retried_
-                                                     ? "the kept-alive connection closed before "
-                                                       "any response, and reconnecting "
-                                                     : "") +
-                                         "connect to " + self->pool_->config().url.authority() +
-                                         " failed: " + ec.message() +
-                                         " (is the server running and listening there?)",
-                                     std::nullopt, false);
-                          return;
-                        }
-                        self->on_connected();
-                      });
+  asio::async_connect(
+      socket(), endpoints,
+      [self = shared_from_this(), generation = generation_](const error_code& ec,
+                                                            const tcp::endpoint&) {
+        if (self->pool_ == nullptr || generation != self->generation_) return;
+        if (ec) {
+          // A retry: the request had been written on a kept-alive connection
+          // that closed without an answer.
+          self->fail(steady_now_ns(), ErrorCategory::kConnect,
+                     std::string(self->retried_ ? "the kept-alive connection closed before "
+                                                  "any response, and reconnecting "
+                                                : "") +
+                         "connect to " + self->pool_->config().url.authority() + " failed: " +
+                         ec.message() + " (is the server running and listening there?)",
+                     std::nullopt, false);
+          return;
+        }
+        self->on_connected();
+      });
 }
 
 void Connection::on_connected() {
@@ -645,11 +644,11 @@ void Connection::complete(std::int64_t t_ns, bool keep_connection) {
     // The OpenAI APIs end every answer with a finish reason: without one, it was cut short.
     fail(t_ns, ErrorCategory::kUnfinished,
          std::string("the answer ended ") +
-             (!stream_mode_ ? "without a finish reason"
+             (!stream_mode_  ? "without a finish reason"
               : done_marker_ ? "with [DONE] but without a finish reason"
                              : "with the end of the body but without a finish reason") +
-             ", after " + std::to_string(token_events_) + " token events (" +
-             describe_response() + ")",
+             ", after " + std::to_string(token_events_) + " token events (" + describe_response() +
+             ")",
          status_, keep_connection);
     return;
   }
