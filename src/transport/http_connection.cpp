@@ -1,8 +1,10 @@
 // One HTTP/1.1 request on a pooled connection: connect, TLS, send, the read loop, the
 // response's head and body, SSE events to the observer, deadlines, keep-alive and retry.
-// About 700 lines because these share one state machine (generation_, sent/read times,
+// About 720 lines because these share one state machine (generation_, sent/read times,
 // the pool's bookkeeping): split, each part would need the whole of it. Its deadlines (one
-// timer per connection) are http_connection_deadlines.cpp.
+// timer per connection) are http_connection_deadlines.cpp; what a server said in its own
+// words (error objects, excerpts) is server_message.cpp. The OpenAI chunk decoding it still
+// does is the seam that comes out next (a decoder interface, issue 33).
 #include "transport/http_connection.h"
 
 #include <netinet/in.h>

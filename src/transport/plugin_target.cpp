@@ -1,3 +1,7 @@
+// An in-process engine plugin as a Target: the plugin's callbacks (any thread) marshalled onto
+// the event loop as messages, each request's slot, its deadlines and its end in dyno's
+// categories. One piece (about 700 lines): the slots, the message queue and the timers are one
+// state that every part reads; the bounded message text is server_message.cpp's.
 #include "transport/plugin_target.h"
 
 #include <dlfcn.h>
