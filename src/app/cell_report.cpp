@@ -10,9 +10,9 @@
 #include "app/console.h"
 #include "app/exit_codes.h"
 #include "engine/launch.h"
-#include "record/index_url.h"
 #include "record/record_json.h"
-#include "record/terminal_text.h"
+#include "scrub/terminal_text.h"
+#include "store/index_url.h"
 #include "transport/server_message.h"
 
 namespace dyno::app {
@@ -75,7 +75,7 @@ int cell_exit_code(const session::CellOutcome& out, const std::string& engine_na
     std::cerr << "dyno: target unreachable: " << u.failures
               << " requests in a row failed to connect over " << fmt(u.for_s, 1)
               << " s and none was answered (last: "
-              << record::terminal_text(transport::bounded_excerpt(u.last_message, 160), true)
+              << scrub::terminal_text(transport::bounded_excerpt(u.last_message, 160), true)
               << "); stopped sending after " << u.sent
               << " measured requests (--unreachable-after); the record keeps them\n";
     return kExitRunFailed;
@@ -103,7 +103,7 @@ session::CellOutcome run_and_show(session::EngineSession& engine, const session:
   };
   hooks.on_load_done = [&bar] { bar.finish(); };
   // --index, else DYNO_INDEX_URL (a malformed one is a warning when the run is indexed).
-  const std::string index_url = o.record.index ? *o.record.index : record::index_url_from_env();
+  const std::string index_url = o.record.index ? *o.record.index : store::index_url_from_env();
   session::CellOutcome out =
       session::run_cell(engine, cell, o.record.runs_root, index_url, stop, hooks);
   if (print_summary) {

@@ -11,7 +11,7 @@
 #include "engine/server_timings.h"
 #include "load/runner.h"
 #include "metrics/summary.h"
-#include "record/terminal_text.h"
+#include "scrub/terminal_text.h"
 
 namespace dyno::app {
 
@@ -60,7 +60,7 @@ std::string render_summary(const RunHeadline& head, const metrics::Summary& s, b
 /// "warning[code]: message\n  hint: hint\n" lines (stderr).
 std::string render_warnings(const std::vector<metrics::Warning>& warnings, bool color);
 
-using record::terminal_text;  // text from a server, record or file, safe for a terminal
+using scrub::terminal_text;  // text from a server, record or file, safe for a terminal
 
 /// A number with a fixed number of decimals, or "n/a" when absent.
 std::string fmt(std::optional<double> v, int decimals);

@@ -9,10 +9,10 @@
 #include "app/exit_codes.h"
 #include "app/runs_command.h"
 #include "error/error.h"
+#include "interop/export_csv.h"
+#include "interop/export_record.h"
+#include "interop/export_vllm.h"
 #include "json/json_text.h"
-#include "record/export_csv.h"
-#include "record/export_record.h"
-#include "record/export_vllm.h"
 #include "record/run_writer.h"
 
 namespace dyno::app {
@@ -33,7 +33,8 @@ void check_parent(const fs::path& file) {
 
 /// Where each run's vLLM object goes: -o itself for one run (or <-o>/<run_id>.json when -o is
 /// a directory); for several runs -o is a directory (made when absent) holding <run_id>.json.
-std::vector<fs::path> vllm_targets(const fs::path& o, const std::vector<record::ExportRecord>& rs) {
+std::vector<fs::path> vllm_targets(const fs::path& o,
+                                   const std::vector<interop::ExportRecord>& rs) {
   std::error_code ec;
   const bool is_dir = fs::is_directory(o, ec);
   std::vector<fs::path> targets;
@@ -78,14 +79,14 @@ const std::vector<std::string>& export_format_names() {
 
 int export_command(const ExportCommandOptions& o, std::ostream& out) {
   if (o.output.empty()) throw UsageError("-o: name the file to write");
-  std::vector<record::ExportRecord> records;
+  std::vector<interop::ExportRecord> records;
   std::set<std::string> seen;
   for (const std::string& arg : o.runs) {
     const fs::path dir = resolve_run(o.runs_root, arg);
     if (!seen.insert(fs::weakly_canonical(dir).string()).second) {
       throw UsageError("run " + arg + " is named twice");
     }
-    records.push_back(record::read_export_record(dir));
+    records.push_back(interop::read_export_record(dir));
   }
   const fs::path target(o.output);
   std::vector<std::pair<fs::path, std::string>> files;
@@ -95,10 +96,10 @@ int export_command(const ExportCommandOptions& o, std::ostream& out) {
       throw UsageError("-o " + o.output + " is a directory: csv writes one file");
     }
     check_parent(target);
-    files.emplace_back(target, record::export_csv(records));
+    files.emplace_back(target, interop::export_csv(records));
   } else if (o.format == "vllm-bench") {
     std::vector<std::string> texts;
-    for (const auto& r : records) texts.push_back(json_text::pretty(record::export_vllm_bench(r)));
+    for (const auto& r : records) texts.push_back(json_text::pretty(interop::export_vllm_bench(r)));
     const std::vector<fs::path> targets = vllm_targets(target, records);
     for (std::size_t i = 0; i < records.size(); ++i) files.emplace_back(targets[i], texts[i]);
   } else {

@@ -21,7 +21,7 @@ const std::vector<std::string>& export_format_names();
 
 /// Exports the runs and prints each file written on `out`. Throws UsageError (exit 2) for an
 /// unknown or repeated run, or an -o that cannot be what the format writes (a directory for
-/// csv, a file for several vllm-bench runs, a missing parent directory); record::ExportError
+/// csv, a file for several vllm-bench runs, a missing parent directory); interop::ExportError
 /// (exit 2) for a record that is running, fails verification or lacks what the format needs;
 /// dyno::Error of kind io (exit 1) when the file cannot be written.
 int export_command(const ExportCommandOptions& options, std::ostream& out);

@@ -4,7 +4,7 @@
 
 #include "app/exit_codes.h"
 #include "error/error.h"
-#include "record/index_url.h"
+#include "store/index_url.h"
 
 namespace dyno::app {
 
@@ -16,12 +16,12 @@ void add_index_flag(CLI::App& cmd, std::optional<std::string>& url, const std::s
 }
 
 std::string resolve_index_url(const std::optional<std::string>& flag) {
-  const std::string url = flag ? *flag : record::index_url_from_env();
+  const std::string url = flag ? *flag : store::index_url_from_env();
   if (url.empty()) {
     if (flag) throw UsageError("--index: an empty URL; give postgresql://… or leave it out");
     return url;
   }
-  about(flag ? "--index" : record::kIndexUrlEnv, [&] { record::check_index_url(url); });
+  about(flag ? "--index" : store::kIndexUrlEnv, [&] { store::check_index_url(url); });
   return url;
 }
 

@@ -24,10 +24,10 @@
 #include "app/sim_tools.h"
 #include "app/stream_command.h"
 #include "dyno/build_info.h"
-#include "record/import_formats.h"
-#include "record/index_url.h"
+#include "interop/import_formats.h"
 #include "record/run_writer.h"
 #include "session/cell_plan.h"
+#include "store/index_url.h"
 #include "telemetry/energy_report.h"
 
 namespace {
@@ -120,7 +120,7 @@ void add_common_flags(CLI::App& cmd, dyno::app::RunOptions& o) {
       ->check(CLI::Validator(
           [](std::string& url) -> std::string {
             try {
-              dyno::record::check_index_url(url);
+              dyno::store::check_index_url(url);
               return {};
             } catch (const dyno::Error& e) {
               return e.what();
@@ -426,12 +426,12 @@ void add_rescore_flags(CLI::App& cmd, dyno::app::RescoreCommandOptions& o) {
 
 void add_results_import_flags(CLI::App& cmd, dyno::app::ResultsImportOptions& o) {
   std::string formats;
-  for (const auto& f : dyno::record::import_formats()) {
+  for (const auto& f : dyno::interop::import_formats()) {
     formats += "\n  " + f.name + ": " + f.describe;
   }
   cmd.add_option("format", o.format, "the files' format (docs/interop.md):" + formats)
       ->required()
-      ->check(CLI::IsMember(dyno::record::import_format_names()));
+      ->check(CLI::IsMember(dyno::interop::import_format_names()));
   cmd.add_option("files", o.files, "saved result files, one record per result they hold")
       ->required();
   cmd.add_option("--map", o.read.map,

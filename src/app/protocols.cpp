@@ -15,8 +15,8 @@
 #include "protocol/campaign.h"
 #include "record/campaign_file.h"
 #include "record/record_json.h"
-#include "record/redact.h"
 #include "record/run_writer.h"
+#include "scrub/redact.h"
 #include "session/cell_plan.h"
 #include "session/run_limits.h"
 #include "session/stream.h"
@@ -148,7 +148,7 @@ int run_campaign(session::EngineSession& engine, const protocol::Plan& plan, con
   std::filesystem::create_directories(dir);
   const std::filesystem::path file = dir / (campaign.id() + ".json");
   // engine.reported holds what the server answered: never the key, even if it echoed it.
-  if (const auto& key = engine.target_config().api_key) record::redact_literals(doc, {*key});
+  if (const auto& key = engine.target_config().api_key) scrub::redact_literals(doc, {*key});
   const std::string text = record::signed_campaign_text(doc);  // what runs verify checks
   record::write_file_atomic(file, text);
   if (o.console.json) {

@@ -15,11 +15,11 @@
 #include "compare/inputs.h"
 #include "dyno/build_info.h"
 #include "record/digest_cache.h"
-#include "record/index_reader.h"
 #include "record/run_writer.h"
 #include "report/board_charts.h"
 #include "report/board_document.h"
 #include "report/board_files.h"
+#include "store/index_reader.h"
 
 namespace dyno::app {
 
@@ -105,10 +105,10 @@ compare::Board build(const ReportOptions& o) {
   // With an index, selectors are resolved through its rows (docs/compare.md "Selecting runs
   // through an index"); without one, over the manifests under --runs-root, as always.
   const std::string index_url = resolve_index_url(o.index);
-  std::unique_ptr<record::IndexReader> reader;
+  std::unique_ptr<store::IndexReader> reader;
   std::optional<compare::IndexSelection> selection;
   if (!index_url.empty()) {
-    reader = record::open_index_reader(index_url);
+    reader = store::open_index_reader(index_url);
     selection.emplace(*reader,
                       o.runs_root_given ? std::optional<fs::path>(o.runs_root) : std::nullopt);
   }

@@ -9,10 +9,10 @@
 #include "app/exit_codes.h"
 #include "app/runs_command.h"
 #include "json/json_text.h"
-#include "record/index_url.h"
-#include "record/run_index.h"
 #include "session/host_identity.h"
 #include "session/run_cell.h"
+#include "store/index_url.h"
+#include "store/run_index.h"
 #include "workload/scorer_spec.h"
 
 namespace dyno::app {
@@ -86,7 +86,7 @@ int rescore_command(const RescoreCommandOptions& o, std::ostream& out, std::ostr
   ro.label = o.label;
   ro.harness = session::harness_identity();
   const record::RescoreOutcome outcome = record::rescore_run(ro);
-  record::index_finished_run(o.runs_root, outcome.dir, err, record::index_url_from_env());
+  store::index_finished_run(o.runs_root, outcome.dir, err, store::index_url_from_env());
   if (o.json) {
     out << json_text::pretty(rescore_to_json(outcome));
   } else {

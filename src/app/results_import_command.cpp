@@ -14,11 +14,11 @@
 #include "app/signals.h"
 #include "error/error.h"
 #include "json/json_text.h"
-#include "record/index_url.h"
-#include "record/run_index.h"
 #include "record/run_writer.h"
 #include "session/host_identity.h"
 #include "session/run_cell.h"
+#include "store/index_url.h"
+#include "store/run_index.h"
 
 namespace dyno::app {
 
@@ -91,7 +91,7 @@ int results_import_command(const ResultsImportOptions& o, std::ostream& out, std
   struct Read {
     std::string name;
     std::string bytes;
-    std::vector<record::ImportedResult> results;
+    std::vector<interop::ImportedResult> results;
   };
   std::vector<Read> reads;
   if (o.files.empty()) throw UsageError("dyno import: give at least one FILE");
@@ -101,16 +101,16 @@ int results_import_command(const ResultsImportOptions& o, std::ostream& out, std
   };
   for (const std::string& path : o.files) {
     if (stop) return interrupted("while reading the files");
-    std::string bytes = record::read_import_file(path);
-    const std::string name = record::safe_evidence_name(fs::path(path).filename().string());
-    std::vector<record::ImportedResult> results =
-        record::read_import(o.format, bytes, path, o.read);
+    std::string bytes = interop::read_import_file(path);
+    const std::string name = interop::safe_evidence_name(fs::path(path).filename().string());
+    std::vector<interop::ImportedResult> results =
+        interop::read_import(o.format, bytes, path, o.read);
     // Every record's endpoint known before any is written: nothing half-imported.
-    for (const record::ImportedResult& r : results) (void)record::import_api(r, o.api, path);
+    for (const interop::ImportedResult& r : results) (void)interop::import_api(r, o.api, path);
     reads.push_back({name, std::move(bytes), std::move(results)});
   }
   if (stop) return interrupted("while reading the files");
-  record::ImportWriteOptions wo;
+  interop::ImportWriteOptions wo;
   wo.runs_root = o.runs_root;
   wo.label = o.label;
   wo.model = o.model;
@@ -139,14 +139,15 @@ int results_import_command(const ResultsImportOptions& o, std::ostream& out, std
   try {
     record::DeferredSync deferred;  // one syncfs below instead of an fsync per file
     for (const Read& r : reads) {
-      const record::ImportEvidence evidence = record::import_evidence(r.name, r.bytes);
+      const interop::ImportEvidence evidence = interop::import_evidence(r.name, r.bytes);
       fs::path shared;  // the one copy of this file's evidence, linked into each record
-      for (const record::ImportedResult& result : r.results) {
+      for (const interop::ImportedResult& result : r.results) {
         if (stop) {
           discard();
           return interrupted("while writing the records");
         }
-        runs.push_back({record::write_imported_record(result, evidence, wo, shared), std::nullopt});
+        runs.push_back(
+            {interop::write_imported_record(result, evidence, wo, shared), std::nullopt});
       }
     }
     sync_dir(wo.stage_root, true);
@@ -160,15 +161,15 @@ int results_import_command(const ResultsImportOptions& o, std::ostream& out, std
   }
   // The index, opened before the records arrive (a new runs root's index is made empty, not
   // "rebuilt" from the records being imported).
-  const std::string index_url = record::index_url_from_env();
-  std::unique_ptr<record::RunIndex> index;
+  const std::string index_url = store::index_url_from_env();
+  std::unique_ptr<store::RunIndex> index;
   const auto index_warning = [&](const std::exception& e) {
     err << "dyno: warning: the run index was not updated ("
-        << record::redact_secret_of(index_url, e.what())
+        << store::redact_secret_of(index_url, e.what())
         << "); the records are complete; `dyno runs reindex` rebuilds the index\n";
   };
   try {
-    index = std::make_unique<record::RunIndex>(o.runs_root, err, index_url);
+    index = std::make_unique<store::RunIndex>(o.runs_root, err, index_url);
   } catch (const std::exception& e) {
     index_warning(e);
   }

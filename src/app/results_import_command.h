@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "record/import_formats.h"
-#include "record/result_import.h"
+#include "interop/import_formats.h"
+#include "interop/result_import.h"
 
 namespace dyno::app {
 
 struct ResultsImportOptions {
-  std::string format;  ///< one of record::import_format_names()
+  std::string format;  ///< one of interop::import_format_names()
   std::vector<std::string> files;
   std::string runs_root = "runs";
   std::optional<std::string> label;
@@ -23,12 +23,12 @@ struct ResultsImportOptions {
   std::optional<std::string> engine;
   std::optional<std::string> api;  ///< --api: chat | completions, when a file does not say
   bool json = false;
-  record::ImportReadOptions read;  ///< --map
+  interop::ImportReadOptions read;  ///< --map
 };
 
 /// One imported file as the command reports it.
 struct ImportedRun {
-  record::ImportOutcome outcome;
+  interop::ImportOutcome outcome;
   std::optional<std::string> duplicate_of;  ///< the earlier run the index found it equal to
 };
 

@@ -15,9 +15,10 @@
 #include "app/run_command.h"
 #include "app/runs_verify.h"
 #include "json/json_text.h"
+#include "record/publish.h"
 #include "record/record_json.h"
 #include "record/run_writer.h"
-#include "record/scrub.h"
+#include "scrub/scrub.h"
 
 namespace dyno::app {
 
@@ -144,28 +145,28 @@ namespace {
 /// The index of a runs root, brought up to date; where index.sqlite cannot be written (a
 /// read-only copy), one built in memory, with a warning. A PostgreSQL index that cannot be
 /// reached is an error: the user asked for that index.
-std::unique_ptr<record::RunIndex> synced_index(const fs::path& root, const RunsOptions& o,
-                                               std::ostream& err) {
+std::unique_ptr<store::RunIndex> synced_index(const fs::path& root, const RunsOptions& o,
+                                              std::ostream& err) {
   const std::string url = resolve_index_url(o.index);
-  std::unique_ptr<record::RunIndex> index;
+  std::unique_ptr<store::RunIndex> index;
   try {
-    index = std::make_unique<record::RunIndex>(root, err, url);
-  } catch (const record::IndexError& e) {
+    index = std::make_unique<store::RunIndex>(root, err, url);
+  } catch (const store::IndexError& e) {
     if (!url.empty()) throw;
     err << "dyno: warning: " << e.what() << "; listing from the run directories instead\n";
-    return record::RunIndex::in_memory(root);
+    return store::RunIndex::in_memory(root);
   }
   index->sync();
   return index;
 }
 
 int cmd_list(const RunsOptions& o, std::ostream& out, std::ostream& err) {
-  record::RunFilter f = o.filter;
+  store::RunFilter f = o.filter;
   f.limit = o.limit;
-  if (std::find(record::sort_keys().begin(), record::sort_keys().end(), f.sort) ==
-      record::sort_keys().end()) {
+  if (std::find(store::sort_keys().begin(), store::sort_keys().end(), f.sort) ==
+      store::sort_keys().end()) {
     std::string keys;
-    for (const auto& k : record::sort_keys()) keys += (keys.empty() ? "" : ", ") + k;
+    for (const auto& k : store::sort_keys()) keys += (keys.empty() ? "" : ", ") + k;
     throw UsageError("--sort: unknown key '" + f.sort + "'; use one of " + keys);
   }
   for (const auto* d : {&f.since, &f.until}) {
@@ -174,11 +175,10 @@ int cmd_list(const RunsOptions& o, std::ostream& out, std::ostream& err) {
                        "' is not a date; use YYYY-MM-DD, optionally with THH:MM:SS (UTC)");
     }
   }
-  const std::vector<record::RunRow> rows =
-      synced_index(existing_root(o.runs_root), o, err)->list(f);
+  const std::vector<store::RunRow> rows = synced_index(existing_root(o.runs_root), o, err)->list(f);
   if (o.json) {
     json::array a;
-    for (const auto& r : rows) a.push_back(record::row_to_json(r));
+    for (const auto& r : rows) a.push_back(store::row_to_json(r));
     out << record::pretty_json(a);
     return kExitOk;
   }
@@ -211,16 +211,15 @@ int cmd_show(const RunsOptions& o, std::ostream& out, std::ostream& err) {
   const fs::path dir = resolve_run(o.runs_root, o.ids.at(0));
   const json::object manifest = read_object(dir / "manifest.json");
   // The index's row when the run is in the store (it knows duplicates), else read directly.
-  std::optional<record::RunRow> row;
+  std::optional<store::RunRow> row;
   std::error_code ec;
   if (fs::equivalent(dir.parent_path(), o.runs_root, ec)) {
     row = synced_index(o.runs_root, o, err)->find(dir.filename().string());
   }
-  if (!row) row = record::read_run_row(dir);
+  if (!row) row = store::read_run_row(dir);
   if (o.json) {
-    out << record::pretty_json(json::object{{"run_dir", dir.string()},
-                                            {"headline", record::row_to_json(*row)},
-                                            {"manifest", manifest}});
+    out << record::pretty_json(json::object{
+        {"run_dir", dir.string()}, {"headline", store::row_to_json(*row)}, {"manifest", manifest}});
     return kExitOk;
   }
   const auto& r = *row;
@@ -343,7 +342,7 @@ int cmd_rm(const RunsOptions& o, std::ostream& out, std::ostream& err) {
     }
     dirs.push_back(dir);
   }
-  record::RunIndex index(root, err, resolve_index_url(o.index));
+  store::RunIndex index(root, err, resolve_index_url(o.index));
   std::random_device rd;
   for (const auto& dir : dirs) {
     const std::string name = dir.filename().string();
@@ -362,26 +361,26 @@ int cmd_rm(const RunsOptions& o, std::ostream& out, std::ostream& err) {
 
 int cmd_reindex(const RunsOptions& o, std::ostream& out, std::ostream& err) {
   const std::string url = resolve_index_url(o.index);
-  record::RunIndex index(existing_root(o.runs_root), err, url);
+  store::RunIndex index(existing_root(o.runs_root), err, url);
   const std::size_t n = index.rebuilt() ? index.ids().size() : index.rebuild();
   out << "indexed " << n << (n == 1 ? " run" : " runs") << " in "
-      << terminal_text(url.empty() ? (fs::path(o.runs_root) / record::kIndexFileName).string()
+      << terminal_text(url.empty() ? (fs::path(o.runs_root) / store::kIndexFileName).string()
                                    : index.name())
       << "\n";
   return kExitOk;
 }
 
-record::ScrubPolicy build_policy(const RunsOptions& o) {
-  record::ScrubPolicy p;
+scrub::ScrubPolicy build_policy(const RunsOptions& o) {
+  scrub::ScrubPolicy p;
   if (o.policy_file) {
-    p = about("--policy", [&] { return record::read_scrub_policy(*o.policy_file); });
+    p = about("--policy", [&] { return scrub::read_scrub_policy(*o.policy_file); });
   }
-  if (!o.keep.empty()) about("--keep", [&] { record::keep_categories(p, o.keep); });
+  if (!o.keep.empty()) about("--keep", [&] { scrub::keep_categories(p, o.keep); });
   if (o.hash_gpu_uuids) {
-    if (p.gpu_uuids == record::UuidRule::kKeep) {
+    if (p.gpu_uuids == scrub::UuidRule::kKeep) {
       throw UsageError("--hash-gpu-uuids: GPU UUIDs are kept (--keep gpu-uuids or the policy)");
     }
-    p.gpu_uuids = record::UuidRule::kHash;
+    p.gpu_uuids = scrub::UuidRule::kHash;
   }
   if (o.scrub_prompt_hashes) p.prompt_hashes = true;
   for (const auto& s : o.scrub_strings) {
@@ -397,7 +396,7 @@ int cmd_publish(const RunsOptions& o, std::ostream& out, std::ostream& err) {
     throw UsageError("runs publish: give --out DIR (a scrubbed copy) or --in-place");
   }
   if (o.dry_run && !o.in_place && !o.out) throw UsageError("--dry-run needs --out or --in-place");
-  const record::ScrubPolicy policy = build_policy(o);
+  const scrub::ScrubPolicy policy = build_policy(o);
   const std::string index_url = o.in_place && !o.dry_run ? resolve_index_url(o.index) : "";
   std::vector<fs::path> dirs;
   for (const auto& id : o.ids) dirs.push_back(resolve_run(o.runs_root, id));
@@ -414,14 +413,14 @@ int cmd_publish(const RunsOptions& o, std::ostream& out, std::ostream& err) {
         dest = fs::path(*o.out) / name;
         res = record::publish_run(dir, *o.out, policy);
       }
-    } catch (const record::ScrubError& e) {
+    } catch (const Error& e) {  // this run is not published; the others still are
       err << "error: " << terminal_text(e.what()) << "\n";
       code = kExitRunFailed;
       continue;
     }
     std::error_code ec;
     if (o.in_place && !o.dry_run && fs::equivalent(dir.parent_path(), o.runs_root, ec)) {
-      record::index_finished_run(o.runs_root, dir, err, index_url);
+      store::index_finished_run(o.runs_root, dir, err, index_url);
     }
     if (o.json) {
       json::array changed;
@@ -431,7 +430,7 @@ int cmd_publish(const RunsOptions& o, std::ostream& out, std::ostream& err) {
       results.push_back(json::object{{"run_id", name},
                                      {"dir", dest.string()},
                                      {"dry_run", o.dry_run},
-                                     {"policy", record::policy_to_json(policy)},
+                                     {"policy", scrub::policy_to_json(policy)},
                                      {"changed", std::move(changed)},
                                      {"files_skipped", std::move(skipped)}});
       continue;
@@ -482,7 +481,7 @@ fs::path resolve_run(const fs::path& runs_root, const std::string& arg) {
   }
   if (is_run_dir(runs_root / arg)) return runs_root / arg;
   std::vector<std::string> matches;
-  for (const auto& name : record::run_directory_names(runs_root)) {
+  for (const auto& name : store::run_directory_names(runs_root)) {
     if (name.starts_with(arg)) matches.push_back(name);
   }
   if (matches.size() == 1) return runs_root / matches.front();

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "app/index_flag.h"  // resolve_index_url
-#include "record/run_index.h"
+#include "store/run_index.h"
 
 namespace CLI {
 class App;
@@ -26,7 +26,7 @@ struct RunsOptions {
   bool json = false;
   std::vector<std::string> ids;  ///< run ids, unique id prefixes or run directory paths
   // list
-  record::RunFilter filter;
+  store::RunFilter filter;
   std::optional<std::size_t> limit;
   bool campaigns = false;  ///< list campaign files instead of runs
   // verify

@@ -17,9 +17,9 @@
 #include "record/record_json.h"
 #include "record/record_reader.h"
 #include "record/run_id.h"
-#include "record/run_index.h"
 #include "record/run_verify.h"
 #include "record/run_writer.h"
+#include "store/run_index.h"
 
 namespace dyno::app {
 
@@ -351,7 +351,7 @@ int merge_command(const MergeOptions& o, std::ostream& out, std::ostream& err) {
   const json::object manifest_json = record::manifest_to_json(m);
   writer.write_json("manifest.json", manifest_json);
   writer.finalize(traces);
-  record::index_finished_run(root, writer.dir(), err, index_url);
+  store::index_finished_run(root, writer.dir(), err, index_url);
   if (o.json) {
     out << json::serialize(json::object{{"run_id", m.run_id},
                                         {"dir", writer.dir().string()},

@@ -45,7 +45,7 @@ std::vector<Target> targets(const RunsOptions& o) {
   if (o.all) {
     if (!o.ids.empty()) throw UsageError("runs verify: give run ids or --all, not both");
     const fs::path root = existing_root(o.runs_root);
-    for (const auto& name : record::run_directory_names(root)) out.push_back({root / name, name});
+    for (const auto& name : store::run_directory_names(root)) out.push_back({root / name, name});
     for (const auto& id : record::campaign_ids(root)) {
       out.push_back({record::campaigns_dir(root) / (id + ".json"), id, true});
     }
@@ -99,7 +99,7 @@ bool glob_matches(const std::optional<std::string>& pattern, const std::string& 
 }
 
 /// started_at against --since/--until at the precision given (both inclusive).
-bool in_dates(const record::RunFilter& f, const std::string& started) {
+bool in_dates(const store::RunFilter& f, const std::string& started) {
   if (f.since && started.compare(0, f.since->size(), *f.since) < 0) return false;
   if (f.until && started.compare(0, f.until->size(), *f.until) > 0) return false;
   return true;
@@ -144,7 +144,7 @@ int cmd_verify(const RunsOptions& o, std::ostream& out, std::ostream& err) {
 }
 
 int cmd_list_campaigns(const RunsOptions& o, std::ostream& out, std::ostream& err) {
-  const record::RunFilter& f = o.filter;
+  const store::RunFilter& f = o.filter;
   for (const auto* d : {&f.since, &f.until}) {
     if (*d && !std::regex_match(**d, date_pattern())) {
       throw UsageError(std::string(d == &f.since ? "--since" : "--until") + ": '" + **d +

@@ -14,9 +14,9 @@
 #include "app/flag_values.h"
 #include "app/runs_command.h"
 #include "dyno/build_info.h"
+#include "interop/export_record.h"
 #include "json/json_text.h"
 #include "load/schedule.h"
-#include "record/export_record.h"
 #include "record/run_writer.h"
 #include "sim/fit.h"
 #include "sim/replay.h"
@@ -84,7 +84,7 @@ std::string median_text(std::vector<std::int64_t> v) {
 }
 
 LoadedCell load_cell(const fs::path& dir) {
-  record::ExportRecord r = record::read_export_record(dir);
+  interop::ExportRecord r = interop::read_export_record(dir);
   const std::string run = "run " + r.run_id;
   const record::Manifest& m = r.manifest;
   if (m.source) {

@@ -38,7 +38,7 @@ struct SimPredictOptions {
 };
 
 /// Fits a profile to the runs, writes it to -o and prints the parameters and the in-sample
-/// error per cell. Throws UsageError / record::ExportError (exit 2) for runs that cannot be
+/// error per cell. Throws UsageError / interop::ExportError (exit 2) for runs that cannot be
 /// fitted together: named twice, of different engines or models, failing verification, still
 /// running, imported without a shared clock (summary-only or per-request timing), or without a
 /// usable completed request; dyno::Error io (exit 1) when -o cannot be written.

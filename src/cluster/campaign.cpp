@@ -7,7 +7,7 @@
 #include "cluster/command.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
-#include "record/terminal_text.h"
+#include "scrub/terminal_text.h"
 
 namespace dyno::cluster {
 
@@ -60,7 +60,7 @@ std::string slurm_literal(const std::string& path) {
 void refuse_control_characters(const std::string& what, const std::string& value) {
   for (const unsigned char c : value) {
     if (c < 0x20 || c == 0x7f) {
-      throw PlanError(what + " '" + record::terminal_text(value, true) +
+      throw PlanError(what + " '" + scrub::terminal_text(value, true) +
                       "' holds a control character: it would go into a batch script, where a "
                       "line break starts a line of its own; rename it");
     }

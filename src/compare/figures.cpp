@@ -12,29 +12,6 @@ namespace json = boost::json;
 
 namespace {
 
-MetricDef def(std::string key, std::string label, std::string unit, Direction dir, Section sec,
-              Resample rs, int decimals, std::string source, bool headline = false,
-              double percentile = 50, DeltaKind kind = DeltaKind::kPercent) {
-  MetricDef m;
-  m.key = std::move(key);
-  m.label = std::move(label);
-  m.unit = std::move(unit);
-  m.direction = dir;
-  m.section = sec;
-  m.resample = rs;
-  m.decimals = decimals;
-  m.source = std::move(source);
-  m.headline = headline;
-  m.percentile = percentile;
-  m.delta_kind = kind;
-  return m;
-}
-
-MetricDef engine(MetricDef m, std::string source) {
-  m.engine_source = std::move(source);
-  return m;
-}
-
 // numpy's _lerp, as metrics::percentile_sorted uses it.
 double lerp(double a, double b, double t) {
   const double diff = b - a;
@@ -93,83 +70,32 @@ metrics::Slo slo_of(const json::object& manifest) {
 }  // namespace
 
 const std::vector<MetricDef>& metric_catalog() {
-  using D = Direction;
-  using S = Section;
-  using R = Resample;
-  static const std::vector<MetricDef> catalog = {
-      def("output_tokens_per_s", "Output tok/s", "tok/s", D::kHigher, S::kThroughput,
-          R::kServiceRate, 1, "throughput.output_tokens_per_s", true),
-      def("requests_per_s", "Req/s", "req/s", D::kHigher, S::kThroughput, R::kServiceRate, 2,
-          "throughput.requests_per_s", true),
-      def("decode_tokens_per_s", "Decode tok/s", "tok/s", D::kHigher, S::kThroughput,
-          R::kDecodeRate, 1, "throughput.decode_tokens_per_s", true),
-      def("decode_rate_per_user_p50", "Decode tok/s per user p50", "tok/s", D::kHigher,
-          S::kThroughput, R::kPercentile, 1, "rates_tok_s.decode_rate_per_user.p50"),
-      def("goodput_requests_per_s", "Goodput req/s", "req/s", D::kHigher, S::kThroughput,
-          R::kServiceRate, 2, "throughput.goodput_requests_per_s"),
-      def("achieved_concurrency", "Achieved concurrency", "", D::kNone, S::kThroughput, R::kNone, 2,
-          "throughput.achieved_concurrency"),
-      def("input_tokens_per_s", "Prefill tok/s (aggregate)", "tok/s", D::kHigher, S::kPrefill,
-          R::kServiceRate, 1, "throughput.input_tokens_per_s", true),
-      def("prefill_rate_client_p50", "Prefill tok/s per user p50", "tok/s", D::kHigher, S::kPrefill,
-          R::kPercentile, 1, "rates_tok_s.prefill_rate_client.p50"),
-      def("ttft_p50_ms", "TTFT p50", "ms", D::kLower, S::kLatency, R::kPercentile, 1,
-          "latency_ms.ttft.p50"),
-      def("ttft_p99_ms", "TTFT p99", "ms", D::kLower, S::kLatency, R::kPercentile, 1,
-          "latency_ms.ttft.p99", false, 99),
-      def("tpot_p50_ms", "TPOT p50", "ms", D::kLower, S::kLatency, R::kPercentile, 2,
-          "latency_ms.tpot.p50"),
-      def("e2e_p50_ms", "E2E p50", "ms", D::kLower, S::kLatency, R::kPercentile, 1,
-          "latency_ms.e2e.p50"),
-      def("e2e_p95_ms", "E2E p95", "ms", D::kLower, S::kLatency, R::kPercentile, 1,
-          "latency_ms.e2e.p95", false, 95),
-      def("e2e_p99_ms", "E2E p99", "ms", D::kLower, S::kLatency, R::kPercentile, 1,
-          "latency_ms.e2e.p99", false, 99),
-      def("e2e_jitter_ms", "E2E jitter (p95 − p50)", "ms", D::kLower, S::kLatency, R::kJitter, 1,
-          "latency_ms.e2e.jitter_p95_minus_p50"),
-      // The engine's own figures (docs/metrics.md "Per-response server timings"), beside the
-      // client's: shown only when some run has one; rates compared, never headline.
-      engine(def("server_prefill_tok_s", "Prefill tok/s per request p50 (engine)", "tok/s",
-                 D::kHigher, S::kEngine, R::kNone, 1, "server.timings.prefill_rate.p50"),
-             "response timings"),
-      engine(def("server_decode_tok_s", "Decode tok/s per user p50 (engine)", "tok/s", D::kHigher,
-                 S::kEngine, R::kNone, 1, "server.timings.decode_rate_per_user.p50"),
-             "response timings"),
-      engine(def("server_prompt_tokens_computed", "Prompt tokens computed (engine)", "tokens",
-                 D::kNone, S::kEngine, R::kNone, 0, "server.timings.prompt_tokens_computed"),
-             "response timings"),
-      engine(def("server_prompt_tokens_cached", "Prompt tokens cached (engine)", "tokens", D::kNone,
-                 S::kEngine, R::kNone, 0, "server.timings.prompt_tokens_cached"),
-             "response timings"),
-      engine(def("draft_acceptance_timings", "Draft acceptance (engine, response timings)", "",
-                 D::kNone, S::kEngine, R::kNone, 3, "server.timings.spec_decode_acceptance_rate"),
-             "response timings"),
-      engine(def("draft_acceptance_metrics", "Draft acceptance (engine, /metrics)", "", D::kNone,
-                 S::kEngine, R::kNone, 3, "server.spec_decode_acceptance_rate"),
-             "/metrics"),
-      def("tokens_per_event", "Tokens per event (client)", "", D::kNone, S::kEngine, R::kNone, 2,
-          "tokens.tokens_per_event"),
-      def("accuracy", "Accuracy", "", D::kHigher, S::kQuality, R::kMean, 3, "quality.accuracy",
-          false, 50, DeltaKind::kPoints),
-      def("output_tokens_mean", "Mean output tokens", "tokens", D::kNone, S::kQuality, R::kNone, 1,
-          "lengths_tokens.output.mean"),
-      def("vram_peak_bytes", "Peak VRAM", "bytes", D::kNone, S::kGpu, R::kNone, 0,
-          "energy.vram_peak_bytes"),
-      def("power_mean_w", "Power mean", "W", D::kNone, S::kGpu, R::kNone, 1,
-          "energy.energy_j / energy.window_s"),
-      def("power_p95_w", "Power p95", "W", D::kNone, S::kGpu, R::kNone, 1,
-          "Σ energy.devices[in scope].power_p95_w"),
-      def("temperature_p95_c", "Temperature p95", "°C", D::kNone, S::kGpu, R::kNone, 0,
-          "max energy.devices[gpu].temperature_p95_c"),
-      def("energy_j", "Energy", "J", D::kNone, S::kEnergy, R::kNone, 1, "energy.energy_j"),
-      def("joules_per_output_token", "Energy per output token, gross", "J/tok", D::kLower,
-          S::kEnergy, R::kNone, 4, "energy.joules_per_output_token"),
-      def("idle_subtracted_joules_per_output_token", "Energy per output token, net of idle",
-          "J/tok", D::kLower, S::kEnergy, R::kNone, 4,
-          "energy.idle_subtracted_joules_per_output_token"),
-      def("output_tokens_per_j", "Output tokens per joule", "tok/J", D::kHigher, S::kEnergy,
-          R::kNone, 3, "energy.output_tokens_per_j"),
-  };
+  static const std::vector<MetricDef> catalog = [] {
+    std::vector<std::pair<int, MetricDef>> views;
+    for (const metrics::Figure& f : metrics::figures()) {
+      for (const metrics::BoardView& v : f.board) {
+        MetricDef m;
+        m.key = v.key;
+        m.label = v.label;
+        m.unit = f.unit;
+        m.direction = f.direction;
+        m.delta_kind = f.delta_kind;
+        m.section = v.section;
+        m.headline = v.headline;
+        m.resample = v.resample;
+        m.percentile = v.percentile;
+        m.decimals = v.decimals;
+        m.source = !f.formula.empty() ? f.formula : v.stat.empty() ? f.path : f.path + "." + v.stat;
+        m.engine_source = f.engine_source;
+        views.emplace_back(v.order, std::move(m));
+      }
+    }
+    std::stable_sort(views.begin(), views.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<MetricDef> out;
+    for (auto& [order, m] : views) out.push_back(std::move(m));
+    return out;
+  }();
   return catalog;
 }
 
@@ -188,38 +114,6 @@ const MetricDef* find_metric(const std::string& key) {
     if (m.key == key) return &m;
   }
   return nullptr;
-}
-
-const char* to_string(Direction d) {
-  switch (d) {
-    case Direction::kHigher:
-      return "higher_is_better";
-    case Direction::kLower:
-      return "lower_is_better";
-    case Direction::kNone:
-      return "none";
-  }
-  return "none";
-}
-
-const char* to_string(Section s) {
-  switch (s) {
-    case Section::kThroughput:
-      return "throughput";
-    case Section::kPrefill:
-      return "prefill";
-    case Section::kLatency:
-      return "latency";
-    case Section::kEngine:
-      return "engine";
-    case Section::kQuality:
-      return "quality";
-    case Section::kGpu:
-      return "gpu";
-    case Section::kEnergy:
-      return "energy";
-  }
-  return "throughput";
 }
 
 std::optional<double> read_figure(const MetricDef& m, const RunRecord& run) {

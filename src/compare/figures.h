@@ -9,28 +9,16 @@
 #include <vector>
 
 #include "compare/run_record.h"
+#include "metrics/registry.h"
 
 namespace dyno::compare {
 
-/// Which way is better. kNone: shown, never compared (operating figures such as power).
-enum class Direction { kHigher, kLower, kNone };
-
-/// How a delta is expressed: a signed percentage (rates (A/B − 1)·100, latencies (B/A − 1)·100)
-/// or percentage points ((A − B)·100, for fractions such as accuracy).
-enum class DeltaKind { kPercent, kPoints };
-
-/// The board section (README / report.html) a figure belongs to.
-enum class Section { kThroughput, kPrefill, kLatency, kEngine, kQuality, kGpu, kEnergy };
-
-/// How the bootstrap over requests recomputes a figure (docs/metrics.md "Intervals").
-enum class Resample {
-  kServiceRate,  ///< Σ x / W, resampled as a ratio of per-request sums (x over occupancy)
-  kDecodeRate,   ///< Σ (out − 1) / decode union, resampled as a ratio over decode spans
-  kPercentile,   ///< a percentile of per-request values
-  kJitter,       ///< p95 − p50 of per-request values
-  kMean,         ///< the mean of per-request values
-  kNone,         ///< no per-request form (energy, VRAM): intervals only over repetitions
-};
+// A board's figures come from the metric registry (metrics/registry.h): their directions,
+// sections and resampling are its types.
+using metrics::DeltaKind;
+using metrics::Direction;
+using metrics::Resample;
+using metrics::Section;
 
 struct MetricDef {
   std::string key;    ///< e.g. "output_tokens_per_s" (board.json, board.csv)
@@ -49,7 +37,8 @@ struct MetricDef {
   std::string engine_source;
 };
 
-/// Every figure a board shows, in table order.
+/// Every figure a board shows, in table order: the board views of the metric registry's
+/// figures (metrics::figures()), one MetricDef each.
 const std::vector<MetricDef>& metric_catalog();
 
 /// Whether `metric` is a headline figure of a cell of `level_kind` (Cell::level_kind): counted
@@ -65,9 +54,6 @@ bool shown(const MetricDef& metric, bool engine_figures);
 
 /// The catalog entry for `key`; nullptr when there is none.
 const MetricDef* find_metric(const std::string& key);
-
-const char* to_string(Direction d);
-const char* to_string(Section s);
 
 /// The figure as the record states it (summary.json; a few derived from its energy section,
 /// see docs/metrics.md). nullopt when the record has no such figure.

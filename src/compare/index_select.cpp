@@ -57,7 +57,7 @@ bool looks_numeric(const std::string& s) {
   }
 }
 
-std::string join_runs(const std::vector<record::IndexedRun>& runs) {
+std::string join_runs(const std::vector<store::IndexedRun>& runs) {
   std::string list;
   for (std::size_t i = 0; i < runs.size() && i < 5; ++i) {
     list += (i == 0 ? "" : ", ") + runs[i].row.run_id + " (" + runs[i].root.string() + ")";
@@ -73,7 +73,7 @@ bool row_matches(const json::object& row, const IndexedKey& key, const std::stri
   return v != nullptr && !v->is_null() && scalar_matches(*v, value);
 }
 
-IndexSelection::IndexSelection(record::IndexReader& reader, const std::optional<fs::path>& root)
+IndexSelection::IndexSelection(store::IndexReader& reader, const std::optional<fs::path>& root)
     : reader_(reader) {
   if (root) {
     std::error_code ec;
@@ -101,14 +101,14 @@ std::string IndexSelection::scope() {
   return std::to_string(roots_->size()) + (roots_->size() == 1 ? " runs root" : " runs roots");
 }
 
-void IndexSelection::stale(const record::IndexedRun& run, const std::string& why) const {
+void IndexSelection::stale(const store::IndexedRun& run, const std::string& why) const {
   throw CompareError("run " + run.row.run_id + " (" + (run.root / run.row.run_id).string() + ") " +
                      why + "; the run index " + reader_.name() +
                      " is out of date: `dyno runs reindex --runs-root " + run.root.string() +
                      "` with this index brings it in line with the directories");
 }
 
-fs::path IndexSelection::existing_dir(const record::IndexedRun& run) const {
+fs::path IndexSelection::existing_dir(const store::IndexedRun& run) const {
   const fs::path dir = run.root / run.row.run_id;
   std::error_code ec;
   if (!fs::is_regular_file(dir / "manifest.json", ec)) {
@@ -132,7 +132,7 @@ std::vector<fs::path> IndexSelection::by_query(const std::string& selector) {
   const std::string where = scope();
   std::vector<std::pair<const IndexedKey*, const QueryTerm*>> stored;
   std::vector<QueryTerm> stored_terms, other_terms;
-  record::IndexQuery q;
+  store::IndexQuery q;
   q.root = root_;
   for (const auto& t : terms) {
     const IndexedKey* k = indexed_key(t);
@@ -143,10 +143,10 @@ std::vector<fs::path> IndexSelection::by_query(const std::string& selector) {
     // number written otherwise ("4" and "4.0"), which only the row check below sees.
     if (k->text && !looks_numeric(t.value)) q.equals.push_back({k->column, t.value});
   }
-  std::vector<record::IndexedRun> chosen;
+  std::vector<store::IndexedRun> chosen;
   for (auto& run : reader_.rows(q)) {
     const bool unreadable = run.row.status == "unreadable";
-    const json::object row = record::row_to_json(run.row);
+    const json::object row = store::row_to_json(run.row);
     if (!unreadable && !std::all_of(stored.begin(), stored.end(), [&row](const auto& s) {
           return row_matches(row, *s.first, s.second->value);
         })) {
@@ -206,13 +206,13 @@ std::optional<std::vector<fs::path>> IndexSelection::by_campaign(const std::stri
 
 std::vector<fs::path> IndexSelection::by_id(const std::string& selector) {
   const std::string where = scope();
-  record::IndexQuery q;
+  store::IndexQuery q;
   q.root = root_;
   q.id_prefix = selector;
-  const std::vector<record::IndexedRun> found = reader_.rows(q);
-  std::vector<record::IndexedRun> exact;
+  const std::vector<store::IndexedRun> found = reader_.rows(q);
+  std::vector<store::IndexedRun> exact;
   std::copy_if(found.begin(), found.end(), std::back_inserter(exact),
-               [&selector](const record::IndexedRun& r) { return r.row.run_id == selector; });
+               [&selector](const store::IndexedRun& r) { return r.row.run_id == selector; });
   if (exact.size() > 1) {
     throw CompareError("run " + selector + " is in " + std::to_string(exact.size()) +
                        " runs roots of the run index " + reader_.name() + ": " + join_runs(exact) +

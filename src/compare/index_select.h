@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "compare/select.h"
-#include "record/index_reader.h"
+#include "store/index_reader.h"
 
 namespace dyno::compare {
 
@@ -28,7 +28,7 @@ struct IndexedKey {
 /// leave.
 const std::vector<IndexedKey>& indexed_keys();
 
-/// True when the row's value for `key` (`row` as record::row_to_json gives it) matches `value`
+/// True when the row's value for `key` (`row` as store::row_to_json gives it) matches `value`
 /// as query_matches() matches the manifest's value; a null column matches nothing.
 bool row_matches(const boost::json::object& row, const IndexedKey& key, const std::string& value);
 
@@ -36,7 +36,7 @@ class IndexSelection {
  public:
   /// `root`: only that runs root's rows (an existing directory; CompareError otherwise);
   /// nullopt: the rows of every runs root the index holds. The reader must outlive this.
-  IndexSelection(record::IndexReader& reader, const std::optional<std::filesystem::path>& root);
+  IndexSelection(store::IndexReader& reader, const std::optional<std::filesystem::path>& root);
 
   /// Resolves one selector to run directories, in run-id order, as resolve_selector() does
   /// over manifests: a query, a run directory's path, a campaign id (the campaign file in the
@@ -57,12 +57,12 @@ class IndexSelection {
   std::optional<std::vector<std::filesystem::path>> by_campaign(const std::string& selector);
   std::vector<std::filesystem::path> by_id(const std::string& selector);
   /// <root>/<run_id> when it holds a manifest.json; else the stale-row error.
-  std::filesystem::path existing_dir(const record::IndexedRun& run) const;
-  [[noreturn]] void stale(const record::IndexedRun& run, const std::string& why) const;
+  std::filesystem::path existing_dir(const store::IndexedRun& run) const;
+  [[noreturn]] void stale(const store::IndexedRun& run, const std::string& why) const;
   /// "runs root R" or "N runs roots"; checks once that an explicit root has rows.
   std::string scope();
 
-  record::IndexReader& reader_;
+  store::IndexReader& reader_;
   std::optional<std::filesystem::path> root_;
   std::optional<std::vector<std::filesystem::path>> roots_;  ///< read once
   std::vector<std::string> skipped_;

@@ -16,11 +16,11 @@
 #include <sstream>
 #include <thread>
 
-#include "record/redact.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
-#include "record/scrub.h"
-#include "record/terminal_text.h"
+#include "scrub/redact.h"
+#include "scrub/scrub.h"
+#include "scrub/terminal_text.h"
 #include "transport/event_loop.h"
 #include "transport/tokenize_client.h"
 
@@ -112,7 +112,7 @@ ScrubbedLaunch scrub_launch_line(const LaunchLine& line) {
   json::object env;
   for (const auto& [k, v] : line.env) env[k] = v;
   json::value doc = json::object{{"argv", argv}, {"env", env}};
-  record::redact_secrets(doc);
+  scrub::redact_secrets(doc);
   out.argv = doc.at("argv").as_array();
   out.env = doc.at("env").as_object();
   // What changed is secret: the part of each value between what it kept at both ends
@@ -143,7 +143,7 @@ ScrubbedLaunch scrub_launch_line(const LaunchLine& line) {
 }
 
 std::string redact_values(std::string text, const std::vector<std::string>& secrets) {
-  record::redact_literals(text, record::normalize_secrets(secrets));
+  scrub::redact_literals(text, scrub::normalize_secrets(secrets));
   return text;
 }
 
@@ -189,7 +189,7 @@ json::object query_engine_identity(const std::string& base_url,
       unavailable[path] = "not JSON";
       continue;
     }
-    record::redact_secrets(body);  // e.g. SGLang's server_info carries its api_key
+    scrub::redact_secrets(body);  // e.g. SGLang's server_info carries its api_key
     body = shorten_long_strings(std::move(body));
     // Derive the common fields from the shapes engines are known to answer with.
     if (path == "/version") {
@@ -262,8 +262,8 @@ LaunchedEngine::LaunchedEngine(EngineSpec spec, workload::Api api,
   po.workdir = spec_.workdir;
   po.log_path = log_path_.string();
   const auto t0 = std::chrono::steady_clock::now();
-  std::cerr << "dyno: starting engine " << record::terminal_text(spec_.name, true) << " ("
-            << record::terminal_text(spec_.file, true) << ") on port " << port_ << "\n";
+  std::cerr << "dyno: starting engine " << scrub::terminal_text(spec_.name, true) << " ("
+            << scrub::terminal_text(spec_.file, true) << ") on port " << port_ << "\n";
   try {
     process_ = std::make_unique<EngineProcess>(po);
   } catch (ProcessError& e) {  // kind input: the spec's command cannot start (exit 2)
@@ -362,7 +362,7 @@ LaunchedEngine::LaunchedEngine(EngineSpec spec, workload::Api api,
   ready_log_offset_ = log_size();
   char ready[32];
   std::snprintf(ready, sizeof ready, "%.2f", ready_s_);
-  std::cerr << "dyno: engine " << record::terminal_text(spec_.name, true) << " ready in " << ready
+  std::cerr << "dyno: engine " << scrub::terminal_text(spec_.name, true) << " ready in " << ready
             << " s\n";
   reported_ = query_engine_identity(base_url(), spec_.identity_paths, api_key);
 }

@@ -38,7 +38,7 @@ boost::json::object query_engine_identity(const std::string& base_url,
 std::vector<std::string> known_identity_paths();
 
 /// A launch line as it may be written down: argv and the environment additions through the
-/// record's secret rules (record::redact_secrets: values of secret-named flags and variables,
+/// record's secret rules (scrub::redact_secrets: values of secret-named flags and variables,
 /// URL credentials), and the secret values that removed, for redacting the engine's log.
 struct ScrubbedLaunch {
   boost::json::array argv;

@@ -8,9 +8,13 @@
 #include <stdexcept>
 
 #include "json/json_text.h"
-#include "record/redact.h"
+#include "metrics/registry.h"
+#include "scrub/redact.h"
 
 namespace dyno::record {
+
+using scrub::redact_literals;
+using scrub::redact_server_text;
 
 namespace json = boost::json;
 
@@ -299,12 +303,29 @@ json::object warning_to_json(const metrics::Warning& w) {
       {"code", metrics::to_string(w.code)}, {"message", w.message}, {"hint", w.hint}};
 }
 
-json::object quality_to_json(const metrics::Summary& s) {
-  return json::object{
-      {"scored", s.scored_requests ? json::value(*s.scored_requests) : json::value(nullptr)},
-      {"correct", s.correct_requests ? json::value(*s.correct_requests) : json::value(nullptr)},
-      {"accuracy", number_or_null(s.accuracy)}};
+namespace {
+
+/// One section of summary.json from the typed summary, as the metric registry lists it (its
+/// order is the file's).
+json::object figures_to_json(const metrics::Summary& s, std::string_view section) {
+  json::object o;
+  for (const metrics::Figure* f : metrics::figures_in(section)) {
+    const std::string_view key = metrics::leaf(*f);
+    if (f->dist != nullptr) {
+      o[key] = distribution_to_json(s.*(f->dist));
+    } else if (f->value != nullptr) {
+      o[key] = number_or_null(s.*(f->value));
+    } else if (f->count != nullptr) {
+      const std::optional<std::uint64_t>& n = s.*(f->count);
+      o[key] = n ? json::value(*n) : json::value(nullptr);
+    }
+  }
+  return o;
 }
+
+}  // namespace
+
+json::object quality_to_json(const metrics::Summary& s) { return figures_to_json(s, "quality"); }
 
 json::object cache_totals_to_json(const metrics::CacheTotals& c) {
   return json::object{{"requests", c.requests},
@@ -387,31 +408,13 @@ json::object summary_to_json(const metrics::Summary& s) {
                    {"count_sources", std::move(sources)},
                    {"tokens_per_event", number_or_null(s.tokens_per_event)}};
 
-  o["throughput"] =
-      json::object{{"service_window_s", number_or_null(s.service_window_s)},
-                   {"output_tokens_per_s", number_or_null(s.output_tokens_per_s)},
-                   {"input_tokens_per_s", number_or_null(s.input_tokens_per_s)},
-                   {"requests_per_s", number_or_null(s.requests_per_s)},
-                   {"decode_tokens_per_s", number_or_null(s.decode_tokens_per_s)},
-                   {"achieved_concurrency", number_or_null(s.achieved_concurrency)},
-                   {"goodput_requests_per_s", number_or_null(s.goodput_requests_per_s)},
-                   {"goodput_requests",
-                    s.goodput_requests ? json::value(*s.goodput_requests) : json::value(nullptr)}};
+  o["throughput"] = figures_to_json(s, "throughput");
 
   o["quality"] = quality_to_json(s);
 
-  o["latency_ms"] =
-      json::object{{"queue_delay", distribution_to_json(s.queue_delay_ms)},
-                   {"ttft", distribution_to_json(s.ttft_ms)},
-                   {"ttft_from_schedule", distribution_to_json(s.ttft_from_schedule_ms)},
-                   {"e2e", distribution_to_json(s.e2e_ms)},
-                   {"tpot", distribution_to_json(s.tpot_ms)},
-                   {"event_gap", distribution_to_json(s.event_gap_ms)}};
-  o["rates_tok_s"] =
-      json::object{{"decode_rate_per_user", distribution_to_json(s.decode_rate_per_user)},
-                   {"prefill_rate_client", distribution_to_json(s.prefill_rate_client)}};
-  o["lengths_tokens"] = json::object{{"input", distribution_to_json(s.input_tokens)},
-                                     {"output", distribution_to_json(s.output_tokens)}};
+  o["latency_ms"] = figures_to_json(s, "latency_ms");
+  o["rates_tok_s"] = figures_to_json(s, "rates_tok_s");
+  o["lengths_tokens"] = figures_to_json(s, "lengths_tokens");
   o["client"] = json::object{{"cpu_s", number_or_null(s.client_cpu_s)},
                              {"peak_rss_bytes", number_or_null(s.client_peak_rss_bytes)},
                              {"loop_lag_ms", distribution_to_json(s.client_loop_lag_ms)}};

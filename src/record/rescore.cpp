@@ -13,7 +13,7 @@
 #include "record/run_id.h"
 #include "record/run_verify.h"
 #include "record/run_writer.h"
-#include "record/scrub.h"
+#include "scrub/scrub.h"
 #include "workload/request_stream.h"
 #include "workload/scorer_spec.h"
 #include "workload/scoring.h"
@@ -232,9 +232,9 @@ RescoreOutcome rescore_run(const RescoreOptions& o) {
   for (const json::object& line : rescored.lines) requests += json_text::compact(line) + "\n";
   writer.write_text("requests.jsonl", requests);
   json::value summary_json = std::move(summary);
-  redact_secrets(summary_json);
+  scrub::redact_secrets(summary_json);
   writer.write_text("summary.json", json_text::pretty(summary_json));
-  redact_secrets(manifest_json);
+  scrub::redact_secrets(manifest_json);
   writer.write_text("manifest.json", json_text::pretty(manifest_json));
   write_sha256sums(writer.dir());
   out.dir = writer.dir();

@@ -16,10 +16,14 @@
 
 #include "json/json_text.h"
 #include "record/record_json.h"
-#include "record/redact.h"
-#include "record/scrub.h"
+#include "scrub/redact.h"
+#include "scrub/scrub.h"
 
 namespace dyno::record {
+
+using scrub::normalize_secrets;
+using scrub::redact_literals;
+using scrub::redact_secrets;
 
 namespace fs = std::filesystem;
 

@@ -17,14 +17,14 @@
 #include "record/manifest.h"
 #include "record/model_identity.h"
 #include "record/record_json.h"
-#include "record/redact.h"
 #include "record/run_id.h"
-#include "record/run_index.h"
 #include "record/run_writer.h"
+#include "scrub/redact.h"
 #include "session/cell_plan.h"
 #include "session/clock_reference.h"
 #include "session/host_identity.h"
 #include "sim/server.h"
+#include "store/run_index.h"
 #include "telemetry/energy_report.h"
 #include "transport/event_loop.h"
 #include "transport/sharded_target.h"
@@ -566,7 +566,7 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
   // counts the same messages requests.jsonl holds.
   for (auto& trace : result.traces) {
     if (!trace.error_message.empty()) {
-      record::redact_server_text(trace.error_message, writer.secrets());
+      scrub::redact_server_text(trace.error_message, writer.secrets());
     }
   }
   if (scored) score_traces(cell.requests, result.traces);
@@ -594,8 +594,8 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
   writer.finalize(result.traces);
   out.record_sha256 = record::sha256_hex_file(writer.dir() / "SHA256SUMS");
   if (auto w = writer.invalid_utf8_warning()) out.summary.warnings.push_back(std::move(*w));
-  record::index_finished_run(runs_root, writer.dir(), std::cerr,
-                             index_url);  // a warning if it fails
+  store::index_finished_run(runs_root, writer.dir(), std::cerr,
+                            index_url);  // a warning if it fails
   out.traces = std::move(result.traces);
   out.summary_json = std::move(summary_json);
   return out;

@@ -12,11 +12,11 @@
 #include <sstream>
 
 #include "pg_server.h"
-#include "record/index_url.h"
 #include "record/record_json.h"
 #include "record/record_reader.h"
-#include "record/run_index.h"
 #include "record/run_writer.h"
+#include "store/index_url.h"
+#include "store/run_index.h"
 #include "temp_dir.h"
 #include "test_records.h"
 
@@ -145,8 +145,8 @@ class IndexSelect : public ::testing::Test {
 
 TEST_F(IndexSelect, SqliteGivesWhatTheManifestsGive) {
   for (const auto& root : {a_, b_}) {
-    record::RunIndex index(root, warnings_);
-    const auto reader = record::index_reader_of(index, root);
+    store::RunIndex index(root, warnings_);
+    const auto reader = store::index_reader_of(index, root);
     IndexSelection sel(*reader, root);
     for (const auto& s : kSelectors) {
       EXPECT_EQ(over_index(sel, s), over_manifests({root}, s)) << root << " " << s;
@@ -156,8 +156,8 @@ TEST_F(IndexSelect, SqliteGivesWhatTheManifestsGive) {
       EXPECT_NE(sel.skipped()[0].find("20261201T000004Z-b00004/manifest.json"), std::string::npos);
     }
   }
-  record::RunIndex index(a_, warnings_);
-  const auto reader = record::index_reader_of(index, a_);
+  store::RunIndex index(a_, warnings_);
+  const auto reader = store::index_reader_of(index, a_);
   IndexSelection sel(*reader, a_);
   const std::string fast = "20261130T004322Z-4c1237-fast";
   EXPECT_EQ(over_index(sel, fast), over_manifests({a_}, fast));
@@ -176,12 +176,12 @@ class PgIndexSelect : public IndexSelect {
     if (pg_ == nullptr) GTEST_SKIP() << why;
     IndexSelect::SetUp();
     url_ = pg_->url(pg_->create_database());
-    for (const auto& root : {a_, b_}) record::RunIndex(root, warnings_, url_);
-    reader_ = record::open_index_reader(url_);
+    for (const auto& root : {a_, b_}) store::RunIndex(root, warnings_, url_);
+    reader_ = store::open_index_reader(url_);
   }
   dyno::testing::PgServer* pg_ = nullptr;
   std::string url_;
-  std::unique_ptr<record::IndexReader> reader_;
+  std::unique_ptr<store::IndexReader> reader_;
 };
 
 TEST_F(PgIndexSelect, OneRootOrEveryRootGivesWhatTheManifestsGive) {
@@ -214,9 +214,9 @@ TEST_F(PgIndexSelect, AReaderRefusesASchemaOfAnotherVersionAndChangesNothing) {
   const std::string db = url_.substr(url_.rfind('/') + 1);
   pg_->exec(db, "UPDATE dyno_meta SET value = '99' WHERE key = 'schema_version'");
   try {
-    record::open_index_reader(url_);
+    store::open_index_reader(url_);
     FAIL();
-  } catch (const record::IndexError& e) {
+  } catch (const store::IndexError& e) {
     EXPECT_NE(std::string(e.what()).find("has schema version 99, newer than this dyno's"),
               std::string::npos)
         << e.what();
@@ -224,9 +224,9 @@ TEST_F(PgIndexSelect, AReaderRefusesASchemaOfAnotherVersionAndChangesNothing) {
   }
   pg_->exec(db, "UPDATE dyno_meta SET value = '0' WHERE key = 'schema_version'");
   try {
-    record::open_index_reader(url_);
+    store::open_index_reader(url_);
     FAIL();
-  } catch (const record::IndexError& e) {
+  } catch (const store::IndexError& e) {
     EXPECT_NE(std::string(e.what()).find("`dyno runs reindex"), std::string::npos) << e.what();
   }
   EXPECT_EQ(pg_->exec(db, "SELECT value FROM dyno_meta WHERE key = 'schema_version'"), "0");
@@ -236,7 +236,7 @@ TEST_F(PgIndexSelect, AReaderRefusesASchemaOfAnotherVersionAndChangesNothing) {
 TEST_F(PgIndexSelect, StaleRowsAndIdsInTwoRootsAreErrors) {
   const std::string fast = "20261130T004322Z-4c1237-fast";
   fs::copy(a_ / fast, b_ / fast, fs::copy_options::recursive);
-  record::RunIndex(b_, warnings_, url_).sync();
+  store::RunIndex(b_, warnings_, url_).sync();
   IndexSelection all(*reader_, std::nullopt);
   EXPECT_NE(error_of(all, fast).find("is in 2 runs roots"), std::string::npos);
   EXPECT_NE(error_of(all, "label=fast").find("in two runs roots"), std::string::npos);

@@ -5,12 +5,12 @@
 
 #include <boost/json.hpp>
 
-#include "record/scrub.h"
+#include "scrub/scrub.h"
 
 namespace json = boost::json;
 
 TEST(SecretNames, WordsThatSaySecretAndNotTokenCounts) {
-  using dyno::record::is_secret_key;
+  using dyno::scrub::is_secret_key;
   EXPECT_TRUE(is_secret_key("--api-key"));
   EXPECT_TRUE(is_secret_key("HF_TOKEN"));
   EXPECT_TRUE(is_secret_key("HF_HUB_TOKEN"));
@@ -38,7 +38,7 @@ TEST(ScrubLaunchLine, SecretFlagsVariablesAndUrlCredentialsAreHiddenEverywhere) 
                "8192"};
   line.env = {{"HF_TOKEN", "hf_envtoken"}, {"HF_HOME", "/data/hf"}};
   const auto s = dyno::engine::scrub_launch_line(line);
-  const std::string marker = dyno::record::scrub_marker("secret");
+  const std::string marker = dyno::scrub::scrub_marker("secret");
   EXPECT_EQ(s.argv[4].as_string(), marker);
   EXPECT_EQ(s.argv[5].as_string(), "--hf-token=" + marker);
   EXPECT_EQ(s.argv[7].as_string().find("pa55word"), std::string::npos);

@@ -6,13 +6,13 @@
 #include <string>
 
 #include "fuzz/fuzz_check.h"
-#include "record/import_formats.h"
+#include "interop/import_formats.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
   try {
-    for (const dyno::record::ImportedResult& r :
-         dyno::record::read_import("aiperf", bytes, "fuzz.jsonl", {})) {
+    for (const dyno::interop::ImportedResult& r :
+         dyno::interop::read_import("aiperf", bytes, "fuzz.jsonl", {})) {
       FUZZ_CHECK(r.requests >= 1);
       FUZZ_CHECK(r.status == "ok" || r.status == "partial" || r.status == "failed");
       FUZZ_CHECK(!r.api || *r.api == "chat" || *r.api == "completions");  // none: --api says
@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
       }
     }
-  } catch (const dyno::record::ImportFileError& e) {
+  } catch (const dyno::interop::ImportFileError& e) {
     FUZZ_CHECK(std::string(e.what()).rfind("fuzz.jsonl", 0) == 0);
   }
   return 0;

@@ -6,12 +6,13 @@
 #include <string>
 
 #include "fuzz/fuzz_check.h"
-#include "record/import_guidellm.h"
+#include "interop/import_guidellm.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
   try {
-    for (const dyno::record::ImportedResult& r : dyno::record::read_guidellm(bytes, "fuzz.json")) {
+    for (const dyno::interop::ImportedResult& r :
+         dyno::interop::read_guidellm(bytes, "fuzz.json")) {
       FUZZ_CHECK(r.status == "ok" || r.status == "partial" || r.status == "failed");
       FUZZ_CHECK(r.api == "chat" || r.api == "completions");
       FUZZ_CHECK(r.traces.empty() == (r.source.timing == "summary_only"));
@@ -25,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
       }
     }
-  } catch (const dyno::record::ImportFileError& e) {
+  } catch (const dyno::interop::ImportFileError& e) {
     FUZZ_CHECK(std::string(e.what()).rfind("fuzz.json", 0) == 0);
   }
   return 0;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_check.h"
-#include "record/import_table.h"
+#include "interop/import_table.h"
 
 namespace {
 
@@ -20,7 +20,7 @@ void check_figure(const std::optional<double>& v) {
   FUZZ_CHECK(!v || (std::isfinite(*v) && *v >= 0));
 }
 
-void check(const dyno::record::ImportedResult& r) {
+void check(const dyno::interop::ImportedResult& r) {
   FUZZ_CHECK(r.source.timing == "summary_only");
   FUZZ_CHECK(r.source.part && !r.source.part->empty());
   FUZZ_CHECK(r.status == "ok" || r.status == "partial" || r.status == "failed");
@@ -55,8 +55,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   };
   for (const auto& map : maps) {
     try {
-      for (const auto& r : dyno::record::read_table(bytes, "fuzz.csv", map)) check(r);
-    } catch (const dyno::record::ImportFileError& e) {
+      for (const auto& r : dyno::interop::read_table(bytes, "fuzz.csv", map)) check(r);
+    } catch (const dyno::interop::ImportFileError& e) {
       FUZZ_CHECK(std::string(e.what()).rfind("fuzz.csv", 0) == 0);
     }
   }

@@ -6,13 +6,13 @@
 #include <string>
 
 #include "fuzz/fuzz_check.h"
-#include "record/import_llama_bench.h"
+#include "interop/import_llama_bench.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
   try {
-    for (const dyno::record::ImportedResult& r :
-         dyno::record::read_llama_bench(bytes, "fuzz.json")) {
+    for (const dyno::interop::ImportedResult& r :
+         dyno::interop::read_llama_bench(bytes, "fuzz.json")) {
       FUZZ_CHECK(r.source.timing == "summary_only" && r.traces.empty());
       FUZZ_CHECK(r.api == "in_process");
       FUZZ_CHECK(r.cell && !r.cell->empty());
@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       FUZZ_CHECK(!(prefill && decode));
       FUZZ_CHECK(r.summary.requests_total == r.requests);
     }
-  } catch (const dyno::record::ImportFileError& e) {
+  } catch (const dyno::interop::ImportFileError& e) {
     FUZZ_CHECK(std::string(e.what()).rfind("fuzz.json", 0) == 0);
   }
   return 0;

@@ -6,12 +6,12 @@
 #include <string>
 
 #include "fuzz/fuzz_check.h"
-#include "record/import_vllm.h"
+#include "interop/import_vllm.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
   try {
-    const dyno::record::ImportedResult r = dyno::record::read_vllm_bench(bytes, "fuzz.json");
+    const dyno::interop::ImportedResult r = dyno::interop::read_vllm_bench(bytes, "fuzz.json");
     FUZZ_CHECK(r.requests >= 1);
     FUZZ_CHECK(r.status == "ok" || r.status == "partial" || r.status == "failed");
     FUZZ_CHECK(r.traces.empty() == (r.source.timing == "summary_only"));
@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         FUZZ_CHECK(!t.done_ns || *t.done_ns >= *t.last_token_ns);
       }
     }
-  } catch (const dyno::record::ImportFileError& e) {
+  } catch (const dyno::interop::ImportFileError& e) {
     FUZZ_CHECK(std::string(e.what()).rfind("fuzz.json", 0) == 0);
   }
   return 0;

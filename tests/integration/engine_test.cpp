@@ -18,7 +18,7 @@
 #include "integration/json_files.h"
 #include "integration/process.h"
 #include "integration/record_check.h"
-#include "record/scrub.h"
+#include "scrub/scrub.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -217,8 +217,8 @@ TEST_F(Engines, AnEngineThatExitsMidRunEndsItAsEngineCrashedKeepingFinishedReque
       EXPECT_EQ(std::string(r.at("error").at("message").as_string()).rfind("not sent: ", 0), 0u)
           << line;
     } else if (status == "error") {
-      EXPECT_FALSE(r.at("sent_ns").is_null()) << "a request never sent counted as a failure: "
-                                              << line;
+      EXPECT_FALSE(r.at("sent_ns").is_null())
+          << "a request never sent counted as a failure: " << line;
       const std::string category(r.at("error").at("category").as_string());
       EXPECT_TRUE(category == "connect" || category == "stream_truncated") << line;
     }
@@ -324,7 +324,7 @@ TEST_F(Engines, SecretsInTheSpecNeverReachTheRecord) {
                 .at("env")
                 .at("HF_TOKEN")
                 .as_string(),
-            dyno::record::scrub_marker("secret"));
+            dyno::scrub::scrub_marker("secret"));
 }
 
 TEST_F(Engines, TheSpecsCheckoutCommitAndDirtyFlagAreRecorded) {

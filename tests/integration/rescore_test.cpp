@@ -2,8 +2,8 @@
 // kept outputs judged again with another scorer into a derived record that `dyno runs verify`
 // passes and `dyno runs list` lists beside its source, neither marked a duplicate.
 #include "integration/integration_fixture.h"
-#include "record/run_index.h"
 #include "record/run_writer.h"
+#include "store/run_index.h"
 
 using namespace dyno::integration;  // the fixture, fs, json, Child, read_json(l)
 
@@ -164,7 +164,7 @@ TEST_F(Rescore, AnUnknownScorerOrARunWithNothingToJudgeIsAUsageError) {
   const Outcome missing = dyno({"rescore", "19990101T000000Z", "--runs-root", runs()});
   EXPECT_EQ(missing.exit_code, 2) << missing.err;
   // Nothing was written by the refused commands: the two runs only.
-  EXPECT_EQ(dyno::record::run_directory_names(dir_ / "runs").size(), 2u);
+  EXPECT_EQ(dyno::store::run_directory_names(dir_ / "runs").size(), 2u);
 }
 
 }  // namespace

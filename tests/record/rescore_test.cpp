@@ -17,9 +17,9 @@
 
 #include "record/manifest.h"
 #include "record/record_schema.h"
-#include "record/run_index.h"
 #include "record/run_verify.h"
 #include "record/run_writer.h"
+#include "store/run_index.h"
 #include "temp_dir.h"
 #include "workload/scorer_spec.h"
 
@@ -295,7 +295,7 @@ TEST_F(Rescore, ARecordWithoutKeptOutputsIsRefusedNamingTheFlag) {
   EXPECT_NE(e.find("output text was not kept"), std::string::npos) << e;
   EXPECT_NE(e.find("--keep-outputs"), std::string::npos) << e;
   EXPECT_FALSE(fs::exists(dir_ / "runs" / "index.sqlite"));
-  EXPECT_EQ(dyno::record::run_directory_names(dir_ / "runs").size(), 1u);  // nothing written
+  EXPECT_EQ(dyno::store::run_directory_names(dir_ / "runs").size(), 1u);  // nothing written
 }
 
 TEST_F(Rescore, ARecordWithoutExpectedAnswersIsRefused) {
@@ -334,14 +334,14 @@ TEST_F(Rescore, ADerivedRecordIsNoDuplicateOfItsSourceButTwoAlikeAreDuplicates) 
   const RescoreOutcome b = rescore(src, "normalized");
   const RescoreOutcome c = rescore(src, "exact");
   const auto key = [](const fs::path& dir) {
-    return dyno::record::duplicate_key(parse(slurp(dir / "manifest.json")));
+    return dyno::store::duplicate_key(parse(slurp(dir / "manifest.json")));
   };
   EXPECT_NE(key(a.dir), key(src));
   EXPECT_EQ(key(a.dir), key(b.dir));  // the same measurement judged the same way again
   EXPECT_NE(key(a.dir), key(c.dir));
 
   std::ostringstream warnings;
-  dyno::record::RunIndex index(dir_ / "runs", warnings);
+  dyno::store::RunIndex index(dir_ / "runs", warnings);
   index.sync();
   EXPECT_FALSE(index.find(kId)->duplicate_of.has_value());
   EXPECT_FALSE(index.find(c.run_id)->duplicate_of.has_value());

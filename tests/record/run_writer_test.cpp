@@ -19,8 +19,8 @@
 
 #include "json/utf8.h"
 #include "record/record_schema.h"
-#include "record/redact.h"
 #include "record/run_verify.h"
+#include "scrub/redact.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -202,21 +202,21 @@ TEST(RunWriterSecrets, TheKeyIsRedactedFromEveryFileAndLineBeforeWriting) {
 }
 
 TEST(Redact, LiteralsAreReplacedInOnePassLongestFirstInStringsAndKeys) {
-  const auto secrets = dyno::record::normalize_secrets({"ab", "", "abcd", "ab"});
+  const auto secrets = dyno::scrub::normalize_secrets({"ab", "", "abcd", "ab"});
   ASSERT_EQ(secrets, (std::vector<std::string>{"abcd", "ab"}));
   std::string text = "abcd ab xabcdx";
-  EXPECT_EQ(dyno::record::redact_literals(text, secrets), 3u);
+  EXPECT_EQ(dyno::scrub::redact_literals(text, secrets), 3u);
   EXPECT_EQ(text, "<scrubbed:secret> <scrubbed:secret> x<scrubbed:secret>x");
   // A secret that occurs in the marker itself does not eat the marker.
   std::string t2 = "key=secret";
-  dyno::record::redact_literals(t2, dyno::record::normalize_secrets({"secret", "e"}));
+  dyno::scrub::redact_literals(t2, dyno::scrub::normalize_secrets({"secret", "e"}));
   EXPECT_EQ(t2, "k<scrubbed:secret>y=<scrubbed:secret>");
   // A key of one character is still redacted (docs/store.md): the key never reaches the disk.
   std::string t3 = "x1x";
-  EXPECT_EQ(dyno::record::redact_literals(t3, {"1"}), 1u);
+  EXPECT_EQ(dyno::scrub::redact_literals(t3, {"1"}), 1u);
   EXPECT_EQ(t3, "x<scrubbed:secret>x");
   json::value doc = json::object{{"k-ab", json::array{"ab", 1, json::object{{"q", "zab"}}}}};
-  EXPECT_EQ(dyno::record::redact_literals(doc, secrets), 3u);
+  EXPECT_EQ(dyno::scrub::redact_literals(doc, secrets), 3u);
   EXPECT_EQ(json::serialize(doc),
             R"({"k-<scrubbed:secret>":["<scrubbed:secret>",1,{"q":"z<scrubbed:secret>"}]})");
 }

@@ -14,14 +14,15 @@
 #include "json/json_text.h"
 #include "record/digest_cache.h"
 #include "record/record_json.h"
-#include "record/redact.h"
 #include "record/run_writer.h"
+#include "scrub/redact.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using dyno::metrics::Trace;
 namespace record = dyno::record;
+namespace scrub = dyno::scrub;
 
 namespace {
 
@@ -29,7 +30,7 @@ namespace {
 /// invalid_utf8_bytes appended when any byte was replaced.
 std::string reference_line(const Trace& t, bool keep, const std::vector<std::string>& secrets) {
   json::value v = record::trace_to_json(t, keep);
-  record::redact_literals(v, secrets);
+  scrub::redact_literals(v, secrets);
   dyno::json_text::WriteStats stats;
   std::string line = dyno::json_text::compact(v, &stats);
   if (stats.invalid_utf8_bytes > 0) {
@@ -58,7 +59,7 @@ Trace base_trace() {
 }  // namespace
 
 TEST(TraceLine, EqualsTheJsonValuePathByteForByte) {
-  const std::vector<std::string> secrets = record::normalize_secrets({"sk-SECRET", "k"});
+  const std::vector<std::string> secrets = scrub::normalize_secrets({"sk-SECRET", "k"});
   std::vector<Trace> cases;
   cases.push_back(base_trace());
   Trace text = base_trace();

@@ -1,0 +1,37 @@
+// Scrubbing a finished run record in place, or publishing a scrubbed copy of it: the record's
+// files rewritten by a scrub::Scrubber, its manifest's scrubbed_fields and evidence digests
+// updated, SHA256SUMS rewritten. What is scrubbed is the policy's (scrub/scrub.h).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "scrub/scrub.h"
+
+namespace dyno::record {
+
+/// What scrubbing a run directory changed.
+struct ScrubOutcome {
+  /// Every changed place: "<file>#<JSON pointer>" for JSON files (for a JSONL file the
+  /// pointer inside its lines, e.g. "requests.jsonl#/error/message"), "<file>" for text.
+  std::vector<std::string> changed;
+  std::vector<std::string> files_rewritten;  ///< relative paths
+  std::vector<std::string> files_skipped;    ///< binary files left as they are
+};
+
+/// Scrubs a finished run directory in place: rewrites each changed file atomically, adds the
+/// changes to manifest.scrubbed_fields (kept from earlier scrubs), updates the manifest's
+/// evidence digests and rewrites SHA256SUMS. With `dry_run` nothing is written. Throws
+/// ScrubError when the record does not verify (a record that was modified after it was
+/// finished is not re-signed) or cannot be read.
+ScrubOutcome scrub_run_dir(const std::filesystem::path& dir, const scrub::ScrubPolicy& policy,
+                           bool dry_run = false);
+
+/// Copies a run directory to <out_root>/<run name> and scrubs the copy; the copy appears
+/// under its name only when complete. Throws ScrubError when the run does not verify or the
+/// destination exists.
+ScrubOutcome publish_run(const std::filesystem::path& run_dir,
+                         const std::filesystem::path& out_root, const scrub::ScrubPolicy& policy);
+
+}  // namespace dyno::record

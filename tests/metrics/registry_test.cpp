@@ -1,0 +1,117 @@
+// The metric registry (metrics/registry.h) against docs/metrics.md: every figure's anchor is a
+// heading of the page, and the section under it names the figure; every board key is in the
+// page's board table; the registry's typed members, paths and board keys are each unique.
+#include "metrics/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+namespace dyno::metrics {
+namespace {
+
+/// GitHub's anchor of a heading: lower case; letters, digits, '-', '_' and spaces kept, the
+/// rest dropped; spaces become '-'.
+std::string slug(const std::string& heading) {
+  std::string out;
+  for (const unsigned char c : heading) {
+    if (std::isalnum(c) != 0) {
+      out += static_cast<char>(std::tolower(c));
+    } else if (c == '-' || c == '_') {
+      out += static_cast<char>(c);
+    } else if (c == ' ') {
+      out += '-';
+    } else if (c >= 0x80) {
+      continue;  // a non-ASCII character (→, —) is dropped
+    }
+  }
+  return out;
+}
+
+/// docs/metrics.md: each heading's anchor → the text of its section (up to the next heading of
+/// the same or a higher level).
+std::map<std::string, std::string> sections() {
+  std::ifstream in(std::string(DYNO_SOURCE_DIR) + "/docs/metrics.md");
+  EXPECT_TRUE(in.good());
+  std::map<std::string, std::string> out;
+  std::vector<std::pair<int, std::string>> open;  // level, anchor
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("#")) {
+      const std::size_t level = line.find_first_not_of('#');
+      const std::string anchor = slug(line.substr(level + 1));
+      while (!open.empty() && open.back().first >= static_cast<int>(level)) open.pop_back();
+      open.emplace_back(static_cast<int>(level), anchor);
+      out[anchor];
+      continue;
+    }
+    for (const auto& [lvl, a] : open) out[a] += line + "\n";
+  }
+  return out;
+}
+
+TEST(RegistryTest, EveryFigureIsDefinedWhereItsAnchorPoints) {
+  const auto page = sections();
+  for (const Figure& f : figures()) {
+    SCOPED_TRACE(f.path);
+    const auto it = page.find(f.anchor);
+    ASSERT_NE(it, page.end()) << "no heading of docs/metrics.md has the anchor #" << f.anchor;
+    const std::string name = f.formula.empty() ? std::string(leaf(f)) : f.path;
+    EXPECT_NE(it->second.find("`" + name + "`"), std::string::npos)
+        << "docs/metrics.md #" << f.anchor << " does not name `" << name << "`";
+  }
+}
+
+TEST(RegistryTest, EveryBoardKeyIsInTheBoardTable) {
+  const auto page = sections();
+  const auto boards = page.find("comparison-boards-dyno-compare-dyno-report-docscomparemd");
+  ASSERT_NE(boards, page.end());
+  for (const Figure& f : figures()) {
+    for (const BoardView& v : f.board) {
+      EXPECT_NE(boards->second.find("`" + v.key + "`"), std::string::npos)
+          << "docs/metrics.md \"Comparison boards\" does not list `" << v.key << "`";
+    }
+  }
+}
+
+TEST(RegistryTest, PathsKeysAndMembersAreEachDefinedOnce) {
+  std::set<std::string> paths, keys;
+  std::set<int> orders;
+  std::set<const void*> members;
+  for (const Figure& f : figures()) {
+    EXPECT_TRUE(paths.insert(f.path).second) << f.path << " twice";
+    EXPECT_LE((f.value != nullptr) + (f.count != nullptr) + (f.dist != nullptr), 1) << f.path;
+    EXPECT_EQ(f.dist != nullptr && !f.distribution, false) << f.path;
+    EXPECT_EQ(f.formula.empty() || f.board.size() == 1, true) << f.path;
+    for (const BoardView& v : f.board) {
+      EXPECT_TRUE(keys.insert(v.key).second) << v.key << " twice";
+      EXPECT_TRUE(orders.insert(v.order).second) << v.key << ": order " << v.order << " twice";
+      EXPECT_EQ(v.stat.empty(), !f.distribution) << v.key;
+    }
+    // A figure the engine measured says whose it is; only the client's are in the typed
+    // summary's own members.
+    EXPECT_EQ(f.source == Source::kEngine, !f.engine_source.empty()) << f.path;
+    if (f.value != nullptr || f.count != nullptr || f.dist != nullptr) {
+      EXPECT_EQ(f.source, Source::kClient) << f.path;
+    }
+  }
+}
+
+TEST(RegistryTest, SectionsListTheTypedFiguresInOrder) {
+  std::vector<std::string> throughput;
+  for (const Figure* f : figures_in("throughput")) throughput.emplace_back(leaf(*f));
+  EXPECT_EQ(throughput, (std::vector<std::string>{"service_window_s", "output_tokens_per_s",
+                                                  "input_tokens_per_s", "requests_per_s",
+                                                  "decode_tokens_per_s", "achieved_concurrency",
+                                                  "goodput_requests_per_s", "goodput_requests"}));
+  EXPECT_EQ(find_figure("latency_ms.ttft")->dist, &Summary::ttft_ms);
+  EXPECT_EQ(find_figure("no.such.figure"), nullptr);
+}
+
+}  // namespace
+}  // namespace dyno::metrics
