@@ -1,10 +1,9 @@
 // One HTTP/1.1 request on a pooled connection: connect, TLS, send, the read loop, the
-// response's head and body, SSE events to the observer, deadlines, keep-alive and retry.
-// About 720 lines because these share one state machine (generation_, sent/read times,
-// the pool's bookkeeping): split, each part would need the whole of it. Its deadlines (one
-// timer per connection) are http_connection_deadlines.cpp; what a server said in its own
-// words (error objects, excerpts) is server_message.cpp. The OpenAI chunk decoding it still
-// does is the seam that comes out next (a decoder interface, issue 33).
+// response's head and body, the body's bytes to the decoder, keep-alive and retry.
+// One file because these share one state machine (generation_, sent/read times, the pool's
+// bookkeeping): split, each part would need the whole of it. Its deadlines (one timer per
+// connection) are http_connection_deadlines.cpp; what a 2xx body means (events, tokens, the
+// server's word, the verdict) is the decoder's (stream_decoder.h, openai_decoder.cpp).
 #include "transport/http_connection.h"
 
 #include <netinet/in.h>
@@ -24,6 +23,7 @@
 #include <limits>
 
 #include "transport/kernel_time.h"
+#include "transport/openai_decoder.h"
 #include "transport/server_message.h"
 
 namespace dyno::transport::http {
@@ -37,11 +37,6 @@ constexpr std::size_t kSharedReadBufferSize = 256 * 1024;  // shared_read_buffer
 constexpr int kMaxReadsPerTurn = 8;
 // A non-2xx body larger than this is not read to its end: the connection is closed instead.
 constexpr std::size_t kMaxErrorBody = 64 * 1024;
-// Bounds of one response (kTooLarge past them).
-constexpr std::size_t kMaxEventBytes = 1024 * 1024;
-constexpr std::uint64_t kMaxTokenEvents = 1u << 20;
-constexpr std::uint64_t kMaxTextBytes = 16u * 1024 * 1024;
-
 bool is_redirect(int status) { return status >= 300 && status < 400 && status != 304; }
 
 // Plain-TCP reads are synchronous on the loop's thread and their bytes are consumed before the
@@ -60,7 +55,7 @@ Connection::Connection(Pool* pool, asio::io_context& context, ssl::context* tls_
       context_(context),
       tls_context_(tls_context),
       timer_(context),
-      sse_([this](const SseEvent& event) { on_sse_event(event); }, kMaxEventBytes) {}
+      decoder_(std::make_unique<OpenAiDecoder>()) {}
 
 Connection::~Connection() { unwatch(); }
 
@@ -79,26 +74,15 @@ void Connection::begin(const Prepared& request, std::uint64_t submission, Stream
   connecting_ = false;
   sent_ = false;
   response_started_ = false;
-  first_token_ = false;
-  last_event_ns_ = 0;
-  token_events_ = 0;
-  text_bytes_ = 0;
   body_bytes_ = 0;
-  done_marker_ = false;
-  stream_mode_ = false;
-  pending_error_.reset();
-  usage_.reset();
-  done_info_ = DoneInfo{};
+  decoder_->begin(observer, request.expects_tokens);
   reader_.reset();
   status_ = 0;
   keep_alive_ = true;
   content_type_.clear();
   location_.clear();
-  body_.clear();
   error_body_.clear();
   error_body_size_ = 0;
-  body_head_.clear();
-  sse_.reset();
 }
 
 void Connection::start(std::uint64_t generation) {
@@ -385,8 +369,8 @@ void Connection::on_read_error(std::int64_t t_ns, const error_code& ec) {
          "the connection closed before the response started: " + ec.message(), std::nullopt, false);
     return;
   }
-  if (done_marker_) {
-    complete(done_ns_, false);
+  if (decoder_->progress().done) {
+    complete(decoder_->progress().done_ns, false);
     return;
   }
   fail(t_ns, ErrorCategory::kStreamTruncated,
@@ -439,20 +423,9 @@ bool Connection::on_head(const ResponseHead& head) {
          status_, false);
     return false;
   }
-  const std::string& type = content_type_;
-  const bool json_type = type == "application/json" ||
-                         (type.size() > 5 && type.compare(type.size() - 5, 5, "+json") == 0);
-  if (type == "text/event-stream") {
-    stream_mode_ = true;
-  } else if (json_type) {
-    stream_mode_ = false;  // a server that ignores "stream": true answers with one document
-  } else if (type.empty() || type == "text/plain") {
-    stream_mode_ = pool_->config().stream;
-  } else {
-    fail(read_ns_, ErrorCategory::kBadResponse,
-         "HTTP " + std::to_string(status_) + " with Content-Type " + type +
-             ": not an event stream or JSON (a login page or a proxy in the way? check --url)",
-         status_, false);
+  std::string refused = decoder_->accept(facts(), pool_->config().stream);
+  if (!refused.empty()) [[unlikely]] {
+    fail(read_ns_, ErrorCategory::kBadResponse, std::move(refused), status_, false);
     return false;
   }
   return true;
@@ -469,104 +442,19 @@ bool Connection::on_body(std::string_view bytes) {
     error_body_size_ += bytes.size();
     return error_body_size_ <= kMaxErrorBody;  // enough of it; the connection is closed after
   }
-  if (stream_mode_) {
-    if (body_head_.size() <= kServerTextBytes) {  // what no_tokens says the server sent
-      body_head_.append(bytes.substr(0, kServerTextBytes + 1 - body_head_.size()));
-    }
-    sse_.feed(bytes);
-    if (observer_ == nullptr) return false;
-    if (pending_error_) {
-      fail(read_ns_, *pending_error_, std::move(pending_message_), status_, false);
-      return false;
-    }
-    if (sse_.overflowed()) {
-      fail(read_ns_, ErrorCategory::kTooLarge,
-           "an SSE line or event longer than " + std::to_string(kMaxEventBytes / 1024) + " KiB",
-           status_, false);
-      return false;
-    }
-    return true;
-  }
-  if (body_.size() + bytes.size() > kMaxTextBytes) {
-    fail(read_ns_, ErrorCategory::kTooLarge,
-         "a response body larger than " + std::to_string(kMaxTextBytes / (1024 * 1024)) + " MiB",
-         status_, false);
+  const DecodeProgress before = decoder_->progress();
+  const bool decoded = decoder_->feed(read_ns_, bytes);
+  if (observer_ == nullptr) return false;  // an observer call ended the request
+  if (!decoded) {
+    Verdict verdict = decoder_->take_error();
+    fail(read_ns_, *verdict.error, std::move(verdict.message), status_, false);
     return false;
   }
-  body_.append(bytes);
+  const DecodeProgress& after = decoder_->progress();
+  // The first token moves the first-token deadline to the idle one; an end marker starts the
+  // drain grace period for the end of the body.
+  if (after.first_token != before.first_token || after.done != before.done) rearm();
   return true;
-}
-
-void Connection::on_error_event(const SseEvent& event) {
-  std::string said;
-  if (event.unframed) {
-    // A bare JSON line (no SSE field): an error object is Ollama's in-stream error; any other
-    // line is ignored, as every line that is no SSE field is.
-    if (!is_error_object(event.data)) return;
-    said = error_payload_message(event.data);
-  } else {
-    said = error_payload_message(event.error.empty() ? event.data : event.error);
-  }
-  pending_error_ = ErrorCategory::kServerError;
-  pending_message_ = said.empty() ? std::string("an error event without a message") : said;
-}
-
-bool Connection::take_usage(const Usage& usage) {
-  std::string why = implausible_usage(usage);
-  if (!why.empty()) [[unlikely]] {
-    pending_error_ = ErrorCategory::kImplausibleUsage;
-    pending_message_ = std::move(why);
-    return false;
-  }
-  usage_ = usage;
-  return true;
-}
-
-void Connection::on_sse_event(const SseEvent& event) {
-  if (done_marker_ || pending_error_ || observer_ == nullptr) return;
-  if (event.unframed || !event.error.empty() || event.type == "error") [[unlikely]] {
-    on_error_event(event);
-    return;
-  }
-  if (!decode_chunk(event.data, chunk_, scratch_error_)) {
-    pending_error_ = ErrorCategory::kParse;
-    pending_message_ = "invalid SSE data payload: " + scratch_error_;
-    return;
-  }
-  if (chunk_.is_done_marker) {
-    done_marker_ = true;
-    done_ns_ = read_ns_;
-    rearm();  // the drain grace period for the end of the body
-    return;
-  }
-  if (!chunk_.error_message.empty()) {
-    // The server's own word inside the answer (vLLM, SGLang, TGI): its message, bounded, in
-    // the form every in-stream error takes ("type: message").
-    pending_error_ = ErrorCategory::kServerError;
-    pending_message_ = error_payload_message(event.data);
-    return;
-  }
-  if (!chunk_.content.empty() || !chunk_.reasoning.empty()) {
-    ++token_events_;
-    text_bytes_ += chunk_.content.size() + chunk_.reasoning.size();
-    if (token_events_ > kMaxTokenEvents || text_bytes_ > kMaxTextBytes) {
-      pending_error_ = ErrorCategory::kTooLarge;
-      pending_message_ = token_events_ > kMaxTokenEvents
-                             ? "more than " + std::to_string(kMaxTokenEvents) + " token events"
-                             : "more than " + std::to_string(kMaxTextBytes / (1024 * 1024)) +
-                                   " MiB of generated text";
-      return;
-    }
-    last_event_ns_ = read_ns_;
-    if (!first_token_) {
-      first_token_ = true;
-      rearm();  // from the first-token deadline to the idle one
-    }
-    observer_->on_token_event(read_ns_, chunk_.content, chunk_.reasoning);
-  }
-  if (chunk_.usage && !take_usage(*chunk_.usage)) return;
-  if (!chunk_.finish_reason.empty()) done_info_.finish_reason = chunk_.finish_reason;
-  if (!chunk_.timings_json.empty()) done_info_.server_timings_json = chunk_.timings_json;
 }
 
 void Connection::on_body_complete(std::int64_t t_ns) {
@@ -583,82 +471,21 @@ void Connection::on_body_complete(std::int64_t t_ns) {
     fail(t_ns, ErrorCategory::kHttpStatus, std::move(message), status_, keep);
     return;
   }
-  if (stream_mode_) {
-    // A body that ended cleanly without [DONE] is a complete response (some servers omit it);
-    // an unterminated last event is discarded.
-    sse_.finish();
-    if (observer_ == nullptr) return;
-    if (pending_error_) {
-      fail(t_ns, *pending_error_, std::move(pending_message_), status_, false);
-      return;
-    }
-    complete(done_marker_ ? done_ns_ : t_ns, keep);
+  Verdict verdict = decoder_->end_of_body(t_ns, facts());
+  if (observer_ == nullptr) return;  // an observer call ended the request
+  if (verdict.error) {
+    fail(t_ns, *verdict.error, std::move(verdict.message), status_,
+         keep && verdict.keep_connection);
     return;
   }
-  if (!decode_full_response(body_, chunk_, scratch_error_)) {
-    fail(t_ns, ErrorCategory::kParse,
-         "invalid response body: " + scratch_error_ + " (" + describe_response() + ")", status_,
-         keep);
-    return;
-  }
-  if (!chunk_.error_message.empty()) {
-    fail(t_ns, ErrorCategory::kServerError, error_payload_message(body_), status_, keep);
-    return;
-  }
-  if (!chunk_.content.empty() || !chunk_.reasoning.empty()) {
-    first_token_ = true;
-    ++token_events_;
-    observer_->on_token_event(t_ns, chunk_.content, chunk_.reasoning);
-  }
-  if (chunk_.usage && !take_usage(*chunk_.usage)) {
-    fail(t_ns, *pending_error_, std::move(pending_message_), status_, keep);
-    return;
-  }
-  done_info_.finish_reason = chunk_.finish_reason;
-  done_info_.server_timings_json = chunk_.timings_json;
-  complete(t_ns, keep);
-}
-
-std::string Connection::describe_response() const {
-  std::string out = "HTTP " + std::to_string(status_);
-  out += content_type_.empty() ? ", no Content-Type" : ", Content-Type " + content_type_;
-  out += ", " + std::to_string(body_bytes_) + " body bytes";
-  if (stream_mode_) out += ", " + std::to_string(sse_.events_dispatched()) + " SSE events";
-  if (!done_info_.finish_reason.empty()) out += ", finish_reason " + done_info_.finish_reason;
-  return out;
-}
-
-std::string Connection::what_was_said() const {
-  const std::string& body = stream_mode_ ? body_head_ : body_;
-  if (body.empty()) return {};
-  return "; the server sent: " + bounded_excerpt(body, 200);
+  const DecodeProgress& progress = decoder_->progress();
+  complete(progress.done ? progress.done_ns : t_ns, keep);
 }
 
 void Connection::complete(std::int64_t t_ns, bool keep_connection) {
-  const std::string& reason = done_info_.finish_reason;
-  if (!first_token_ && request_->expects_tokens && reason != "tool_calls") {
-    fail(t_ns, ErrorCategory::kNoTokens,
-         "the response ended without any token (" + describe_response() + ")" + what_was_said(),
-         status_, keep_connection);
-    return;
-  }
-  if (reason.empty()) {
-    // The OpenAI APIs end every answer with a finish reason: without one, it was cut short.
-    fail(t_ns, ErrorCategory::kUnfinished,
-         std::string("the answer ended ") +
-             (!stream_mode_  ? "without a finish reason"
-              : done_marker_ ? "with [DONE] but without a finish reason"
-                             : "with the end of the body but without a finish reason") +
-             ", after " + std::to_string(token_events_) + " token events (" + describe_response() +
-             ")",
-         status_, keep_connection);
-    return;
-  }
-  if (reason == "error" || reason == "abort") {
-    fail(t_ns, ErrorCategory::kServerError,
-         "the server ended the answer with finish_reason \"" + reason + "\" after " +
-             std::to_string(token_events_) + " token events",
-         status_, keep_connection);
+  Verdict verdict = decoder_->verdict(facts());
+  if (verdict.error) {
+    fail(t_ns, *verdict.error, std::move(verdict.message), status_, keep_connection);
     return;
   }
   finish_done(t_ns, keep_connection);
@@ -668,13 +495,15 @@ void Connection::finish_done(std::int64_t t_ns, bool keep_connection) {
   StreamObserver* observer = observer_;
   if (observer == nullptr) return;
   observer_ = nullptr;
+  decoder_->end();
   ++generation_;
   ++timer_generation_;
   timer_.cancel();
   // Move what the callbacks need out first: the observer may submit again from on_done, which
   // can reuse this very connection.
-  const std::optional<Usage> usage = std::move(usage_);
-  const DoneInfo info = std::move(done_info_);
+  std::optional<Usage> usage;
+  DoneInfo info;
+  decoder_->take_answer(usage, info);
   auto self = shared_from_this();
   if (keep_connection && keep_alive_ && open_ && pool_ != nullptr) {
     pool_->release(self);
@@ -690,11 +519,13 @@ void Connection::fail(std::int64_t t_ns, ErrorCategory category, std::string mes
                       std::optional<int> http_status, bool keep_connection) {
   StreamObserver* observer = observer_;
   if (observer == nullptr) return;
-  if (category == ErrorCategory::kCancelled && done_marker_) {
-    complete(done_ns_, false);  // it had completed; only the end of the body was pending
+  if (category == ErrorCategory::kCancelled && decoder_->progress().done) {
+    // it had completed; only the end of the body was pending
+    complete(decoder_->progress().done_ns, false);
     return;
   }
   observer_ = nullptr;
+  decoder_->end();
   ++generation_;
   ++timer_generation_;
   timer_.cancel();

@@ -1,12 +1,14 @@
 // One connection of an HttpTarget (internal to transport/): a socket serving one request at a
-// time (HTTP/1.1 without pipelining), its deadlines, and the decoding of the response into
-// StreamObserver calls. The pool that owns connections is http_target.cpp's.
+// time (HTTP/1.1 without pipelining), its deadlines, and the response's HTTP framing; what the
+// body of a 2xx response says (events, tokens, the verdict) is its StreamDecoder's
+// (stream_decoder.h; the OpenAI-compatible one, openai_decoder.h). The pool that owns
+// connections is http_target.cpp's.
 //
 // Every async handler holds a shared_ptr to its connection plus the connection's generation
 // number at the time it was started; a handler whose generation is stale (the request ended
 // meanwhile, by error, timeout or cancel) does nothing. The response framing is read in place on
 // the read buffer (http_response.h; for plain TCP one 256 KiB buffer per loop thread, shared by
-// its connections), so body bytes go straight to the SSE parser. A plain socket's readiness
+// its connections), so body bytes go straight to the decoder. A plain socket's readiness
 // comes from the pool's ReadReactor (read_reactor.h), a TLS stream's reads from Asio.
 #pragma once
 
@@ -22,9 +24,8 @@
 
 #include "transport/http_response.h"
 #include "transport/http_target.h"
-#include "transport/openai_stream.h"
 #include "transport/read_reactor.h"
-#include "transport/sse_parser.h"
+#include "transport/stream_decoder.h"
 
 namespace dyno::transport::http {
 
@@ -110,19 +111,13 @@ class Connection : public std::enable_shared_from_this<Connection>,
   bool on_head(const ResponseHead& head) override;
   bool on_body(std::string_view bytes) override;
   void on_body_complete(std::int64_t t_ns);
-  void on_sse_event(const SseEvent& event);
-  /// An in-stream error (`error:` field, `event: error`, a bare error object): kServerError.
-  void on_error_event(const SseEvent& event);
-  /// Keeps the server's usage; false (and a pending kImplausibleUsage) when it cannot be true.
-  bool take_usage(const Usage& usage);
-  /// "; the server sent: <the body's first bytes>", or "" for an empty body.
-  std::string what_was_said() const;
-  /// A 2xx response ended normally: done, or kNoTokens when it carried no token.
+  /// The answer is complete: done, or the error the decoder's verdict names.
   void complete(std::int64_t t_ns, bool keep_connection);
   void finish_done(std::int64_t t_ns, bool keep_connection);
   void rearm();
   void on_timer(std::uint64_t timer_generation, const error_code& ec);
-  std::string describe_response() const;
+  ResponseFacts facts() const { return {status_, content_type_, body_bytes_}; }
+  std::string describe_response() const { return decoder_->describe(facts()); }
 
   Pool* pool_;
   asio::io_context& context_;
@@ -155,21 +150,11 @@ class Connection : public std::enable_shared_from_this<Connection>,
   bool sent_ = false;
   std::int64_t sent_ns_ = 0;
   bool response_started_ = false;  // a response byte arrived on this attempt
-  bool first_token_ = false;
-  std::int64_t last_event_ns_ = 0;
-  std::uint64_t token_events_ = 0;
-  std::uint64_t text_bytes_ = 0;
   std::uint64_t body_bytes_ = 0;
-  bool done_marker_ = false;
-  std::int64_t done_ns_ = 0;
   std::int64_t read_ns_ = 0;  // time of the read being processed
-  bool stream_mode_ = false;
-  std::optional<ErrorCategory> pending_error_;
-  std::string pending_message_;
-  std::optional<Usage> usage_;
-  DoneInfo done_info_;
-  ChunkInfo chunk_;
-  std::string scratch_error_;
+  /// The body's meaning (events, tokens, verdict): one decoder per connection, begun anew for
+  /// each request so its buffers are kept. The place another wire format would be chosen.
+  std::unique_ptr<StreamDecoder> decoder_;
 
   // The response.
   HttpResponseReader reader_;
@@ -177,11 +162,8 @@ class Connection : public std::enable_shared_from_this<Connection>,
   bool keep_alive_ = true;
   std::string content_type_;
   std::string location_;
-  std::string body_;        // whole body of a non-streamed 2xx response
   std::string error_body_;  // first bytes of a non-2xx body
-  std::string body_head_;   // first bytes of a streamed 2xx body
   std::size_t error_body_size_ = 0;
-  SseParser sse_;
 };
 
 }  // namespace dyno::transport::http

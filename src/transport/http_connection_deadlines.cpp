@@ -47,21 +47,23 @@ void Connection::rearm() {
     }
   };
   const HttpTargetConfig& config = pool_->config();
+  const DecodeProgress& progress = decoder_->progress();
   if (connecting_) {
     consider(connect_started_ns_ + std::chrono::nanoseconds(config.connect_timeout).count(),
              Deadline::kConnect);
   }
   if (sent_) {
-    if (request_->first_token_ns > 0 && !first_token_ && !done_marker_) {
+    if (request_->first_token_ns > 0 && !progress.first_token && !progress.done) {
       consider(sent_ns_ + request_->first_token_ns, Deadline::kFirstToken);
     }
     if (request_->total_ns > 0) consider(sent_ns_ + request_->total_ns, Deadline::kTotal);
-    if (config.idle_timeout && config.idle_timeout->count() > 0 && first_token_ && !done_marker_) {
-      consider(last_event_ns_ + std::chrono::nanoseconds(*config.idle_timeout).count(),
+    if (config.idle_timeout && config.idle_timeout->count() > 0 && progress.first_token &&
+        !progress.done) {
+      consider(progress.last_token_ns + std::chrono::nanoseconds(*config.idle_timeout).count(),
                Deadline::kIdle);
     }
   }
-  if (done_marker_) consider(done_ns_ + kDrainGraceNs, Deadline::kDrain);
+  if (progress.done) consider(progress.done_ns + kDrainGraceNs, Deadline::kDrain);
   const std::uint64_t timer_generation = ++timer_generation_;
   if (kind == Deadline::kNone) {
     timer_.cancel();
@@ -81,6 +83,7 @@ void Connection::on_timer(std::uint64_t timer_generation, const error_code& ec) 
   const HttpTargetConfig& config = pool_->config();
   const std::int64_t t_ns = steady_now_ns();
   const std::optional<int> status = status_ != 0 ? std::optional<int>(status_) : std::nullopt;
+  const DecodeProgress& progress = decoder_->progress();
   switch (deadline_kind_) {
     case Deadline::kConnect:
       fail(t_ns, ErrorCategory::kTimeout,
@@ -95,8 +98,8 @@ void Connection::on_timer(std::uint64_t timer_generation, const error_code& ec) 
            status, false);
       break;
     case Deadline::kTotal:
-      if (done_marker_) {
-        complete(done_ns_, false);
+      if (progress.done) {
+        complete(progress.done_ns, false);
       } else {
         fail(t_ns, ErrorCategory::kTimeout,
              "total timeout: not done " + seconds_text(request_->total_ns) +
@@ -106,7 +109,7 @@ void Connection::on_timer(std::uint64_t timer_generation, const error_code& ec) 
       break;
     case Deadline::kIdle: {
       const std::int64_t idle_ns = std::chrono::nanoseconds(*config.idle_timeout).count();
-      if (t_ns < last_event_ns_ + idle_ns) {
+      if (t_ns < progress.last_token_ns + idle_ns) {
         rearm();  // a token came since the timer was set: wait from that one
       } else {
         fail(t_ns, ErrorCategory::kTimeout,
@@ -117,7 +120,7 @@ void Connection::on_timer(std::uint64_t timer_generation, const error_code& ec) 
       break;
     }
     case Deadline::kDrain:
-      complete(done_ns_, false);
+      complete(progress.done_ns, false);
       break;
     case Deadline::kIdleClose:
     case Deadline::kNone:
