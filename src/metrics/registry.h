@@ -5,7 +5,7 @@
 // boards take their figures and directions from it (compare/figures.cpp), `dyno import table
 // --map` names its targets by it (interop/import_table_map.cpp), and a test holds it against
 // docs/metrics.md. Adding a figure: its field and computation in summary.h/summary.cpp, one
-// entry here, its definition in docs/metrics.md (docs/extending.md, "A metric").
+// entry here, its definition in docs/metrics.md (tests/metrics/registry_test.cpp checks it).
 #pragma once
 
 #include <cstdint>
