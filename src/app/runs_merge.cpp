@@ -15,8 +15,8 @@
 #include "metrics/summary.h"
 #include "record/manifest.h"
 #include "record/record_json.h"
-#include "record/record_reader.h"
 #include "record/run_id.h"
+#include "record/run_record.h"
 #include "record/run_verify.h"
 #include "record/run_writer.h"
 #include "store/run_index.h"
@@ -32,9 +32,7 @@ namespace {
 struct ShardRecord {
   fs::path dir;
   std::string id;
-  json::object manifest_json;
-  record::Manifest manifest;
-  json::object summary;
+  record::RunRecord run;  ///< its requests read, its checksums verified
   std::int64_t t0_steady_ns = 0;
   std::int64_t t0_unix_ns = 0;
   std::int64_t uncertainty_ns = 0;
@@ -45,10 +43,7 @@ ShardRecord read_shard(const fs::path& dir) {
   ShardRecord s;
   s.dir = dir;
   s.id = dir.filename().string();
-  s.manifest_json = record::read_record_json(dir / "manifest.json");
-  const json::value* status = s.manifest_json.if_contains("status");
-  if ((status != nullptr && status->is_string() && status->get_string() == "running") ||
-      record::run_in_progress(dir)) {
+  if (record::still_running(dir)) {
     throw UsageError("runs merge: run " + s.id + " is still running; merge finished shards");
   }
   const record::VerifyReport report = record::verify_run_dir(dir, true);
@@ -57,17 +52,17 @@ ShardRecord read_shard(const fs::path& dir) {
     throw UsageError("runs merge: run " + s.id + " fails `dyno runs verify` (" +
                      (p.path.empty() ? "" : p.path + ": ") + p.message + ")");
   }
-  try {
-    s.manifest = record::manifest_from_json(s.manifest_json);
-  } catch (const std::runtime_error& e) {
-    throw UsageError("runs merge: run " + s.id + ": " + e.what());
-  }
-  if (!s.manifest.shard) {
+  s.run = record::read_run(dir, {.requests = true, .integrity = false});  // verified above
+  const record::Manifest& m = s.run.manifest;
+  if (!m.shard) {
     throw UsageError("runs merge: run " + s.id +
                      " is not a shard's record (its manifest has no `shard`: it was not run "
                      "with dyno run --shard K/N)");
   }
-  const auto& c = s.manifest.clock;
+  if (!s.run.summary) {
+    throw UsageError("runs merge: run " + s.id + " has no summary.json");
+  }
+  const auto& c = m.clock;
   if (!c || !c->t0_steady_ns || !c->measured_start_ns || !c->t0_unix_ns) {
     throw UsageError("runs merge: run " + s.id +
                      " has no clock anchors (manifest clock.t0_steady_ns, measured_start_ns, "
@@ -77,7 +72,6 @@ ShardRecord read_shard(const fs::path& dir) {
   s.t0_unix_ns = *c->t0_unix_ns;
   s.uncertainty_ns = c->t0_unix_uncertainty_ns.value_or(0);
   s.measured_start_ns = *c->measured_start_ns;
-  s.summary = record::read_record_json(dir / "summary.json");
   return s;
 }
 
@@ -97,12 +91,12 @@ std::string first_difference(const json::object& a, const json::object& b) {
 /// ordered by shard.
 std::vector<ShardRecord> check_shards(std::vector<ShardRecord> shards) {
   const ShardRecord& first = shards.front();
-  const std::uint64_t n = first.manifest.shard->n;
+  const std::uint64_t n = first.run.manifest.shard->n;
   std::map<std::uint64_t, std::string> seen;
   for (const ShardRecord& s : shards) {
     for (const char* section : {"workload", "load", "slo", "model"}) {
-      const json::value* a = first.manifest_json.if_contains(section);
-      const json::value* b = s.manifest_json.if_contains(section);
+      const json::value* a = first.run.manifest_json.if_contains(section);
+      const json::value* b = s.run.manifest_json.if_contains(section);
       if (a == nullptr || b == nullptr || *a == *b) continue;
       const std::string key =
           a->is_object() && b->is_object() ? first_difference(a->as_object(), b->as_object()) : "";
@@ -110,13 +104,13 @@ std::vector<ShardRecord> check_shards(std::vector<ShardRecord> shards) {
                        (key.empty() ? "" : "." + key) +
                        ": the shards of one run share every run parameter but --shard");
     }
-    const record::ShardSection& sh = *s.manifest.shard;
+    const record::ShardSection& sh = *s.run.manifest.shard;
     if (sh.n != n) {
       throw UsageError("runs merge: run " + s.id + " is shard " + std::to_string(sh.k) + "/" +
                        std::to_string(sh.n) + ", run " + first.id + " one of " + std::to_string(n) +
                        " shards");
     }
-    if (sh.start_at != first.manifest.shard->start_at) {
+    if (sh.start_at != first.run.manifest.shard->start_at) {
       throw UsageError("runs merge: runs " + first.id + " and " + s.id +
                        " differ in shard.start_at (--start-at): they were not started together");
     }
@@ -132,7 +126,7 @@ std::vector<ShardRecord> check_shards(std::vector<ShardRecord> shards) {
     }
   }
   std::sort(shards.begin(), shards.end(), [](const ShardRecord& a, const ShardRecord& b) {
-    return a.manifest.shard->k < b.manifest.shard->k;
+    return a.run.manifest.shard->k < b.run.manifest.shard->k;
   });
   return shards;
 }
@@ -140,7 +134,7 @@ std::vector<ShardRecord> check_shards(std::vector<ShardRecord> shards) {
 std::vector<ShardClock> shard_clocks(const std::vector<ShardRecord>& shards) {
   std::vector<ShardClock> clocks;
   for (const ShardRecord& s : shards) {
-    clocks.push_back({s.id, s.manifest.shard->k, *s.manifest.clock});
+    clocks.push_back({s.id, s.run.manifest.shard->k, *s.run.manifest.clock});
   }
   return clocks;
 }
@@ -172,7 +166,7 @@ std::vector<metrics::Trace> merged_traces(const std::vector<ShardRecord>& shards
   std::vector<metrics::Trace> all;
   for (std::size_t i = 0; i < shards.size(); ++i) {
     const std::int64_t by = m.shards[i].offset_ns;
-    for (metrics::Trace& t : record::read_requests(shards[i].dir)) {
+    for (metrics::Trace t : shards[i].run.traces) {
       for (auto* field : {&t.scheduled_ns, &t.sent_ns, &t.first_byte_ns, &t.first_token_ns,
                           &t.first_content_ns, &t.last_token_ns, &t.done_ns}) {
         shift(*field, by);
@@ -191,15 +185,14 @@ std::vector<metrics::Trace> merged_traces(const std::vector<ShardRecord>& shards
   return all;
 }
 
-/// A number of the shards' summaries `client` (sum or max), null when any lacks it.
-json::value client_total(const std::vector<ShardRecord>& shards, const char* key, bool sum) {
+/// A figure of the shards' client cost (sum or max); nullopt when any shard lacks it.
+template <class Get>
+std::optional<double> client_total(const std::vector<ShardRecord>& shards, Get get, bool sum) {
   double total = 0;
   for (const ShardRecord& s : shards) {
-    const json::value* client = s.summary.if_contains("client");
-    const json::value* v =
-        client != nullptr && client->is_object() ? client->as_object().if_contains(key) : nullptr;
-    if (v == nullptr || !v->is_number()) return nullptr;
-    total = sum ? total + v->to_number<double>() : std::max(total, v->to_number<double>());
+    const std::optional<double> v = get(*s.run.summary);
+    if (!v) return std::nullopt;
+    total = sum ? total + *v : std::max(total, *v);
   }
   return total;
 }
@@ -214,7 +207,7 @@ const char* merged_status(const metrics::Summary& s, bool interrupted) {
 /// The summary options a run of the whole load would have used (session/run_cell.cpp
 /// summarize_cell), the client cost the shards' together.
 metrics::SummaryOptions summary_options(const std::vector<ShardRecord>& shards) {
-  const record::Manifest& first = shards.front().manifest;
+  const record::Manifest& first = shards.front().run.manifest;
   metrics::SummaryOptions so;
   if (!first.load.open_loop && first.load.concurrency) {
     so.declared_concurrency = static_cast<double>(*first.load.concurrency);
@@ -223,18 +216,11 @@ metrics::SummaryOptions summary_options(const std::vector<ShardRecord>& shards) 
   so.slo = first.slo;
   so.replay = first.load.replay.has_value();
   so.client.threads = 0;
-  for (const ShardRecord& s : shards) {
-    const json::value* client = s.summary.if_contains("client");
-    const json::value* threads = client != nullptr && client->is_object()
-                                     ? client->as_object().if_contains("threads")
-                                     : nullptr;
-    so.client.threads +=
-        threads != nullptr && threads->is_number() ? threads->to_number<unsigned>() : 1;
-  }
-  const json::value cpu = client_total(shards, "cpu_s", true);
-  if (cpu.is_number()) so.client.cpu_s = cpu.to_number<double>();
-  const json::value rss = client_total(shards, "peak_rss_bytes", false);
-  if (rss.is_number()) so.client.peak_rss_bytes = rss.to_number<double>();
+  for (const ShardRecord& s : shards) so.client.threads += s.run.summary->figures.client_threads;
+  so.client.cpu_s = client_total(
+      shards, [](const record::SummaryFile& f) { return f.figures.client_cpu_s; }, true);
+  so.client.peak_rss_bytes = client_total(
+      shards, [](const record::SummaryFile& f) { return f.figures.client_peak_rss_bytes; }, false);
   so.client.cpu_scope = "process";
   return so;
 }
@@ -244,7 +230,7 @@ metrics::SummaryOptions summary_options(const std::vector<ShardRecord>& shards) 
 record::Manifest merged_manifest(const MergeOptions& o, const std::vector<ShardRecord>& shards,
                                  const record::MergedFrom& from, const std::string& status,
                                  const metrics::Summary& summary) {
-  const record::Manifest& first = shards.front().manifest;
+  const record::Manifest& first = shards.front().run.manifest;
   record::Manifest m = first;
   const std::string label =
       o.label.value_or(first.label && !first.label->empty() ? *first.label + "-merged" : "merged");
@@ -257,7 +243,7 @@ record::Manifest merged_manifest(const MergeOptions& o, const std::vector<ShardR
   std::int64_t measured_start = INT64_MAX;
   std::size_t first_t0 = 0;  // the shard whose t0 is the merged record's (offset 0)
   for (std::size_t i = 0; i < shards.size(); ++i) {
-    const record::Manifest& s = shards[i].manifest;
+    const record::Manifest& s = shards[i].run.manifest;
     m.started_at = std::min(m.started_at, s.started_at);
     if (s.ended_at) m.ended_at = std::max(m.ended_at.value_or(""), *s.ended_at);
     measured_start =
@@ -270,7 +256,7 @@ record::Manifest merged_manifest(const MergeOptions& o, const std::vector<ShardR
   clock.measured_start_ns = measured_start;
   clock.t0_unix_ns = earliest.t0_unix_ns;
   clock.t0_unix_uncertainty_ns = earliest.uncertainty_ns;
-  if (from.clock_method == "steady_clock") clock.boot_id = earliest.manifest.clock->boot_id;
+  if (from.clock_method == "steady_clock") clock.boot_id = earliest.run.manifest.clock->boot_id;
   m.clock = clock;
   m.merged_from = from;
   m.warnings = summary.warnings;
@@ -279,28 +265,37 @@ record::Manifest merged_manifest(const MergeOptions& o, const std::vector<ShardR
 
 /// summary.json of the merged record: the figures, the shards' client cost, no energy or
 /// server counters (each shard's record keeps its own).
-json::object merged_summary(const std::vector<ShardRecord>& shards, const std::string& run_id,
-                            const std::string& status, const metrics::Summary& summary,
-                            const std::vector<metrics::Trace>& traces) {
-  json::object doc{
-      {"schema_version", record::kSchemaVersion}, {"run_id", run_id}, {"status", status}};
-  for (auto& kv : record::summary_to_json(summary)) doc[kv.key()] = kv.value();
-  json::object& client = doc["client"].as_object();
-  const json::value connections = client_total(shards, "connections_opened", true);
-  client["connections_opened"] =
-      connections.is_number() ? json::value(connections.to_number<std::int64_t>()) : nullptr;
-  client["note"] =
+record::SummaryFile merged_summary(const std::vector<ShardRecord>& shards,
+                                   const std::string& run_id, const std::string& status,
+                                   const metrics::Summary& summary,
+                                   const std::vector<metrics::Trace>& traces) {
+  record::SummaryFile f;
+  f.run_id = run_id;
+  f.status = status;
+  f.figures = summary;
+  f.client.states_connections = true;
+  if (const auto connections = client_total(
+          shards,
+          [](const record::SummaryFile& s) {
+            return s.client.connections_opened
+                       ? std::optional(static_cast<double>(*s.client.connections_opened))
+                       : std::nullopt;
+          },
+          true)) {
+    f.client.connections_opened = static_cast<std::uint64_t>(*connections);
+  }
+  f.client.note =
       "a merged record: cpu_s is the sum of the shards' processes, peak_rss_bytes the largest "
       "of them; each shard's record has its own";
-  doc["energy"] =
+  f.energy =
       json::object{{"energy_j", nullptr},
                    {"reason", "a merged record: energy and telemetry are in each shard's record"}};
-  doc["server"] =
+  f.server =
       json::object{{"source", nullptr},
                    {"reason", "a merged record: the server's counters are in each shard's record"}};
   const engine::ServerTimingFigures timings = engine::server_timing_figures(traces);
-  doc["caveats"] = engine::timing_caveats(traces, timings, summary.tokens_per_event);
-  return doc;
+  f.caveats = engine::timing_caveats(traces, timings, summary.tokens_per_event);
+  return f;
 }
 
 }  // namespace
@@ -340,14 +335,15 @@ int merge_command(const MergeOptions& o, std::ostream& out, std::ostream& err) {
          "measure against a nearer clock reference (--clock-ref)"});
   }
   const bool interrupted = std::any_of(shards.begin(), shards.end(), [](const ShardRecord& s) {
-    return s.manifest.status == "interrupted";
+    return s.run.manifest.status == "interrupted";
   });
   const std::string status = merged_status(summary, interrupted);
   const record::Manifest m = merged_manifest(o, shards, from, status, summary);
 
   const std::string index_url = resolve_index_url(o.index);
   record::RunWriter writer(root, m.run_id, true);
-  writer.write_json("summary.json", merged_summary(shards, m.run_id, status, summary, traces));
+  writer.write_json("summary.json", record::summary_file_to_json(
+                                        merged_summary(shards, m.run_id, status, summary, traces)));
   const json::object manifest_json = record::manifest_to_json(m);
   writer.write_json("manifest.json", manifest_json);
   writer.finalize(traces);

@@ -13,30 +13,31 @@ namespace dyno::compare {
 namespace json = boost::json;
 
 std::string model_of(const RunRecord& r, const std::map<std::string, std::string>& aliases) {
-  const std::string id = string_at(r.manifest, "model.id").value_or("(unknown model)");
+  const std::string id = string_at(r.manifest_json, "model.id").value_or("(unknown model)");
   const auto it = aliases.find(id);
   return it == aliases.end() ? id : it->second;
 }
 
 std::string protocol_of(const RunRecord& r) {
-  const std::string name = string_at(r.manifest, "workload.protocol.name").value_or("run");
+  const std::string name = string_at(r.manifest_json, "workload.protocol.name").value_or("run");
   // Another tool's run pairs as the protocol its file names (a ledger's column), else as a
   // plain run at its load.
-  if (name == "import") return string_at(r.manifest, "workload.protocol.pairs_as").value_or("run");
+  if (name == "import")
+    return string_at(r.manifest_json, "workload.protocol.pairs_as").value_or("run");
   return name;
 }
 
 std::string cell_of(const RunRecord& r) {
-  if (const auto c = string_at(r.manifest, "workload.protocol.cell")) return *c;
-  if (const auto c = number_at(r.manifest, "load.concurrency")) {
+  if (const auto c = string_at(r.manifest_json, "workload.protocol.cell")) return *c;
+  if (const auto c = number_at(r.manifest_json, "load.concurrency")) {
     return "c" + std::to_string(static_cast<long long>(*c));
   }
-  if (const auto rate = number_at(r.manifest, "load.rate_per_s")) {
+  if (const auto rate = number_at(r.manifest_json, "load.rate_per_s")) {
     std::ostringstream s;
     s << "r" << *rate;
     return s.str();
   }
-  if (const auto scale = number_at(r.manifest, "load.replay.time_scale")) {
+  if (const auto scale = number_at(r.manifest_json, "load.replay.time_scale")) {
     std::ostringstream s;
     s << "replay x" << *scale;  // the same trace at the same speed pairs
     return s.str();
@@ -45,7 +46,7 @@ std::string cell_of(const RunRecord& r) {
 }
 
 void level_of(const RunRecord& r, std::string& kind, std::optional<double>& level) {
-  const json::value* params = find_path(r.manifest, "workload.protocol.cell_params");
+  const json::value* params = find_path(r.manifest_json, "workload.protocol.cell_params");
   if (params != nullptr && params->is_object()) {
     const json::object& p = params->get_object();
     // A ladder's decode and prefill cells are two axes: context tokens and prompt tokens.
@@ -66,10 +67,10 @@ void level_of(const RunRecord& r, std::string& kind, std::optional<double>& leve
     }
     return;
   }
-  if (const auto c = number_at(r.manifest, "load.concurrency")) {
+  if (const auto c = number_at(r.manifest_json, "load.concurrency")) {
     kind = "concurrency";
     level = *c;
-  } else if (const auto rate = number_at(r.manifest, "load.rate_per_s")) {
+  } else if (const auto rate = number_at(r.manifest_json, "load.rate_per_s")) {
     kind = "rate";
     level = *rate;
   }
@@ -77,7 +78,7 @@ void level_of(const RunRecord& r, std::string& kind, std::optional<double>& leve
 
 std::int64_t repetition_of(const RunRecord& r) {
   return static_cast<std::int64_t>(
-      number_at(r.manifest, "workload.protocol.repetition").value_or(1));
+      number_at(r.manifest_json, "workload.protocol.repetition").value_or(1));
 }
 
 std::optional<std::size_t> median_repetition(const std::vector<std::optional<double>>& values) {
@@ -103,8 +104,8 @@ std::optional<double> selection_metric(const RunRecord& run, const std::string& 
       {"decode_rate_p50", "rates_tok_s.decode_rate_per_user.p50"},
       {"prefill_rate_p50", "rates_tok_s.prefill_rate_client.p50"}};
   const auto it = paths.find(metric);
-  if (it == paths.end() || !run.has_summary) return std::nullopt;
-  return number_at(run.summary, it->second);
+  if (it == paths.end() || !run.has_summary()) return std::nullopt;
+  return number_at(run.summary_json, it->second);
 }
 
 }  // namespace dyno::compare

@@ -78,12 +78,6 @@ std::vector<double> finite_values(const ArmCell& a, const std::string& key) {
   return out;
 }
 
-std::optional<std::uint64_t> count_at(const json::object& o, const std::string& path) {
-  const auto v = number_at(o, path);
-  if (!v || *v < 0) return std::nullopt;
-  return static_cast<std::uint64_t>(*v);
-}
-
 }  // namespace
 
 std::string fixed_text(double v, int decimals) {
@@ -99,7 +93,7 @@ Delta compare_metric(const MetricDef& m, const Cell& cell, const ArmCell& a, con
   Delta d;
   d.value = delta_of(m, a.selected_figures().at(m.key), b.selected_figures().at(m.key));
   // The other tool's figures without requests behind them: a point delta at most.
-  const bool summary_only = is_summary_only(a.run()) || is_summary_only(b.run());
+  const bool summary_only = a.run().summary_only() || b.run().summary_only();
   const bool repetitions = a.runs.size() >= o.min_repetitions && b.runs.size() >= o.min_repetitions;
   d.summary_only = summary_only && !repetitions;
   if (!d.value) {
@@ -161,14 +155,17 @@ Delta compare_metric(const MetricDef& m, const Cell& cell, const ArmCell& a, con
 QualityAudit audit(const RunRecord& a, const RunRecord& b, const QualityThresholds& t,
                    const std::string& accuracy_not_comparable) {
   QualityAudit q;
-  q.accuracy_arm = number_at(a.summary, "quality.accuracy");
-  q.accuracy_baseline = number_at(b.summary, "quality.accuracy");
-  q.scored_arm = count_at(a.summary, "quality.scored");
-  q.scored_baseline = count_at(b.summary, "quality.scored");
-  q.correct_arm = count_at(a.summary, "quality.correct");
-  q.correct_baseline = count_at(b.summary, "quality.correct");
-  q.output_mean_arm = number_at(a.summary, "lengths_tokens.output.mean");
-  q.output_mean_baseline = number_at(b.summary, "lengths_tokens.output.mean");
+  static const metrics::Summary kNone;
+  const metrics::Summary& fa = a.summary ? a.summary->figures : kNone;
+  const metrics::Summary& fb = b.summary ? b.summary->figures : kNone;
+  q.accuracy_arm = fa.accuracy;
+  q.accuracy_baseline = fb.accuracy;
+  q.scored_arm = fa.scored_requests;
+  q.scored_baseline = fb.scored_requests;
+  q.correct_arm = fa.correct_requests;
+  q.correct_baseline = fb.correct_requests;
+  q.output_mean_arm = fa.output_tokens.mean;
+  q.output_mean_baseline = fb.output_tokens.mean;
   q.accuracy_comparable = accuracy_not_comparable.empty();
   q.accuracy_reason = accuracy_not_comparable;
   if (q.accuracy_arm && q.accuracy_baseline && q.accuracy_comparable) {

@@ -37,7 +37,7 @@ std::string text_of(const json::value& v) {
 }
 
 json::value commit_of(const RunRecord& r) {
-  const auto c = string_at(r.manifest, "engine.source.commit");
+  const auto c = string_at(r.manifest_json, "engine.source.commit");
   return c && !c->empty() ? json::value(*c) : json::value(nullptr);
 }
 
@@ -142,8 +142,8 @@ class Checker {
       if (!want) continue;
       for (const auto& ac : cell.arms) {
         for (const auto& r : ac.runs) {
-          const auto total = number_at(r->summary, "requests.total");
-          const json::value* v = find_path(r->summary, "requests.total");
+          const auto total = number_at(r->summary_json, "requests.total");
+          const json::value* v = find_path(r->summary_json, "requests.total");
           const json::value found = total && v != nullptr ? *v : json::value(nullptr);
           const bool pass = total && *total == static_cast<double>(*want);
           add("requests", ac.arm, cell.id, r->run_id, json::value(*want), found, pass,

@@ -146,10 +146,10 @@ json::value at(const json::object& root, const std::string& path) {
 /// said so (an empty list without a reason in hardware.unknown.gpus). An empty list left by
 /// telemetry off, or by a file that does not say, is no identity.
 bool states_no_gpu(const RunRecord& r) {
-  const json::value* gpus = find_path(r.manifest, "hardware.gpus");
+  const json::value* gpus = find_path(r.manifest_json, "hardware.gpus");
   if (gpus == nullptr || !gpus->is_array() || !gpus->get_array().empty()) return false;
-  if (is_imported(r)) return !string_at(r.manifest, "hardware.unknown.gpus").has_value();
-  const auto mode = string_at(r.manifest, "telemetry.mode");
+  if (r.imported()) return !string_at(r.manifest_json, "hardware.unknown.gpus").has_value();
+  const auto mode = string_at(r.manifest_json, "telemetry.mode");
   return mode.has_value() && *mode != "off";
 }
 
@@ -158,7 +158,7 @@ bool states_no_gpu(const RunRecord& r) {
 /// its GPUs or a GPU lacks the field.
 json::value gpu_list(const RunRecord& r, const char* check) {
   if (states_no_gpu(r)) return json::array();
-  const json::value* gpus = find_path(r.manifest, "hardware.gpus");
+  const json::value* gpus = find_path(r.manifest_json, "hardware.gpus");
   if (gpus == nullptr || !gpus->is_array() || gpus->get_array().empty()) return nullptr;
   json::array out;
   for (const auto& g : gpus->get_array()) {
@@ -181,7 +181,7 @@ json::value gpu_list(const RunRecord& r, const char* check) {
 }
 
 std::string gpu_note(const RunRecord& r) {
-  const auto mode = string_at(r.manifest, "telemetry.mode");
+  const auto mode = string_at(r.manifest_json, "telemetry.mode");
   if (mode && *mode == "off") return "no GPU in the record: telemetry was off (--telemetry off)";
   return "no GPU identity in the record (no GPU telemetry source saw one; see dyno doctor)";
 }
@@ -189,7 +189,7 @@ std::string gpu_note(const RunRecord& r) {
 /// Why a record has no engine commit or dirty flag: the reason it gives, else that no engine
 /// source was recorded (only an engine launched from a spec with a `checkout` has one).
 std::string engine_source_note(const RunRecord& r) {
-  const json::value* source = find_path(r.manifest, "engine.source");
+  const json::value* source = find_path(r.manifest_json, "engine.source");
   if (source == nullptr || !source->is_object()) {
     return "no engine source in the record (only an engine launched from an engine spec with "
            "a checkout records one)";
@@ -214,40 +214,40 @@ constexpr const char* kSimulatedModel = "simulated by dyno (embedded dyno-sim: n
 
 /// A record of `dyno run`'s embedded simulated engine (engine.reached.kind embedded-sim).
 bool embedded_sim(const RunRecord& r) {
-  const auto kind = string_at(r.manifest, "engine.reached.kind");
+  const auto kind = string_at(r.manifest_json, "engine.reached.kind");
   return kind && *kind == "embedded-sim";
 }
 
 bool missing(const json::value& v);
 
 json::value value_of(const RunRecord& r, const std::string& check) {
-  if (is_imported(r) && unanswered_by_import(check)) return nullptr;
-  if (check == "request_stream") return at(r.manifest, "workload.request_stream.sha256");
-  if (check == "request_count") return at(r.summary, "requests.total");
-  if (check == "input_tokens") return at(r.summary, "tokens.input_total");
-  if (check == "sampling") return at(r.manifest, "workload.sampling");
-  if (check == "api") return at(r.manifest, "workload.api");
-  if (check == "warmup") return at(r.manifest, "workload.warmup_requests");
-  if (check == "load") return at(r.manifest, "load");
+  if (r.imported() && unanswered_by_import(check)) return nullptr;
+  if (check == "request_stream") return at(r.manifest_json, "workload.request_stream.sha256");
+  if (check == "request_count") return at(r.summary_json, "requests.total");
+  if (check == "input_tokens") return at(r.summary_json, "tokens.input_total");
+  if (check == "sampling") return at(r.manifest_json, "workload.sampling");
+  if (check == "api") return at(r.manifest_json, "workload.api");
+  if (check == "warmup") return at(r.manifest_json, "workload.warmup_requests");
+  if (check == "load") return at(r.manifest_json, "load");
   if (check == "model_revision" || check == "model_fingerprint") {
     json::value v =
-        at(r.manifest, check == "model_revision" ? "model.revision" : "model.fingerprint");
+        at(r.manifest_json, check == "model_revision" ? "model.revision" : "model.fingerprint");
     if (missing(v) && embedded_sim(r)) return json::value(kSimulatedModel);
     return v;
   }
   if (check == "driver" || check == "gpu_model" || check == "gpu_uuid") {
     return gpu_list(r, check.c_str());
   }
-  if (check == "harness") return at(r.manifest, "harness.executable_sha256");
-  if (check == "dirty_sources") return at(r.manifest, "harness.git_dirty");
-  if (check == "engine_dirty_sources") return at(r.manifest, "engine.source.dirty");
-  if (check == "engine_commit") return at(r.manifest, "engine.source.commit");
+  if (check == "harness") return at(r.manifest_json, "harness.executable_sha256");
+  if (check == "dirty_sources") return at(r.manifest_json, "harness.git_dirty");
+  if (check == "engine_dirty_sources") return at(r.manifest_json, "engine.source.dirty");
+  if (check == "engine_commit") return at(r.manifest_json, "engine.source.commit");
   return nullptr;
 }
 
 std::string note_of(const RunRecord& r, const std::string& check) {
-  if (is_imported(r)) {
-    const std::string origin = import_origin(r);
+  if (r.imported()) {
+    const std::string origin = r.import_origin();
     if (check == "harness" || check == "dirty_sources") {
       return origin + ": measured by another harness, not by a dyno executable";
     }
@@ -255,23 +255,24 @@ std::string note_of(const RunRecord& r, const std::string& check) {
     if (unanswered_by_import(check)) return origin + ": not in the imported file";
     if (check == "driver" || check == "gpu_model" || check == "gpu_uuid") {
       return origin + ": " +
-             string_at(r.manifest, "hardware.unknown.gpus").value_or("no GPU identity");
+             string_at(r.manifest_json, "hardware.unknown.gpus").value_or("no GPU identity");
     }
     if (check == "engine_dirty_sources" || check == "engine_commit") {
       return origin + ": " +
-             string_at(r.manifest, "engine.unknown.source").value_or("not in the imported file");
+             string_at(r.manifest_json, "engine.unknown.source")
+                 .value_or("not in the imported file");
     }
     if (check == "model_revision" || check == "model_fingerprint") {
       const char* key =
           check == "model_revision" ? "model.unknown.revision" : "model.unknown.fingerprint";
-      return origin + ": " + string_at(r.manifest, key).value_or("not in the imported file");
+      return origin + ": " + string_at(r.manifest_json, key).value_or("not in the imported file");
     }
     return origin + ": not in the imported file";
   }
   if (check == "model_revision" || check == "model_fingerprint") {
     const auto why =
-        string_at(r.manifest, std::string("model.unknown.") +
-                                  (check == "model_revision" ? "revision" : "fingerprint"));
+        string_at(r.manifest_json, std::string("model.unknown.") +
+                                       (check == "model_revision" ? "revision" : "fingerprint"));
     return why ? *why : "not in the record";
   }
   if (check == "driver" || check == "gpu_model" || check == "gpu_uuid") return gpu_note(r);

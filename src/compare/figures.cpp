@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "metrics/registry.h"
 #include "metrics/stats.h"
 #include "metrics/summary.h"
 
@@ -41,7 +42,7 @@ std::optional<double> service_window_s(const std::vector<metrics::Trace>& traces
 
 /// Sum over the energy section's devices in its scope (gpu, else cpu packages).
 std::optional<double> device_figure(const RunRecord& run, const char* key, bool take_max) {
-  const json::value* e = find_path(run.summary, "energy");
+  const json::value* e = find_path(run.summary_json, "energy");
   if (e == nullptr || !e->is_object()) return std::nullopt;
   const auto scope = string_at(e->get_object(), "scope");
   const json::value* devs = e->get_object().if_contains("devices");
@@ -87,6 +88,8 @@ const std::vector<MetricDef>& metric_catalog() {
         m.decimals = v.decimals;
         m.source = !f.formula.empty() ? f.formula : v.stat.empty() ? f.path : f.path + "." + v.stat;
         m.engine_source = f.engine_source;
+        m.figure = &f;
+        m.stat = v.stat;
         views.emplace_back(v.order, std::move(m));
       }
     }
@@ -117,8 +120,8 @@ const MetricDef* find_metric(const std::string& key) {
 }
 
 std::optional<double> read_figure(const MetricDef& m, const RunRecord& run) {
-  if (!run.has_summary) return std::nullopt;
-  const json::object& s = run.summary;
+  if (!run.has_summary()) return std::nullopt;
+  const json::object& s = run.summary_json;
   if (m.key == "power_mean_w") {
     const auto e = number_at(s, "energy.energy_j");
     const auto w = number_at(s, "energy.window_s");
@@ -127,6 +130,11 @@ std::optional<double> read_figure(const MetricDef& m, const RunRecord& run) {
   }
   if (m.key == "power_p95_w") return device_figure(run, "power_p95_w", false);
   if (m.key == "temperature_p95_c") return device_figure(run, "temperature_p95_c", true);
+  // A figure the typed summary holds is read from it; the engine's and the telemetry's
+  // figures (sections their owners write) from the summary as written.
+  if (m.figure != nullptr && metrics::typed(*m.figure)) {
+    return metrics::value_of(run.summary->figures, *m.figure, m.stat);
+  }
   std::optional<double> v = number_at(s, m.source);
   if (v && !std::isfinite(*v)) v.reset();
   return v;
@@ -291,7 +299,7 @@ std::optional<Sample> Sample::of(const MetricDef& m, const RunRecord& run) {
     case Resample::kServiceRate: {
       const auto w = service_window_s(traces);
       if (!w) return std::nullopt;
-      const metrics::Slo slo = slo_of(run.manifest);
+      const metrics::Slo slo = slo_of(run.manifest_json);
       if (m.key == "goodput_requests_per_s" && !slo.any()) return std::nullopt;
       std::vector<double> num, den;
       bool any = false;

@@ -35,6 +35,9 @@ struct MetricDef {
   /// Who measured it when the engine did: "response timings" (llama.cpp `timings` of each
   /// response) or "/metrics" (the engine's counters); "" for the client's own figures.
   std::string engine_source;
+  /// The registry's figure this view shows, and which statistic of it (a distribution's).
+  const metrics::Figure* figure = nullptr;
+  std::string stat;
 };
 
 /// Every figure a board shows, in table order: the board views of the metric registry's

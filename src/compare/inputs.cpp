@@ -436,7 +436,7 @@ BoardInput load_board_input(const fs::path& runs_root, const std::vector<ArmSpec
       const fs::path key = fs::weakly_canonical(dir);
       auto it = loaded.find(key);
       if (it == loaded.end()) {
-        it = loaded.emplace(key, std::make_shared<const RunRecord>(load_run(dir))).first;
+        it = loaded.emplace(key, std::make_shared<const RunRecord>(read_run(dir))).first;
       }
       if (ids.insert(it->second->run_id).second) runs.push_back(it->second);
     }
@@ -470,7 +470,7 @@ BoardInput load_board_input(const fs::path& runs_root, const std::vector<ArmSpec
   }
   std::set<std::string> campaigns;
   for (const auto& kv : loaded) {
-    if (const auto c = string_at(kv.second->manifest, "campaign")) {
+    if (const auto c = string_at(kv.second->manifest_json, "campaign")) {
       campaigns.insert(*c);
       if (index == nullptr || in.campaigns.count(*c) != 0) continue;
       if (auto doc = index->campaign_of(kv.first, *c)) in.campaigns[*c] = std::move(*doc);

@@ -121,11 +121,8 @@ std::optional<json::object> read_campaign(const fs::path& runs_root,
   if (campaign_id.empty() || campaign_id.find('/') != std::string::npos) return std::nullopt;
   const fs::path file = runs_root / "campaigns" / (campaign_id + ".json");
   if (!fs::exists(file)) return std::nullopt;
-  try {
-    return record::read_record_json(file);  // schema_version checked: a newer one is refused
-  } catch (const record::RecordReadError& e) {
-    throw CompareError(e.what());
-  }
+  // schema_version checked: a newer one is refused (RecordReadError, naming the file)
+  return record::read_record_json(file);
 }
 
 std::vector<fs::path> resolve_selector(const std::string& selector, const fs::path& runs_root,

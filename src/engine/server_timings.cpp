@@ -133,11 +133,12 @@ json::object server_timings_json(const ServerTimingFigures& f) {
   return o;
 }
 
-json::array timing_caveats(std::span<const metrics::Trace> traces, const ServerTimingFigures& f,
-                           std::optional<double> tokens_per_event) {
-  json::array out;
+std::vector<metrics::Caveat> timing_caveats(std::span<const metrics::Trace> traces,
+                                            const ServerTimingFigures& f,
+                                            std::optional<double> tokens_per_event) {
+  std::vector<metrics::Caveat> out;
   const auto add = [&out](const char* code, const std::string& text) {
-    out.push_back(json::object{{"code", code}, {"text", text}});
+    out.push_back({code, text});
   };
   if (f.with_timings > 0) {
     add("engine_timer_boundaries",

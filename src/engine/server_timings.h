@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "metrics/stats.h"
 #include "metrics/summary.h"
@@ -62,7 +63,7 @@ std::optional<std::int64_t> computed_prompt_tokens(const metrics::Trace& trace);
 boost::json::object server_timings_json(const ServerTimingFigures& figures);
 
 /// The timing caveats that apply to a run (summary.json `caveats`, docs/metrics.md "Timing
-/// caveats"), each {"code", "text"} with the run's own numbers:
+/// caveats"), each a code and a text with the run's own numbers:
 /// - `engine_timer_boundaries`: responses carried the engine's own timings, which start and
 ///   end at the engine's boundaries, not at the client's send and receive;
 /// - `prompt_cache`: prompt tokens were served from the engine's prompt cache (timings'
@@ -70,9 +71,9 @@ boost::json::object server_timings_json(const ServerTimingFigures& figures);
 /// - `tokens_per_event`: token events carried more than one token on average
 ///   (`tokens_per_event` > 1.05), so the time between events is not a time per token.
 /// Measured, ok traces only. Empty when none applies.
-boost::json::array timing_caveats(std::span<const metrics::Trace> traces,
-                                  const ServerTimingFigures& figures,
-                                  std::optional<double> tokens_per_event);
+std::vector<metrics::Caveat> timing_caveats(std::span<const metrics::Trace> traces,
+                                            const ServerTimingFigures& figures,
+                                            std::optional<double> tokens_per_event);
 
 /// For each request whose engine gave no cached count in `usage` but whose timings carry
 /// cache_n (llama.cpp), sets cached_input_tokens = cache_n with source kTimings; when the

@@ -90,7 +90,7 @@ std::string export_csv(const std::vector<ExportRecord>& records) {
   for (const ExportRecord& r : records) {
     std::vector<std::string> keys;
     std::map<std::string, json::value> row;
-    for (auto& [k, v] : flatten_summary(r.summary)) {
+    for (auto& [k, v] : flatten_summary(r.summary_json)) {
       keys.push_back(k);
       row.emplace(k, std::move(v));
     }

@@ -3,14 +3,11 @@
 // refused, never converted.
 #pragma once
 
-#include <boost/json/object.hpp>
 #include <filesystem>
 #include <string>
-#include <vector>
 
 #include "error/error.h"
-#include "metrics/trace.h"
-#include "record/manifest.h"
+#include "record/run_record.h"
 
 namespace dyno::interop {
 
@@ -21,16 +18,9 @@ class ExportError : public Error {
   explicit ExportError(const std::string& message) : Error(ErrorKind::input, message) {}
 };
 
-/// A record as the exporters read it.
-struct ExportRecord {
-  std::filesystem::path dir;
-  std::string run_id;
-  boost::json::object manifest_json;   ///< manifest.json as written
-  record::Manifest manifest;           ///< the same, typed
-  boost::json::object summary;         ///< summary.json as written
-  bool has_requests = false;           ///< requests.jsonl exists (not a summary-only import)
-  std::vector<metrics::Trace> traces;  ///< requests.jsonl, in its (index) order
-};
+/// A record as the exporters read it: the run record (record/run_record.h), finished and
+/// verified.
+using ExportRecord = record::RunRecord;
 
 /// Reads the record at `dir`. Throws ExportError when it is still running (manifest status
 /// `running`, or a dyno is writing it) or fails `dyno runs verify` (the first problem named),

@@ -296,7 +296,7 @@ json::object export_vllm_bench(const ExportRecord& record) {
                       hint);
   }
   const std::optional<double> window =
-      summary_number(record.summary, "throughput", "service_window_s");
+      summary_number(record.summary_json, "throughput", "service_window_s");
   if (!window || *window <= 0) {
     throw ExportError("run " + id +
                       " has no service window W (summary throughput.service_window_s is null: "

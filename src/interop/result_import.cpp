@@ -11,9 +11,11 @@
 
 #include "json/json_text.h"
 #include "json/utf8.h"
+#include "metrics/registry.h"
 #include "record/record_json.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
+#include "record/summary_file.h"
 #include "scrub/scrub.h"
 #include "scrub/scrub_text.h"
 #include "workload/user_file.h"
@@ -90,60 +92,40 @@ json::object hardware_json(const ImportedResult& r) {
                       {"unknown", std::move(unknown)}};
 }
 
-/// Sets the value at the dotted `path` of `doc` (every step but the last an object) to null.
-void make_null(json::object& doc, const std::string& path) {
-  json::object* at = &doc;
-  std::size_t from = 0;
-  for (std::size_t dot = path.find('.'); dot != std::string::npos; dot = path.find('.', from)) {
-    json::value* next = at->if_contains(path.substr(from, dot - from));
-    if (next == nullptr || !next->is_object()) return;
-    at = &next->get_object();
-    from = dot + 1;
-  }
-  if (json::value* v = at->if_contains(path.substr(from))) *v = nullptr;
-}
-
 /// summary.json: the figures, and what an imported record cannot have (client cost, energy,
 /// the server's /metrics) null with the reason.
-json::object summary_json(const std::string& run_id, const std::string& status,
-                          const metrics::Summary& s, const ImportSource& source,
-                          const std::optional<json::object>& engine_timings,
-                          const std::vector<std::string>& absent_counts) {
-  json::object doc{{"schema_version", kSchemaVersion}, {"run_id", run_id}, {"status", status}};
-  for (auto& kv : summary_to_json(s)) doc[kv.key()] = kv.value();
-  for (const std::string& path : absent_counts) make_null(doc, path);
+record::SummaryFile summary_file(const std::string& run_id, const std::string& status,
+                                 const metrics::Summary& s, const ImportSource& source,
+                                 const std::optional<json::object>& engine_timings,
+                                 const std::vector<std::string>& absent_counts) {
+  record::SummaryFile f;
+  f.run_id = run_id;
+  f.status = status;
+  f.figures = s;
+  f.unknown_counts = absent_counts;
   if (source.timing == "summary_only") {
     // A distribution the file gives no figure of: over how many requests is not known either,
     // so its count is null, never a 0 that would read as "no request had one".
-    for (const char* section : {"latency_ms", "rates_tok_s", "lengths_tokens"}) {
-      json::value* sec = doc.if_contains(section);
-      if (sec == nullptr || !sec->is_object()) continue;
-      for (auto& kv : sec->get_object()) {
-        json::object* d = kv.value().if_object();
-        if (d == nullptr) continue;
-        const json::value* count = d->if_contains("count");
-        bool empty = count != nullptr && count->is_number() && count->to_number<double>() == 0;
-        for (const auto& stat : *d) {
-          empty = empty && (stat.key() == "count" || stat.value().is_null());
-        }
-        if (empty) (*d)["count"] = nullptr;
+    for (const metrics::Figure& fig : metrics::figures()) {
+      if (fig.dist == nullptr) continue;
+      const metrics::Distribution& d = s.*(fig.dist);
+      if (d.count == 0 && !d.mean && !d.stddev && !d.min && !d.p50 && !d.p90 && !d.p95 && !d.p99 &&
+          !d.p999 && !d.max && !d.jitter) {
+        f.unknown_counts.push_back(fig.path + ".count");
       }
     }
   }
-  json::object& client = doc["client"].as_object();
-  client["connections_opened"] = nullptr;
-  client["note"] = "imported record: dyno did not measure, so the client's cost is unknown";
-  doc["energy"] = json::object{{"energy_j", nullptr}, {"reason", kNotInFile}};
-  doc["server"] = json::object{{"source", nullptr}, {"reason", kNotInFile}};
+  f.client.states_connections = true;  // null: not measured
+  f.client.note = "imported record: dyno did not measure, so the client's cost is unknown";
+  f.energy = json::object{{"energy_j", nullptr}, {"reason", kNotInFile}};
+  f.server = json::object{{"source", nullptr}, {"reason", kNotInFile}};
   if (engine_timings) {
-    doc["server"] = json::object{{"source", nullptr},
-                                 {"reason", "an in-process benchmark: no server, no /metrics"},
-                                 {"timings", *engine_timings}};
+    f.server = json::object{{"source", nullptr},
+                            {"reason", "an in-process benchmark: no server, no /metrics"},
+                            {"timings", *engine_timings}};
   }
-  doc["import"] = json::object{{"format", source.format},
-                               {"timing", source.timing},
-                               {"summary_only", source.timing == "summary_only"}};
-  return doc;
+  f.import = record::ImportSection{source.format, source.timing};
+  return f;
 }
 
 }  // namespace
@@ -314,8 +296,9 @@ ImportOutcome write_imported_record(const ImportedResult& r, const ImportEvidenc
     }
     const std::vector<std::string> absent =
         r.source.timing == "summary_only" ? r.absent_counts : std::vector<std::string>{};
-    writer.write_json("summary.json", summary_json(m.run_id, m.status, summary, *m.source,
-                                                   r.engine_timings, absent));
+    writer.write_json("summary.json",
+                      record::summary_file_to_json(summary_file(
+                          m.run_id, m.status, summary, *m.source, r.engine_timings, absent)));
     writer.write_json("manifest.json", manifest_to_json(m));
     if (r.source.timing == "summary_only") {
       writer.flush_requests();

@@ -1,5 +1,7 @@
 #include "metrics/registry.h"
 
+#include <cmath>
+
 namespace dyno::metrics {
 
 namespace {
@@ -302,6 +304,38 @@ std::string_view leaf(const Figure& f) {
   const std::string_view p = f.path;
   const std::size_t dot = p.rfind('.');
   return dot == std::string_view::npos ? p : p.substr(dot + 1);
+}
+
+bool typed(const Figure& f) {
+  return f.value != nullptr || f.count != nullptr || f.dist != nullptr;
+}
+
+std::optional<double> statistic(const Distribution& d, std::string_view stat) {
+  if (stat == "count") return static_cast<double>(d.count);
+  if (stat == "mean") return d.mean;
+  if (stat == "stddev") return d.stddev;
+  if (stat == "min") return d.min;
+  if (stat == "p50") return d.p50;
+  if (stat == "p90") return d.p90;
+  if (stat == "p95") return d.p95;
+  if (stat == "p99") return d.p99;
+  if (stat == "p99_9") return d.p999;
+  if (stat == "max") return d.max;
+  if (stat == "jitter_p95_minus_p50") return d.jitter;
+  return std::nullopt;
+}
+
+std::optional<double> value_of(const Summary& s, const Figure& f, std::string_view stat) {
+  std::optional<double> v;
+  if (f.dist != nullptr) {
+    v = statistic(s.*(f.dist), stat);
+  } else if (f.value != nullptr) {
+    v = s.*(f.value);
+  } else if (f.count != nullptr) {
+    if (const auto& n = s.*(f.count)) v = static_cast<double>(*n);
+  }
+  if (v && !std::isfinite(*v)) v.reset();  // a record writes them null
+  return v;
 }
 
 const char* to_string(Direction d) {

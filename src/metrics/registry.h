@@ -113,6 +113,17 @@ std::vector<const Figure*> figures_in(std::string_view section);
 /// "throughput.output_tokens_per_s".
 std::string_view leaf(const Figure& f);
 
+/// Whether the typed summary holds `f` (one of value, count, dist is set).
+bool typed(const Figure& f);
+
+/// A statistic of a distribution by its summary.json name ("count", "mean", "p50", "p99_9",
+/// "jitter_p95_minus_p50", …); nullopt when absent or the name is not a statistic.
+std::optional<double> statistic(const Distribution& d, std::string_view stat);
+
+/// The value of `f` in a typed summary — of a distribution, its statistic `stat` — as the
+/// record holds it: nullopt when absent, non-finite, or `f` is not typed (see `typed`).
+std::optional<double> value_of(const Summary& s, const Figure& f, std::string_view stat = {});
+
 const char* to_string(Direction d);
 const char* to_string(Section s);
 const char* to_string(Source s);

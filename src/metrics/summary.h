@@ -89,6 +89,14 @@ struct Warning {
   std::string hint;     ///< what to change
 };
 
+/// A timing caveat (docs/metrics.md "Timing caveats"): what a reader must know to read the
+/// figures right, with the run's own numbers. Codes: engine_timer_boundaries, prompt_cache,
+/// tokens_per_event.
+struct Caveat {
+  std::string code;
+  std::string text;
+};
+
 /// What the client cost while it measured (P10: the record shows whether dyno distorted it).
 struct ClientCost {
   std::optional<double> cpu_s;  ///< user + system CPU of the dyno process during the run

@@ -14,6 +14,7 @@
 #include "record/record_reader.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
+#include "record/summary_file.h"
 
 namespace dyno::record {
 
@@ -82,17 +83,17 @@ void close_record_at_once(const fs::path& dir, const CloseContext& context) {
     return;
   }
   const metrics::Summary summary = summarize(dir, manifest);
-  json::object summary_json{
-      {"schema_version", kSchemaVersion}, {"run_id", manifest.run_id}, {"status", "interrupted"}};
-  for (auto& kv : summary_to_json(summary)) summary_json[kv.key()] = kv.value();
-  json::object& client = summary_json["client"].as_object();
-  client["connections_opened"] = nullptr;
-  client["note"] = std::string(kWhy) + ": the client's cost was not measured";
-  summary_json["energy"] =
+  SummaryFile summary_file;
+  summary_file.run_id = manifest.run_id;
+  summary_file.status = "interrupted";
+  summary_file.figures = summary;
+  summary_file.client.states_connections = true;  // null: not measured
+  summary_file.client.note = std::string(kWhy) + ": the client's cost was not measured";
+  summary_file.energy =
       json::object{{"energy_j", nullptr}, {"reason", std::string("not measured: ") + kWhy}};
-  summary_json["server"] = json::object{
+  summary_file.server = json::object{
       {"source", nullptr}, {"reason", std::string("no /metrics snapshot after the run: ") + kWhy}};
-  write_file_atomic(dir / "summary.json", pretty_json(summary_json));
+  write_file_atomic(dir / "summary.json", pretty_json(summary_file_to_json(summary_file)));
 
   manifest.warnings = summary.warnings;
   manifest.status = "interrupted";

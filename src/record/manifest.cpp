@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "record/object_reader.h"
 #include "record/record_json.h"
 
 namespace dyno::record {
@@ -21,78 +22,7 @@ json::value or_null(const std::optional<T>& v) {
   throw std::runtime_error("manifest.json: " + key + " " + what);
 }
 
-/// A reader of one object of the manifest that names the key's path in every error.
-class Reader {
- public:
-  Reader(const json::object& o, std::string path) : o_(o), path_(std::move(path)) {}
-
-  const json::value& at(const char* key) const {
-    const json::value* v = o_.if_contains(key);
-    if (v == nullptr) malformed(name(key), "is missing");
-    return *v;
-  }
-  Reader object(const char* key) const {
-    const json::value& v = at(key);
-    if (!v.is_object()) malformed(name(key), "is not an object");
-    return Reader(v.as_object(), name(key));
-  }
-  json::object object_value(const char* key) const { return object(key).o_; }
-  std::string string(const char* key) const {
-    const json::value& v = at(key);
-    if (!v.is_string()) malformed(name(key), "is not a string");
-    return std::string(v.as_string());
-  }
-  std::optional<std::string> opt_string(const char* key) const {
-    const json::value* v = o_.if_contains(key);
-    if (v == nullptr || v->is_null()) return std::nullopt;
-    return string(key);
-  }
-  bool has(const char* key) const { return o_.contains(key); }
-  bool boolean(const char* key) const {
-    const json::value& v = at(key);
-    if (!v.is_bool()) malformed(name(key), "is not a boolean");
-    return v.as_bool();
-  }
-  std::optional<double> opt_number(const char* key) const {
-    const json::value* v = o_.if_contains(key);
-    if (v == nullptr || v->is_null()) return std::nullopt;
-    if (!v->is_number()) malformed(name(key), "is not a number");
-    return v->to_number<double>();
-  }
-  std::optional<std::int64_t> opt_int(const char* key) const {
-    const json::value* v = o_.if_contains(key);
-    if (v == nullptr || v->is_null()) return std::nullopt;
-    if (v->is_int64()) return v->as_int64();
-    if (v->is_uint64() && v->as_uint64() <= static_cast<std::uint64_t>(INT64_MAX)) {
-      return static_cast<std::int64_t>(v->as_uint64());
-    }
-    malformed(name(key), "is not an integer");
-  }
-  std::optional<std::uint64_t> opt_uint(const char* key) const {
-    const json::value* v = o_.if_contains(key);
-    if (v == nullptr || v->is_null()) return std::nullopt;
-    if (v->is_uint64()) return v->as_uint64();
-    if (v->is_int64() && v->as_int64() >= 0) return static_cast<std::uint64_t>(v->as_int64());
-    malformed(name(key), "is not a non-negative integer");
-  }
-  std::uint64_t uint(const char* key) const {
-    (void)at(key);
-    const std::optional<std::uint64_t> v = opt_uint(key);
-    if (!v) malformed(name(key), "is null");
-    return *v;
-  }
-  const json::array& array(const char* key) const {
-    const json::value& v = at(key);
-    if (!v.is_array()) malformed(name(key), "is not an array");
-    return v.as_array();
-  }
-  std::string name(const char* key) const { return path_.empty() ? key : path_ + "." + key; }
-  const json::object& raw() const { return o_; }
-
- private:
-  const json::object& o_;
-  std::string path_;
-};
+using Reader = ObjectReader;
 
 json::object workload_to_json(const WorkloadSection& w) {
   const RequestStreamRef& s = w.request_stream;
@@ -310,7 +240,7 @@ MergedFrom merged_from_from(const Reader& r) {
   m.start_spread_ns = r.opt_int("start_spread_ns").value_or(0);
   for (const json::value& v : r.array("shards")) {
     if (!v.is_object()) malformed("merged_from.shards[]", "is not an object");
-    const Reader sr(v.as_object(), "merged_from.shards[]");
+    const Reader sr(v.as_object(), "merged_from.shards[]", "manifest.json");
     m.shards.push_back({sr.string("run_id"), sr.uint("k"), sr.opt_int("offset_ns").value_or(0),
                         sr.opt_int("clock_offset_ns"), sr.opt_int("clock_uncertainty_ns"),
                         sr.opt_int("clock_drift_ns")});
@@ -403,7 +333,7 @@ json::object manifest_to_json(const Manifest& m) {
 }
 
 Manifest manifest_from_json(const json::object& object) {
-  const Reader r(object, "");
+  const Reader r(object, "", "manifest.json");
   Manifest m;
   m.run_id = r.string("run_id");
   m.label = r.opt_string("label");
@@ -419,7 +349,7 @@ Manifest manifest_from_json(const json::object& object) {
   m.engine = r.object_value("engine");
   if (const json::value* exit = m.engine.if_contains("exit"); exit != nullptr) {
     if (!exit->is_object()) malformed("engine.exit", "is not an object");
-    m.engine_exit = engine_exit_from(Reader(exit->as_object(), "engine.exit"));
+    m.engine_exit = engine_exit_from(Reader(exit->as_object(), "engine.exit", "manifest.json"));
     m.engine.erase("exit");
   }
   m.model = r.object_value("model");
@@ -432,7 +362,7 @@ Manifest manifest_from_json(const json::object& object) {
   m.slo.e2e_s = slo.opt_number("e2e_s");
   for (const json::value& w : r.array("warnings")) {
     if (!w.is_object()) malformed("warnings[]", "is not an object");
-    const Reader wr(w.as_object(), "warnings[]");
+    const Reader wr(w.as_object(), "warnings[]", "manifest.json");
     const std::string name = wr.string("code");
     const std::optional<metrics::WarningCode> code = metrics::warning_code_from(name);
     if (!code) malformed("warnings[].code", "is '" + name + "', not a warning this dyno knows");
@@ -444,7 +374,7 @@ Manifest manifest_from_json(const json::object& object) {
   }
   for (const json::value& e : r.array("evidence")) {
     if (!e.is_object()) malformed("evidence[]", "is not an object");
-    const Reader er(e.as_object(), "evidence[]");
+    const Reader er(e.as_object(), "evidence[]", "manifest.json");
     m.evidence.push_back({er.string("path"), er.string("sha256")});
   }
   if (object.contains("telemetry")) m.telemetry = r.object_value("telemetry");

@@ -6,13 +6,16 @@
 #include <utility>
 
 #include "json/json_text.h"
+#include "metrics/registry.h"
 #include "metrics/summary.h"
 #include "record/manifest.h"
 #include "record/record_json.h"
 #include "record/record_reader.h"
 #include "record/run_id.h"
+#include "record/run_record.h"
 #include "record/run_verify.h"
 #include "record/run_writer.h"
+#include "record/summary_file.h"
 #include "scrub/scrub.h"
 #include "workload/request_stream.h"
 #include "workload/scorer_spec.h"
@@ -183,19 +186,16 @@ RescoredRequests rescore_requests(std::vector<json::object> lines,
 
 RescoreOutcome rescore_run(const RescoreOptions& o) {
   const fs::path source = o.source.has_filename() ? o.source : o.source.parent_path();  // "x/"
-  const json::object source_manifest = read_record_json(source / "manifest.json");
-  check_source(source, source_manifest);
+  check_source(source, read_record_json(source / "manifest.json"));
   const std::string source_id = source.filename().string();
-  json::object summary = read_record_json(source / "summary.json");
+  // Verified by check_source; its requests are re-read below as lines, kept byte for byte.
+  RunRecord record = read_run(source, {.requests = false, .integrity = false});
+  if (!record.summary) throw RecordReadError((source / "summary.json").string() + ": missing");
+  SummaryFile& summary = *record.summary;
   RescoredRequests rescored =
       rescore_requests(read_lines(source / "requests.jsonl"), o.scorer, source_id);
 
-  Manifest m;
-  try {
-    m = manifest_from_json(source_manifest);
-  } catch (const std::runtime_error& e) {
-    throw RecordReadError((source / "manifest.json").string() + ": " + e.what());
-  }
+  Manifest m = std::move(record.manifest);
   const std::string label = o.label.value_or(default_label(m.label));
   m.run_id = make_run_id(o.now, label);
   m.label = label;
@@ -212,13 +212,16 @@ RescoreOutcome rescore_run(const RescoreOptions& o) {
   out.run_id = m.run_id;
   out.scored = rescored.scored;
   out.changed = rescored.changed;
-  if (const json::value* q = summary.if_contains("quality"); q != nullptr && q->is_object()) {
-    out.before = q->get_object();
-  }
+  out.before = quality_to_json(summary.figures);
   // Quality by the same definitions as a measured run's; every other figure is the source's.
-  out.after = quality_to_json(metrics::summarize_run(rescored.traces, {}));
-  summary["run_id"] = m.run_id;
-  summary["quality"] = out.after;
+  const metrics::Summary quality = metrics::summarize_run(rescored.traces, {});
+  for (const metrics::Figure* f : metrics::figures_in("quality")) {
+    if (f->value != nullptr) summary.figures.*(f->value) = quality.*(f->value);
+    if (f->count != nullptr) summary.figures.*(f->count) = quality.*(f->count);
+    if (f->dist != nullptr) summary.figures.*(f->dist) = quality.*(f->dist);
+  }
+  out.after = quality_to_json(summary.figures);
+  summary.run_id = m.run_id;
   json::value manifest_json = manifest_to_json(m);
   out.derived_from = manifest_json.as_object().at("derived_from").as_object();
 
@@ -231,7 +234,7 @@ RescoreOutcome rescore_run(const RescoreOptions& o) {
   std::string requests;
   for (const json::object& line : rescored.lines) requests += json_text::compact(line) + "\n";
   writer.write_text("requests.jsonl", requests);
-  json::value summary_json = std::move(summary);
+  json::value summary_json = summary_file_to_json(summary);
   scrub::redact_secrets(summary_json);
   writer.write_text("summary.json", json_text::pretty(summary_json));
   scrub::redact_secrets(manifest_json);

@@ -517,7 +517,8 @@ class Builder {
     std::set<std::string> reasons;
     for (const auto& cl : bd_.cells) {
       for (const auto& a : cl.arms) {
-        if (const auto r = compare::string_at(a.run().summary, "energy.reason")) reasons.insert(*r);
+        if (const auto r = compare::string_at(a.run().summary_json, "energy.reason"))
+          reasons.insert(*r);
       }
     }
     return reasons.empty()

@@ -79,22 +79,23 @@ json::object quality_json(const QualityAudit& q) {
 json::object run_ref(const RunRecord& r) {
   return json::object{
       {"run_id", r.run_id},
-      {"status", r.manifest.contains("status") ? r.manifest.at("status") : json::value(nullptr)},
-      {"campaign",
-       r.manifest.contains("campaign") ? r.manifest.at("campaign") : json::value(nullptr)},
+      {"status",
+       r.manifest_json.contains("status") ? r.manifest_json.at("status") : json::value(nullptr)},
+      {"campaign", r.manifest_json.contains("campaign") ? r.manifest_json.at("campaign")
+                                                        : json::value(nullptr)},
       {"repetition",
        [&r] {
-         const json::value* v = find_path(r.manifest, "workload.protocol.repetition");
+         const json::value* v = find_path(r.manifest_json, "workload.protocol.repetition");
          return v == nullptr ? json::value(nullptr) : *v;
        }()},
       {"sha256sums_sha256",
        r.sums_sha256.empty() ? json::value(nullptr) : json::value(r.sums_sha256)},
       {"intact", r.integrity_problems.empty()},
       {"source", [&r]() -> json::value {  // an imported run: which tool's file
-         if (!compare::is_imported(r)) return nullptr;
+         if (!r.imported()) return nullptr;
          json::object s;
          for (const char* k : {"tool", "tool_version", "format", "file", "part", "timing"}) {
-           const json::value* v = find_path(r.manifest, std::string("source.") + k);
+           const json::value* v = find_path(r.manifest_json, std::string("source.") + k);
            s[k] = v == nullptr ? json::value(nullptr) : *v;
          }
          return s;

@@ -68,7 +68,7 @@ std::string text_at(const json::object& o, const std::string& path,
 // ---- what one run was, from its manifest and summary -----------------------------------
 
 std::string describe_engine(const RunRecord& r) {
-  const json::object& m = r.manifest;
+  const json::object& m = r.manifest_json;
   std::string d = text_at(m, "engine.name", "unidentified engine") + " " +
                   text_at(m, "engine.version", "(version unknown)") + " (" +
                   text_at(m, "engine.reached.kind") + ")";
@@ -85,13 +85,13 @@ std::string describe_engine(const RunRecord& r) {
 }
 
 std::string describe_model(const RunRecord& r) {
-  const json::object& m = r.manifest;
+  const json::object& m = r.manifest_json;
   return text_at(m, "model.id") + ", revision " + text_at(m, "model.revision") + ", fingerprint " +
          short_hash(text_at(m, "model.fingerprint"));
 }
 
 std::string describe_protocol(const RunRecord& r) {
-  const json::object& m = r.manifest;
+  const json::object& m = r.manifest_json;
   std::string d = text_at(m, "workload.protocol.name", "run") + " v" +
                   text_at(m, "workload.protocol.version", "1");
   const json::value* params = compare::find_path(m, "workload.protocol.params");
@@ -109,7 +109,7 @@ std::string describe_protocol(const RunRecord& r) {
 }
 
 std::string describe_workload(const RunRecord& r) {
-  const json::object& m = r.manifest;
+  const json::object& m = r.manifest_json;
   return text_at(m, "workload.api") + " API, stream " +
          text_at(m, "workload.request_stream.source") + " (sha256 " +
          short_hash(text_at(m, "workload.request_stream.sha256")) + ", " +
@@ -119,7 +119,7 @@ std::string describe_workload(const RunRecord& r) {
 }
 
 std::string describe_load(const RunRecord& r) {
-  const json::object& m = r.manifest;
+  const json::object& m = r.manifest_json;
   const std::string mode = text_at(m, "load.mode");
   if (mode == "replay") {
     return "replay of the stream's timestamps, time scale " + text_at(m, "load.replay.time_scale") +
@@ -135,7 +135,7 @@ std::string describe_load(const RunRecord& r) {
 }
 
 std::string describe_hardware(const RunRecord& r) {
-  const json::object& m = r.manifest;
+  const json::object& m = r.manifest_json;
   std::string d =
       text_at(m, "hardware.cpu_model") + " (" + text_at(m, "hardware.cpu_cores") + " cores)";
   const json::value* gpus = compare::find_path(m, "hardware.gpus");
@@ -156,7 +156,7 @@ std::string describe_hardware(const RunRecord& r) {
 }
 
 std::string describe_harness(const RunRecord& r) {
-  const json::object& m = r.manifest;
+  const json::object& m = r.manifest_json;
   const json::value* dirty = compare::find_path(m, "harness.git_dirty");
   return text_at(m, "harness.name", "dyno") + " " + text_at(m, "harness.version") + " at " +
          short_hash(text_at(m, "harness.git_commit")) +
@@ -167,15 +167,15 @@ std::string describe_harness(const RunRecord& r) {
 }
 
 std::string describe_telemetry(const RunRecord& r) {
-  return text_at(r.manifest, "telemetry.mode") + ", energy " +
-         (compare::number_at(r.summary, "energy.energy_j")
-              ? "scope " + text_at(r.summary, "energy.scope")
+  return text_at(r.manifest_json, "telemetry.mode") + ", energy " +
+         (compare::number_at(r.summary_json, "energy.energy_j")
+              ? "scope " + text_at(r.summary_json, "energy.scope")
               : "not measured");
 }
 
 std::string describe_figures(const RunRecord& r) {
-  return text_at(r.summary, "definition_set") +
-         "; percentiles: " + text_at(r.summary, "percentile_method");
+  return text_at(r.summary_json, "definition_set") +
+         "; percentiles: " + text_at(r.summary_json, "percentile_method");
 }
 
 // ---- how the board compares them -------------------------------------------------------

@@ -19,6 +19,7 @@
 #include "record/record_json.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
+#include "record/summary_file.h"
 #include "scrub/redact.h"
 #include "session/cell_plan.h"
 #include "session/clock_reference.h"
@@ -440,36 +441,34 @@ void summarize_cell(const CellSpec& cell, const Measured& m, CellOutcome& out) {
 }
 
 /// summary.json: the figures, the client's cost, energy and the server's side.
-json::object summary_document(EngineSession& engine, CellTarget& target, Measured& m,
-                              json::object energy, record::RunWriter& writer,
-                              record::Manifest& manifest, const CellOutcome& out) {
-  json::object doc{
-      {"schema_version", record::kSchemaVersion}, {"run_id", out.run_id}, {"status", out.status}};
-  for (auto& kv : record::summary_to_json(out.summary)) doc[kv.key()] = kv.value();
-  json::object& client = doc["client"].as_object();
-  client["connections_opened"] = target.connections_opened();
-  doc["energy"] = std::move(energy);
-  doc["server"] =
+record::SummaryFile summary_document(EngineSession& engine, CellTarget& target, Measured& m,
+                                     json::object energy, record::RunWriter& writer,
+                                     record::Manifest& manifest, const CellOutcome& out) {
+  record::SummaryFile f;
+  f.run_id = out.run_id;
+  f.status = out.status;
+  f.figures = out.summary;
+  f.client.states_connections = true;
+  f.client.connections_opened = target.connections_opened();
+  f.energy = std::move(energy);
+  f.server =
       server_and_evidence(engine, m, out.crash.has_value(), out.server_timings, writer, manifest);
-  if (!doc.contains("prefix_cache")) {
-    if (auto from_metrics = engine::prefix_cache_from_counters(doc["server"].as_object())) {
-      doc["prefix_cache"] = std::move(*from_metrics);
-    }
-  }
+  if (!f.figures.prefix_cache)
+    f.engine_prefix_cache = engine::prefix_cache_from_counters(*f.server);
   // What a reader must know to read the figures right (docs/metrics.md "Timing caveats").
-  doc["caveats"] =
+  f.caveats =
       engine::timing_caveats(m.result.traces, out.server_timings, out.summary.tokens_per_event);
   if (target.plugin() != nullptr) {
-    client["note"] =
+    f.client.note =
         "the engine ran in this process (--plugin): cpu_s is the event-loop thread's CPU time "
         "only; peak_rss_bytes is of the whole process";
   }
   if (engine.embedded()) {
-    client["note"] =
+    f.client.note =
         "the simulated engine ran in this process on its own thread: cpu_s excludes that "
         "thread's CPU time; peak_rss_bytes is of the whole process";
   }
-  return doc;
+  return f;
 }
 
 /// clock.t0_unix_ns: the wall clock at t0, from the two clocks' offset read now (one wall
@@ -582,8 +581,8 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
                                                      engine.idle(), result.t0_steady_ns, cell_end);
 
   // 4. The record closed: summary.json, evidence, the final manifest, SHA256SUMS, the index.
-  json::object summary_json =
-      summary_document(engine, target, m, std::move(energy), writer, manifest, out);
+  json::object summary_json = record::summary_file_to_json(
+      summary_document(engine, target, m, std::move(energy), writer, manifest, out));
   writer.write_json("summary.json", summary_json);
   close_manifest(engine, target, m, out, manifest);
   if (cell.clock_reference) {

@@ -70,9 +70,9 @@ TEST(Board, ListsUnpairedRunsAndNeverDropsThem) {
 TEST(Board, UnusableRunsAreListed) {
   BoardInput in = fixture_input();
   auto broken = copy_run(in.arms[0].runs[0]);
-  broken->has_summary = false;
-  broken->summary = {};
-  set_path(broken->manifest, "status", "running");
+  broken->summary.reset();
+  broken->summary_json = {};
+  set_path(broken->manifest_json, "status", "running");
   in.arms[0].runs[0] = broken;
   const Board b = build_board(in, fixed_options());
   bool listed = false;
@@ -124,7 +124,7 @@ TEST(Board, RunsOfOneCellFromSeveralCampaignsAreAnError) {
 
 TEST(Board, ModelAliasesPairDifferentlyNamedModels) {
   auto a = copy_run(make_run("ra", "a", sequential_traces(constant(12, 50))));
-  set_path(a->manifest, "model.id", "org/Model-7B");
+  set_path(a->manifest_json, "model.id", "org/Model-7B");
   BoardInput in = pair_input(a, make_run("rb", "b", sequential_traces(constant(12, 60))));
   EXPECT_TRUE(build_board(in, BoardOptions{}).cells.empty());  // "org/Model-7B" vs "m"
   in.model_aliases["org/Model-7B"] = "m";
@@ -151,7 +151,7 @@ TEST(Board, SelectionMismatchWithTheCampaignFileIsAFinding) {
   in.campaigns["camp"]["cells"].as_array()[0].as_object()["selected_run"] = "ra1";
   for (auto& run : in.arms[0].runs) {
     auto derived = copy_run(run);
-    set_path(derived->manifest, "derived_from",
+    set_path(derived->manifest_json, "derived_from",
              json::object{{"kind", "rescore"}, {"run_id", run->run_id}});
     derived->run_id += "-rescore";
     run = derived;
@@ -164,7 +164,8 @@ TEST(Board, SelectionMismatchWithTheCampaignFileIsAFinding) {
 TEST(Board, SummaryThatDisagreesWithItsRequestsIsAFinding) {
   BoardInput in = fixture_input("label=fast,cell=c1", "label=slow,cell=c1");
   auto r = copy_run(in.arms[1].runs[0]);
-  set_path(r->summary, "throughput.output_tokens_per_s", 1.0);
+  set_path(r->summary_json, "throughput.output_tokens_per_s", 1.0);
+  dyno::testing::retype(*r);
   in.arms[1].runs[0] = r;
   const Board b = build_board(in, fixed_options());
   bool found = false;

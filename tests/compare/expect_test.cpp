@@ -37,7 +37,8 @@ BoardInput fixture_with(
   for (auto& arm : in.arms) {
     for (auto& run : arm.runs) {
       auto copy = copy_run(run);
-      change(*copy, arm.name, *string_at(copy->manifest, "workload.protocol.cell"));
+      change(*copy, arm.name, *string_at(copy->manifest_json, "workload.protocol.cell"));
+      dyno::testing::retype(*copy);
       run = copy;
     }
   }
@@ -48,7 +49,7 @@ BoardInput fixture_with(
 BoardInput with_commits() {
   return fixture_with([](RunRecord& r, const std::string& arm, const std::string& cell) {
     const std::string commit = arm == "slow" ? kCommitC : cell == "c1" ? kCommitA : kCommitB;
-    set_path(r.manifest, "engine.source",
+    set_path(r.manifest_json, "engine.source",
              json::object{{"checkout", "engine"}, {"commit", commit}, {"dirty", false}});
   });
 }
@@ -322,7 +323,7 @@ TEST(AccuracyComparability, AMarkedCellHasNoAccuracyDeltaWarningOrVerdict) {
 
 TEST(AccuracyComparability, AMarkKeepsAnOutputLengthWarning) {
   BoardInput in = fixture_with([](RunRecord& r, const std::string& arm, const std::string&) {
-    if (arm == "fast") set_path(r.summary, "lengths_tokens.output.mean", 100.0);
+    if (arm == "fast") set_path(r.summary_json, "lengths_tokens.output.mean", 100.0);
   });
   BoardOptions o = fixed_options();
   o.accuracy_marks = {{"stories260K/sweep/c1", "fast", "reason", "k"}};

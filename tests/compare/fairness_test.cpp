@@ -26,36 +26,41 @@ const std::map<std::string, std::function<void(RunRecord&)>>& mutations() {
   static const std::map<std::string, std::function<void(RunRecord&)>> m = {
       {"request_stream",
        [](RunRecord& r) {
-         set_path(r.manifest, "workload.request_stream.sha256", std::string(64, '0'));
+         set_path(r.manifest_json, "workload.request_stream.sha256", std::string(64, '0'));
        }},
       {"request_count",
        [](RunRecord& r) {
-         set_path(r.summary, "requests.total",
-                  r.summary.at("requests").at("total").to_number<std::int64_t>() + 1);
+         set_path(r.summary_json, "requests.total",
+                  r.summary_json.at("requests").at("total").to_number<std::int64_t>() + 1);
        }},
       {"input_tokens",
        [](RunRecord& r) {
-         set_path(r.summary, "tokens.input_total",
-                  r.summary.at("tokens").at("input_total").to_number<std::int64_t>() + 7);
+         set_path(r.summary_json, "tokens.input_total",
+                  r.summary_json.at("tokens").at("input_total").to_number<std::int64_t>() + 7);
        }},
       {"sampling",
-       [](RunRecord& r) { set_path(r.manifest, "workload.sampling.temperature", 0.7); }},
-      {"api", [](RunRecord& r) { set_path(r.manifest, "workload.api", "completions"); }},
-      {"load", [](RunRecord& r) { set_path(r.manifest, "load.seed", 42); }},
-      {"warmup", [](RunRecord& r) { set_path(r.manifest, "workload.warmup_requests", 5); }},
-      {"model_revision", [](RunRecord& r) { set_path(r.manifest, "model.revision", "other"); }},
+       [](RunRecord& r) { set_path(r.manifest_json, "workload.sampling.temperature", 0.7); }},
+      {"api", [](RunRecord& r) { set_path(r.manifest_json, "workload.api", "completions"); }},
+      {"load", [](RunRecord& r) { set_path(r.manifest_json, "load.seed", 42); }},
+      {"warmup", [](RunRecord& r) { set_path(r.manifest_json, "workload.warmup_requests", 5); }},
+      {"model_revision",
+       [](RunRecord& r) { set_path(r.manifest_json, "model.revision", "other"); }},
       {"model_fingerprint",
-       [](RunRecord& r) { set_path(r.manifest, "model.fingerprint", std::string(64, 'f')); }},
-      {"driver", [](RunRecord& r) { set_path(r.manifest, "hardware.gpus.0.driver", "1.2.3"); }},
+       [](RunRecord& r) { set_path(r.manifest_json, "model.fingerprint", std::string(64, 'f')); }},
+      {"driver",
+       [](RunRecord& r) { set_path(r.manifest_json, "hardware.gpus.0.driver", "1.2.3"); }},
       {"gpu_model",
-       [](RunRecord& r) { set_path(r.manifest, "hardware.gpus.0.name", "Another GPU"); }},
-      {"gpu_uuid", [](RunRecord& r) { set_path(r.manifest, "hardware.gpus.0.uuid", "GPU-other"); }},
+       [](RunRecord& r) { set_path(r.manifest_json, "hardware.gpus.0.name", "Another GPU"); }},
+      {"gpu_uuid",
+       [](RunRecord& r) { set_path(r.manifest_json, "hardware.gpus.0.uuid", "GPU-other"); }},
       {"harness",
        [](RunRecord& r) {
-         set_path(r.manifest, "harness.executable_sha256", std::string(64, 'e'));
+         set_path(r.manifest_json, "harness.executable_sha256", std::string(64, 'e'));
        }},
       {"engine_commit",
-       [](RunRecord& r) { set_path(r.manifest, "engine.source.commit", std::string(40, 'b')); }},
+       [](RunRecord& r) {
+         set_path(r.manifest_json, "engine.source.commit", std::string(40, 'b'));
+       }},
   };
   return m;
 }
@@ -67,9 +72,9 @@ BoardInput changed(const std::function<void(RunRecord&)>& change) {
   for (auto& arm : in.arms) {
     for (auto& run : arm.runs) {
       auto copy = copy_run(run);
-      set_path(copy->manifest, "harness.git_dirty", false);
+      set_path(copy->manifest_json, "harness.git_dirty", false);
       set_path(
-          copy->manifest, "engine.source",
+          copy->manifest_json, "engine.source",
           json::object{{"checkout", "engine"}, {"commit", std::string(40, 'a')}, {"dirty", false}});
       if (arm.name == "slow") change(*copy);
       run = copy;
@@ -160,9 +165,9 @@ TEST(Fairness, PolicyDecidesWhatAFailureMeans) {
 TEST(Fairness, DirtySourcesFailsWhenEitherTreeWasModified) {
   const Board clean = build_board(changed([](RunRecord&) {}), fixed_options());
   EXPECT_EQ(clean.cells[0].comparisons[0].check("dirty_sources")->outcome, CheckOutcome::kPass);
-  const Board dirty =
-      build_board(changed([](RunRecord& r) { set_path(r.manifest, "harness.git_dirty", true); }),
-                  fixed_options());
+  const Board dirty = build_board(
+      changed([](RunRecord& r) { set_path(r.manifest_json, "harness.git_dirty", true); }),
+      fixed_options());
   const Comparison& c = dirty.cells[0].comparisons[0];
   EXPECT_EQ(c.check("dirty_sources")->outcome, CheckOutcome::kFail);
   EXPECT_EQ(c.status, ComparisonStatus::kCompared);  // reported by default
@@ -170,9 +175,9 @@ TEST(Fairness, DirtySourcesFailsWhenEitherTreeWasModified) {
 
 TEST(Fairness, EngineDirtySourcesIsReportedLikeTheHarnessFlag) {
   EXPECT_EQ(Policy().level("engine_dirty_sources"), CheckLevel::kReported);
-  const Board dirty =
-      build_board(changed([](RunRecord& r) { set_path(r.manifest, "engine.source.dirty", true); }),
-                  fixed_options());
+  const Board dirty = build_board(
+      changed([](RunRecord& r) { set_path(r.manifest_json, "engine.source.dirty", true); }),
+      fixed_options());
   const Comparison& c = dirty.cells[0].comparisons[0];
   const Check* ch = c.check("engine_dirty_sources");
   ASSERT_NE(ch, nullptr);
@@ -195,7 +200,7 @@ TEST(Fairness, EngineDirtySourcesIsReportedLikeTheHarnessFlag) {
   BoardOptions o = fixed_options();
   o.policy.set("engine_dirty_sources", CheckLevel::kRequired);
   const Board strict = build_board(
-      changed([](RunRecord& r) { set_path(r.manifest, "engine.source.dirty", true); }), o);
+      changed([](RunRecord& r) { set_path(r.manifest_json, "engine.source.dirty", true); }), o);
   EXPECT_EQ(strict.cells[0].comparisons[0].status, ComparisonStatus::kFailedChecks);
 }
 
@@ -211,7 +216,7 @@ TEST(Fairness, AnEngineWithoutASourceLeavesItsChecksUnresolved) {
   // A launched engine whose spec names no checkout gives its reason; required, it blocks.
   const auto no_checkout = [](RunRecord& r) {
     set_path(
-        r.manifest, "engine.source",
+        r.manifest_json, "engine.source",
         json::object{{"commit", nullptr},
                      {"dirty", nullptr},
                      {"unknown", json::object{{"commit", "the engine spec names no checkout"}}}});
@@ -237,9 +242,9 @@ TEST(Fairness, AnEngineWithoutASourceLeavesItsChecksUnresolved) {
 TEST(Fairness, MissingIdentitiesBlockTheBoardUnlessAllowed) {
   // A server at --url (not the embedded sim, whose model dyno knows) without --model-file.
   const auto no_fingerprint = [](RunRecord& r) {
-    set_path(r.manifest, "engine.reached.kind", "http");
-    set_path(r.manifest, "model.fingerprint", nullptr);
-    set_path(r.manifest, "model.unknown.fingerprint", "no weights file given (--model-file)");
+    set_path(r.manifest_json, "engine.reached.kind", "http");
+    set_path(r.manifest_json, "model.fingerprint", nullptr);
+    set_path(r.manifest_json, "model.unknown.fingerprint", "no weights file given (--model-file)");
   };
   try {
     build_board(changed(no_fingerprint), fixed_options());
@@ -262,8 +267,8 @@ TEST(Fairness, MissingIdentitiesBlockTheBoardUnlessAllowed) {
   EXPECT_EQ(b.findings.at(0).type, "check_unresolved");
   // A GPU-less record of telemetry off leaves driver and GPU model unresolved, with the reason.
   const Board g = build_board(changed([](RunRecord& r) {
-                                set_path(r.manifest, "hardware.gpus", json::array{});
-                                set_path(r.manifest, "telemetry.mode", "off");
+                                set_path(r.manifest_json, "hardware.gpus", json::array{});
+                                set_path(r.manifest_json, "telemetry.mode", "off");
                               }),
                               o);
   EXPECT_EQ(g.cells[0].comparisons[0].check("driver")->outcome, CheckOutcome::kUnresolved);
@@ -271,7 +276,7 @@ TEST(Fairness, MissingIdentitiesBlockTheBoardUnlessAllowed) {
             std::string::npos);
   // One whose telemetry ran and found no GPU states "no GPU": against GPUs, a difference.
   const Board none = build_board(
-      changed([](RunRecord& r) { set_path(r.manifest, "hardware.gpus", json::array{}); }), o);
+      changed([](RunRecord& r) { set_path(r.manifest_json, "hardware.gpus", json::array{}); }), o);
   const Check* driver = none.cells[0].comparisons[0].check("driver");
   EXPECT_EQ(driver->outcome, CheckOutcome::kFail);
   EXPECT_EQ(driver->baseline_value, json::value(json::array{}));
@@ -290,7 +295,7 @@ TEST(Fairness, NoGpuOnBothSidesIsAnEqualIdentity) {
   for (auto& arm : in.arms) {
     for (auto& run : arm.runs) {
       auto copy = copy_run(run);
-      set_path(copy->manifest, "hardware.gpus", json::array{});
+      set_path(copy->manifest_json, "hardware.gpus", json::array{});
       run = copy;
     }
   }
@@ -310,9 +315,9 @@ TEST(Fairness, TheEmbeddedSimsModelIsKnownToDyno) {
   for (auto& arm : in.arms) {
     for (auto& run : arm.runs) {
       auto copy = copy_run(run);
-      set_path(copy->manifest, "engine.reached.kind", "embedded-sim");
-      set_path(copy->manifest, "model.revision", json::value(nullptr));
-      set_path(copy->manifest, "model.fingerprint", json::value(nullptr));
+      set_path(copy->manifest_json, "engine.reached.kind", "embedded-sim");
+      set_path(copy->manifest_json, "model.revision", json::value(nullptr));
+      set_path(copy->manifest_json, "model.fingerprint", json::value(nullptr));
       run = copy;
     }
   }

@@ -77,10 +77,12 @@ TEST_F(Select, ByRunIdPrefixPathAndCampaign) {
 }
 
 TEST(Query, MatchesScalarsAsText) {
-  const boost::json::object m{
-      {"x", boost::json::object{{"a", 4.0}, {"b", "x"}, {"c", nullptr}, {"d", true},
-                                {"e", boost::json::object{{"f", 2}}}}},
-      {"label", "l"}};
+  const boost::json::object m{{"x", boost::json::object{{"a", 4.0},
+                                                        {"b", "x"},
+                                                        {"c", nullptr},
+                                                        {"d", true},
+                                                        {"e", boost::json::object{{"f", 2}}}}},
+                              {"label", "l"}};
   EXPECT_TRUE(query_matches(m, parse_query("x.a=4")));
   EXPECT_TRUE(query_matches(m, parse_query("x.a=4.0")));
   EXPECT_TRUE(query_matches(m, parse_query("x.b=x,x.d=true,x.c=null,label=l")));
@@ -100,8 +102,8 @@ TEST(Query, ScalarText) {
 
 TEST(RunRecordLoad, ReadsAndVerifiesAFixture) {
   const auto manifests = scan_manifests(fixture_root());
-  const RunRecord r = load_run(manifests[0].dir);
-  EXPECT_TRUE(r.has_summary);
+  const RunRecord r = read_run(manifests[0].dir);
+  EXPECT_TRUE(r.has_summary());
   EXPECT_FALSE(r.traces.empty());
   EXPECT_TRUE(r.has_telemetry);
   EXPECT_EQ(r.sums_sha256.size(), 64u);
@@ -119,25 +121,25 @@ TEST(RunRecordLoad, ReportsTamperingAndBadFiles) {
     f << "\n";  // a blank line is skipped, but the bytes changed
   }
   { std::ofstream(tmp / "extra.txt") << "x"; }
-  RunRecord r = load_run(tmp);
+  RunRecord r = read_run(tmp);
   ASSERT_EQ(r.integrity_problems.size(), 2u);
   EXPECT_NE(r.integrity_problems[0].find("extra.txt is not listed"), std::string::npos);
   EXPECT_NE(r.integrity_problems[1].find("requests.jsonl differs"), std::string::npos);
   { std::ofstream(tmp / "requests.jsonl", std::ios::app) << "{not json\n"; }
   try {
-    load_run(tmp);
+    read_run(tmp);
     FAIL();
-  } catch (const CompareError& e) {
+  } catch (const dyno::record::RecordReadError& e) {
     EXPECT_NE(std::string(e.what()).find("requests.jsonl:"), std::string::npos) << e.what();
   }
   fs::remove(tmp / "SHA256SUMS");
   fs::remove(tmp / "requests.jsonl");
-  r = load_run(tmp);
+  r = read_run(tmp);
   EXPECT_NE(r.integrity_problems.at(0).find("no SHA256SUMS"), std::string::npos);
   fs::remove(tmp / "manifest.json");
-  EXPECT_THROW(load_run(tmp), CompareError);
+  EXPECT_THROW(read_run(tmp), dyno::record::RecordReadError);
   fs::remove_all(tmp);
-  EXPECT_THROW(scan_manifests(tmp), CompareError);
+  EXPECT_THROW(scan_manifests(tmp), dyno::record::RecordReadError);
 }
 
 TEST(RunRecordLoad, AQueryLeavesOutARecordWhoseManifestCannotBeReadAndNamesIt) {
@@ -149,7 +151,8 @@ TEST(RunRecordLoad, AQueryLeavesOutARecordWhoseManifestCannotBeReadAndNamesIt) {
   }
   std::ofstream(tmp / "20261201T000000Z-000000-junk" / "manifest.json") << "{ not json";
   std::ofstream(tmp / "20261201T000001Z-000001-array" / "manifest.json") << "[1, 2]";
-  EXPECT_THROW(scan_manifests(tmp), CompareError);  // asked to read them all: an error
+  EXPECT_THROW(scan_manifests(tmp),
+               dyno::record::RecordReadError);  // asked to read them all: an error
   std::vector<std::string> skipped;
   const auto manifests = scan_manifests(tmp, &skipped);
   EXPECT_EQ(manifests.size(), scan_manifests(fixture_root()).size());
@@ -189,7 +192,7 @@ TEST(RunRecordLoad, RefusesARecordOfANewerSchemaVersionNamingTheFile) {
     try {
       build_board(load_board_input(tmp, {{"fast", {"label=fast"}}, {"slow", {"label=slow"}}}, {}),
                   testing::fixed_options());
-    } catch (const CompareError& e) {
+    } catch (const dyno::Error& e) {  // a CompareError, or the record's RecordReadError
       return e.what();
     }
     return "(no error)";
@@ -212,17 +215,17 @@ TEST(RunRecordLoad, RefusesARecordOfANewerSchemaVersionNamingTheFile) {
   ASSERT_EQ(skipping.skipped.size(), 1u);
   EXPECT_EQ(skipping.skipped[0], (run / "manifest.json").string() + newer);
   EXPECT_THROW(load_board_input(tmp, {{"fast", {run.string()}}, {"slow", {"label=slow"}}}, {}),
-               CompareError);
+               dyno::record::RecordReadError);
   try {
     read_telemetry(run);
     ADD_FAILURE() << "telemetry of a newer record was read";
-  } catch (const CompareError& e) {
+  } catch (const dyno::record::RecordReadError& e) {
     EXPECT_EQ(std::string(e.what()), (run / "manifest.json").string() + newer);
   }
   try {
-    load_run(run);
+    read_run(run);
     ADD_FAILURE() << "a newer record was loaded";
-  } catch (const CompareError& e) {
+  } catch (const dyno::record::RecordReadError& e) {
     EXPECT_EQ(std::string(e.what()), (run / "manifest.json").string() + newer);
   }
   fs::remove_all(run);

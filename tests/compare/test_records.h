@@ -17,6 +17,7 @@
 #include "compare/select.h"
 #include "metrics/summary.h"
 #include "record/record_json.h"
+#include "record/summary_file.h"
 
 namespace dyno::testing {
 
@@ -93,13 +94,19 @@ inline void set_path(boost::json::object& root, const std::string& path, const c
   set_path(root, path, boost::json::value(boost::json::string(v)));
 }
 
+/// The typed summary read again from summary.json as a test changed it (read_run reads both
+/// from the file; a test that edits the JSON keeps them one).
+inline void retype(compare::RunRecord& r) {
+  if (r.has_summary()) r.summary = record::summary_file_from_json(r.summary_json);
+}
+
 /// Gives a record the engine's own figures as summary.json holds them (docs/metrics.md
 /// "Per-response server timings"): medians of its prefill and per-user decode rates, computed
 /// and cached prompt tokens, draft acceptance 0.5 from the responses and 0.25 from /metrics.
 inline void set_engine_timings(compare::RunRecord& r, double prefill_p50, double decode_p50,
                                std::int64_t computed, std::int64_t cached) {
   namespace json = boost::json;
-  set_path(r.summary, "server.timings",
+  set_path(r.summary_json, "server.timings",
            json::object{{"source", "response timings"},
                         {"requests_with_timings", 12},
                         {"requests_without_timings", 0},
@@ -110,7 +117,7 @@ inline void set_engine_timings(compare::RunRecord& r, double prefill_p50, double
                         {"draft_tokens", 40},
                         {"draft_tokens_accepted", 20},
                         {"spec_decode_acceptance_rate", 0.5}});
-  set_path(r.summary, "server.spec_decode_acceptance_rate", 0.25);
+  set_path(r.summary_json, "server.spec_decode_acceptance_rate", 0.25);
 }
 
 /// Sequential requests (concurrency 1): request i is sent when i − 1 is done; `e2e_ms[i]` its
@@ -154,10 +161,14 @@ inline compare::RunPtr make_run(const std::string& run_id, const std::string& la
   metrics::SummaryOptions so;
   so.declared_concurrency = concurrency;
   const metrics::Summary s = metrics::summarize_run(traces, so);
-  r->summary = json::object{{"schema_version", 1}, {"run_id", run_id}, {"status", "ok"}};
-  for (auto& kv : record::summary_to_json(s)) r->summary[kv.key()] = kv.value();
-  r->summary["energy"] = json::object{{"energy_j", nullptr}, {"reason", "telemetry off"}};
-  r->has_summary = true;
+  r->summary_json = json::object{{"schema_version", 1}, {"run_id", run_id}, {"status", "ok"}};
+  for (auto& kv : record::summary_to_json(s)) r->summary_json[kv.key()] = kv.value();
+  r->summary_json["energy"] = json::object{{"energy_j", nullptr}, {"reason", "telemetry off"}};
+  r->summary = record::SummaryFile{};
+  r->summary->run_id = run_id;
+  r->summary->status = "ok";
+  r->summary->figures = s;
+  r->has_requests = true;
   r->sums_sha256 = std::string(64, 'a');
   r->traces = std::move(traces);
   json::object protocol{{"name", "sweep"},
@@ -169,7 +180,7 @@ inline compare::RunPtr make_run(const std::string& run_id, const std::string& la
                         {"selection", json::object{{"rule", "median"},
                                                    {"metric", "output_tokens_per_s"},
                                                    {"repetitions", repetitions}}}};
-  r->manifest = json::object{
+  r->manifest_json = json::object{
       {"schema_version", 1},
       {"run_id", run_id},
       {"label", label},

@@ -35,9 +35,9 @@ TEST(ServerTimings, NoTimingsGiveAReasonNotZeros) {
   EXPECT_EQ(f.reason, "no measured request completed");
 }
 
-std::vector<std::string> codes(const json::array& caveats) {
+std::vector<std::string> codes(const std::vector<metrics::Caveat>& caveats) {
   std::vector<std::string> out;
-  for (const auto& c : caveats) out.emplace_back(c.at("code").as_string());
+  for (const auto& c : caveats) out.push_back(c.code);
   return out;
 }
 
@@ -49,12 +49,12 @@ TEST(ServerTimings, TimingCaveatsSayWhatAppliesWithTheRunsNumbers) {
   // Usage cached_tokens (no timings) and 2.5 tokens an event.
   std::vector<metrics::Trace> cached = plain;
   cached[0].cached_input_tokens = 60;
-  const json::array c = timing_caveats(cached, server_timing_figures(cached), 2.5);
+  const std::vector<metrics::Caveat> c = timing_caveats(cached, server_timing_figures(cached), 2.5);
   EXPECT_EQ(codes(c), (std::vector<std::string>{"prompt_cache", "tokens_per_event"}));
-  const std::string text(c[0].at("text").as_string());
+  const std::string text = c[0].text;
   EXPECT_NE(text.find("60 of 200 prompt tokens"), std::string::npos) << text;
   EXPECT_NE(text.find("usage cached_tokens"), std::string::npos) << text;
-  EXPECT_NE(std::string(c[1].at("text").as_string()).find("2.5 tokens"), std::string::npos);
+  EXPECT_NE(c[1].text.find("2.5 tokens"), std::string::npos);
   // Warm-up requests do not count.
   cached[0].phase = "warmup";
   EXPECT_TRUE(timing_caveats(cached, server_timing_figures(cached), 1.0).empty());
@@ -62,9 +62,9 @@ TEST(ServerTimings, TimingCaveatsSayWhatAppliesWithTheRunsNumbers) {
   std::vector<metrics::Trace> timed{
       ok_trace(R"({"prompt_n":40,"prompt_ms":10,"cache_n":60,"predicted_n":5,"predicted_ms":20})")};
   timed[0].input_tokens = 100;
-  const json::array t = timing_caveats(timed, server_timing_figures(timed), 1.0);
+  const std::vector<metrics::Caveat> t = timing_caveats(timed, server_timing_figures(timed), 1.0);
   EXPECT_EQ(codes(t), (std::vector<std::string>{"engine_timer_boundaries", "prompt_cache"}));
-  EXPECT_NE(std::string(t[1].at("text").as_string()).find("(response timings)"), std::string::npos);
+  EXPECT_NE(t[1].text.find("(response timings)"), std::string::npos);
 }
 
 TEST(ServerTimings, RatesTokensAndDrafts) {

@@ -417,7 +417,7 @@ TEST(ExportCsv, GoldenFileOfADynoShapedAndASummaryOnlyRecord) {
                          0),
             0u)
       << header;
-  for (const auto& [k, v] : dyno::interop::flatten_summary(records[0].summary)) {
+  for (const auto& [k, v] : dyno::interop::flatten_summary(records[0].summary_json)) {
     EXPECT_NE(("," + header + ",").find("," + k + ","), std::string::npos) << k;
   }
   EXPECT_NE(csv.find(",'=handmade,"), std::string::npos);
