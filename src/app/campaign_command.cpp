@@ -217,19 +217,20 @@ int cancel(const CampaignOptions& o, std::ostream& out) {
 
 }  // namespace
 
-CampaignCli::CampaignCli(CLI::App& app) {
-  CLI::App* plan = app.add_subcommand("plan", "campaign plan files (docs/scale.md)");
-  plan->require_subcommand(1);
-  check_ = plan->add_subcommand(
+PlanCli::PlanCli(CLI::App& plan) {
+  plan.require_subcommand(1);
+  check_ = plan.add_subcommand(
       "check", "read a campaign plan (TOML), check it and its engine spec files, print its cells");
   check_->add_option("plan", o_.plan, "the plan file")->required();
   check_->add_option("--runs-root", o_.runs_root, "the runs root the commands would be given");
   check_->add_flag("--json", o_.json, "print the cells as JSON");
+}
 
-  CLI::App* campaign = app.add_subcommand(
-      "campaign", "a plan's cells (arms x models x protocols) as jobs on Slurm or here");
-  campaign->require_subcommand(1);
-  submit_ = campaign->add_subcommand(
+int PlanCli::execute(std::ostream& out) const { return plan_check(o_, out); }
+
+CampaignCli::CampaignCli(CLI::App& campaign) {
+  campaign.require_subcommand(1);
+  submit_ = campaign.add_subcommand(
       "submit", "write one batch script per cell and submit them (slurm) or run them here (local)");
   submit_->add_option("plan", o_.plan, "the plan file")->required();
   submit_
@@ -246,27 +247,21 @@ CampaignCli::CampaignCli(CLI::App& app) {
     cmd->add_option("id", o_.id, "the campaign id (or its directory)")->required();
     cmd->add_option("--runs-root", o_.runs_root, "where it was submitted (default: runs)");
   };
-  status_ = campaign->add_subcommand(
+  status_ = campaign.add_subcommand(
       "status", "each cell: done (its records verify), pending, running, failed, cancelled");
   add_id(status_);
   status_->add_flag("--json", o_.json, "print the statuses as JSON");
-  resume_ = campaign->add_subcommand("resume",
-                                     "submit again the cells that failed, were cancelled or "
-                                     "were never submitted (done, pending and running stay)");
+  resume_ = campaign.add_subcommand("resume",
+                                    "submit again the cells that failed, were cancelled or "
+                                    "were never submitted (done, pending and running stay)");
   add_id(resume_);
-  cancel_ = campaign->add_subcommand("cancel", "scancel the campaign's pending and running jobs");
+  cancel_ = campaign.add_subcommand("cancel", "scancel the campaign's pending and running jobs");
   add_id(cancel_);
-}
-
-bool CampaignCli::parsed() const {
-  return check_->parsed() || submit_->parsed() || status_->parsed() || resume_->parsed() ||
-         cancel_->parsed();
 }
 
 bool CampaignCli::runs_cells() const { return submit_->parsed() || resume_->parsed(); }
 
 int CampaignCli::execute(std::ostream& out, std::ostream& err, const std::atomic<bool>& stop) {
-  if (check_->parsed()) return plan_check(o_, out);
   if (submit_->parsed()) return submit(o_, out, err, stop);
   if (resume_->parsed()) return resume(o_, out, err, stop);
   if (cancel_->parsed()) return cancel(o_, out);

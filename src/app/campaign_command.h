@@ -21,14 +21,29 @@ struct CampaignOptions {
   bool json = false;
 };
 
-/// Registers `dyno plan check` and `dyno campaign …` on `app` and runs the one chosen.
+/// Adds `check` to `plan`, the `dyno plan` subcommand, and runs it.
+class PlanCli {
+ public:
+  explicit PlanCli(CLI::App& plan);
+  PlanCli(const PlanCli&) = delete;
+  PlanCli& operator=(const PlanCli&) = delete;
+
+  /// Checks the plan and prints its cells; returns the exit code.
+  int execute(std::ostream& out) const;
+
+ private:
+  CampaignOptions o_;
+  CLI::App* check_ = nullptr;
+};
+
+/// Adds `submit`, `status`, `resume` and `cancel` to `campaign`, the `dyno campaign`
+/// subcommand, and runs the one chosen.
 class CampaignCli {
  public:
-  explicit CampaignCli(CLI::App& app);
+  explicit CampaignCli(CLI::App& campaign);
   CampaignCli(const CampaignCli&) = delete;
   CampaignCli& operator=(const CampaignCli&) = delete;
 
-  bool parsed() const;
   /// Runs the chosen subcommand; returns the exit code. `stop`: set by SIGINT/SIGTERM (a local
   /// campaign starts no further cell once it is set).
   int execute(std::ostream& out, std::ostream& err, const std::atomic<bool>& stop);
@@ -37,7 +52,6 @@ class CampaignCli {
 
  private:
   CampaignOptions o_;
-  CLI::App* check_ = nullptr;
   CLI::App* submit_ = nullptr;
   CLI::App* status_ = nullptr;
   CLI::App* resume_ = nullptr;

@@ -26,10 +26,9 @@ int clock_serve_command(const ClockServeCommandOptions& o, std::ostream& out) {
   return kExitOk;
 }
 
-ClockCli::ClockCli(CLI::App& app) {
-  CLI::App* clock = app.add_subcommand("clock", "clock tools for runs on several client hosts");
-  clock->require_subcommand(1);
-  serve_ = clock->add_subcommand(
+ClockCli::ClockCli(CLI::App& clock) {
+  clock.require_subcommand(1);
+  serve_ = clock.add_subcommand(
       "serve",
       "serve this host's wall clock on UDP as the reference that the shards of a run measure "
       "their clocks against (dyno run --clock-ref; docs/scale.md)");

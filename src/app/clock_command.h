@@ -23,10 +23,10 @@ struct ClockServeCommandOptions {
 /// bind.
 int clock_serve_command(const ClockServeCommandOptions& options, std::ostream& out);
 
-/// Adds `clock serve` to `app`.
+/// Adds `serve` to `clock`, the `dyno clock` subcommand.
 class ClockCli {
  public:
-  explicit ClockCli(CLI::App& app);
+  explicit ClockCli(CLI::App& clock);
   bool parsed() const;
   int execute(std::ostream& out) const { return clock_serve_command(o_, out); }
 

@@ -1,5 +1,6 @@
 #include "app/export_command.h"
 
+#include <CLI/CLI.hpp>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <set>
@@ -9,6 +10,7 @@
 #include "app/exit_codes.h"
 #include "app/runs_command.h"
 #include "error/error.h"
+#include "error/registry.h"
 #include "interop/export_csv.h"
 #include "interop/export_record.h"
 #include "interop/export_vllm.h"
@@ -70,15 +72,65 @@ void write_out(const fs::path& path, const std::string& bytes) {
   }
 }
 
+/// vllm-bench: one vLLM result object per run.
+std::vector<ExportFile> vllm_bench_files(const std::vector<interop::ExportRecord>& records,
+                                         const fs::path& target) {
+  std::vector<std::string> texts;
+  for (const auto& r : records) texts.push_back(json_text::pretty(interop::export_vllm_bench(r)));
+  const std::vector<fs::path> targets = vllm_targets(target, records);
+  std::vector<ExportFile> files;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    files.push_back({targets[i], texts[i], "run " + records[i].run_id});
+  }
+  return files;
+}
+
+/// csv: one table, a row per run.
+std::vector<ExportFile> csv_files(const std::vector<interop::ExportRecord>& records,
+                                  const fs::path& target) {
+  std::error_code ec;
+  if (fs::is_directory(target, ec)) {
+    throw UsageError("-o " + target.string() + " is a directory: csv writes one file");
+  }
+  check_parent(target);
+  return {{target, interop::export_csv(records),
+           std::to_string(records.size()) + " run" + (records.size() == 1 ? "" : "s")}};
+}
+
 }  // namespace
 
-const std::vector<std::string>& export_format_names() {
-  static const std::vector<std::string> names{"vllm-bench", "csv"};
-  return names;
+std::span<const ExportFormat> export_formats() {
+  static constexpr ExportFormat kFormats[] = {
+      {.name = "vllm-bench",
+       .describe =
+           "the JSON object `vllm bench serve --save-result --save-detailed` writes, one per run",
+       .files = vllm_bench_files},
+      {.name = "csv",
+       .describe = "one row per run, every summary figure a column",
+       .files = csv_files},
+  };
+  return kFormats;
+}
+
+void add_export_options(CLI::App& cmd, ExportCommandOptions& o) {
+  std::string formats;
+  for (const ExportFormat& f : export_formats()) {
+    formats += (formats.empty() ? "" : "; ") + std::string(f.name) + ": " + std::string(f.describe);
+  }
+  cmd.add_option("format", o.format, formats + " (docs/interop.md \"Export\")")
+      ->required()
+      ->check(CLI::IsMember(registry::names(export_formats())));
+  cmd.add_option("runs", o.runs, "run ids, unique prefixes or run directories")->required();
+  cmd.add_option("-o,--output", o.output,
+                 "the file to write; vllm-bench with several runs: a directory (made when "
+                 "absent) that receives <run_id>.json for each")
+      ->required();
+  cmd.add_option("--runs-root", o.runs_root, "directory of run records")->capture_default_str();
 }
 
 int export_command(const ExportCommandOptions& o, std::ostream& out) {
   if (o.output.empty()) throw UsageError("-o: name the file to write");
+  const ExportFormat& format = registry::lookup(export_formats(), o.format, "export format");
   std::vector<interop::ExportRecord> records;
   std::set<std::string> seen;
   for (const std::string& arg : o.runs) {
@@ -88,29 +140,10 @@ int export_command(const ExportCommandOptions& o, std::ostream& out) {
     }
     records.push_back(interop::read_export_record(dir));
   }
-  const fs::path target(o.output);
-  std::vector<std::pair<fs::path, std::string>> files;
-  if (o.format == "csv") {
-    std::error_code ec;
-    if (fs::is_directory(target, ec)) {
-      throw UsageError("-o " + o.output + " is a directory: csv writes one file");
-    }
-    check_parent(target);
-    files.emplace_back(target, interop::export_csv(records));
-  } else if (o.format == "vllm-bench") {
-    std::vector<std::string> texts;
-    for (const auto& r : records) texts.push_back(json_text::pretty(interop::export_vllm_bench(r)));
-    const std::vector<fs::path> targets = vllm_targets(target, records);
-    for (std::size_t i = 0; i < records.size(); ++i) files.emplace_back(targets[i], texts[i]);
-  } else {
-    throw UsageError("unknown export format '" + o.format + "' (vllm-bench or csv)");
-  }
-  for (const auto& [path, bytes] : files) write_out(path, bytes);
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    const std::string runs = o.format == "csv" ? std::to_string(records.size()) + " run" +
-                                                     (records.size() == 1 ? "" : "s")
-                                               : "run " + records[i].run_id;
-    out << "wrote " << terminal_text(files[i].first.string()) << " (" << o.format << ", " << runs
+  const std::vector<ExportFile> files = format.files(records, fs::path(o.output));
+  for (const ExportFile& f : files) write_out(f.path, f.bytes);
+  for (const ExportFile& f : files) {
+    out << "wrote " << terminal_text(f.path.string()) << " (" << format.name << ", " << f.runs
         << ")\n";
   }
   return kExitOk;

@@ -1,17 +1,24 @@
-// `dyno stream import sharegpt|table|image-qa`: public data sets → request streams.
+// `dyno stream import KIND`: public data sets (sharegpt, table, image-qa, agent) and traces
+// (mooncake, azure, burstgpt) → request streams. The kinds are a registry (stream_imports()).
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "workload/import.h"
 
+namespace CLI {
+class App;
+}
+
 namespace dyno::app {
 
 struct ImportOptions {
-  std::string kind;    ///< sharegpt | table | image-qa | agent | mooncake | azure | burstgpt
+  std::string kind;    ///< one of stream_imports(): sharegpt, table, … mooncake, azure, burstgpt
   std::string input;   ///< the data file (or directory, for image-qa)
   std::string output;  ///< -o FILE
   /// chat | completions; unset: chat, except the traces: completions (a trace's input length
@@ -42,8 +49,24 @@ struct ImportOptions {
   bool json = false;
 };
 
+/// An entry of the stream-import registry (error/registry.h): a kind `dyno stream import`
+/// reads.
+struct StreamImport {
+  std::string_view name;      ///< as `dyno stream import` takes it: "sharegpt"
+  std::string_view describe;  ///< one line: what the input is and what the stream holds
+  /// Reads the input, writes the stream to -o and prints what it wrote; returns the exit code.
+  /// A trace kind (workload::is_trace_kind) is trace_import_command.
+  int (*run)(const ImportOptions& options);
+};
+
+/// Every kind, in the order the kind argument's help lists them.
+std::span<const StreamImport> stream_imports();
+
+/// Adds `dyno stream import`'s arguments and options to `cmd`.
+void add_import_options(CLI::App& cmd, ImportOptions& options);
+
 /// Imports and writes the stream; prints its size and hash. Throws UsageError naming the flag
-/// or file:line.
+/// or file:line, or listing the kinds for an unknown one.
 int import_command(const ImportOptions& options);
 
 /// `dyno stream import mooncake|azure|burstgpt` (app/trace_import_command.cpp): reads the

@@ -189,28 +189,19 @@ int report_command(const ReportOptions& o) {
   return kExitOk;
 }
 
-ReportCommands::ReportCommands(CLI::App& app) {
-  compare_ = app.add_subcommand(
-      "compare",
-      "compare run records arm against arm: paired cells, fairness checks, deltas "
-      "with intervals (console, or --json)");
-  add_flags(*compare_, compare_options_);
-  compare_->add_flag("--json", compare_options_.json, "print the board ledger (board.json)");
-  report_ =
-      app.add_subcommand("report",
-                         "write a comparison board directory: README.md, report.html, board.json, "
-                         "board.csv, charts (SVG and PNG), SHA256SUMS");
-  add_flags(*report_, report_options_);
-  report_->add_option("--out", report_options_.out, "the board directory to write")->required();
+BoardCli::BoardCli(CLI::App& cmd, Output output) : cmd_(&cmd), output_(output) {
+  add_flags(cmd, options_);
+  if (output == Output::kConsole) {
+    cmd.add_flag("--json", options_.json, "print the board ledger (board.json)");
+  } else {
+    cmd.add_option("--out", options_.out, "the board directory to write")->required();
+  }
 }
 
-bool ReportCommands::parsed() const { return compare_->parsed() || report_->parsed(); }
-
-int ReportCommands::run() const {
-  const CLI::App* cmd = compare_->parsed() ? compare_ : report_;
-  ReportOptions o = compare_->parsed() ? compare_options_ : report_options_;
-  o.runs_root_given = cmd->get_option("--runs-root")->count() > 0;
-  return compare_->parsed() ? compare_command(o) : report_command(o);
+int BoardCli::run() const {
+  ReportOptions o = options_;
+  o.runs_root_given = cmd_->get_option("--runs-root")->count() > 0;
+  return output_ == Output::kConsole ? compare_command(o) : report_command(o);
 }
 
 }  // namespace dyno::app

@@ -44,19 +44,21 @@ int compare_command(const ReportOptions& options);
 /// Writes the board directory; prints where and the status. As compare_command for errors.
 int report_command(const ReportOptions& options);
 
-/// Registers `compare` and `report` on the app (flags in one place); after parsing, run()
-/// executes whichever was given.
-class ReportCommands {
+/// The flags of `dyno compare` or `dyno report` (in one place) on `cmd`, the subcommand the
+/// command table made; after parsing, run() executes it.
+class BoardCli {
  public:
-  explicit ReportCommands(CLI::App& app);
-  bool parsed() const;
+  enum class Output {
+    kConsole,    ///< compare: the board on the console (--json: board.json)
+    kDirectory,  ///< report: the board directory (--out)
+  };
+  BoardCli(CLI::App& cmd, Output output);
   int run() const;
 
  private:
-  ReportOptions compare_options_;
-  ReportOptions report_options_;
-  CLI::App* compare_ = nullptr;
-  CLI::App* report_ = nullptr;
+  ReportOptions options_;
+  CLI::App* cmd_ = nullptr;
+  Output output_;
 };
 
 }  // namespace dyno::app

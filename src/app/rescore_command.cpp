@@ -1,5 +1,6 @@
 #include "app/rescore_command.h"
 
+#include <CLI/CLI.hpp>
 #include <boost/json.hpp>
 #include <cstdio>
 #include <iomanip>
@@ -16,6 +17,20 @@
 #include "workload/scorer_spec.h"
 
 namespace dyno::app {
+
+void add_rescore_options(CLI::App& cmd, RescoreCommandOptions& o) {
+  cmd.add_option("run", o.run, "run id, unique prefix, or run directory")->required();
+  cmd.add_option("--scorer", o.scorer,
+                 "judge every scored request with this scorer: exact, normalized, "
+                 "relaxed_numeric, regex, choice, or a scorer object such as "
+                 "'{\"kind\":\"regex\",\"pattern\":\"answer: (\\\\d+)\"}' (default: each "
+                 "request's own scorer, as this dyno implements it)");
+  cmd.add_option("--runs-root", o.runs_root, "directory of run records (the new one goes here)")
+      ->capture_default_str();
+  cmd.add_option("--label", o.label,
+                 "the derived record's label (default: the run's label + \"-rescore\")");
+  cmd.add_flag("--json", o.json, "print the before/after as JSON on stdout");
+}
 
 namespace json = boost::json;
 

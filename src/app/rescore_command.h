@@ -8,6 +8,10 @@
 
 #include "record/rescore.h"
 
+namespace CLI {
+class App;
+}
+
 namespace dyno::app {
 
 struct RescoreCommandOptions {
@@ -17,6 +21,9 @@ struct RescoreCommandOptions {
   std::optional<std::string> label;
   bool json = false;
 };
+
+/// Adds `dyno rescore`'s argument and options to `cmd`.
+void add_rescore_options(CLI::App& cmd, RescoreCommandOptions& options);
 
 /// The before/after a person reads: scored, correct and accuracy of the source and of the
 /// derived record, how many verdicts changed, the new run id and its directory.

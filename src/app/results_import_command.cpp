@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "app/exit_codes.h"
 #include "app/signals.h"
 #include "error/error.h"
+#include "error/registry.h"
 #include "json/json_text.h"
 #include "record/run_writer.h"
 #include "session/host_identity.h"
@@ -21,6 +23,33 @@
 #include "store/run_index.h"
 
 namespace dyno::app {
+
+void add_results_import_options(CLI::App& cmd, ResultsImportOptions& o) {
+  std::string formats;
+  for (const auto& f : interop::import_formats()) {
+    formats += "\n  " + std::string(f.name) + ": " + std::string(f.describe);
+  }
+  cmd.add_option("format", o.format, "the files' format (docs/interop.md):" + formats)
+      ->required()
+      ->check(CLI::IsMember(registry::names(interop::import_formats())));
+  cmd.add_option("files", o.files, "saved result files, one record per result they hold")
+      ->required();
+  cmd.add_option("--map", o.read.map,
+                 "table: SOURCE=TARGET[:UNIT], repeated: SOURCE a column, or a key or path "
+                 "$.a.b[0] of JSON rows; TARGET a figure of summary.json "
+                 "(latency_ms.ttft.p50:s) or an identity (model, engine, concurrency…); "
+                 "PATH=rows: where JSON rows are (docs/interop.md)");
+  cmd.add_option("--runs-root", o.runs_root, "directory of run records (the new ones go here)")
+      ->capture_default_str();
+  cmd.add_option("--label", o.label, "the records' label (default: the file's label, or FORMAT)");
+  cmd.add_option("--model", o.model, "the model id, when the file names none or names it wrong");
+  cmd.add_option("--engine", o.engine, "the engine's name (the files rarely say it)");
+  cmd.add_option("--api", o.api,
+                 "chat or completions: the endpoint measured, for files that do not say it "
+                 "(an AIPerf per-record export, a ledger without an api column)")
+      ->check(CLI::IsMember({"chat", "completions"}));
+  cmd.add_flag("--json", o.json, "print what was imported as JSON on stdout");
+}
 
 namespace fs = std::filesystem;
 namespace json = boost::json;

@@ -12,10 +12,14 @@
 #include "interop/import_formats.h"
 #include "interop/result_import.h"
 
+namespace CLI {
+class App;
+}
+
 namespace dyno::app {
 
 struct ResultsImportOptions {
-  std::string format;  ///< one of interop::import_format_names()
+  std::string format;  ///< one of interop::import_formats()
   std::vector<std::string> files;
   std::string runs_root = "runs";
   std::optional<std::string> label;
@@ -25,6 +29,10 @@ struct ResultsImportOptions {
   bool json = false;
   interop::ImportReadOptions read;  ///< --map
 };
+
+/// Adds `dyno import`'s arguments and options to `cmd`; the format argument lists
+/// interop::import_formats().
+void add_results_import_options(CLI::App& cmd, ResultsImportOptions& options);
 
 /// One imported file as the command reports it.
 struct ImportedRun {

@@ -579,8 +579,7 @@ std::string render_diff(const std::string& a_id, const std::string& b_id,
   return out;
 }
 
-RunsCli::RunsCli(CLI::App& app) {
-  runs_ = app.add_subcommand("runs", "the run store: list, show, diff, verify, remove, publish");
+RunsCli::RunsCli(CLI::App& runs) : runs_(&runs) {
   runs_->require_subcommand(1);
 
   list_ = runs_->add_subcommand("list", "list runs (the index is brought up to date first)");

@@ -42,11 +42,11 @@ struct RunsOptions {
   std::optional<std::string> policy_file;
 };
 
-/// Registers `dyno runs` and its subcommands on `app`, and runs the one the user chose.
-/// Lives as long as the parse (CLI11 writes into its options).
+/// Registers the subcommands of `dyno runs` on `runs` (the command table made it), and runs
+/// the one the user chose. Lives as long as the parse (CLI11 writes into its options).
 class RunsCli {
  public:
-  explicit RunsCli(CLI::App& app);
+  explicit RunsCli(CLI::App& runs);
   RunsCli(const RunsCli&) = delete;
   RunsCli& operator=(const RunsCli&) = delete;
 

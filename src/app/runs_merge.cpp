@@ -373,9 +373,8 @@ int merge_command(const MergeOptions& o, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
-RunsMergeCli::RunsMergeCli(CLI::App& app) {
-  CLI::App* runs = app.get_subcommand("runs");
-  merge_ = runs->add_subcommand(
+RunsMergeCli::RunsMergeCli(CLI::App& runs) {
+  merge_ = runs.add_subcommand(
       "merge", "merge the records of the shards of one run (dyno run --shard K/N) into one record");
   merge_->add_option("runs", o_.runs, "the shards' run ids, unique prefixes or run directories")
       ->required();

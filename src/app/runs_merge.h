@@ -36,10 +36,10 @@ struct MergeOptions {
 /// certain, or drifting more, than max_clock_uncertainty_ms.
 int merge_command(const MergeOptions& options, std::ostream& out, std::ostream& err);
 
-/// Adds `merge` to the `runs` subcommand of `app` (RunsCli made it).
+/// Adds `merge` to `runs`, the `dyno runs` subcommand (beside RunsCli's).
 class RunsMergeCli {
  public:
-  explicit RunsMergeCli(CLI::App& app);
+  explicit RunsMergeCli(CLI::App& runs);
   bool parsed() const;
   int execute(std::ostream& out, std::ostream& err) const { return merge_command(o_, out, err); }
 

@@ -5,6 +5,10 @@
 #include <optional>
 #include <string>
 
+namespace CLI {
+class App;
+}
+
 namespace dyno::app {
 
 struct SimOptions {
@@ -27,6 +31,9 @@ struct SimOptions {
   std::uint32_t fault_after_tokens = 2;
   bool show_profile = false;
 };
+
+/// Adds `dyno sim`'s options (serving, faults) to `cmd`.
+void add_sim_options(CLI::App& cmd, SimOptions& options);
 
 /// Serves until SIGINT/SIGTERM (or --exit-after); returns the exit code.
 int sim_command(const SimOptions& options);

@@ -1,10 +1,12 @@
 #include "app/stream_command.h"
 
+#include <CLI/CLI.hpp>
 #include <boost/json.hpp>
 #include <iomanip>
 #include <utility>
 #include <vector>
 
+#include "app/flag_values.h"
 #include "app/run_command.h"
 #include "app/target_counter.h"
 #include "session/engine_session.h"
@@ -12,6 +14,60 @@
 #include "workload/request_stream.h"
 
 namespace dyno::app {
+
+void add_stream_make_options(CLI::App& cmd, StreamMakeOptions& o) {
+  cmd.add_option("--url", o.url,
+                 "base URL whose /tokenize measures lengths (default: the embedded simulated "
+                 "engine)");
+  cmd.add_option("--model", o.model, "model name (required with --url)");
+  cmd.add_option("--api", o.api, "chat or completions")
+      ->check(CLI::IsMember({"chat", "completions"}))
+      ->capture_default_str();
+  cmd.add_option("--profile", o.profile, "embedded simulated engine profile (no --url)")
+      ->capture_default_str();
+  cmd.add_option("--count", o.count, "requests to generate (required without --sessions)")
+      ->transform(flags::integer(1, flags::kMaxRequests));
+  cmd.add_option("--input-tokens", o.input_tokens,
+                 "exact prompt tokens per request (chat: with the chat template; required "
+                 "without --sessions)")
+      ->transform(flags::integer(1, flags::kMaxTokens));
+  cmd.add_option("--output-tokens", o.output_tokens,
+                 "output tokens per request (max_tokens = min_tokens, ignore_eos)")
+      ->transform(flags::integer(1, flags::kMaxTokens))
+      ->required();
+  cmd.add_option("--seed", o.seed, "seed of the generated text")
+      ->transform(flags::integer(0, flags::kMaxU64))
+      ->capture_default_str();
+  cmd.add_option("--shared-prefix", o.shared_prefix,
+                 "every prompt starts with the same text of exactly P tokens")
+      ->transform(flags::integer(0, flags::kMaxTokens));
+  cmd.add_option("--system", o.system, "chat: a system message; completions: leading text");
+  cmd.add_option("--sessions", o.sessions,
+                 "a session stream of N multi-turn sessions (chat; with --turns and "
+                 "--turn-input-tokens)")
+      ->transform(flags::integer(1, flags::kMaxRequests));
+  cmd.add_option("--turns", o.turns, "sessions: turns per session")
+      ->transform(flags::integer(1, flags::kMaxRequests));
+  cmd.add_option("--turn-input-tokens", o.turn_input_tokens,
+                 "sessions: tokens each new user message adds to the conversation (turn 0: "
+                 "with --system-tokens, the whole prompt)")
+      ->transform(flags::integer(1, flags::kMaxTokens));
+  cmd.add_option("--system-tokens", o.system_tokens,
+                 "sessions: a system message of exactly S tokens (alone, template included)")
+      ->transform(flags::integer(1, flags::kMaxTokens));
+  cmd.add_flag("--shared-system,!--no-shared-system", o.shared_system,
+               "sessions: one system text for every session (default), or one per session");
+  cmd.add_option("--think-ms", o.think_ms,
+                 "sessions: the user's pause before each turn >= 1, in ms")
+      ->transform(flags::number(0, 86'400'000));
+  cmd.add_option("-o,--output", o.output, "stream file to write (JSONL)")->required();
+  cmd.add_flag("--json", o.json, "print the length report as JSON on stdout");
+  cmd.add_option("--timeout", o.timeout_s, "seconds per tokenize call")
+      ->transform(flags::seconds())
+      ->capture_default_str();
+  cmd.add_flag("--insecure", o.insecure, "https: do not verify the server's certificate");
+  cmd.add_option("--ca-file", o.ca_file, "https: PEM file of extra CA certificates");
+}
 
 namespace {
 

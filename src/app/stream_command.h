@@ -7,6 +7,10 @@
 #include <ostream>
 #include <string>
 
+namespace CLI {
+class App;
+}
+
 namespace dyno::app {
 
 /// `dyno stream make` flags, as parsed. Validated by stream_make_command().
@@ -33,6 +37,9 @@ struct StreamMakeOptions {
   bool insecure = false;
   std::optional<std::string> ca_file;
 };
+
+/// Adds `dyno stream make`'s options to `cmd`.
+void add_stream_make_options(CLI::App& cmd, StreamMakeOptions& options);
 
 /// Generates the stream (workload/exact_prompt.h) through the target's /tokenize
 /// (transport/tokenize_client.h; API key from DYNO_API_KEY or OPENAI_API_KEY), re-counts every

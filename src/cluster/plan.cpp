@@ -357,6 +357,15 @@ const std::vector<std::string>& protocol_kinds() {
   return kinds;
 }
 
+std::vector<std::string> plan_args(const std::string& kind) {
+  std::vector<std::string> out;
+  const auto it = kind_args().find(kind);
+  if (it == kind_args().end()) return out;
+  for (const auto& [key, type] : it->second) out.push_back(key);
+  for (const auto& [key, type] : common_args()) out.push_back(key);
+  return out;
+}
+
 Plan load_plan(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw PlanError(file.string() + ": cannot read the plan file (does it exist?)");

@@ -99,4 +99,9 @@ std::string resources_text(const Resources& r);
 /// The protocol kinds a plan may name.
 const std::vector<std::string>& protocol_kinds();
 
+/// The args a plan may give a protocol of `kind` (one of protocol_kinds()): its own and those
+/// every kind takes, each a flag of `dyno <kind>` without its dashes ('_' for '-'); empty for
+/// an unknown kind.
+std::vector<std::string> plan_args(const std::string& kind);
+
 }  // namespace dyno::cluster

@@ -15,6 +15,7 @@
 
 #include "engine/toml.h"
 #include "engine/toml_reader.h"
+#include "error/registry.h"
 #include "json/json_text.h"
 
 namespace dyno::engine {
@@ -23,149 +24,7 @@ namespace json = boost::json;
 
 namespace {
 
-/// How a preset turns a declared engine arg into a command-line flag (or an env variable).
-struct ArgRule {
-  const char* key;         ///< canonical engine_args / topology key
-  const char* flag;        ///< flag (or env variable name when the preset uses env), "" = none
-  const char* false_flag;  ///< for booleans: the flag that says false ("" = omit the flag)
-};
-
-struct Preset {
-  const char* name;
-  std::vector<std::string> command;
-  const char* ready_path;
-  int ready_status;
-  const char* stop_signal;
-  double grace_s;
-  std::vector<std::string> identity_paths;
-  bool args_as_env;        ///< ollama: engine args are environment variables
-  bool unknown_as_dashes;  ///< unknown keys become --key-with-dashes
-  std::vector<ArgRule> rules;
-  std::map<std::string, std::string> env;
-  bool needs_model_file;
-};
-
-const std::vector<Preset>& presets() {
-  static const std::vector<Preset> all = {
-      {"vllm",
-       {"vllm", "serve", "{model}", "--host", "{host}", "--port", "{port}"},
-       "/health",
-       200,
-       "SIGINT",
-       30.0,
-       {"/version", "/v1/models"},
-       false,
-       true,
-       {{"tp", "--tensor-parallel-size", ""},
-        {"pp", "--pipeline-parallel-size", ""},
-        {"gpu_memory_utilization", "--gpu-memory-utilization", ""},
-        {"max_model_len", "--max-model-len", ""},
-        {"max_num_seqs", "--max-num-seqs", ""},
-        {"max_num_batched_tokens", "--max-num-batched-tokens", ""},
-        {"kv_cache_dtype", "--kv-cache-dtype", ""},
-        {"enable_prefix_caching", "--enable-prefix-caching", "--no-enable-prefix-caching"},
-        {"dtype", "--dtype", ""},
-        {"quantization", "--quantization", ""}},
-       {},
-       false},
-      {"sglang",
-       {"python3", "-m", "sglang.launch_server", "--model-path", "{model}", "--host", "{host}",
-        "--port", "{port}", "--enable-metrics"},
-       "/health",
-       200,
-       "SIGINT",
-       30.0,
-       {"/get_server_info", "/server_info", "/get_model_info", "/v1/models"},
-       false,
-       true,
-       {{"tp", "--tp-size", ""},
-        {"pp", "--pp-size", ""},
-        {"gpu_memory_utilization", "--mem-fraction-static", ""},
-        {"max_model_len", "--context-length", ""},
-        {"max_num_seqs", "--max-running-requests", ""},
-        {"max_num_batched_tokens", "--chunked-prefill-size", ""},
-        {"kv_cache_dtype", "--kv-cache-dtype", ""},
-        {"enable_prefix_caching", "", "--disable-radix-cache"},
-        {"dtype", "--dtype", ""},
-        {"quantization", "--quantization", ""}},
-       {},
-       false},
-      {"llamacpp",
-       {"llama-server", "-m", "{model_file}", "--alias", "{model}", "--host", "{host}", "--port",
-        "{port}", "--metrics"},
-       "/health",
-       200,
-       "SIGINT",
-       10.0,
-       {"/props", "/v1/models"},
-       false,
-       true,
-       {{"max_model_len", "--ctx-size", ""},
-        {"max_num_seqs", "--parallel", ""},
-        {"max_num_batched_tokens", "--batch-size", ""},
-        {"kv_cache_dtype", "--cache-type-k", ""},
-        {"n_gpu_layers", "--n-gpu-layers", ""},
-        {"enable_prefix_caching", "", "--no-cache-prompt"},
-        {"flash_attn", "--flash-attn", ""}},
-       {},
-       true},
-      {"tgi",
-       {"text-generation-launcher", "--model-id", "{model}", "--hostname", "{host}", "--port",
-        "{port}"},
-       "/health",
-       200,
-       "SIGTERM",
-       30.0,
-       {"/info", "/v1/models"},
-       false,
-       true,
-       {{"tp", "--num-shard", ""},
-        {"max_model_len", "--max-total-tokens", ""},
-        {"max_num_seqs", "--max-concurrent-requests", ""},
-        {"max_num_batched_tokens", "--max-batch-prefill-tokens", ""},
-        {"quantization", "--quantize", ""},
-        {"dtype", "--dtype", ""}},
-       {},
-       false},
-      {"ollama",
-       {"ollama", "serve"},
-       "/api/version",
-       200,
-       "SIGTERM",
-       10.0,
-       {"/api/version", "/v1/models"},
-       true,
-       false,
-       {{"max_num_seqs", "OLLAMA_NUM_PARALLEL", ""},
-        {"max_model_len", "OLLAMA_CONTEXT_LENGTH", ""},
-        {"kv_cache_dtype", "OLLAMA_KV_CACHE_TYPE", ""},
-        {"flash_attn", "OLLAMA_FLASH_ATTENTION", ""},
-        {"max_loaded_models", "OLLAMA_MAX_LOADED_MODELS", ""},
-        {"keep_alive", "OLLAMA_KEEP_ALIVE", ""}},
-       {{"OLLAMA_HOST", "{host}:{port}"}},
-       false},
-      {"sim",
-       {"{dyno}", "sim", "--host", "{host}", "--port", "{port}", "--model", "{model}"},
-       "/health",
-       200,
-       "SIGINT",
-       5.0,
-       {"/version", "/v1/models"},
-       false,
-       true,
-       {{"profile", "--profile", ""}, {"exit_after", "--exit-after", ""}, {"seed", "--seed", ""}},
-       {},
-       false},
-  };
-  return all;
-}
-
-const Preset* find_preset(const std::string& name) {
-  for (const auto& p : presets()) {
-    if (name == p.name) return &p;
-  }
-  return nullptr;
-}
+const Preset* find_preset(const std::string& name) { return registry::find(presets(), name); }
 
 std::string sha256_hex(const std::string& bytes) {
   std::array<unsigned char, SHA256_DIGEST_LENGTH> d{};
@@ -230,10 +89,133 @@ std::string value_text(const json::value& v) {
 
 }  // namespace
 
-std::vector<std::string> preset_names() {
-  std::vector<std::string> out;
-  for (const auto& p : presets()) out.emplace_back(p.name);
-  return out;
+std::span<const Preset> presets() {
+  static const std::vector<Preset> all = {
+      {.name = "vllm",
+       .describe = "vLLM's OpenAI-compatible server (vllm serve)",
+       .command = {"vllm", "serve", "{model}", "--host", "{host}", "--port", "{port}"},
+       .ready_path = "/health",
+       .ready_status = 200,
+       .stop_signal = "SIGINT",
+       .grace_s = 30.0,
+       .identity_paths = {"/version", "/v1/models"},
+       .args_as_env = false,
+       .unknown_as_dashes = true,
+       .rules = {{"tp", "--tensor-parallel-size", ""},
+                 {"pp", "--pipeline-parallel-size", ""},
+                 {"gpu_memory_utilization", "--gpu-memory-utilization", ""},
+                 {"max_model_len", "--max-model-len", ""},
+                 {"max_num_seqs", "--max-num-seqs", ""},
+                 {"max_num_batched_tokens", "--max-num-batched-tokens", ""},
+                 {"kv_cache_dtype", "--kv-cache-dtype", ""},
+                 {"enable_prefix_caching", "--enable-prefix-caching", "--no-enable-prefix-caching"},
+                 {"dtype", "--dtype", ""},
+                 {"quantization", "--quantization", ""}},
+       .env = {},
+       .needs_model_file = false,
+       .default_model = ""},
+      {.name = "sglang",
+       .describe = "SGLang's server (python3 -m sglang.launch_server), with its metrics",
+       .command = {"python3", "-m", "sglang.launch_server", "--model-path", "{model}", "--host",
+                   "{host}", "--port", "{port}", "--enable-metrics"},
+       .ready_path = "/health",
+       .ready_status = 200,
+       .stop_signal = "SIGINT",
+       .grace_s = 30.0,
+       .identity_paths = {"/get_server_info", "/server_info", "/get_model_info", "/v1/models"},
+       .args_as_env = false,
+       .unknown_as_dashes = true,
+       .rules = {{"tp", "--tp-size", ""},
+                 {"pp", "--pp-size", ""},
+                 {"gpu_memory_utilization", "--mem-fraction-static", ""},
+                 {"max_model_len", "--context-length", ""},
+                 {"max_num_seqs", "--max-running-requests", ""},
+                 {"max_num_batched_tokens", "--chunked-prefill-size", ""},
+                 {"kv_cache_dtype", "--kv-cache-dtype", ""},
+                 {"enable_prefix_caching", "", "--disable-radix-cache"},
+                 {"dtype", "--dtype", ""},
+                 {"quantization", "--quantization", ""}},
+       .env = {},
+       .needs_model_file = false,
+       .default_model = ""},
+      {.name = "llamacpp",
+       .describe = "llama.cpp's llama-server, with its metrics (needs model_file)",
+       .command = {"llama-server", "-m", "{model_file}", "--alias", "{model}", "--host", "{host}",
+                   "--port", "{port}", "--metrics"},
+       .ready_path = "/health",
+       .ready_status = 200,
+       .stop_signal = "SIGINT",
+       .grace_s = 10.0,
+       .identity_paths = {"/props", "/v1/models"},
+       .args_as_env = false,
+       .unknown_as_dashes = true,
+       .rules = {{"max_model_len", "--ctx-size", ""},
+                 {"max_num_seqs", "--parallel", ""},
+                 {"max_num_batched_tokens", "--batch-size", ""},
+                 {"kv_cache_dtype", "--cache-type-k", ""},
+                 {"n_gpu_layers", "--n-gpu-layers", ""},
+                 {"enable_prefix_caching", "", "--no-cache-prompt"},
+                 {"flash_attn", "--flash-attn", ""}},
+       .env = {},
+       .needs_model_file = true,
+       .default_model = ""},
+      {.name = "tgi",
+       .describe = "Hugging Face text-generation-inference (text-generation-launcher)",
+       .command = {"text-generation-launcher", "--model-id", "{model}", "--hostname", "{host}",
+                   "--port", "{port}"},
+       .ready_path = "/health",
+       .ready_status = 200,
+       .stop_signal = "SIGTERM",
+       .grace_s = 30.0,
+       .identity_paths = {"/info", "/v1/models"},
+       .args_as_env = false,
+       .unknown_as_dashes = true,
+       .rules = {{"tp", "--num-shard", ""},
+                 {"max_model_len", "--max-total-tokens", ""},
+                 {"max_num_seqs", "--max-concurrent-requests", ""},
+                 {"max_num_batched_tokens", "--max-batch-prefill-tokens", ""},
+                 {"quantization", "--quantize", ""},
+                 {"dtype", "--dtype", ""}},
+       .env = {},
+       .needs_model_file = false,
+       .default_model = ""},
+      {.name = "ollama",
+       .describe = "Ollama (ollama serve); engine args become its environment variables",
+       .command = {"ollama", "serve"},
+       .ready_path = "/api/version",
+       .ready_status = 200,
+       .stop_signal = "SIGTERM",
+       .grace_s = 10.0,
+       .identity_paths = {"/api/version", "/v1/models"},
+       .args_as_env = true,
+       .unknown_as_dashes = false,
+       .rules = {{"max_num_seqs", "OLLAMA_NUM_PARALLEL", ""},
+                 {"max_model_len", "OLLAMA_CONTEXT_LENGTH", ""},
+                 {"kv_cache_dtype", "OLLAMA_KV_CACHE_TYPE", ""},
+                 {"flash_attn", "OLLAMA_FLASH_ATTENTION", ""},
+                 {"max_loaded_models", "OLLAMA_MAX_LOADED_MODELS", ""},
+                 {"keep_alive", "OLLAMA_KEEP_ALIVE", ""}},
+       .env = {{"OLLAMA_HOST", "{host}:{port}"}},
+       .needs_model_file = false,
+       .default_model = ""},
+      {.name = "sim",
+       .describe = "dyno's simulated engine (dyno sim): runs anywhere, model dyno-sim",
+       .command = {"{dyno}", "sim", "--host", "{host}", "--port", "{port}", "--model", "{model}"},
+       .ready_path = "/health",
+       .ready_status = 200,
+       .stop_signal = "SIGINT",
+       .grace_s = 5.0,
+       .identity_paths = {"/version", "/v1/models"},
+       .args_as_env = false,
+       .unknown_as_dashes = true,
+       .rules = {{"profile", "--profile", ""},
+                 {"exit_after", "--exit-after", ""},
+                 {"seed", "--seed", ""}},
+       .env = {},
+       .needs_model_file = false,
+       .default_model = "dyno-sim"},
+  };
+  return all;
 }
 
 std::optional<int> signal_number(const std::string& name) {
@@ -254,9 +236,7 @@ const Preset* read_preset(const Reader& r, const json::object& root, EngineSpec&
   if (!spec.preset.empty()) {
     preset = find_preset(spec.preset);
     if (preset == nullptr) {
-      std::string list;
-      for (const auto& n : preset_names()) list += (list.empty() ? "" : ", ") + n;
-      r.fail("preset", "unknown preset '" + spec.preset + "'; the presets are: " + list +
+      r.fail("preset", registry::unknown_message(presets(), "preset", spec.preset) +
                            " (or leave it out and write command and ready yourself)");
     }
   }
@@ -320,15 +300,15 @@ void read_endpoint(const Reader& r, const json::object& root, const Preset* pres
     spec.model = *model;
   } else if (spec.model_file) {
     spec.model = std::filesystem::path(*spec.model_file).stem().string();
-  } else if (spec.preset == "sim") {
-    spec.model = "dyno-sim";
+  } else if (preset != nullptr && !preset->default_model.empty()) {
+    spec.model = preset->default_model;
   } else {
     r.fail("",
            "'model' is missing: the model name requests carry, e.g. model = "
            "\"meta-llama/Llama-3.1-8B-Instruct\"");
   }
   if (preset != nullptr && preset->needs_model_file && !spec.model_file) {
-    r.fail("", std::string("preset ") + preset->name +
+    r.fail("", "preset " + std::string(preset->name) +
                    " needs 'model_file' (the path of the weights the server loads)");
   }
 }
@@ -336,7 +316,7 @@ void read_endpoint(const Reader& r, const json::object& root, const Preset* pres
 // Readiness: the preset's probe, then [ready] over it; there must be a probe.
 void read_ready(const Reader& r, const json::object& root, const Preset* preset, EngineSpec& spec) {
   if (preset != nullptr) {
-    spec.ready.http_path = preset->ready_path;
+    spec.ready.http_path = std::string(preset->ready_path);
     spec.ready.http_status = preset->ready_status;
   }
   if (const json::object* ready = r.table(root, "ready", "ready")) {

@@ -7,8 +7,10 @@
 #include <boost/json/object.hpp>
 #include <map>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "error/error.h"
@@ -59,8 +61,35 @@ struct EngineSpec {
   boost::json::object extra_body;
 };
 
-/// The built-in presets' names.
-std::vector<std::string> preset_names();
+/// How a preset turns a declared engine arg (an engine_args key, or topology's tp and pp) into
+/// a command-line flag, or an environment variable when the preset takes its args so.
+struct ArgRule {
+  std::string_view key;         ///< the engine_args / topology key
+  std::string_view flag;        ///< its flag (args_as_env: the variable's name); "" = none
+  std::string_view false_flag;  ///< booleans: the flag that says false ("" = omit the flag)
+};
+
+/// An entry of the preset registry (error/registry.h): an engine dyno knows how to launch, what
+/// a spec's `preset = "<name>"` fills in (docs/engines.md "Presets").
+struct Preset {
+  std::string_view name;                    ///< as a spec names it: "vllm"
+  std::string_view describe;                ///< one line: the engine and how it is started
+  std::vector<std::string> command;         ///< the launch argv, placeholders ({model}, {port}…)
+  std::string_view ready_path;              ///< readiness: GET this path…
+  int ready_status = 200;                   ///< …until it answers this status
+  std::string_view stop_signal;             ///< sent to stop it…
+  double grace_s = 30.0;                    ///< …then SIGKILL after this many seconds
+  std::vector<std::string> identity_paths;  ///< endpoints the engine describes itself at
+  bool args_as_env = false;                 ///< engine args are environment variables (ollama)
+  bool unknown_as_dashes = true;            ///< an arg without a rule becomes --key-with-dashes
+  std::vector<ArgRule> rules;               ///< engine args with a name of the engine's own
+  std::map<std::string, std::string> env;   ///< environment the launch adds (placeholders)
+  bool needs_model_file = false;            ///< the spec must give model_file ({model_file})
+  std::string_view default_model;  ///< the model name when the spec gives none ("": required)
+};
+
+/// The built-in presets, in the order docs/engines.md lists them.
+std::span<const Preset> presets();
 
 /// Reads and validates a spec file. Throws SpecError.
 EngineSpec load_spec(const std::string& path);

@@ -1,5 +1,6 @@
 #include "interop/import_formats.h"
 
+#include "error/registry.h"
 #include "interop/import_aiperf.h"
 #include "interop/import_guidellm.h"
 #include "interop/import_llama_bench.h"
@@ -43,50 +44,41 @@ std::vector<ImportedResult> table(const std::string& bytes, const std::string& f
 
 }  // namespace
 
-const std::vector<ImportFormat>& import_formats() {
-  static const std::vector<ImportFormat> formats{
-      {"vllm-bench", "`vllm bench serve --save-result` JSON (per-request with --save-detailed)",
-       vllm_bench},
-      {"sglang-bench",
-       "`python -m sglang.bench_serving --output-file` JSONL, a result a line (per-request with "
-       "--output-details)",
-       sglang_bench},
-      {"aiperf",
-       "AIPerf's profile_export.jsonl (per-request records) or profile_export_aiperf.json "
-       "(aggregate)",
-       aiperf},
-      {"llama-bench", "llama.cpp's `llama-bench -o json|jsonl|csv` (one record per test)",
-       llama_bench},
-      {"guidellm",
-       "GuideLLM's `guidellm benchmark --output-path x.json` report, 0.2 to 0.7+ (one "
-       "record per benchmark)",
-       guidellm},
-      {"table",
-       "a ledger: CSV, JSON rows or JSONL, one record a row; --map SOURCE=TARGET names the "
-       "columns",
-       table},
+std::span<const ImportFormat> import_formats() {
+  static constexpr ImportFormat kFormats[] = {
+      {.name = "vllm-bench",
+       .describe = "`vllm bench serve --save-result` JSON (per-request with --save-detailed)",
+       .read = vllm_bench},
+      {.name = "sglang-bench",
+       .describe = "`python -m sglang.bench_serving --output-file` JSONL, a result a line "
+                   "(per-request with --output-details)",
+       .read = sglang_bench},
+      {.name = "aiperf",
+       .describe = "AIPerf's profile_export.jsonl (per-request records) or "
+                   "profile_export_aiperf.json (aggregate)",
+       .read = aiperf},
+      {.name = "llama-bench",
+       .describe = "llama.cpp's `llama-bench -o json|jsonl|csv` (one record per test)",
+       .read = llama_bench},
+      {.name = "guidellm",
+       .describe = "GuideLLM's `guidellm benchmark --output-path x.json` report, 0.2 to 0.7+ "
+                   "(one record per benchmark)",
+       .read = guidellm},
+      {.name = "table",
+       .describe = "a ledger: CSV, JSON rows or JSONL, one record a row; --map SOURCE=TARGET "
+                   "names the columns",
+       .read = table},
   };
-  return formats;
-}
-
-std::vector<std::string> import_format_names() {
-  std::vector<std::string> names;
-  for (const ImportFormat& f : import_formats()) names.push_back(f.name);
-  return names;
+  return kFormats;
 }
 
 std::vector<ImportedResult> read_import(const std::string& format, const std::string& bytes,
                                         const std::string& file_name,
                                         const ImportReadOptions& options) {
-  for (const ImportFormat& f : import_formats()) {
-    if (f.name != format) continue;
-    std::vector<ImportedResult> results = f.read(bytes, file_name, options);
-    if (results.empty()) throw ImportFileError(file_name + ": holds no result to import");
-    return results;
-  }
-  std::string known;
-  for (const std::string& n : import_format_names()) known += (known.empty() ? "" : ", ") + n;
-  throw ImportFileError("dyno import: unknown format '" + format + "'; known: " + known);
+  const ImportFormat& f = registry::lookup(import_formats(), format, "import format");
+  std::vector<ImportedResult> results = f.read(bytes, file_name, options);
+  if (results.empty()) throw ImportFileError(file_name + ": holds no result to import");
+  return results;
 }
 
 }  // namespace dyno::interop

@@ -4,7 +4,9 @@
 // `source.part` saying which.
 #pragma once
 
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "interop/result_import.h"
@@ -17,21 +19,21 @@ struct ImportReadOptions {
   std::vector<std::string> map;
 };
 
+/// An entry of the result-import registry (error/registry.h): a format `dyno import` reads.
 struct ImportFormat {
-  std::string name;      ///< as `dyno import` takes it: "vllm-bench"
-  std::string describe;  ///< one line for --help: what the tool writes
+  std::string_view name;      ///< as `dyno import` takes it: "vllm-bench"
+  std::string_view describe;  ///< one line for --help: what the tool writes
+  /// The results the file holds (none: the caller refuses the file).
   std::vector<ImportedResult> (*read)(const std::string& bytes, const std::string& file_name,
                                       const ImportReadOptions& options);
 };
 
 /// Every format, in the order --help lists them.
-const std::vector<ImportFormat>& import_formats();
-
-/// The names of import_formats().
-std::vector<std::string> import_format_names();
+std::span<const ImportFormat> import_formats();
 
 /// Reads `bytes` (the file named `file_name` in errors) in `format`. Throws ImportFileError
-/// (exit 2) naming the file and where; at least one result on success.
+/// (exit 2) naming the file and where, UsageError (exit 2) listing the formats for an unknown
+/// one; at least one result on success.
 std::vector<ImportedResult> read_import(const std::string& format, const std::string& bytes,
                                         const std::string& file_name,
                                         const ImportReadOptions& options);

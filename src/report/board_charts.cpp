@@ -40,6 +40,17 @@ class Stems {
   std::set<std::string> used_;
 };
 
+}  // namespace
+
+/// The charts made so far, and their stems (a repeat gets -2, -3, …).
+class ChartSet {
+ public:
+  std::vector<BoardChart> charts;
+  Stems stems;
+};
+
+namespace {
+
 /// Adds a chart with panels, split into parts of at most kMaxPanels panels (a multiple of
 /// the grid's columns) so that no image grows past what reads well.
 template <typename XyChart, typename PanelT>
@@ -382,51 +393,46 @@ void add_tradeoff(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
 
 // ---- Latency CDFs ------------------------------------------------------------------------
 
-void add_cdfs(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
+/// A latency CDF: which latency, and its words.
+struct CdfSpec {
+  std::string stem, title, axis, source;
+  std::vector<double> compare::LatencySamples::*values;
+};
+
+void add_cdfs(std::vector<BoardChart>& out, Stems& stems, const Board& b, const CdfSpec& k) {
   const auto samples = compare::all_latency_samples(b);
   const auto models = models_of(b);
-  struct Kind {
-    std::string stem, title, axis, source;
-    std::vector<double> compare::LatencySamples::*values;
-  };
-  const std::vector<Kind> kinds = {
-      {"e2e-latency-cdf", "End-to-end latency", "End-to-end latency",
-       "end-to-end latency (sent to done)", &compare::LatencySamples::e2e_ms},
-      {"ttft-cdf", "Time to first token", "Time to first token",
-       "time to first token (sent to the first token)", &compare::LatencySamples::ttft_ms}};
-  for (const auto& k : kinds) {
-    for (const auto& model : models) {
-      chart::Cdf c;
-      c.title = k.title + " CDF, " + defuse(model);
-      c.subtitle =
-          "Completed measured requests of each arm's selected run, one panel per cell; "
-          "further left is faster";
-      c.x = chart::Axis{.title = k.axis, .unit = "ms"};
-      c.grid.shared_x = false;
-      bool any = false;
-      std::vector<const compare::Cell*> cells;
-      for (const auto& cell : b.cells) {
-        if (cell.model != model) continue;
-        cells.push_back(&cell);
-        chart::CdfPanel p;
-        p.title = cell_label(b, cell);
-        for (const auto& s : samples) {
-          if (s.cell != cell.id) continue;
-          const auto& v = s.*(k.values);
-          any = any || !v.empty();
-          p.samples.push_back({arm_name(b, s.arm), v, arm_style(b, s.arm)});
-        }
-        c.panels.push_back(std::move(p));
+  for (const auto& model : models) {
+    chart::Cdf c;
+    c.title = k.title + " CDF, " + defuse(model);
+    c.subtitle =
+        "Completed measured requests of each arm's selected run, one panel per cell; "
+        "further left is faster";
+    c.x = chart::Axis{.title = k.axis, .unit = "ms"};
+    c.grid.shared_x = false;
+    bool any = false;
+    std::vector<const compare::Cell*> cells;
+    for (const auto& cell : b.cells) {
+      if (cell.model != model) continue;
+      cells.push_back(&cell);
+      chart::CdfPanel p;
+      p.title = cell_label(b, cell);
+      for (const auto& s : samples) {
+        if (s.cell != cell.id) continue;
+        const auto& v = s.*(k.values);
+        any = any || !v.empty();
+        p.samples.push_back({arm_name(b, s.arm), v, arm_style(b, s.arm)});
       }
-      if (!any) continue;
-      if (c.panels.size() > 1) c.note = "Each panel has its own x scale.";
-      const std::string caption = "Empirical CDF of the " + k.source +
-                                  " of every completed measured request (requests.jsonl) of "
-                                  "each arm's selected run, one panel per cell of " +
-                                  defuse(model) + ". " + runs_phrase(b, cells);
-      const std::string stem = models.size() > 1 ? k.stem + "-" + slug(model) : k.stem;
-      add_split(out, stems, stem, caption, Section::kLatency, std::move(c), &chart::Cdf::panels);
+      c.panels.push_back(std::move(p));
     }
+    if (!any) continue;
+    if (c.panels.size() > 1) c.note = "Each panel has its own x scale.";
+    const std::string caption = "Empirical CDF of the " + k.source +
+                                " of every completed measured request (requests.jsonl) of "
+                                "each arm's selected run, one panel per cell of " +
+                                defuse(model) + ". " + runs_phrase(b, cells);
+    const std::string stem = models.size() > 1 ? k.stem + "-" + slug(model) : k.stem;
+    add_split(out, stems, stem, caption, Section::kLatency, std::move(c), &chart::Cdf::panels);
   }
 }
 
@@ -535,87 +541,179 @@ std::vector<Track> energy_tracks(const Board& b) {
   return out;
 }
 
-}  // namespace
+// ---- The chart kinds --------------------------------------------------------------------
 
-std::vector<BoardChart> board_charts(const Board& b) {
-  std::vector<BoardChart> out;
-  Stems stems;
-  const auto load = [](const std::string& kind) { return !ladder_kind(kind); };
-  const chart::Axis tok_s_from_zero{.unit = "tok/s", .include_zero = true};
-  const auto y = [&tok_s_from_zero](const std::string& title) {
-    chart::Axis a = tok_s_from_zero;
-    a.title = title;
-    return a;
-  };
-  add_line_charts(out, stems, b,
-                  {"output_tokens_per_s", "throughput-by", "Output throughput vs",
-                   "Aggregate output tok/s of each arm; higher is better", y("Aggregate output"),
-                   "Aggregate output tok/s (summary.json throughput.output_tokens_per_s)",
-                   Section::kThroughput, load});
-  // Per-user decode: how it scales with load, and a ladder's decode rate over context depth
-  // (its decode cells' headline, decode_tok_s). Not drawn for a ladder's prefill cells.
+/// A load chart is drawn for cells with a load level (concurrency, rate), not a ladder's.
+bool load_kind(const std::string& kind) { return !ladder_kind(kind); }
+
+/// A y axis of tok/s from 0.
+chart::Axis tok_s(const std::string& title) {
+  return chart::Axis{.title = title, .unit = "tok/s", .include_zero = true};
+}
+
+void throughput_by_level(const Board& b, ChartSet& s) {
   add_line_charts(
-      out, stems, b,
+      s.charts, s.stems, b,
+      {"output_tokens_per_s", "throughput-by", "Output throughput vs",
+       "Aggregate output tok/s of each arm; higher is better", tok_s("Aggregate output"),
+       "Aggregate output tok/s (summary.json throughput.output_tokens_per_s)", Section::kThroughput,
+       load_kind});
+}
+
+/// Per-user decode: how it scales with load…
+void decode_per_user_by_level(const Board& b, ChartSet& s) {
+  add_line_charts(
+      s.charts, s.stems, b,
       {"decode_rate_per_user_p50", "decode-per-user-by", "Decode scaling: per-user decode rate vs",
        "Median per-request decode tok/s of each arm as load grows; higher is better",
-       y("Per-user decode, p50"),
+       tok_s("Per-user decode, p50"),
        "The median per-request decode rate, (output tokens − 1) / (last − first "
        "token) (summary.json rates_tok_s.decode_rate_per_user.p50)",
-       Section::kThroughput, load});
-  add_line_charts(out, stems, b,
+       Section::kThroughput, load_kind});
+}
+
+/// …and a ladder's decode rate over context depth (its decode cells' headline, decode_tok_s).
+/// Not drawn for a ladder's prefill cells.
+void decode_per_user_by_context(const Board& b, ChartSet& s) {
+  add_line_charts(s.charts, s.stems, b,
                   {"decode_rate_per_user_p50", "decode-per-user-by", "Per-user decode rate vs",
                    "Median decode tok/s of one request at each context depth; higher is better",
-                   y("Per-user decode, p50"),
+                   tok_s("Per-user decode, p50"),
                    "The median per-request decode rate, (output tokens − 1) / (last − first "
                    "token) (summary.json rates_tok_s.decode_rate_per_user.p50; the ladder's "
                    "decode_tok_s)",
                    Section::kThroughput,
                    [](const std::string& k) { return ladder_kind(k) && k != "prefill_tokens"; }});
+}
+
+void delta_heatmap(const Board& b, ChartSet& s) {
   add_heatmap(
-      out, stems, b,
+      s.charts, s.stems, b,
       {"output_tokens_per_s", "delta-heatmap", "Output throughput", "output tok/s", "output tok/s",
        "summary.json throughput.output_tokens_per_s", Section::kThroughput, "prefill_tokens"});
-  add_tradeoff(out, stems, b);
+}
+
+void serving_tradeoff(const Board& b, ChartSet& s) { add_tradeoff(s.charts, s.stems, b); }
+
+void prefill_by_level(const Board& b, ChartSet& s) {
   add_line_charts(
-      out, stems, b,
+      s.charts, s.stems, b,
       {"input_tokens_per_s", "prefill-by", "Prefill throughput vs",
-       "Aggregate prefill (input) tok/s of each arm; higher is better", y("Aggregate prefill"),
+       "Aggregate prefill (input) tok/s of each arm; higher is better", tok_s("Aggregate prefill"),
        "Aggregate prefill tok/s (summary.json throughput.input_tokens_per_s)", Section::kPrefill,
-       load});
-  add_line_charts(out, stems, b,
+       load_kind});
+}
+
+void prefill_per_user_by_level(const Board& b, ChartSet& s) {
+  add_line_charts(s.charts, s.stems, b,
                   {"prefill_rate_client_p50", "prefill-per-user-by", "Per-user prefill rate vs",
                    "Median over requests of input tokens / TTFT (queueing and network included); "
                    "higher is better",
-                   y("Per-user prefill, p50"),
+                   tok_s("Per-user prefill, p50"),
                    "The median per-request prefill rate, input tokens / TTFT (summary.json "
                    "rates_tok_s.prefill_rate_client.p50)",
-                   Section::kPrefill, load});
-  add_line_charts(out, stems, b,
+                   Section::kPrefill, load_kind});
+}
+
+void prefill_per_user_by_prompt(const Board& b, ChartSet& s) {
+  add_line_charts(s.charts, s.stems, b,
                   {"prefill_rate_client_p50", "prefill-per-user-by", "Per-user prefill rate vs",
                    "Median input tokens / TTFT of one request at each prompt size (network "
                    "included); higher is better",
-                   y("Per-user prefill, p50"),
+                   tok_s("Per-user prefill, p50"),
                    "The median per-request prefill rate, input tokens / TTFT (summary.json "
                    "rates_tok_s.prefill_rate_client.p50; the ladder's prefill_tok_s)",
                    Section::kPrefill,
                    [](const std::string& k) { return ladder_kind(k) && k != "decode_tokens"; }});
-  add_heatmap(out, stems, b,
+}
+
+void prefill_delta_heatmap(const Board& b, ChartSet& s) {
+  add_heatmap(s.charts, s.stems, b,
               {"input_tokens_per_s", "prefill-delta-heatmap", "Prefill throughput",
                "aggregate prefill tok/s", "prefill tok/s",
                "summary.json throughput.input_tokens_per_s", Section::kPrefill, "decode_tokens"});
-  add_cdfs(out, stems, b);
-  add_timelines(out, stems, b, power_tracks(b),
+}
+
+void e2e_latency_cdf(const Board& b, ChartSet& s) {
+  add_cdfs(s.charts, s.stems, b,
+           {"e2e-latency-cdf", "End-to-end latency", "End-to-end latency",
+            "end-to-end latency (sent to done)", &compare::LatencySamples::e2e_ms});
+}
+
+void ttft_cdf(const Board& b, ChartSet& s) {
+  add_cdfs(s.charts, s.stems, b,
+           {"ttft-cdf", "Time to first token", "Time to first token",
+            "time to first token (sent to the first token)", &compare::LatencySamples::ttft_ms});
+}
+
+void power_timeline(const Board& b, ChartSet& s) {
+  add_timelines(s.charts, s.stems, b, power_tracks(b),
                 {"power-timeline", "Power over time",
                  "Power (the instantaneous reading, else the averaged one)",
                  chart::Axis{.title = "Power", .unit = "W", .include_zero = true}, Section::kGpu});
+}
+
+void energy_timeline(const Board& b, ChartSet& s) {
   add_timelines(
-      out, stems, b, energy_tracks(b),
+      s.charts, s.stems, b, energy_tracks(b),
       {"energy-timeline", "Energy over time",
        "Energy used since the run's first reading (the sum of the energy counter's "
        "increments)",
        chart::Axis{.title = "Energy since first reading", .unit = "J", .include_zero = true},
        Section::kEnergy});
-  return out;
+}
+
+}  // namespace
+
+std::span<const ChartKind> chart_kinds() {
+  static constexpr ChartKind kKinds[] = {
+      {.name = "throughput-by-<level>",
+       .describe = "aggregate output tok/s vs concurrency or rate, one panel per model",
+       .add = throughput_by_level},
+      {.name = "decode-per-user-by-<level>",
+       .describe = "decode scaling: per-user decode tok/s p50 vs concurrency or rate",
+       .add = decode_per_user_by_level},
+      {.name = "decode-per-user-by-context",
+       .describe = "a ladder's decode cells: per-user decode tok/s p50 vs context depth",
+       .add = decode_per_user_by_context},
+      {.name = "delta-heatmap",
+       .describe = "Δ output tok/s per model (× arm) and cell, labelled win/tie/loss",
+       .add = delta_heatmap},
+      {.name = "serving-tradeoff",
+       .describe = "aggregate output tok/s vs per-user decode tok/s, points by level",
+       .add = serving_tradeoff},
+      {.name = "prefill-by-<level>",
+       .describe = "aggregate prefill tok/s vs concurrency or rate",
+       .add = prefill_by_level},
+      {.name = "prefill-per-user-by-<level>",
+       .describe = "per-user prefill tok/s p50 vs concurrency or rate",
+       .add = prefill_per_user_by_level},
+      {.name = "prefill-per-user-by-prompt",
+       .describe = "a ladder's prefill cells: per-user prefill tok/s p50 vs prompt size",
+       .add = prefill_per_user_by_prompt},
+      {.name = "prefill-delta-heatmap",
+       .describe = "Δ aggregate prefill tok/s, laid out as delta-heatmap",
+       .add = prefill_delta_heatmap},
+      {.name = "e2e-latency-cdf",
+       .describe = "CDF of end-to-end latency, one panel per cell",
+       .add = e2e_latency_cdf},
+      {.name = "ttft-cdf",
+       .describe = "CDF of time to first token, one panel per cell",
+       .add = ttft_cdf},
+      {.name = "power-timeline",
+       .describe = "power of each device over each selected run, when telemetry exists",
+       .add = power_timeline},
+      {.name = "energy-timeline",
+       .describe = "energy of each device since the run's first reading, when telemetry exists",
+       .add = energy_timeline},
+  };
+  return kKinds;
+}
+
+std::vector<BoardChart> board_charts(const Board& b) {
+  ChartSet set;
+  for (const ChartKind& kind : chart_kinds()) kind.add(b, set);
+  return std::move(set.charts);
 }
 
 Figure render_figure(const BoardChart& c) {

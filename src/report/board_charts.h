@@ -4,7 +4,9 @@
 // a figure: every value plotted is one the board (or the selected run's record) holds.
 #pragma once
 
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chart/chart.h"
@@ -22,7 +24,21 @@ struct BoardChart {
   chart::Chart chart;
 };
 
-/// The board's charts, in the order they are shown:
+/// The charts of a board as the kinds add them (board_charts.cpp).
+class ChartSet;
+
+/// An entry of the chart registry (error/registry.h): a kind of chart a board may have.
+struct ChartKind {
+  std::string_view name;      ///< its file stem, or the stem's pattern: "throughput-by-<level>"
+  std::string_view describe;  ///< one line: what is plotted
+  /// Adds the kind's charts of `board` to `charts` (none when it has nothing to draw).
+  void (*add)(const compare::Board& board, ChartSet& charts);
+};
+
+/// Every chart kind, in the order a board shows them (docs/compare.md "Charts").
+std::span<const ChartKind> chart_kinds();
+
+/// The board's charts (each kind of chart_kinds() in turn), in the order they are shown:
 ///   throughput-by-<level>     output tok/s vs concurrency or rate, one panel per model
 ///   decode-per-user-by-<level>  per-user decode tok/s p50 vs concurrency or rate (decode
 ///                             scaling), or vs a ladder's context depth (decode cells)

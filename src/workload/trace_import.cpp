@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "error/registry.h"
 #include "workload/csv.h"
 #include "workload/import_util.h"
 #include "workload/request_stream.h"
@@ -62,10 +63,12 @@ std::int64_t days_from_civil(std::int64_t y, std::int64_t m, std::int64_t d) {
 
 bool leap(std::int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
+}  // namespace
+
 /// The kept-record bookkeeping every reader shares: skips, time order, the limit.
-class Collector {
+class TraceCollector {
  public:
-  Collector(TraceFile& file, std::optional<std::size_t> limit) : file_(file), limit_(limit) {}
+  TraceCollector(TraceFile& file, std::optional<std::size_t> limit) : file_(file), limit_(limit) {}
   bool full() const { return limit_ && file_.records.size() >= *limit_; }
   /// Adds `r` unless a length is 0; `time_key` names the time field in an order error.
   void add(TraceRecord r, const std::string& where, const std::string& time_key, bool csv_column) {
@@ -95,6 +98,8 @@ class Collector {
   std::optional<std::int64_t> last_ns_;
 };
 
+namespace {
+
 std::int64_t json_length(const json::value& v, const std::string& where, const std::string& key) {
   const std::int64_t n = stream_json::as_int(v, where, key);
   if (n < 0) fail(where, key, "must be >= 0 (got " + std::to_string(n) + ")");
@@ -104,7 +109,7 @@ std::int64_t json_length(const json::value& v, const std::string& where, const s
   return n;
 }
 
-void parse_mooncake(std::string_view text, Collector& out, const std::string& source) {
+void parse_mooncake(std::string_view text, TraceCollector& out, const std::string& source) {
   import_util::for_each_line(text, [&](const std::string& line, std::size_t line_no) {
     if (out.full()) return false;
     const std::string where = source + ":" + std::to_string(line_no);
@@ -206,7 +211,7 @@ std::int64_t csv_length(const std::string& cell, const std::string& where,
 /// `time_column` and described by `time_form` in errors) and its input and output lengths;
 /// `fill` adds what else the format keeps. Rows past the collector's limit are not read.
 template <typename ParseTime, typename Fill>
-void collect_csv_rows(const CsvTable& t, Collector& out, const std::string& source,
+void collect_csv_rows(const CsvTable& t, TraceCollector& out, const std::string& source,
                       const char* time_column, const char* time_form, const char* input_column,
                       const char* output_column, ParseTime parse_time, Fill fill) {
   const std::size_t time = t.column(time_column, source);
@@ -235,14 +240,14 @@ void collect_csv_rows(const CsvTable& t, Collector& out, const std::string& sour
   }
 }
 
-void parse_azure(std::string_view text, Collector& out, const std::string& source) {
+void parse_azure(std::string_view text, TraceCollector& out, const std::string& source) {
   collect_csv_rows(load_csv(text, source), out, source, "TIMESTAMP",
                    "a date and time \"YYYY-MM-DD HH:MM:SS.fffffff\"", "ContextTokens",
                    "GeneratedTokens", parse_datetime_ns,
                    [](const std::vector<std::string>&, TraceRecord&) {});
 }
 
-void parse_burstgpt(std::string_view text, Collector& out, const std::string& source) {
+void parse_burstgpt(std::string_view text, TraceCollector& out, const std::string& source) {
   const CsvTable t = load_csv(text, source);
   const std::size_t model = t.column("Model", source);
   const std::size_t log_type = t.column("Log Type", source);
@@ -257,8 +262,24 @@ void parse_burstgpt(std::string_view text, Collector& out, const std::string& so
 
 }  // namespace
 
+std::span<const TraceFormat> trace_formats() {
+  static constexpr TraceFormat kFormats[] = {
+      {.name = "mooncake",
+       .describe = "Mooncake's JSONL trace: timestamp (ms), input_length, output_length, hash_ids",
+       .parse = parse_mooncake},
+      {.name = "azure",
+       .describe = "the Azure LLM inference trace, CSV: TIMESTAMP, ContextTokens, GeneratedTokens",
+       .parse = parse_azure},
+      {.name = "burstgpt",
+       .describe =
+           "BurstGPT's CSV: Timestamp (s), Model, Request tokens, Response tokens, Log Type",
+       .parse = parse_burstgpt},
+  };
+  return kFormats;
+}
+
 bool is_trace_kind(std::string_view kind) {
-  return kind == "mooncake" || kind == "azure" || kind == "burstgpt";
+  return registry::find(trace_formats(), kind) != nullptr;
 }
 
 std::optional<std::int64_t> parse_datetime_ns(std::string_view s) {
@@ -289,17 +310,13 @@ TraceFile parse_trace_text(std::string_view kind, std::string_view text, const s
   TraceFile file;
   file.kind = std::string(kind);
   file.source = source;
-  Collector out(file, limit);
-  if (kind == "mooncake") {
-    parse_mooncake(text, out, source);
-  } else if (kind == "azure") {
-    parse_azure(text, out, source);
-  } else if (kind == "burstgpt") {
-    parse_burstgpt(text, out, source);
-  } else {
-    throw StreamError(source + ": unknown trace kind \"" + std::string(kind) +
-                      "\"; use mooncake, azure or burstgpt");
+  const TraceFormat* format = registry::find(trace_formats(), kind);
+  if (format == nullptr) {
+    throw StreamError(source + ": unknown trace kind \"" + std::string(kind) + "\"; use " +
+                      registry::name_list(trace_formats(), " or "));
   }
+  TraceCollector out(file, limit);
+  format->parse(text, out, source);
   if (file.records.empty()) {
     throw StreamError(source + ": no requests (" + std::to_string(file.rows) + " rows read, " +
                       std::to_string(file.skipped_no_output) + " without output, " +

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,7 +38,21 @@ struct TraceFile {
   std::size_t skipped_no_input = 0;   ///< input length 0 (no prompt to send)
 };
 
-/// The trace kinds: "mooncake", "azure", "burstgpt".
+/// What a trace reader adds its rows to: skips, time order, the limit (trace_import.cpp).
+class TraceCollector;
+
+/// An entry of the trace registry (error/registry.h): a trace format parse_trace_text reads.
+struct TraceFormat {
+  std::string_view name;      ///< the kind: "mooncake"
+  std::string_view describe;  ///< one line: the file and the fields read
+  /// Adds each row of `text` to `out`; errors name `source`, the line and the field.
+  void (*parse)(std::string_view text, TraceCollector& out, const std::string& source);
+};
+
+/// The trace formats: mooncake, azure, burstgpt.
+std::span<const TraceFormat> trace_formats();
+
+/// A kind of trace_formats().
 bool is_trace_kind(std::string_view kind);
 
 /// Parses a trace. Mooncake: one JSON object per line (blank lines skipped) with `timestamp`

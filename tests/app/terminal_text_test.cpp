@@ -91,7 +91,7 @@ struct RunsResult {
 };
 RunsResult runs(const std::string& args) {
   CLI::App app("dyno");
-  dyno::app::RunsCli cli(app);
+  dyno::app::RunsCli cli(*app.add_subcommand("runs", ""));
   app.parse("runs " + args, false);
   std::ostringstream out, err;
   RunsResult r;

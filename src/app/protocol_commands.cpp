@@ -1,0 +1,100 @@
+#include "app/protocol_commands.h"
+
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "app/flag_values.h"
+#include "app/measure_flags.h"
+#include "app/protocols.h"
+
+namespace dyno::app {
+
+namespace {
+
+void add_repeat_flags(CLI::App& cmd, RepeatOptions& r) {
+  cmd.add_option("--repeat", r.repeat, "run every cell K times (all kept; one selected)")
+      ->transform(flags::integer(1, flags::kMaxRepeat))
+      ->capture_default_str();
+  cmd.add_option("--select", r.select,
+                 "the metric whose median repetition is selected (default: the protocol's)");
+}
+
+void add_sweep_flags(CLI::App& cmd, SweepOptions& o) {
+  cmd.add_option("--concurrencies", o.concurrencies, "closed-loop cells, e.g. 1,2,4,8")
+      ->capture_default_str();
+  cmd.add_option("--rates", o.rates, "open-loop cells instead, in req/s, e.g. 2,4,8");
+  cmd.add_option("--min-requests", o.min_requests,
+                 "each cell sends max(min-requests, per-slot x C) requests")
+      ->transform(flags::integer(0, flags::kMaxRequests))
+      ->capture_default_str();
+  cmd.add_option("--per-slot", o.per_slot, "requests per concurrency slot (k)")
+      ->transform(flags::integer(1, flags::kMaxRequests))
+      ->capture_default_str();
+  cmd.add_option("--rate-duration", o.rate_duration_s, "open-loop cells: seconds each cell sends")
+      ->transform(flags::seconds())
+      ->capture_default_str();
+  add_repeat_flags(cmd, o.rep);
+}
+
+void add_ladder_flags(CLI::App& cmd, LadderOptions& o) {
+  cmd.add_option("--depths", o.depths, "decode cells: context depths in tokens")
+      ->capture_default_str();
+  cmd.add_option("--prefill-sizes", o.prefill_sizes,
+                 "prefill-only cells: prompt sizes in tokens ('' for none)")
+      ->capture_default_str();
+  cmd.add_option("--decode-tokens", o.decode_tokens, "output tokens of a decode cell")
+      ->transform(flags::integer(2, flags::kMaxTokens))
+      ->capture_default_str();
+  add_repeat_flags(cmd, o.rep);
+}
+
+void add_speed_flags(CLI::App& cmd, SpeedOptions& o) {
+  cmd.add_option("--passes", o.passes,
+                 "named passes, e.g. fr,en,fr2 (prompts tagged pass=<name> in --stream)")
+      ->capture_default_str();
+  cmd.add_option("--burst", o.concurrency, "requests of the aggregate burst")
+      ->transform(flags::integer(1, flags::kMaxConcurrency))
+      ->capture_default_str();
+  add_repeat_flags(cmd, o.rep);
+}
+
+void add_real_flags(CLI::App& cmd, RealOptions& o) { add_repeat_flags(cmd, o.rep); }
+
+/// A protocol's flags as parsed: the shared measuring flags and its own.
+template <class P>
+struct ProtocolFlags {
+  RunOptions common;
+  P protocol;
+};
+
+/// A protocol's entry: the shared flags, then `AddFlags` (void(CLI::App&, P&)); it runs
+/// `Run` (int(const RunOptions&, const P&)) as every measuring command starts.
+template <class P, auto AddFlags, auto Run>
+CommandRun protocol(CLI::App& cmd) {
+  auto o = std::make_shared<ProtocolFlags<P>>();
+  add_common_flags(cmd, o->common);
+  AddFlags(cmd, o->protocol);
+  return [o](CommandIo) { return Run(start_measuring(o->common), o->protocol); };
+}
+
+}  // namespace
+
+std::span<const Command> protocols() {
+  static constexpr Command kProtocols[] = {
+      {.name = "sweep",
+       .describe = "protocol: one cell per concurrency (or rate), each held long enough",
+       .add = protocol<SweepOptions, add_sweep_flags, sweep_command>},
+      {.name = "ladder",
+       .describe = "protocol: decode speed at context depths and prefill speed at prompt sizes",
+       .add = protocol<LadderOptions, add_ladder_flags, ladder_command>},
+      {.name = "speed",
+       .describe = "protocol: a solo streamed request and a burst, for each named pass of prompts",
+       .add = protocol<SpeedOptions, add_speed_flags, speed_command>},
+      {.name = "real",
+       .describe = "protocol: real prompts with long outputs, per-case figures (needs --stream)",
+       .add = protocol<RealOptions, add_real_flags, real_command>},
+  };
+  return kProtocols;
+}
+
+}  // namespace dyno::app
