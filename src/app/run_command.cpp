@@ -13,11 +13,11 @@
 #include "app/cell_report.h"
 #include "app/console.h"
 #include "app/flag_values.h"
-#include "app/shard_flags.h"
 #include "app/signals.h"
 #include "load/plan.h"
 #include "load/runner.h"
 #include "load/schedule.h"
+#include "load/shard.h"
 #include "session/cell_plan.h"
 #include "session/clock_reference.h"
 #include "session/run_limits.h"
@@ -189,7 +189,7 @@ void plan_shard(const RunOptions& o, Plan& p) {
         "--shard K/N too");
   }
   if (!o.load.shard) return;
-  const load::Shard shard = resolve_shard(*o.load.shard);
+  const load::Shard shard = load::resolve_shard(*o.load.shard);
   const std::string shard_text = std::to_string(shard.k) + "/" + std::to_string(shard.n);
   if (!p.open_loop() && p.shape.concurrency < shard.n) {
     throw UsageError("--shard " + shard_text + ": -c " + std::to_string(p.shape.concurrency) +
@@ -199,7 +199,7 @@ void plan_shard(const RunOptions& o, Plan& p) {
   }
   p.shard = shard;
   if (o.load.start_at) {
-    p.start_at_unix_ns = parse_start_at(*o.load.start_at, std::chrono::system_clock::now());
+    p.start_at_unix_ns = load::parse_start_at(*o.load.start_at, std::chrono::system_clock::now());
   }
   p.load_text += ", shard " + std::to_string(shard.k) + "/" + std::to_string(shard.n);
   if (!p.open_loop()) {

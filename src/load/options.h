@@ -30,7 +30,7 @@ struct LoadOptions {
   /// --client-threads: event loops the client's connections are shared out over (unset: the
   /// machine's spare cores, default_client_threads()).
   std::optional<unsigned> client_threads;
-  std::optional<std::string> shard;      ///< --shard K/N (dyno run only; app/shard_flags.h)
+  std::optional<std::string> shard;      ///< --shard K/N (dyno run only; load/shard.h)
   std::optional<std::string> start_at;   ///< --start-at TIME (dyno run only)
   std::optional<std::string> clock_ref;  ///< --clock-ref HOST:PORT (dyno run --shard only)
 };

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "app/shard_flags.h"
 #include "error/error.h"
+#include "load/shard.h"
 
 namespace dyno::app {
 namespace {
@@ -143,17 +143,17 @@ TEST(MergeClock, MixedOrDifferentReferencesFallBackToWallClockAndSayWhy) {
 }
 
 TEST(ShardFlags, SlurmTaskNumbersBecomeTheShard) {
-  const load::Shard s = slurm_shard("1", "4");
+  const load::Shard s = load::slurm_shard("1", "4");
   EXPECT_EQ(s.k, 1U);
   EXPECT_EQ(s.n, 4U);
-  EXPECT_THROW(slurm_shard(nullptr, "2"), UsageError);
-  EXPECT_THROW(slurm_shard("0", nullptr), UsageError);
-  EXPECT_THROW(slurm_shard("2", "2"), UsageError);
-  EXPECT_THROW(slurm_shard("0", "0"), UsageError);
-  EXPECT_THROW(slurm_shard("-1", "2"), UsageError);
-  EXPECT_THROW(slurm_shard("1x", "2"), UsageError);
+  EXPECT_THROW(load::slurm_shard(nullptr, "2"), UsageError);
+  EXPECT_THROW(load::slurm_shard("0", nullptr), UsageError);
+  EXPECT_THROW(load::slurm_shard("2", "2"), UsageError);
+  EXPECT_THROW(load::slurm_shard("0", "0"), UsageError);
+  EXPECT_THROW(load::slurm_shard("-1", "2"), UsageError);
+  EXPECT_THROW(load::slurm_shard("1x", "2"), UsageError);
   try {
-    slurm_shard(nullptr, "2");
+    load::slurm_shard(nullptr, "2");
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("SLURM_PROCID is not set"), std::string::npos);
   }
