@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <sstream>
 
-#include "error/error.h"
 #include "load/plan.h"
 
 namespace dyno::app::flags {
@@ -58,28 +57,6 @@ CLI::Validator seconds(bool zero_ok) {
           number_text(kMaxSeconds) + "]");
 }
 
-namespace {
-
-double parse_duration_ms(const std::string& value, const std::string& key) {
-  const auto [number, unit] = split_unit(value);
-  if (!unit.empty() && unit != "ms" && unit != "s") {
-    throw UsageError("--slo: unit '" + unit + "' in " + key + "=" + value + "; use ms or s");
-  }
-  const double scale = unit == "s" ? 1.0 : 0.001;  // to seconds
-  try {
-    const double seconds = parse_number(number, 0, kMaxSeconds / scale) * scale;
-    if (seconds < kMinSeconds * (1 - 1e-12)) {
-      throw FlagValueError("is below 1 ms (an objective is from 1 ms to 30 days)");
-    }
-    return seconds * 1000.0;
-  } catch (const FlagValueError& e) {
-    throw UsageError("--slo: " + key + "=" + value + ": " + e.what() + "; write e.g. " + key +
-                     "=500ms or " + key + "=2s");
-  }
-}
-
-}  // namespace
-
-void check_slo(const std::string& text) { (void)load::parse_slo(text, &parse_duration_ms); }
+void check_slo(const std::string& text) { (void)load::parse_slo(text); }
 
 }  // namespace dyno::app::flags

@@ -45,7 +45,7 @@ CLI::Validator number(double lo, double hi, bool lo_open = false, bool hi_open =
 /// A duration in seconds from kMinSeconds to kMaxSeconds (or exactly 0 with `zero_ok`).
 CLI::Validator seconds(bool zero_ok = false);
 /// Checks `--slo` text ("ttft=500ms,tpot=0.05s"): known objectives, each a plain decimal
-/// duration from 1 ms to 30 days (parse_number's rules), before load::parse_slo reads it into the
+/// duration from 1 ms to 30 days (parse_number's rules), as load::parse_slo reads it into every
 /// cell. Throws UsageError naming --slo.
 void check_slo(const std::string& text);
 

@@ -1,5 +1,5 @@
 // The load as the user asked for it (flags -c, --rate, --arrival, --burstiness, -n, --duration,
-// --warmup, --seed, --slo, --error-budget); commands turn it into a load::LoadConfig.
+// --warmup, --seed, --slo, --error-budget…); load::plan (load/plan.h) makes each cell's load.
 #pragma once
 
 #include <algorithm>
