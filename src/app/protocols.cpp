@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
-#include <cmath>
 #include <iostream>
 #include <sstream>
 
@@ -11,7 +10,6 @@
 #include "app/flag_values.h"
 #include "app/signals.h"
 #include "load/plan.h"
-#include "load/schedule.h"
 #include "protocol/campaign.h"
 #include "record/campaign_file.h"
 #include "record/record_json.h"
@@ -82,8 +80,9 @@ protocol::Shared shared_flags(const RunOptions& o) {
   shared.load = o.load;
   shared.stream = o.stream;
   shared.record = o.record;
-  // Checked before the engine starts; each cell applies them (session::cell_from_flags).
-  if (o.load.slo) flags::check_slo(*o.load.slo);
+  // Checked before the engine starts, as each cell applies them (load::plan,
+  // session::cell_from_flags).
+  (void)load::plan(o.load);
   (void)session::checked_extra_body(o.stream, shared.api, !o.target.no_stream);
   return shared;
 }
@@ -174,17 +173,10 @@ int sweep_command(const RunOptions& o, const SweepOptions& s) {
                           return flags::parse_number(v, flags::kMinRate, flags::kMaxRate);
                         })
            : parse_counts(s.concurrencies, "--concurrencies", 1, flags::kMaxConcurrency);
-  (void)about("--arrival", [&] { return load::parse_arrival(o.load.arrival); });
+  // Every cell's load planned before anything is built (an open loop's schedule bounded).
+  for (double level : levels) (void)load::plan(o.load, protocol::sweep_cell_load(s, level));
   const double top = *std::max_element(levels.begin(), levels.end());
   if (open) {
-    if (top * s.rate_duration_s > static_cast<double>(flags::kMaxOpenLoopArrivals)) {
-      throw UsageError("--rates " + number_text(top) + " for --rate-duration " +
-                       number_text(s.rate_duration_s) + " s would schedule about " +
-                       number_text(std::round(top * s.rate_duration_s)) +
-                       " requests a cell, more than the limit of " +
-                       std::to_string(flags::kMaxOpenLoopArrivals) +
-                       " (each request's trace is held in memory); lower the rate or the duration");
-    }
     session::warn_open_loop_descriptors(top, o.target);
   } else {
     if (top * static_cast<double>(s.per_slot) > flags::kMaxRequests) {

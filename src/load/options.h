@@ -1,5 +1,5 @@
 // The load as the user asked for it (flags -c, --rate, --arrival, --burstiness, -n, --duration,
-// --warmup, --seed, --slo, --error-budget); commands turn it into a load::LoadConfig.
+// --warmup, --seed, --slo, --error-budget…); load::plan (load/plan.h) makes each cell's load.
 #pragma once
 
 #include <algorithm>
@@ -30,7 +30,7 @@ struct LoadOptions {
   /// --client-threads: event loops the client's connections are shared out over (unset: the
   /// machine's spare cores, default_client_threads()).
   std::optional<unsigned> client_threads;
-  std::optional<std::string> shard;      ///< --shard K/N (dyno run only; app/shard_flags.h)
+  std::optional<std::string> shard;      ///< --shard K/N (dyno run only; load/shard.h)
   std::optional<std::string> start_at;   ///< --start-at TIME (dyno run only)
   std::optional<std::string> clock_ref;  ///< --clock-ref HOST:PORT (dyno run --shard only)
 };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "load/options.h"
+#include "load/plan.h"
 #include "metrics/summary.h"
 #include "record/options.h"
 #include "session/run_cell.h"
@@ -56,7 +57,7 @@ struct RealOptions {
 };
 
 /// The flags every cell of a protocol shares, applied to each cell as `dyno run` applies them
-/// (session::cell_from_flags, load::plan_load).
+/// (load::plan, then session::cell_from_flags).
 struct Shared {
   workload::Api api = workload::Api::kChat;
   load::LoadOptions load;  ///< arrival, burstiness, seed, warm-up, client threads, error budget…
@@ -94,6 +95,11 @@ struct Plan {
 /// each), over `stream` cyclically. The caller checked the levels against the flags' limits.
 Plan plan_sweep(const SweepOptions& sweep, const std::vector<double>& levels, const Shared& shared,
                 const workload::RequestStream& stream);
+
+/// The load of the sweep's cell at `level`: closed at concurrency `level` for max(min_requests,
+/// per_slot·C) requests, or with sweep.rates open at rate `level` for rate_duration_s (named
+/// --rates and --rate-duration in load::plan's messages); --warmup per cell.
+load::CellLoad sweep_cell_load(const SweepOptions& sweep, double level);
 
 /// The requests a sweep needs of its stream besides the warm-up: the most any cell sends.
 std::uint64_t sweep_requests(const SweepOptions& sweep, const std::vector<double>& levels);

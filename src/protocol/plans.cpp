@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <cctype>
-#include <iomanip>
 #include <map>
 #include <sstream>
 
@@ -28,12 +27,6 @@ std::string number_text(double v) {
   return s.str();
 }
 
-std::string fixed1(double v) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(1) << v;
-  return s.str();
-}
-
 json::value num(std::optional<double> v) { return record::number_or_null(v); }
 
 json::array to_array(const std::vector<double>& values) {
@@ -42,8 +35,18 @@ json::array to_array(const std::vector<double>& values) {
   return a;
 }
 
-/// A closed-loop cell spec over `requests`: the shared flags applied as `dyno run` applies them
-/// (session::cell_from_flags), `warmup` discarded requests first.
+/// A cell spec over `requests` with the load `shape`: the shared flags applied as `dyno run`
+/// applies them (load::plan, session::cell_from_flags).
+session::CellSpec cell_over(std::vector<workload::Request> requests, std::string source,
+                            const load::CellLoad& shape, const Shared& o) {
+  session::CellSpec spec = session::cell_from_flags(load::plan(o.load, shape), o.stream, o.record);
+  spec.requests = std::move(requests);
+  spec.stream_source = std::move(source);
+  return spec;
+}
+
+/// A closed-loop cell spec over `requests`: `count` measured at `concurrency`, `warmup`
+/// discarded requests first.
 session::CellSpec closed_cell(std::vector<workload::Request> requests, std::string source,
                               std::uint32_t concurrency, std::uint64_t count, const Shared& o,
                               std::uint64_t warmup = 0) {
@@ -51,13 +54,7 @@ session::CellSpec closed_cell(std::vector<workload::Request> requests, std::stri
   shape.concurrency = concurrency;
   shape.requests = count;
   shape.warmup = warmup;
-  session::CellSpec spec = session::cell_from_flags(o.load, o.stream, o.record, shape);
-  spec.requests = std::move(requests);
-  spec.stream_source = std::move(source);
-  spec.load_text = "closed loop, concurrency " + std::to_string(concurrency) + ", " +
-                   std::to_string(count) + " requests";
-  if (warmup > 0) spec.load_text += ", warm-up " + std::to_string(warmup);
-  return spec;
+  return cell_over(std::move(requests), std::move(source), shape, o);
 }
 
 /// closed_cell over `requests` as a stream gave them: the cell's hash is theirs, taken before
@@ -140,6 +137,21 @@ CellPlan same_cell(std::string name, json::object params, session::CellSpec spec
 
 }  // namespace
 
+load::CellLoad sweep_cell_load(const SweepOptions& s, double level) {
+  load::CellLoad shape;
+  if (s.rates) {
+    shape.rate_per_s = level;
+    shape.duration_s = s.rate_duration_s;
+    shape.names = {"--rates", "--rate-duration", ""};
+  } else {
+    const auto c = static_cast<std::uint32_t>(level);
+    shape.concurrency = c;
+    // The declared concurrency is held only if every slot sends several requests.
+    shape.requests = std::max<std::uint64_t>(s.min_requests, s.per_slot * c);
+  }
+  return shape;
+}
+
 std::uint64_t sweep_requests(const SweepOptions& s, const std::vector<double>& levels) {
   // (Rates count as levels too: an open-loop sweep's stream is as long as a closed one's.)
   std::uint64_t most = s.min_requests;
@@ -178,30 +190,18 @@ Plan plan_sweep(const SweepOptions& s, const std::vector<double>& levels, const 
   const std::optional<std::int64_t> requested =
       o.stream.file ? std::nullopt : std::optional<std::int64_t>(o.stream.input_tokens);
   for (double level : levels) {
+    const load::CellLoad shape = sweep_cell_load(s, level);
+    session::CellSpec spec = cell_over(stream.requests, stream.source, shape, o);
+    spec.stream_sha256 = stream.sha256;
+    spec.requested_input_tokens = requested;
     if (open) {
-      load::CellLoad shape;
-      shape.rate_per_s = level;
-      shape.duration_s = s.rate_duration_s;
-      session::CellSpec spec = session::cell_from_flags(o.load, o.stream, o.record, shape);
-      spec.requests = stream.requests;
-      spec.stream_source = stream.source;
-      spec.stream_sha256 = stream.sha256;
-      spec.stream_cycles = true;  // as many requests as arrive in the duration, cyclically
-      spec.requested_input_tokens = requested;
-      spec.load_text = "open loop, " + number_text(level) + " req/s, " + o.load.arrival + ", " +
-                       fixed1(s.rate_duration_s) + " s";
-      if (o.load.warmup > 0) spec.load_text += ", warm-up " + std::to_string(o.load.warmup);
+      // As many requests as arrive in the duration, cyclically (load::plan: cycles).
       plan.cells.push_back(
           same_cell("r" + number_text(level), json::object{{"rate_per_s", level}}, spec));
     } else {
       const auto c = static_cast<std::uint32_t>(level);
-      // The declared concurrency is held only if every slot sends several requests.
-      const std::uint64_t count = std::max<std::uint64_t>(s.min_requests, s.per_slot * c);
-      session::CellSpec spec =
-          closed_cell(stream.requests, stream.source, c, count, o, o.load.warmup);
-      spec.stream_sha256 = stream.sha256;
-      spec.stream_cycles = o.load.warmup + count > stream.requests.size();  // a short --stream
-      spec.requested_input_tokens = requested;
+      const std::uint64_t count = *shape.requests;
+      spec.stream_cycles = spec.load.warmup + count > stream.requests.size();  // a short --stream
       plan.cells.push_back(same_cell("c" + std::to_string(c),
                                      json::object{{"concurrency", c}, {"requests", count}}, spec));
     }

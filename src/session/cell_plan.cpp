@@ -13,16 +13,20 @@ namespace dyno::session {
 
 namespace json = boost::json;
 
-CellSpec cell_from_flags(const load::LoadOptions& load, const workload::StreamOptions& stream,
-                         const record::RecordOptions& record, const load::CellLoad& shape) {
+CellSpec cell_from_flags(const load::LoadPlan& load, const workload::StreamOptions& stream,
+                         const record::RecordOptions& record) {
   CellSpec spec;
-  spec.load = load::plan_load(load, shape, {!record.no_chunk_times, record.keep_outputs});
+  spec.load = load.config;
+  spec.load.keep_event_times = !record.no_chunk_times;
+  spec.load.keep_output_text = record.keep_outputs;
   spec.seed = load.seed;
   spec.error_budget = load.error_budget;
   if (load.slo) {
-    spec.slo = load::parse_slo(*load.slo);
-    spec.slo_text = *load.slo;
+    spec.slo = *load.slo;
+    spec.slo_text = load.slo_text.value_or("");
   }
+  spec.load_text = load.text;
+  spec.stream_cycles = load.cycles;
   spec.label = record.label;
   spec.sampling = json::object{{"temperature", stream.temperature}};
   if (stream.extra_body) {

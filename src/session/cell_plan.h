@@ -1,12 +1,12 @@
-// The flags every cell shares, as a cell: with load::plan_load (load/plan.h) the one place
-// `dyno run`, every protocol and so every campaign cell read the load, record and request-field
-// flags, so each flag means the same in all of them (docs/protocols.md).
+// The flags every cell shares, as a cell: the load the shared flags give (load::plan,
+// load/plan.h) with the record and request-field flags, the one path by which `dyno run`, every
+// protocol and so every campaign cell turn their flags into a cell, so each flag means the same
+// in all of them (docs/protocols.md).
 #pragma once
 
 #include <boost/json/object.hpp>
 #include <vector>
 
-#include "load/options.h"
 #include "load/plan.h"
 #include "record/options.h"
 #include "session/options.h"
@@ -16,11 +16,12 @@
 
 namespace dyno::session {
 
-/// A cell without its requests: the load of `shape` (load::plan_load with the record's keeps),
-/// --seed, --error-budget, --slo (parsed; UsageError naming it), --label, --extra-body and
-/// --extra-body-override (recorded in the manifest), and the sampling --temperature sets.
-CellSpec cell_from_flags(const load::LoadOptions& load, const workload::StreamOptions& stream,
-                         const record::RecordOptions& record, const load::CellLoad& shape);
+/// A cell without its requests: `load` (load::plan: the shape, counts, --seed, --error-budget,
+/// --slo, the console's load line, whether the stream cycles) with the record's keeps
+/// (--keep-outputs, --no-chunk-times), --label, --extra-body and --extra-body-override
+/// (recorded in the manifest; UsageError naming the flag), and the sampling --temperature sets.
+CellSpec cell_from_flags(const load::LoadPlan& load, const workload::StreamOptions& stream,
+                         const record::RecordOptions& record);
 
 /// The request fields a run sends of the user's own: the --engine spec's [extra_body], with
 /// --extra-body's fields over them (a stream line's own win over both, when merged). `stream`

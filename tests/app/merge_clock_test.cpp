@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include "app/shard_flags.h"
 #include "error/error.h"
 
 namespace dyno::app {
@@ -140,23 +139,6 @@ TEST(MergeClock, MixedOrDifferentReferencesFallBackToWallClockAndSayWhy) {
   EXPECT_NE(m.unmeasured_reason->find("different clock references (ids 00000000000000aa, "
                                       "00000000000000bb)"),
             std::string::npos);
-}
-
-TEST(ShardFlags, SlurmTaskNumbersBecomeTheShard) {
-  const load::Shard s = slurm_shard("1", "4");
-  EXPECT_EQ(s.k, 1U);
-  EXPECT_EQ(s.n, 4U);
-  EXPECT_THROW(slurm_shard(nullptr, "2"), UsageError);
-  EXPECT_THROW(slurm_shard("0", nullptr), UsageError);
-  EXPECT_THROW(slurm_shard("2", "2"), UsageError);
-  EXPECT_THROW(slurm_shard("0", "0"), UsageError);
-  EXPECT_THROW(slurm_shard("-1", "2"), UsageError);
-  EXPECT_THROW(slurm_shard("1x", "2"), UsageError);
-  try {
-    slurm_shard(nullptr, "2");
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("SLURM_PROCID is not set"), std::string::npos);
-  }
 }
 
 }  // namespace

@@ -7,8 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <regex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -68,10 +73,26 @@ class SharedFlags : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = dyno::testing::make_temp_dir("dyno-shared-flags"); }
   void TearDown() override {
+    if (sim_) {
+      sim_->signal(SIGTERM);
+      sim_->wait(std::chrono::seconds(10));
+    }
     if (!HasFailure() && std::getenv("DYNO_KEEP") == nullptr) fs::remove_all(dir_);
   }
 
   std::string runs() const { return (dir_ / "runs").string(); }
+
+  /// `dyno sim --port 0` in another process, as the integration tests start it; its base URL.
+  std::string start_sim() {
+    sim_ = std::make_unique<Child>(std::vector<std::string>{DYNO_BINARY, "sim", "--port", "0"},
+                                   (dir_ / "sim.out").string(), (dir_ / "sim.err").string());
+    const std::string out = sim_->wait_for_output("/v1");
+    std::smatch m;
+    if (!std::regex_search(out, m, std::regex("listening on (http://[0-9.]+:[0-9]+/v1)"))) {
+      throw std::runtime_error("no address in: " + out);
+    }
+    return m[1];
+  }
 
   Result dyno(std::vector<std::string> args) {
     args.insert(args.begin(), DYNO_BINARY);
@@ -102,6 +123,7 @@ class SharedFlags : public ::testing::Test {
   }
 
   fs::path dir_;
+  std::unique_ptr<Child> sim_;
 };
 
 double num(const json::value& v) { return v.to_number<double>(); }
@@ -336,6 +358,163 @@ TEST_F(SharedFlags, AnEngineSpecsExtraBodyJoinsTheFlags) {
   EXPECT_EQ(refused.code, 2) << refused.err;
   EXPECT_NE(refused.err.find("stream"), std::string::npos) << refused.err;
   EXPECT_EQ(records().size(), before);
+}
+
+// The issue's own case, against `dyno sim` in another process: every cell of a sweep, closed
+// and open, runs on the --client-threads asked and records it (manifest load.client_threads,
+// summary client.threads), as `dyno run` does; an open cell also keeps --arrival, --burstiness
+// and --seed.
+TEST_F(SharedFlags, EverySweepCellRunsOnTheClientThreadsAsked) {
+  const std::string url = start_sim();
+  const std::vector<std::string> target = {
+      "--url", url,           "--model", "dyno-sim", "--input-tokens", "16", "--output-tokens",
+      "4",     "--telemetry", "off",     "-q"};
+  const auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), target.begin(), target.end());
+    args.insert(args.end(), {"--runs-root", runs(), "--client-threads", "4"});
+    return dyno(args);
+  };
+  const auto expect_threads = [&](const std::string& what, std::size_t n) {
+    const auto recs = records();
+    ASSERT_EQ(recs.size(), n) << what;
+    for (const auto& run : recs) {
+      SCOPED_TRACE(what + " " + run.filename().string());
+      const json::object m = read_json(run / "manifest.json");
+      EXPECT_EQ(m.at("load").at("client_threads").as_int64(), 4);
+      EXPECT_EQ(read_json(run / "summary.json").at("client").at("threads").as_int64(), 4);
+    }
+  };
+  Result r = with({"run", "-n", "2", "-c", "2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_threads("run", 1);
+  fs::remove_all(dir_ / "runs");
+  r = with({"sweep", "--concurrencies", "1,2", "--min-requests", "2", "--per-slot", "1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_threads("sweep --concurrencies 1,2", 2);
+  fs::remove_all(dir_ / "runs");
+  r = with({"sweep", "--rates", "4", "--rate-duration", "1", "--arrival", "gamma", "--burstiness",
+            "0.5", "--seed", "9"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_threads("sweep --rates 4", 1);
+  const json::object load = read_json(records().at(0) / "manifest.json").at("load").as_object();
+  EXPECT_EQ(load.at("mode").as_string(), "open");
+  EXPECT_EQ(load.at("arrival").as_string(), "gamma");
+  EXPECT_DOUBLE_EQ(num(load.at("burstiness")), 0.5);
+  EXPECT_EQ(load.at("seed").as_int64(), 9);
+}
+
+// --arrival was read only where a cell was open-loop: `run -c` and ladder, speed and real took
+// a typo silently (sweep refused it). load::plan reads it for every cell: the same usage error
+// (exit 2) from every command and from a campaign cell, before any engine starts or record opens.
+TEST_F(SharedFlags, ABadArrivalIsRefusedByEveryCommandAndCampaignCell) {
+  const std::string url = start_sim();
+  std::ofstream(dir_ / "cases.jsonl") << R"({"id":"a","prompt":"one two","max_tokens":2})"
+                                         "\n";
+  const std::vector<std::vector<std::string>> commands = {
+      {"run", "-c", "1", "-n", "1"},
+      {"run", "--rate", "2", "-n", "1"},
+      {"sweep", "--concurrencies", "1", "--min-requests", "1", "--per-slot", "1"},
+      {"ladder", "--depths", "16", "--prefill-sizes", "", "--decode-tokens", "2"},
+      {"speed", "--passes", "p", "--burst", "1"},
+      {"real", "--stream", (dir_ / "cases.jsonl").string()}};
+  for (std::vector<std::string> args : commands) {
+    args.insert(args.end(), {"--url", url, "--model", "dyno-sim", "--runs-root", runs(),
+                             "--arrival", "bogus", "--telemetry", "off", "-q"});
+    const Result r = dyno(args);
+    EXPECT_EQ(r.code, 2) << args[0] << "\n" << r.err;
+    EXPECT_NE(r.err.find("error: --arrival: 'bogus'; use poisson, constant or gamma"),
+              std::string::npos)
+        << args[0] << "\n"
+        << r.err;
+  }
+  EXPECT_TRUE(records().empty());
+  std::ofstream(dir_ / "sim.toml") << "name = \"sim\"\npreset = \"sim\"\nmodel = \"dyno-sim\"\n"
+                                   << "[engine_args]\nprofile = \"small-gpu\"\n[ready]\n"
+                                   << "timeout_s = 60\n";
+  std::ofstream(dir_ / "plan.toml")
+      << "name = \"arrival\"\n[arms.a]\nengine = \"sim.toml\"\n[models.sim]\n"
+      << "model = \"dyno-sim\"\n[protocols.ld]\nkind = \"ladder\"\n"
+      << "args = { depths = [16], prefill_sizes = \"\", decode_tokens = 2, arrival = \"bogus\", "
+      << "telemetry = \"off\" }\n";
+  const Result c = dyno({"campaign", "submit", (dir_ / "plan.toml").string(), "--scheduler",
+                         "local", "--runs-root", runs()});
+  EXPECT_EQ(c.code, 3) << c.out << c.err;
+  EXPECT_NE(c.out.find("exit 2"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("--arrival: 'bogus'; use poisson, constant or gamma"), std::string::npos)
+      << c.out;
+  EXPECT_TRUE(records().empty());
+}
+
+// --slo was checked by the flags' reader and then read into the cell by another: "ttft=.5s" or
+// "e2e=+20s", plain decimal to every other flag, passed the check and failed (exit 2) once the
+// engine had started, in `run`, every protocol and every campaign cell. One reader now.
+TEST_F(SharedFlags, AnSloIsReadByTheFlagsRulesInEveryCommandAndCampaignCell) {
+  std::ofstream(dir_ / "cases.jsonl") << R"({"id":"a","prompt":"one two","max_tokens":2})"
+                                         "\n";
+  const std::vector<std::string> common = {"--api",
+                                           "completions",
+                                           "--input-tokens",
+                                           "16",
+                                           "--output-tokens",
+                                           "2",
+                                           "--telemetry",
+                                           "off",
+                                           "--idle-baseline",
+                                           "0",
+                                           "-q",
+                                           "--slo",
+                                           "ttft=.5s,e2e=+20s"};
+  const std::vector<std::vector<std::string>> commands = {
+      {"run", "-c", "1", "-n", "1"},
+      {"sweep", "--concurrencies", "1", "--min-requests", "1", "--per-slot", "1"},
+      {"ladder", "--depths", "16", "--prefill-sizes", "", "--decode-tokens", "2", "--repeat", "1"},
+      {"speed", "--passes", "p", "--burst", "1"},
+      {"real", "--stream", (dir_ / "cases.jsonl").string()}};
+  const auto expect_slo = [&](const std::string& what) {
+    const auto recs = records();
+    ASSERT_FALSE(recs.empty()) << what;
+    for (const auto& run : recs) {
+      SCOPED_TRACE(what + " " + run.filename().string());
+      const json::object m = read_json(run / "manifest.json");
+      EXPECT_DOUBLE_EQ(num(m.at("slo").at("ttft_s")), 0.5);
+      EXPECT_DOUBLE_EQ(num(m.at("slo").at("e2e_s")), 20.0);
+    }
+  };
+  for (std::vector<std::string> args : commands) {
+    fs::remove_all(dir_ / "runs");
+    args.insert(args.end(), common.begin(), common.end());
+    args.insert(args.end(), {"--runs-root", runs()});
+    const Result r = dyno(args);
+    ASSERT_EQ(r.code, 0) << args[0] << "\n" << r.err;
+    expect_slo(args[0]);
+  }
+  fs::remove_all(dir_ / "runs");
+  std::ofstream(dir_ / "sim.toml") << "name = \"sim\"\npreset = \"sim\"\nmodel = \"dyno-sim\"\n"
+                                   << "[engine_args]\nprofile = \"small-gpu\"\n[ready]\n"
+                                   << "timeout_s = 60\n";
+  std::ofstream(dir_ / "plan.toml")
+      << "name = \"slo\"\n[arms.a]\nengine = \"sim.toml\"\n[models.sim]\nmodel = \"dyno-sim\"\n"
+      << "[protocols.sw]\nkind = \"sweep\"\n"
+      << "args = { concurrencies = [1], min_requests = 1, per_slot = 1, input_tokens = 16, "
+      << "output_tokens = 2, api = \"completions\", telemetry = \"off\", idle_baseline = 0, "
+      << "slo = \"ttft=.5s,e2e=+20s\" }\n";
+  const Result c = dyno({"campaign", "submit", (dir_ / "plan.toml").string(), "--scheduler",
+                         "local", "--runs-root", runs()});
+  ASSERT_EQ(c.code, 0) << c.out << c.err;
+  expect_slo("campaign sweep cell");
+}
+
+// A sweep's open cells are bounded as `dyno run --rate` is (one check, load::plan), naming the
+// sweep's own flags, before a stream is built or an engine started.
+TEST_F(SharedFlags, ASweepsOpenLoopCellsAreBoundedAsRunsAre) {
+  const Result r = dyno({"sweep", "--rates", "1,50000", "--rate-duration", "30", "--runs-root",
+                         runs(), "--telemetry", "off", "-q"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--rates 50000 for --rate-duration 30 s would schedule about 1500000 "
+                       "requests, more than the limit of 1000000 for an open loop"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(records().empty());
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "app/shard_flags.h"
+#include "load/shard.h"
 
 #include <cstdlib>
 #include <ctime>
@@ -6,7 +6,7 @@
 
 #include "error/error.h"
 
-namespace dyno::app {
+namespace dyno::load {
 
 namespace {
 
@@ -51,7 +51,7 @@ std::optional<std::int64_t> absolute_ns(const std::string& text) {
 
 }  // namespace
 
-load::Shard parse_shard(const std::string& text) {
+Shard parse_shard(const std::string& text) {
   static const std::regex form(R"(([0-9]{1,9})/([0-9]{1,9}))");
   std::smatch m;
   if (!std::regex_match(text, m, form)) {
@@ -65,10 +65,10 @@ load::Shard parse_shard(const std::string& text) {
     throw UsageError("--shard " + text + ": K is 0-based and must be below N (0 to " +
                      std::to_string(n - 1) + ")");
   }
-  return load::Shard{k, n};
+  return Shard{k, n};
 }
 
-load::Shard slurm_shard(const char* procid, const char* ntasks) {
+Shard slurm_shard(const char* procid, const char* ntasks) {
   static const std::regex number("[0-9]{1,9}");
   const auto read = [](const char* name, const char* value) {
     if (value == nullptr) {
@@ -88,10 +88,10 @@ load::Shard slurm_shard(const char* procid, const char* ntasks) {
     throw UsageError("--shard slurm: SLURM_PROCID=" + std::to_string(k) + " with SLURM_NTASKS=" +
                      std::to_string(n) + ": the task number must be below the number of tasks");
   }
-  return load::Shard{k, n};
+  return Shard{k, n};
 }
 
-load::Shard resolve_shard(const std::string& text) {
+Shard resolve_shard(const std::string& text) {
   if (text == "slurm") return slurm_shard(std::getenv("SLURM_PROCID"), std::getenv("SLURM_NTASKS"));
   return parse_shard(text);
 }
@@ -117,4 +117,4 @@ std::int64_t parse_start_at(const std::string& text, std::chrono::system_clock::
   return at;
 }
 
-}  // namespace dyno::app
+}  // namespace dyno::load

@@ -8,19 +8,19 @@
 
 #include "load/runner.h"
 
-namespace dyno::app {
+namespace dyno::load {
 
 /// Parses --shard K/N (K 0-based, 0 <= K < N, N >= 1). Throws UsageError naming --shard.
-load::Shard parse_shard(const std::string& text);
+Shard parse_shard(const std::string& text);
 
 /// --shard slurm: K from SLURM_PROCID, N from SLURM_NTASKS (srun sets both in every task of a
 /// job step); the arguments are those variables' values, nullptr when unset. Throws
 /// UsageError naming --shard slurm and the variable when one is missing, not a number, or
 /// K >= N.
-load::Shard slurm_shard(const char* procid, const char* ntasks);
+Shard slurm_shard(const char* procid, const char* ntasks);
 
 /// --shard as given: K/N, or `slurm` (read from this process's environment).
-load::Shard resolve_shard(const std::string& text);
+Shard resolve_shard(const std::string& text);
 
 /// The latest --start-at accepted: this far after `now`, against typos.
 inline constexpr std::chrono::hours kMaxStartAhead{24};
@@ -30,4 +30,4 @@ inline constexpr std::chrono::hours kMaxStartAhead{24};
 /// a malformed time, one more than a second before `now`, or more than kMaxStartAhead after.
 std::int64_t parse_start_at(const std::string& text, std::chrono::system_clock::time_point now);
 
-}  // namespace dyno::app
+}  // namespace dyno::load
