@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "digest/digest.h"
 #include "record/record_json.h"
 #include "record/record_reader.h"
 #include "record/run_writer.h"
@@ -45,7 +46,7 @@ std::vector<std::string> check_integrity(const fs::path& dir, std::string& sums_
     return problems;
   }
   const std::string text = slurp(sums);
-  sums_sha256 = record::sha256_hex(text);
+  sums_sha256 = digest::sha256_hex(text);
   std::set<std::string> listed;
   std::istringstream in(text);
   std::string line;
@@ -67,10 +68,10 @@ std::vector<std::string> check_integrity(const fs::path& dir, std::string& sums_
       continue;
     }
     try {
-      if (record::sha256_hex_file(file) != want) {
+      if (digest::sha256_hex_file(file) != want) {
         problems.push_back(rel + " differs from its SHA256SUMS hash");
       }
-    } catch (const record::RecordError& e) {
+    } catch (const digest::FileError& e) {
       problems.push_back(rel + ": " + e.what());
     }
   }
