@@ -142,7 +142,7 @@ const json::object& harness_identity() {
           record::cached_sha256_hex_file("/proc/self/exe", record::default_cache_dir());
     } catch (const digest::FileError& e) {
       h["executable_sha256"] = nullptr;
-      unknown["executable_sha256"] = std::string("cannot read /proc/self/exe: ") + e.what();
+      unknown["executable_sha256"] = e.what();  // "cannot read /proc/self/exe: <reason>"
     }
     if (!unknown.empty()) h["unknown"] = std::move(unknown);
     return h;
