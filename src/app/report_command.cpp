@@ -13,6 +13,7 @@
 #include "compare/board.h"
 #include "compare/index_select.h"
 #include "compare/inputs.h"
+#include "digest/digest.h"
 #include "dyno/build_info.h"
 #include "record/digest_cache.h"
 #include "record/run_writer.h"
@@ -176,7 +177,7 @@ int report_command(const ReportOptions& o) {
   try {
     board.generator.executable_sha256 =
         record::cached_sha256_hex_file("/proc/self/exe", record::default_cache_dir());
-  } catch (const record::RecordError&) {
+  } catch (const digest::FileError&) {
     // unreadable: board.json says null
   }
   // The charts, drawn from the board before anything is written (docs/compare.md "Charts").

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cluster/command.h"
+#include "digest/digest.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
 #include "scrub/terminal_text.h"
@@ -167,7 +168,7 @@ CampaignState prepare_campaign(const Plan& plan, const fs::path& runs_root,
   state.plan_name = plan.name;
   state.plan_file = plan.file;
   const std::string plan_text = read_all(plan.file);
-  state.plan_sha256 = record::sha256_hex(plan_text);
+  state.plan_sha256 = digest::sha256_hex(plan_text);
   state.scheduler = scheduler;
   state.runs_root = fs::absolute(runs_root).lexically_normal();
   state.dir = cluster_dir(state.runs_root) / state.campaign_id;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "compare/select.h"
+#include "digest/digest.h"
 #include "record/run_writer.h"
 
 namespace dyno::compare {
@@ -301,7 +302,7 @@ BoardSpec read_board_spec(const fs::path& path) {
          {"title", "baseline", "arms", "cells", "model_aliases", "policy", "quality",
           "allow_unresolved", "expect", "accuracy_not_comparable"});
   BoardSpec spec;
-  spec.sha256 = record::sha256_hex(bytes);
+  spec.sha256 = digest::sha256_hex(bytes);
   if (const auto* t = o.if_contains("title")) spec.title = r.str(*t, "title");
   if (const auto* b = o.if_contains("baseline")) spec.baseline = r.str(*b, "baseline");
   if (const auto* a = o.if_contains("arms")) read_arms(r, *a, spec);

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "digest/digest.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
 #include "scrub/redact.h"
@@ -82,7 +83,7 @@ std::string api_suffix(const std::string& api_path) {
 json::value shorten_long_strings(json::value v) {
   if (v.is_string() && v.as_string().size() > kLongString) {
     return json::value("<" + std::to_string(v.as_string().size()) + " characters, sha256 " +
-                       record::sha256_hex(std::string(v.as_string())) + ">");
+                       digest::sha256_hex(std::string(v.as_string())) + ">");
   }
   if (v.is_object()) {
     for (auto& kv : v.as_object()) kv.value() = shorten_long_strings(std::move(kv.value()));

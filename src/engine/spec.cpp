@@ -1,18 +1,15 @@
 #include "engine/spec.h"
 
-#include <openssl/sha.h>
-
 #include <algorithm>
-#include <array>
 #include <boost/json.hpp>
 #include <cctype>
 #include <csignal>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "digest/digest.h"
 #include "engine/toml.h"
 #include "engine/toml_reader.h"
 #include "error/registry.h"
@@ -25,18 +22,6 @@ namespace json = boost::json;
 namespace {
 
 const Preset* find_preset(const std::string& name) { return registry::find(presets(), name); }
-
-std::string sha256_hex(const std::string& bytes) {
-  std::array<unsigned char, SHA256_DIGEST_LENGTH> d{};
-  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), d.data());
-  std::string out;
-  char buf[3];
-  for (unsigned char c : d) {
-    std::snprintf(buf, sizeof buf, "%02x", c);
-    out += buf;
-  }
-  return out;
-}
 
 class Reader : public TomlReader<SpecError> {
  public:
@@ -474,7 +459,7 @@ EngineSpec parse_spec(const std::string& text, const std::string& source) {
               "");
   EngineSpec spec;
   spec.file = source;
-  spec.file_sha256 = sha256_hex(text);
+  spec.file_sha256 = digest::sha256_hex(text);
   const Preset* preset = read_preset(r, root, spec);
   read_process(r, root, preset, spec);
   read_endpoint(r, root, preset, spec);

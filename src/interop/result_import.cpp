@@ -9,6 +9,7 @@
 #include <system_error>
 #include <utility>
 
+#include "digest/digest.h"
 #include "json/json_text.h"
 #include "json/utf8.h"
 #include "metrics/registry.h"
@@ -22,6 +23,7 @@
 
 namespace dyno::interop {
 
+using digest::sha256_hex;
 using record::ImportSource;
 using record::iso8601_utc;
 using record::kSchemaVersion;
@@ -29,7 +31,6 @@ using record::make_run_id;
 using record::Manifest;
 using record::manifest_to_json;
 using record::RunWriter;
-using record::sha256_hex;
 using record::summary_to_json;
 using record::trace_to_json;
 using record::write_sha256sums;

@@ -5,6 +5,7 @@
 #include <set>
 #include <system_error>
 
+#include "digest/digest.h"
 #include "json/json_text.h"
 #include "record/record_reader.h"
 #include "record/record_schema.h"
@@ -130,7 +131,7 @@ class CampaignChecker {
     } else {
       std::string have;
       try {
-        have = sha256_hex_file(dir / "SHA256SUMS");
+        have = digest::sha256_hex_file(dir / "SHA256SUMS");
       } catch (const std::exception&) {
         have.clear();
       }
@@ -175,7 +176,7 @@ std::string signed_campaign_text(json::object doc) {
   const std::string text = json_text::pretty(doc);
   if (doc.empty() || !text.ends_with(kClose)) return text;  // never: a campaign has members
   const std::string body = text.substr(0, text.size() - kClose.size());
-  return body + digest_member(sha256_hex(text)) + std::string(kClose);
+  return body + digest_member(digest::sha256_hex(text)) + std::string(kClose);
 }
 
 std::optional<CampaignDigests> campaign_digests(const std::string& text) {
@@ -185,7 +186,7 @@ std::optional<CampaignDigests> campaign_digests(const std::string& text) {
   const std::string hex = tail.substr(tail.size() - kClose.size() - 1 - 64, 64);
   if (!is_hex64(hex) || tail != digest_member(hex) + std::string(kClose)) return std::nullopt;
   const std::string unsigned_text = text.substr(0, text.size() - len) + std::string(kClose);
-  return CampaignDigests{hex, sha256_hex(unsigned_text)};
+  return CampaignDigests{hex, digest::sha256_hex(unsigned_text)};
 }
 
 fs::path campaigns_dir(const fs::path& runs_root) { return runs_root / "campaigns"; }

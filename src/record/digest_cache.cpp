@@ -10,6 +10,7 @@
 #include <system_error>
 #include <vector>
 
+#include "digest/digest.h"
 #include "record/run_writer.h"
 
 namespace dyno::record {
@@ -100,12 +101,12 @@ fs::path default_cache_dir() {
 
 std::string cached_sha256_hex_file(const fs::path& path, const fs::path& cache_dir) {
   const std::string before = identity(path);
-  if (cache_dir.empty() || before.empty()) return sha256_hex_file(path);
+  if (cache_dir.empty() || before.empty()) return digest::sha256_hex_file(path);
   std::vector<Entry> entries = read_cache(cache_dir / kCacheFile);
   for (const Entry& e : entries) {
     if (e.key == before) return e.sha256;
   }
-  std::string sha256 = sha256_hex_file(path);
+  std::string sha256 = digest::sha256_hex_file(path);
   if (identity(path) != before) return sha256;  // changed while it was read: not remembered
   std::erase_if(entries, [&](const Entry& e) { return e.key == before; });
   entries.push_back({before, sha256});

@@ -11,13 +11,13 @@ namespace dyno::record {
 /// $XDG_CACHE_HOME/dyno, else $HOME/.cache/dyno; empty when neither variable is set.
 std::filesystem::path default_cache_dir();
 
-/// sha256_hex_file(path), remembered in `cache_dir`/file-sha256 under the identity of the file
-/// `path` names (device, inode, size, modification and status-change times, nanoseconds):
-/// any write, rename over or `touch` of the file changes its status-change time and so misses
-/// the cache. A file changed while it is hashed is not remembered. The cache holds the 16
-/// files hashed last and is replaced atomically; a cache that cannot be read, parsed or
-/// written is ignored (the hash is computed). `cache_dir` empty: no cache.
-/// Throws RecordError when `path` cannot be read.
+/// digest::sha256_hex_file(path), remembered in `cache_dir`/file-sha256 under the identity of the
+/// file `path` names (device, inode, size, modification and status-change times, nanoseconds): any
+/// write, rename over or `touch` of the file changes its status-change time and so misses the
+/// cache. A file changed while it is hashed is not remembered. The cache holds the 16 files hashed
+/// last and is replaced atomically; a cache that cannot be read, parsed or written is ignored (the
+/// hash is computed). `cache_dir` empty: no cache. Throws digest::FileError when `path` cannot be
+/// read.
 std::string cached_sha256_hex_file(const std::filesystem::path& path,
                                    const std::filesystem::path& cache_dir);
 

@@ -1,7 +1,5 @@
 #include "record/model_identity.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -13,6 +11,8 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
+
+#include "digest/digest.h"
 
 namespace dyno::record {
 
@@ -26,44 +26,6 @@ std::string error_text(const fs::path& file, std::optional<std::uint64_t> offset
   if (offset) out += " (at byte offset " + std::to_string(*offset) + ")";
   return out;
 }
-
-// --- SHA-256 ---------------------------------------------------------------------------
-
-struct MdCtxDeleter {
-  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-};
-
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new()) {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1) {
-      throw std::runtime_error("cannot initialize SHA-256");
-    }
-  }
-  void update(const void* data, std::size_t n) {
-    if (n > 0 && EVP_DigestUpdate(ctx_.get(), data, n) != 1) {
-      throw std::runtime_error("SHA-256 update failed");
-    }
-  }
-  std::string hex() {
-    std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-    unsigned len = 0;
-    if (EVP_DigestFinal_ex(ctx_.get(), digest.data(), &len) != 1) {
-      throw std::runtime_error("SHA-256 final failed");
-    }
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(2u * len);
-    for (unsigned i = 0; i < len; ++i) {
-      out.push_back(kHex[digest[i] >> 4]);
-      out.push_back(kHex[digest[i] & 0xfu]);
-    }
-    return out;
-  }
-
- private:
-  std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx_;
-};
 
 std::uint64_t regular_file_size(const fs::path& file) {
   std::error_code ec;
@@ -108,7 +70,7 @@ class BoundedReader {
     if (!in_ || static_cast<std::size_t>(in_.gcount()) != n) {
       fail(offset_, "read error in " + std::string(what));
     }
-    hash_.update(dst, n);
+    hash_.update(std::string_view(static_cast<const char*>(dst), n));
     offset_ += n;
   }
 
@@ -156,14 +118,14 @@ class BoundedReader {
     skip(len, what);
   }
 
-  std::string fingerprint() { return hash_.hex(); }
+  std::string fingerprint() { return hash_.hex_final(); }
 
  private:
   fs::path file_;
   std::ifstream in_;
   std::uint64_t size_ = 0;
   std::uint64_t offset_ = 0;
-  Sha256 hash_;
+  digest::Sha256 hash_;
 };
 
 // --- GGUF ----------------------------------------------------------------------------------
@@ -599,7 +561,7 @@ SafetensorsInfo read_safetensors(const std::vector<fs::path>& shards) {
   info.files = expand_shards(shards);
   if (info.files.empty()) throw ModelFileError(fs::path(), "no safetensors files given");
 
-  Sha256 hash;
+  digest::Sha256 hash;
   std::map<std::string, fs::path> seen;  // tensor name -> file holding it
   for (const fs::path& file : info.files) {
     const std::uint64_t size = regular_file_size(file);
@@ -630,9 +592,9 @@ SafetensorsInfo read_safetensors(const std::vector<fs::path>& shards) {
     const std::uint64_t data_size = size - 8 - n;
 
     const std::string fname = file.filename().string();
-    hash.update(fname.data(), fname.size());
-    hash.update("\n", 1);
-    hash.update(header.data(), header.size());
+    hash.update(fname);
+    hash.update("\n");
+    hash.update(header);
 
     boost::json::error_code ec;
     const boost::json::value root = boost::json::parse(header, ec);
@@ -692,7 +654,7 @@ SafetensorsInfo read_safetensors(const std::vector<fs::path>& shards) {
       info.dtype_parameters[dt] += elements;
     }
   }
-  info.fingerprint = hash.hex();
+  info.fingerprint = hash.hex_final();
   return info;
 }
 

@@ -8,6 +8,7 @@
 #include <set>
 #include <system_error>
 
+#include "digest/digest.h"
 #include "json/json_text.h"
 #include "record/record_json.h"
 #include "record/record_reader.h"
@@ -114,7 +115,7 @@ void update_manifest(json::object& m, const std::set<std::string>& changed,
       if (o == nullptr || !o->contains("path") || !o->at("path").is_string()) continue;
       const std::string path(o->at("path").get_string());
       for (const auto& r : rewrites) {
-        if (r.rel == path) (*o)["sha256"] = sha256_hex(r.text);
+        if (r.rel == path) (*o)["sha256"] = digest::sha256_hex(r.text);
       }
     }
   }
@@ -165,6 +166,8 @@ ScrubOutcome scrub_dir(const fs::path& dir, const ScrubPolicy& policy, bool dry_
     for (const auto& r : rewrites) write_file_atomic(dir / r.rel, r.text);
     write_sha256sums(dir);
   } catch (const RecordError& e) {
+    throw ScrubError(std::string(e.what()) + " (the record is half scrubbed: scrub it again)");
+  } catch (const digest::FileError& e) {  // a file SHA256SUMS covers could not be read
     throw ScrubError(std::string(e.what()) + " (the record is half scrubbed: scrub it again)");
   }
   return out;

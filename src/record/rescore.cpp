@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "digest/digest.h"
 #include "json/json_text.h"
 #include "metrics/registry.h"
 #include "metrics/summary.h"
@@ -201,8 +202,8 @@ RescoreOutcome rescore_run(const RescoreOptions& o) {
   m.label = label;
   m.derived_from = DerivedFrom{"rescore",
                                source_id,
-                               sha256_hex_file(source / "summary.json"),
-                               sha256_hex_file(source / "SHA256SUMS"),
+                               digest::sha256_hex_file(source / "summary.json"),
+                               digest::sha256_hex_file(source / "SHA256SUMS"),
                                scorer_given_json(o.scorer),
                                iso8601_utc(o.now),
                                o.harness};

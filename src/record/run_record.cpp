@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "digest/digest.h"
 #include "record/record_reader.h"
 #include "record/run_writer.h"
 
@@ -30,7 +31,7 @@ std::vector<std::string> check_integrity(const fs::path& dir, std::string& sums_
   std::stringstream ss;
   ss << file.rdbuf();
   const std::string text = ss.str();
-  sums_sha256 = sha256_hex(text);
+  sums_sha256 = digest::sha256_hex(text);
   std::set<std::string> listed;
   std::istringstream in(text);
   std::string line;
@@ -52,10 +53,10 @@ std::vector<std::string> check_integrity(const fs::path& dir, std::string& sums_
       continue;
     }
     try {
-      if (sha256_hex_file(listed_file) != want) {
+      if (digest::sha256_hex_file(listed_file) != want) {
         problems.push_back(rel + " differs from its SHA256SUMS hash");
       }
-    } catch (const RecordError& e) {  // a problem of the record, reported, not thrown
+    } catch (const digest::FileError& e) {  // a problem of the record, reported, not thrown
       problems.push_back(rel + ": " + e.what());
     }
   }

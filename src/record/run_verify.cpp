@@ -9,6 +9,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "digest/digest.h"
 #include "record/record_json.h"
 #include "record/record_schema.h"
 #include "record/run_writer.h"
@@ -153,10 +154,10 @@ class Checker {
       }
       try {
         ++report_.files_checked;
-        if (sha256_hex_file(report_.dir / name) != digest) {
+        if (digest::sha256_hex_file(report_.dir / name) != digest) {
           add("sha256sums", name, "content differs from its SHA256SUMS digest (modified)");
         }
-      } catch (const RecordError& e) {
+      } catch (const digest::FileError& e) {
         add("sha256sums", name, e.what());
       }
     }
@@ -254,10 +255,10 @@ class Checker {
         continue;
       }
       try {
-        if (sha256_hex_file(report_.dir / *path) != *digest) {
+        if (digest::sha256_hex_file(report_.dir / *path) != *digest) {
           add("evidence", *path, "content differs from the manifest's evidence digest");
         }
-      } catch (const RecordError&) {
+      } catch (const digest::FileError&) {
         add("evidence", *path, "listed as evidence in the manifest but missing");
       }
     }

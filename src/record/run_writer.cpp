@@ -1,7 +1,6 @@
 #include "record/run_writer.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include <iterator>
 #include <memory>
 
+#include "digest/digest.h"
 #include "json/json_text.h"
 #include "record/record_json.h"
 #include "scrub/redact.h"
@@ -49,21 +49,6 @@ void write_all(int fd, std::string_view bytes, const fs::path& path) {
     bytes.remove_prefix(static_cast<std::size_t>(n));
   }
 }
-
-std::string to_hex(const unsigned char* digest, unsigned len) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(len * 2u);
-  for (unsigned i = 0; i < len; ++i) {
-    out.push_back(kHex[digest[i] >> 4]);
-    out.push_back(kHex[digest[i] & 0xf]);
-  }
-  return out;
-}
-
-struct MdCtxDeleter {
-  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-};
 
 std::mutex g_open_dirs_mu;
 std::vector<fs::path>& open_dirs() {
@@ -174,30 +159,6 @@ std::string read_file(const fs::path& path) {
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw RecordError("cannot read " + path.string() + ": " + errno_text());
   return text;
-}
-
-std::string sha256_hex(std::string_view bytes) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest.data(), &len, EVP_sha256(), nullptr);
-  return to_hex(digest.data(), len);
-}
-
-std::string sha256_hex_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw RecordError("cannot read " + path.string());
-  std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
-  std::array<char, 1 << 16> buf{};
-  while (in) {
-    in.read(buf.data(), buf.size());
-    const auto n = in.gcount();
-    if (n > 0) EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<std::size_t>(n));
-  }
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned len = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest.data(), &len);
-  return to_hex(digest.data(), len);
 }
 
 bool run_in_progress(const fs::path& run_dir) {
@@ -336,12 +297,12 @@ std::string RunWriter::write_text(const std::string& name, std::string_view text
   const std::vector<std::string> secrets = this->secrets();
   if (secrets.empty()) {
     write_or_abandon(path, text);
-    return sha256_hex(text);
+    return digest::sha256_hex(text);
   }
   std::string redacted(text);
   redact_literals(redacted, secrets);
   write_or_abandon(path, redacted);
-  return sha256_hex(redacted);
+  return digest::sha256_hex(redacted);
 }
 
 void RunWriter::append_request(metrics::Trace trace) {
@@ -484,7 +445,8 @@ void write_sha256sums(const fs::path& dir, const std::map<std::string, std::stri
   std::string sums;
   for (const auto& name : names) {
     const auto k = known.find(name);
-    sums += (k != known.end() ? k->second : sha256_hex_file(dir / name)) + "  " + name + "\n";
+    sums +=
+        (k != known.end() ? k->second : digest::sha256_hex_file(dir / name)) + "  " + name + "\n";
   }
   write_file_atomic(dir / "SHA256SUMS", sums);
 }

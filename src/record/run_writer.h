@@ -67,14 +67,12 @@ std::vector<std::filesystem::path> open_run_dirs();
 /// The whole contents of a file; throws RecordError naming the path when unreadable.
 std::string read_file(const std::filesystem::path& path);
 
-std::string sha256_hex(std::string_view bytes);
-/// SHA-256 of a file's contents; throws RecordError when unreadable.
-std::string sha256_hex_file(const std::filesystem::path& path);
-
 /// Writes <dir>/SHA256SUMS ("<hex>  <path>" lines, sorted by path) over every regular file of
 /// the directory tree except SHA256SUMS itself and temporary "*.tmp" files. `known`: digests
 /// the caller has just written (relative path -> hex), taken as they are instead of reading
 /// the file again (an import's evidence, the same bytes in every record of its file).
+/// Throws digest::FileError when a file cannot be read, RecordError when SHA256SUMS cannot
+/// be written.
 void write_sha256sums(const std::filesystem::path& dir,
                       const std::map<std::string, std::string>& known = {});
 

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <cmath>
 
+#include "digest/digest.h"
 #include "json/json_text.h"
 #include "record/run_writer.h"
 #include "report/board_document.h"
@@ -333,8 +334,8 @@ std::string board_json(const Board& b, const std::vector<Figure>& figures) {
     figs.push_back(json::object{{"stem", f.stem},
                                 {"title", f.title},
                                 {"section", to_string(f.section)},
-                                {"svg_sha256", record::sha256_hex(f.svg)},
-                                {"png_sha256", record::sha256_hex(f.png)}});
+                                {"svg_sha256", digest::sha256_hex(f.svg)},
+                                {"png_sha256", digest::sha256_hex(f.png)}});
   }
   json::object doc{
       {"schema_version", b.schema_version},
@@ -457,7 +458,7 @@ std::vector<std::string> write_board(const std::filesystem::path& dir, const Boa
   std::vector<std::string> names;
   for (const auto& [name, bytes] : files) {
     record::write_file_atomic(dir / name, bytes);
-    sums += record::sha256_hex(bytes) + "  " + name + "\n";
+    sums += digest::sha256_hex(bytes) + "  " + name + "\n";
     names.push_back(name);
   }
   record::write_file_atomic(dir / "SHA256SUMS", sums);

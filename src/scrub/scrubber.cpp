@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "digest/digest.h"
 #include "scrub/scrub.h"
 #include "scrub/scrub_text.h"
-#include "workload/request_stream.h"
 
 namespace dyno::scrub {
 
@@ -111,7 +111,7 @@ Scrubber::Scrubber(ScrubPolicy policy, const json::object& manifest) : policy_(s
 
 std::string Scrubber::uuid_replacement(const std::string& uuid) const {
   if (policy_.gpu_uuids == UuidRule::kHash)
-    return std::string(kHashPrefix) + workload::sha256_hex(uuid);
+    return std::string(kHashPrefix) + digest::sha256_hex(uuid);
   return scrub_marker("gpu-uuid");
 }
 

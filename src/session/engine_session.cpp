@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "digest/digest.h"
 #include "dyno/build_info.h"
 #include "engine/launch.h"
 #include "engine/server_gauges.h"
@@ -212,7 +213,7 @@ EngineSession::EngineSession(const TargetOptions& target,
       return std::make_unique<transport::PluginEngine>(path.string(), plugin_config_);
     });
     plugin_file_ = path.filename().string();
-    plugin_sha256_ = record::sha256_hex_file(path);
+    plugin_sha256_ = digest::sha256_hex_file(path);
     const transport::PluginIdentity& id = plugin_->identity();
     if (o.model) {
       model_ = *o.model;

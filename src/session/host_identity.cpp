@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "digest/digest.h"
 #include "dyno/build_info.h"
 #include "record/digest_cache.h"
 #include "record/run_writer.h"
@@ -139,9 +140,9 @@ const json::object& harness_identity() {
       // Remembered across runs by the file's identity (record/digest_cache.h).
       h["executable_sha256"] =
           record::cached_sha256_hex_file("/proc/self/exe", record::default_cache_dir());
-    } catch (const record::RecordError& e) {
+    } catch (const digest::FileError& e) {
       h["executable_sha256"] = nullptr;
-      unknown["executable_sha256"] = std::string("cannot read /proc/self/exe: ") + e.what();
+      unknown["executable_sha256"] = e.what();  // "cannot read /proc/self/exe: <reason>"
     }
     if (!unknown.empty()) h["unknown"] = std::move(unknown);
     return h;

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <limits>
 
+#include "digest/digest.h"
 #include "engine/launch.h"
 #include "engine/server_gauges.h"
 #include "engine/server_metrics.h"
@@ -591,7 +592,7 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
   }
   writer.write_json("manifest.json", record::manifest_to_json(manifest));
   writer.finalize(result.traces);
-  out.record_sha256 = record::sha256_hex_file(writer.dir() / "SHA256SUMS");
+  out.record_sha256 = digest::sha256_hex_file(writer.dir() / "SHA256SUMS");
   if (auto w = writer.invalid_utf8_warning()) out.summary.warnings.push_back(std::move(*w));
   store::index_finished_run(runs_root, writer.dir(), std::cerr,
                             index_url);  // a warning if it fails

@@ -1,12 +1,10 @@
 #include "sim/request.h"
 
-#include <openssl/evp.h>
-
-#include <array>
 #include <boost/json.hpp>
 #include <climits>
 #include <utility>
 
+#include "digest/digest.h"
 #include "sim/prefix_cache.h"
 
 namespace dyno::sim {
@@ -25,41 +23,31 @@ json::object parse_object(std::string_view body) {
 
 namespace {
 
-// Decodes standard base64 (with optional '=' padding); nullopt when malformed.
-std::optional<std::string> base64_decode(std::string_view in) {
-  std::string out;
-  out.reserve(in.size() / 4 * 3);
-  std::uint32_t acc = 0;
-  int bits = 0;
+// The base64 of an image data URL, decoded as forgivingly as the simulated engine always has:
+// canonical base64 (digest.h), or the same with its '=' padding left off, with bits after the
+// last byte that are not zero (ignored), or with one character left over at the end (6 bits,
+// no whole byte: ignored). Padding, when there, must be whole; any other character, '=' before
+// the end included, makes it invalid (nullopt).
+std::optional<std::string> decode_data_url_base64(std::string_view in) {
+  if (auto bytes = digest::base64_decode(in, /*padding_optional=*/true)) return bytes;
+  // Not canonical: bring it to canonical form, then decode it as canonical base64.
+  static constexpr std::string_view kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::size_t pad = 0;
-  for (const char c : in) {
-    std::uint32_t v = 0;
-    if (c >= 'A' && c <= 'Z') {
-      v = static_cast<std::uint32_t>(c - 'A');
-    } else if (c >= 'a' && c <= 'z') {
-      v = static_cast<std::uint32_t>(c - 'a' + 26);
-    } else if (c >= '0' && c <= '9') {
-      v = static_cast<std::uint32_t>(c - '0' + 52);
-    } else if (c == '+') {
-      v = 62;
-    } else if (c == '/') {
-      v = 63;
-    } else if (c == '=') {
-      ++pad;
-      continue;
-    } else {
-      return std::nullopt;
-    }
-    if (pad != 0) return std::nullopt;  // data after padding
-    acc = ((acc << 6) | v) & 0xFFFFFFu;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFFu));
-    }
-  }
+  while (pad < in.size() && in[in.size() - 1 - pad] == '=') ++pad;
   if (pad > 2 || (pad != 0 && in.size() % 4 != 0)) return std::nullopt;
-  return out;
+  std::string text(in.substr(0, in.size() - pad));
+  if (text.find('=') != std::string::npos) return std::nullopt;  // padding before the end
+  if (text.size() % 4 == 1) {
+    if (kAlphabet.find(text.back()) == std::string_view::npos) return std::nullopt;
+    text.pop_back();
+  }
+  if (const std::size_t tail = text.size() % 4; tail != 0) {
+    const std::size_t v = kAlphabet.find(text.back());
+    if (v == std::string_view::npos) return std::nullopt;
+    text.back() = kAlphabet[v & (tail == 2 ? 0x30u : 0x3cu)];  // the bits after the last byte
+  }
+  return digest::base64_decode(text, /*padding_optional=*/true);
 }
 
 // An image part's URL: {"type":"image_url","image_url":{"url":..}} (or "image_url":"<url>").
@@ -82,9 +70,9 @@ void parse_image_part(const json::object& p, ParsedChat& out) {
   if (meta.size() < 7 || meta.substr(meta.size() - 7) != ";base64") {
     bad_request("image data URLs must be base64 (data:<type>;base64,...)");
   }
-  const std::optional<std::string> bytes = base64_decode(u.substr(comma + 1));
+  const std::optional<std::string> bytes = decode_data_url_base64(u.substr(comma + 1));
   if (!bytes) bad_request("image data URL: invalid base64");
-  out.image_sha256.push_back(sha256_hex(*bytes));
+  out.image_sha256.push_back(digest::sha256_hex(*bytes));
 }
 
 std::optional<std::int64_t> optional_int(const json::object& o, std::string_view key,
@@ -111,19 +99,6 @@ void check_number(const json::object& o, std::string_view key) {
 }
 
 }  // namespace
-
-std::string sha256_hex(std::string_view bytes) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), md.data(), &len, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 0xFu]);
-  }
-  return out;
-}
 
 void add_tools(ParsedChat& chat, const json::value* tools) {
   if (tools == nullptr || tools->is_null()) return;

@@ -52,12 +52,10 @@ struct ParsedChat {
 /// Parses a JSON object body; 400 when it is not one.
 boost::json::object parse_object(std::string_view body);
 /// Parses an OpenAI `messages` array: string content, or parts ({"type":"text"} and
-/// {"type":"image_url"}; a data URL must be valid base64 and is hashed). An assistant's
-/// `tool_calls` (as JSON text) and a tool message's `tool_call_id` join its content, as an
-/// engine's template renders them. 400 on any problem.
+/// {"type":"image_url"}; a data URL's base64 is decoded, as forgivingly as docs/sim.md says, and
+/// hashed). An assistant's `tool_calls` (as JSON text) and a tool message's `tool_call_id` join
+/// its content, as an engine's template renders them. 400 on any problem.
 ParsedChat parse_messages(const boost::json::value& messages);
-/// SHA-256 (lowercase hex) of `bytes` (image parts; the truth log's prompt_sha256).
-std::string sha256_hex(std::string_view bytes);
 /// A request's `tools` specification, rendered before the first message (as a message of role
 /// "tools"); nothing when `tools` is null or absent. 400 when it is not an array.
 void add_tools(ParsedChat& chat, const boost::json::value* tools);

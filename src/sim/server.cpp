@@ -1,6 +1,7 @@
 // The simulated engine's server: its lifecycle, the engine loop that turns model events into
 // rendered SSE bytes for each stream, the truth log, and the public API. The HTTP side
 // (connections, routing, endpoints) is in server_http.cpp; the shared state in server_impl.h.
+#include "digest/digest.h"
 #include "sim/server_impl.h"
 
 namespace dyno::sim {
@@ -384,7 +385,7 @@ void Server::Impl::log_truth(const std::string& request_id, std::int64_t arrived
     out += std::to_string(st ? st->req.prompt_tokens : 0);
     if (st) {
       out += R"(,"prompt_sha256":")";
-      out += sha256_hex(st->req.prompt_text);
+      out += digest::sha256_hex(st->req.prompt_text);
       out += '"';
     }
     out += R"(,"cached_tokens":)";

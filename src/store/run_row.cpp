@@ -7,15 +7,16 @@
 #include <boost/json/parse.hpp>
 #include <system_error>
 
+#include "digest/digest.h"
 #include "json/json_text.h"
 #include "record/run_writer.h"
 #include "store/run_index.h"
 
 namespace dyno::store {
 
+using digest::sha256_hex;
 using record::read_file;
 using record::RecordError;
-using record::sha256_hex;
 
 namespace fs = std::filesystem;
 namespace json = boost::json;

@@ -1,7 +1,5 @@
 #include "workload/request_stream.h"
 
-#include <openssl/evp.h>
-
 #include <boost/json.hpp>
 #include <cerrno>
 #include <cmath>
@@ -14,6 +12,7 @@
 #include <optional>
 #include <set>
 
+#include "digest/digest.h"
 #include "json/json_text.h"
 #include "workload/message_json.h"
 #include "workload/scorer_spec.h"
@@ -31,70 +30,6 @@ using stream_json::fail;
 using stream_json::got;
 
 namespace {
-
-constexpr std::string_view kBase64Alphabet =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-int base64_value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
-/// Strict RFC 4648 base64: non-empty, length a multiple of 4, standard alphabet, at most two
-/// '=' only at the end, zero padding bits. nullopt on any violation (whitespace included).
-std::optional<std::string> decode_base64(std::string_view in) {
-  if (in.empty() || in.size() % 4 != 0) return std::nullopt;
-  std::size_t pad = 0;
-  if (in.back() == '=') ++pad;
-  if (in.size() >= 2 && in[in.size() - 2] == '=') ++pad;
-  if (pad == 1 && in.back() != '=') return std::nullopt;
-  std::string out;
-  out.reserve(in.size() / 4 * 3);
-  for (std::size_t i = 0; i < in.size(); i += 4) {
-    const bool last = i + 4 == in.size();
-    const std::size_t data_chars = last ? 4 - pad : 4;
-    std::uint32_t acc = 0;
-    for (std::size_t j = 0; j < 4; ++j) {
-      int v = 0;
-      if (j < data_chars) {
-        v = base64_value(in[i + j]);
-        if (v < 0) return std::nullopt;
-      }
-      acc = (acc << 6) | static_cast<std::uint32_t>(v);
-    }
-    out.push_back(static_cast<char>((acc >> 16) & 0xff));
-    if (data_chars >= 3) out.push_back(static_cast<char>((acc >> 8) & 0xff));
-    if (data_chars == 4) out.push_back(static_cast<char>(acc & 0xff));
-    if (data_chars == 2 && (acc & 0xffff) != 0) return std::nullopt;  // non-zero pad bits
-    if (data_chars == 3 && (acc & 0xff) != 0) return std::nullopt;
-  }
-  return out;
-}
-
-std::string encode_base64(std::string_view in) {
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  for (std::size_t i = 0; i < in.size(); i += 3) {
-    const std::size_t n = std::min<std::size_t>(3, in.size() - i);
-    std::uint32_t acc = 0;
-    for (std::size_t j = 0; j < 3; ++j) {
-      const std::uint32_t byte = j < n ? static_cast<unsigned char>(in[i + j]) : 0u;
-      acc = (acc << 8) | byte;
-    }
-    for (std::size_t j = 0; j < 4; ++j) {
-      if (j <= n) {
-        out.push_back(kBase64Alphabet[(acc >> (18 - 6 * j)) & 0x3f]);
-      } else {
-        out.push_back('=');
-      }
-    }
-  }
-  return out;
-}
 
 struct DataUrl {
   std::string mime;
@@ -117,17 +52,6 @@ const std::set<std::string>& scorer_names() {
   static const std::set<std::string> kNames = {"exact", "normalized", "relaxed_numeric", "regex",
                                                "choice"};
   return kNames;
-}
-
-std::string to_hex(const unsigned char* data, unsigned int n) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * static_cast<std::size_t>(n));
-  for (unsigned int i = 0; i < n; ++i) {
-    out.push_back(kHex[data[i] >> 4]);
-    out.push_back(kHex[data[i] & 0x0f]);
-  }
-  return out;
 }
 
 /// The JSON object of to_json_line / canonical_line; `canonical` writes data URL images by hash.
@@ -175,19 +99,6 @@ json::object request_object(const Request& request, bool canonical) {
 
 }  // namespace
 
-std::string sha256_hex(std::string_view bytes) {
-  const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
-                                                                    &EVP_MD_CTX_free);
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1 ||
-      EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1 ||
-      EVP_DigestFinal_ex(ctx.get(), digest, &n) != 1) {
-    throw std::runtime_error("sha256: OpenSSL EVP digest failed");
-  }
-  return to_hex(digest, n);
-}
-
 std::string image_mime_type(std::string_view b) {
   if (starts_with(b, "\x89PNG\r\n\x1a\n")) return "image/png";
   if (starts_with(b, "\xff\xd8\xff")) return "image/jpeg";
@@ -217,8 +128,8 @@ ContentPart image_part_from_file(const std::filesystem::path& file, const std::s
   }
   ContentPart part;
   part.kind = ContentPart::Kind::kImage;
-  part.image_url = "data:" + mime + ";base64," + encode_base64(bytes);
-  part.image_sha256 = sha256_hex(bytes);
+  part.image_url = "data:" + mime + ";base64," + digest::base64_encode(bytes);
+  part.image_sha256 = digest::sha256_hex(bytes);
   return part;
 }
 
@@ -236,13 +147,15 @@ ContentPart image_part_from_url(const std::string& url, const std::string& where
   if (!starts_with(data->mime, "image/") || data->mime.size() == 6) {
     fail(where, key, "data URL MIME type \"" + data->mime + "\" is not image/<type>");
   }
-  const std::optional<std::string> bytes = decode_base64(data->payload);
+  // Strict RFC 4648 (digest.h), and not empty: an image has bytes.
+  const std::optional<std::string> bytes =
+      data->payload.empty() ? std::nullopt : digest::base64_decode(data->payload);
   if (!bytes) {
     fail(where, key,
          "invalid base64 in the data URL (strict RFC 4648: standard alphabet, '=' padding, no "
          "whitespace, not empty)");
   }
-  part.image_sha256 = sha256_hex(*bytes);
+  part.image_sha256 = digest::sha256_hex(*bytes);
   return part;
 }
 
@@ -498,24 +411,13 @@ void write_stream_file(const std::filesystem::path& path, const RequestStream& s
 }
 
 std::string stream_sha256(const std::vector<Request>& requests) {
-  const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
-                                                                    &EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error("sha256: OpenSSL EVP initialisation failed");
-  }
+  digest::Sha256 hash;
   for (const Request& r : requests) {
     std::string line = canonical_line(r);
     line.push_back('\n');
-    if (EVP_DigestUpdate(ctx.get(), line.data(), line.size()) != 1) {
-      throw std::runtime_error("sha256: OpenSSL EVP update failed");
-    }
+    hash.update(line);
   }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  if (EVP_DigestFinal_ex(ctx.get(), digest, &n) != 1) {
-    throw std::runtime_error("sha256: OpenSSL EVP final failed");
-  }
-  return to_hex(digest, n);
+  return hash.hex_final();
 }
 
 }  // namespace dyno::workload

@@ -76,9 +76,6 @@ void write_stream_file(const std::filesystem::path& path, const RequestStream& s
 /// write_stream_file writes.
 std::string stream_sha256(const std::vector<Request>& requests);
 
-/// SHA-256 (lowercase hex) of `bytes`.
-std::string sha256_hex(std::string_view bytes);
-
 /// The MIME type of image bytes by their magic number: "image/png", "image/jpeg",
 /// "image/gif", "image/webp"; "" when none matches.
 std::string image_mime_type(std::string_view bytes);

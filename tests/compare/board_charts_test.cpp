@@ -18,6 +18,7 @@
 
 #include "chart/chart.h"
 #include "compare/chart_data.h"
+#include "digest/digest.h"
 #include "record/run_writer.h"
 #include "report/board_files.h"
 #include "temp_dir.h"
@@ -255,7 +256,7 @@ TEST_F(BoardCharts, TheBoardDirectoryListsReferencesAndInlinesThem) {
   std::string line;
   while (std::getline(sums, line)) {
     const std::string name = line.substr(66);
-    EXPECT_EQ(line.substr(0, 64), record::sha256_hex(slurp(dir_ / name))) << name;
+    EXPECT_EQ(line.substr(0, 64), digest::sha256_hex(slurp(dir_ / name))) << name;
     listed.insert(name);
   }
   const std::string readme = slurp(dir_ / "README.md");
@@ -270,7 +271,7 @@ TEST_F(BoardCharts, TheBoardDirectoryListsReferencesAndInlinesThem) {
     EXPECT_NE(readme.find("](" + f.stem + ".png)"), std::string::npos);
     // Inlined as SVG, its ids prefixed with its stem.
     EXPECT_NE(html.find(chart::inline_svg(f.svg, "svg-" + f.stem)), std::string::npos);
-    EXPECT_NE(ledger.find("\"svg_sha256\": \"" + record::sha256_hex(f.svg) + "\""),
+    EXPECT_NE(ledger.find("\"svg_sha256\": \"" + digest::sha256_hex(f.svg) + "\""),
               std::string::npos);
   }
   // No two charts share an id, and every reference finds its element.

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "chart/chart.h"
+#include "digest/digest.h"
 #include "record/run_writer.h"
 #include "report/board_document.h"
 #include "report/board_files.h"
@@ -41,7 +42,7 @@ TEST_F(BoardDir, WritesEveryFileAndSums) {
   while (std::getline(sums, line)) {
     ++n;
     const std::string name = line.substr(66);
-    EXPECT_EQ(line.substr(0, 64), record::sha256_hex(slurp(dir_ / name))) << name;
+    EXPECT_EQ(line.substr(0, 64), digest::sha256_hex(slurp(dir_ / name))) << name;
   }
   EXPECT_EQ(n, 4u);
   // The written README is the golden rendering.

@@ -2,6 +2,7 @@
 // vllm_bench/) become records that `dyno runs verify` passes and `dyno runs list` shows with
 // their source; the same file again is a duplicate; a bad file exits 2 naming the file and
 // where, and leaves nothing in the store.
+#include "digest/digest.h"
 #include "integration/integration_fixture.h"
 #include "record/run_writer.h"
 
@@ -27,7 +28,7 @@ TEST_F(ImportResults, VllmResultsBecomeRecordsThatVerifyAndListWithTheirSource) 
   const std::string id(imported[0].at("run_id").as_string());
   const std::string summary_id(imported[1].at("run_id").as_string());
   EXPECT_EQ(imported[0].at("sha256").as_string(),
-            dyno::record::sha256_hex(dyno::record::read_file(detailed)));
+            dyno::digest::sha256_hex(dyno::record::read_file(detailed)));
 
   for (const std::string& run : {id, summary_id}) {
     const Outcome verify = dyno({"runs", "verify", run, "--runs-root", runs()});

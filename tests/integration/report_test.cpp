@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "digest/digest.h"
 #include "integration/process.h"
 #include "integration/record_check.h"
 #include "record/run_writer.h"
@@ -148,7 +149,7 @@ class Report : public ::testing::Test {
     EXPECT_EQ(ledger.at("status").as_string(), "unresolved_allowed");
     // The binary that made the board, by hash (SHA256SUMS covers board.json, so this too).
     EXPECT_EQ(ledger.at("provenance").at("generator").at("executable_sha256"),
-              json::value(dyno::record::sha256_hex_file(DYNO_BINARY)));
+              json::value(dyno::digest::sha256_hex_file(DYNO_BINARY)));
     const auto& cells = ledger.at("cells").as_array();
     ASSERT_EQ(cells.size(), 2u);
     for (const auto& cv : cells) {
@@ -294,7 +295,7 @@ TEST_F(Report, ASpecPinsExpectationsMarksAccuracyAndTheEngineTimesShow) {
   EXPECT_TRUE(figures.at("server_decode_tok_s").is_number());
   EXPECT_TRUE(figures.at("server_prompt_tokens_computed").is_number());
   // The spec's own hash, pinned by the caller: a different one refuses, whatever the policy.
-  const std::string sha = dyno::record::sha256_hex_file(spec.string());
+  const std::string sha = dyno::digest::sha256_hex_file(spec.string());
   args.insert(args.end(), {"--expect-spec-sha256", std::string(64, '0')});
   r = dyno(args);
   EXPECT_EQ(r.exit_code, 2) << r.err;

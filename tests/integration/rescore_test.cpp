@@ -1,6 +1,7 @@
 // `dyno rescore` end to end: a run of the embedded simulated engine with expected answers, its
 // kept outputs judged again with another scorer into a derived record that `dyno runs verify`
 // passes and `dyno runs list` lists beside its source, neither marked a duplicate.
+#include "digest/digest.h"
 #include "integration/integration_fixture.h"
 #include "record/run_writer.h"
 #include "store/run_index.h"
@@ -80,7 +81,7 @@ TEST_F(Rescore, AnotherScorerJudgesTheKeptOutputsIntoADerivedRecordThatVerifies)
   EXPECT_EQ(manifest.at("derived_from").at("run_id").as_string(), source_id);
   EXPECT_EQ(manifest.at("derived_from").at("scorer").as_string(), "normalized");
   EXPECT_EQ(manifest.at("derived_from").at("sha256sums_sha256").as_string(),
-            dyno::record::sha256_hex(source_sums));
+            dyno::digest::sha256_hex(source_sums));
   const json::object source_manifest = read_json(run.run_dir / "manifest.json");
   for (const char* key : {"engine", "model", "workload", "load", "harness"}) {
     EXPECT_EQ(manifest.at(key), source_manifest.at(key)) << key;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "digest/digest.h"
 #include "integration/integration_fixture.h"
 #include "sim/request.h"
 #include "sim/tokenizer.h"
@@ -95,7 +96,7 @@ TEST_F(Sessions, TurnsCarryTheStreamedAnswersVerbatimAndHitTheCache) {
       const std::string prompt = sim::apply_chat_template(conversation);
       const std::string xid = run_id + "-" + std::to_string(r.at("index").as_int64());
       ASSERT_TRUE(truth_of.count(xid)) << xid;
-      EXPECT_EQ(truth_of[xid].at("prompt_sha256").as_string(), sim::sha256_hex(prompt))
+      EXPECT_EQ(truth_of[xid].at("prompt_sha256").as_string(), digest::sha256_hex(prompt))
           << "turn " << t << " of session " << s << " was not the conversation so far";
       EXPECT_EQ(i64(r.at("input_tokens")), static_cast<std::int64_t>(ids_of(prompt).size()));
       // The cache holds every earlier prompt: the longest common prefix, in whole blocks.

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <string>
 
+#include "digest/digest.h"
 #include "import_golden.h"
 #include "interop/import_formats.h"
 #include "interop/import_vllm.h"
@@ -182,7 +183,7 @@ TEST(ImportedRecord, DetailedRecordVerifiesAndComputesFiguresFromTraces) {
   for (const auto& p : report.problems) ADD_FAILURE() << p.path << ": " << p.message;
   const json::object m = read_json(out.dir / "manifest.json");
   const json::object& source = m.at("source").as_object();
-  EXPECT_EQ(source.at("sha256").as_string(), dyno::record::sha256_hex(bytes));
+  EXPECT_EQ(source.at("sha256").as_string(), dyno::digest::sha256_hex(bytes));
   EXPECT_EQ(source.at("file").as_string(), "detailed.json");
   EXPECT_TRUE(source.at("tool_version").is_null());
   EXPECT_EQ(dyno::record::read_file(out.dir / "evidence/detailed.json"), bytes);
@@ -304,7 +305,7 @@ TEST(ImportedRecord, SecretsInTheFileNeverReachTheRecord) {
   }
   const json::object m = read_json(out.dir / "manifest.json");
   // The source is still the file as it was (its digest names it; duplicates are found by it).
-  EXPECT_EQ(m.at("source").at("sha256").as_string(), dyno::record::sha256_hex(bytes));
+  EXPECT_EQ(m.at("source").at("sha256").as_string(), dyno::digest::sha256_hex(bytes));
   EXPECT_TRUE(m.at("source").at("evidence_redacted").as_bool());
   EXPECT_NE(dyno::record::read_file(out.dir / "evidence/s.json").find("<scrubbed:secret>"),
             std::string::npos);

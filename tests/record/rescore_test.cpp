@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "digest/digest.h"
 #include "record/manifest.h"
 #include "record/record_schema.h"
 #include "record/run_verify.h"
@@ -199,9 +200,9 @@ TEST_F(Rescore, AScorerGivenJudgesEveryScoredRequestIntoAVerifiedDerivedRecord) 
   EXPECT_EQ(d.at("kind").as_string(), "rescore");
   EXPECT_EQ(d.at("run_id").as_string(), kId);
   EXPECT_EQ(d.at("summary_sha256").as_string(),
-            dyno::record::sha256_hex_file(src / "summary.json"));
+            dyno::digest::sha256_hex_file(src / "summary.json"));
   EXPECT_EQ(d.at("sha256sums_sha256").as_string(),
-            dyno::record::sha256_hex_file(src / "SHA256SUMS"));
+            dyno::digest::sha256_hex_file(src / "SHA256SUMS"));
   EXPECT_EQ(d.at("scorer").as_string(), "normalized");
   EXPECT_EQ(d.at("harness").at("version").as_string(), "9.9.9");
   // The manifest is read and written typed: a record of an older dyno comes out in this

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "digest/digest.h"
 #include "json/json_text.h"
 #include "record/digest_cache.h"
 #include "record/record_json.h"
@@ -21,6 +22,7 @@
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using dyno::metrics::Trace;
+namespace digest = dyno::digest;
 namespace record = dyno::record;
 namespace scrub = dyno::scrub;
 
@@ -104,7 +106,7 @@ TEST(DigestCache, RemembersAHashUntilTheFileChanges) {
   const fs::path file = dir.path() / "binary";
   const fs::path cache = dir.path() / "cache";
   std::ofstream(file) << "first contents";
-  const std::string first = record::sha256_hex_file(file);
+  const std::string first = digest::sha256_hex_file(file);
   EXPECT_EQ(record::cached_sha256_hex_file(file, cache), first);
   ASSERT_TRUE(fs::exists(cache / "file-sha256"));
   // A remembered hash is served from the cache: the proof is a forged entry being returned.
@@ -121,15 +123,15 @@ TEST(DigestCache, RemembersAHashUntilTheFileChanges) {
   EXPECT_EQ(record::cached_sha256_hex_file(file, cache), forged);
   // Any write changes the file's status-change time: hashed again, whatever the cache says.
   std::ofstream(file, std::ios::trunc) << "second contents";
-  EXPECT_EQ(record::cached_sha256_hex_file(file, cache), record::sha256_hex_file(file));
-  EXPECT_NE(record::sha256_hex_file(file), first);
+  EXPECT_EQ(record::cached_sha256_hex_file(file, cache), digest::sha256_hex_file(file));
+  EXPECT_NE(digest::sha256_hex_file(file), first);
 }
 
 TEST(DigestCache, AGarbledOrUnwritableCacheIsIgnored) {
   dyno::testing::TempDir dir;
   const fs::path file = dir.path() / "binary";
   std::ofstream(file) << "contents";
-  const std::string truth = record::sha256_hex_file(file);
+  const std::string truth = digest::sha256_hex_file(file);
   const fs::path cache = dir.path() / "cache";
   fs::create_directories(cache);
   for (const std::string& garbage :
@@ -142,5 +144,5 @@ TEST(DigestCache, AGarbledOrUnwritableCacheIsIgnored) {
   std::ofstream(dir.path() / "blocked") << "x";
   EXPECT_EQ(record::cached_sha256_hex_file(file, dir.path() / "blocked"), truth);
   EXPECT_EQ(record::cached_sha256_hex_file(file, fs::path()), truth);
-  EXPECT_THROW(record::cached_sha256_hex_file(dir.path() / "missing", cache), record::RecordError);
+  EXPECT_THROW(record::cached_sha256_hex_file(dir.path() / "missing", cache), digest::FileError);
 }

@@ -12,6 +12,8 @@
 #include <fstream>
 #include <string>
 
+#include "digest/digest.h"
+#include "sim/request.h"
 #include "sim/server.h"
 #include "sim/tokenizer.h"
 #include "temp_dir.h"
@@ -113,6 +115,32 @@ TEST(SimServerParts, ImagesCountAndAreHashedInTheTruthLog) {
   ASSERT_TRUE(std::getline(in, line));
   EXPECT_FALSE(json::parse(line).as_object().contains("image_sha256"));  // the 400
   std::filesystem::remove(truth);
+}
+
+// A data URL's base64 is decoded as forgivingly as the sim always has (sim/request.cpp): the
+// padding may be left off, bits after the last byte and one character left over are ignored;
+// any other character, padding before the end or padding that is not whole is a 400.
+TEST(SimServerParts, DataUrlBase64IsDecodedForgivingly) {
+  const auto image_hash = [](const std::string& base64) {
+    const json::value messages = json::array{json::object{
+        {"role", "user"},
+        {"content",
+         json::array{json::object{{"type", "image_url"},
+                                  {"image_url", {{"url", "data:image/png;base64," + base64}}}}}}}};
+    const ParsedChat chat = parse_messages(messages);
+    EXPECT_EQ(chat.image_sha256.size(), 1u);
+    return chat.image_sha256.empty() ? std::string() : chat.image_sha256[0];
+  };
+  EXPECT_EQ(image_hash("aGVsbG8="), kHelloSha);  // canonical
+  EXPECT_EQ(image_hash("aGVsbG8"), kHelloSha);   // no padding
+  EXPECT_EQ(image_hash("aGVsbG9="), kHelloSha);  // non-zero bits after the last byte
+  EXPECT_EQ(image_hash("aGVsbG9"), kHelloSha);
+  EXPECT_EQ(image_hash("aGVsQ"), digest::sha256_hex("hel"));  // one character left over
+  EXPECT_EQ(image_hash(""), digest::sha256_hex(""));
+  for (const char* bad : {"aGVsbG8=A", "aGVs bG8=", "aGVsbG8-",
+                          "aGVsbG8==", "aGVsbG8===", "aGVs=G8=", "aGVsbG8=\n", "@@@"}) {
+    EXPECT_THROW(image_hash(bad), RequestError) << bad;
+  }
 }
 
 }  // namespace

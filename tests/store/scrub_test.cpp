@@ -10,6 +10,7 @@
 #include <boost/json.hpp>
 #include <fstream>
 
+#include "digest/digest.h"
 #include "record/publish.h"
 #include "record/record_fixture.h"
 #include "record/run_verify.h"
@@ -119,7 +120,7 @@ fs::path write_sensitive(const fs::path& root) {
   fs::create_directories(dir / "evidence");
   const std::string log = engine_log();
   dyno::record::write_file_atomic(dir / "evidence" / "engine.log", log);
-  m["evidence"].as_array()[0].as_object()["sha256"] = dyno::record::sha256_hex(log);
+  m["evidence"].as_array()[0].as_object()["sha256"] = dyno::digest::sha256_hex(log);
   json::object s = sample_summary(kId, 100, 10);
   s["warnings"] = json::array{json::object{{"code", "x"}, {"message", "wrote /home/alice/out"}}};
   const std::string requests =
@@ -267,7 +268,7 @@ TEST(Scrub, HashedUuidsAreTheSameHashEverywhere) {
   ScrubPolicy p;
   p.gpu_uuids = UuidRule::kHash;
   dyno::record::scrub_run_dir(dir, p);
-  const std::string hashed = "sha256:" + dyno::record::sha256_hex(kUuid);
+  const std::string hashed = "sha256:" + dyno::digest::sha256_hex(kUuid);
   const json::object m = read_json(dir / "manifest.json");
   EXPECT_EQ(S(m.at("hardware").at("gpus").at(0).at("uuid")), hashed);
   EXPECT_EQ(S(m.at("telemetry").at("backends").at(0).at("devices").at(0).at("uuid")), hashed);

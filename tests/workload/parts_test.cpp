@@ -306,7 +306,6 @@ TEST(Parts, MimeSniffing) {
   EXPECT_EQ(image_mime_type(std::string("RIFF\0\0\0\0WEBPVP8 ", 16)), "image/webp");
   EXPECT_EQ(image_mime_type("RIFF1234WAVE"), "");
   EXPECT_EQ(image_mime_type(""), "");
-  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
 }  // namespace
