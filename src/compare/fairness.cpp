@@ -97,11 +97,7 @@ void Policy::set_list(const std::string& names, CheckLevel level, const std::str
     const std::string name =
         names.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (!name.empty()) {
-      try {
-        set(name, level);
-      } catch (const CompareError& e) {
-        throw CompareError(flag + ": " + e.what());
-      }
+      about(flag, [&] { set(name, level); });
     }
     if (comma == std::string::npos) break;
     start = comma + 1;

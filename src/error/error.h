@@ -1,7 +1,7 @@
 // One error type for dyno: every module's errors derive from dyno::Error and carry a kind, and
 // `main` turns a kind into the exit code in one table (app/exit_codes.h). A message names what
-// it is about; the caller that knows the flag or file adds it as the subject (about()), so no
-// call site translates one error type into another.
+// it is about; the caller that knows the flag or file adds it as the subject (about()); the few
+// catches that throw another type are listed, with why, in docs/architecture.md "Error handling".
 #pragma once
 
 #include <stdexcept>

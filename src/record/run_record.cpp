@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <boost/json/parse.hpp>
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <stdexcept>
 
 #include "digest/digest.h"
 #include "record/record_reader.h"
+#include "record/run_verify.h"
 #include "record/run_writer.h"
 
 namespace dyno::record {
@@ -18,53 +18,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// Checks SHA256SUMS ("<hex>  <path>" lines) against the files of the directory.
+/// The record's SHA256SUMS check (verify_run_sums, the one `dyno runs verify` makes of the
+/// files), each problem as "<file>: <what>", and the SHA-256 of SHA256SUMS itself.
 std::vector<std::string> check_integrity(const fs::path& dir, std::string& sums_sha256) {
   std::vector<std::string> problems;
-  const fs::path sums = dir / "SHA256SUMS";
-  if (!fs::exists(sums)) {
-    problems.push_back("no SHA256SUMS (the run did not finish writing its record)");
-    return problems;
+  for (const VerifyProblem& p : verify_run_sums(dir).problems) {
+    problems.push_back(p.path.empty() ? p.message : p.path + ": " + p.message);
   }
-  std::ifstream file(sums, std::ios::binary);
-  if (!file) throw RecordReadError(sums.string() + ": cannot be read");
-  std::stringstream ss;
-  ss << file.rdbuf();
-  const std::string text = ss.str();
-  sums_sha256 = digest::sha256_hex(text);
-  std::set<std::string> listed;
-  std::istringstream in(text);
-  std::string line;
-  std::size_t n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (line.empty()) continue;
-    const auto sep = line.find("  ");
-    if (sep != 64) {
-      problems.push_back("SHA256SUMS:" + std::to_string(n) + ": not '<sha256>  <path>'");
-      continue;
-    }
-    const std::string want = line.substr(0, 64);
-    const std::string rel = line.substr(66);
-    listed.insert(rel);
-    const fs::path listed_file = dir / rel;
-    if (!fs::exists(listed_file)) {
-      problems.push_back(rel + " is listed in SHA256SUMS but missing");
-      continue;
-    }
+  std::error_code ec;
+  if (fs::is_regular_file(dir / "SHA256SUMS", ec)) {
     try {
-      if (digest::sha256_hex_file(listed_file) != want) {
-        problems.push_back(rel + " differs from its SHA256SUMS hash");
-      }
+      sums_sha256 = digest::sha256_hex_file(dir / "SHA256SUMS");
     } catch (const digest::FileError& e) {  // a problem of the record, reported, not thrown
-      problems.push_back(rel + ": " + e.what());
+      problems.push_back(std::string("SHA256SUMS: ") + e.what());
     }
-  }
-  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-    if (!entry.is_regular_file()) continue;
-    const std::string rel = fs::relative(entry.path(), dir).generic_string();
-    if (rel == "SHA256SUMS" || listed.count(rel) != 0) continue;
-    problems.push_back(rel + " is not listed in SHA256SUMS");
   }
   std::sort(problems.begin(), problems.end());
   return problems;

@@ -35,4 +35,8 @@ struct VerifyReport {
 /// before it re-signs a record).
 VerifyReport verify_run_dir(const std::filesystem::path& dir, bool schema = true);
 
+/// The SHA256SUMS part of verify_run_dir alone (checks "sha256sums" and "files"): every listed
+/// file's digest, nothing unlisted. What a board reads of a record's integrity (read_run).
+VerifyReport verify_run_sums(const std::filesystem::path& dir);
+
 }  // namespace dyno::record

@@ -10,11 +10,13 @@
 #include <utility>
 
 #include "compare/chart_data.h"
-#include "report/board_chart_words.h"
+#include "report/board_lookup.h"
+#include "report/chart_text.h"
 
 namespace dyno::report {
 
-using namespace chart_words;  // the words and board look-ups the charts share
+using namespace chart_text;    // the charts' words (numbers, levels, devices, safe text)
+using namespace board_lookup;  // what the charts look up in the board
 
 namespace {
 

@@ -159,11 +159,7 @@ ScrubPolicy read_scrub_policy(const fs::path& file) {
       if (!v.is_array()) throw ScrubError(where + "'keep' must be an array of category names");
       for (const auto& e : v.get_array()) {
         if (!e.is_string()) throw ScrubError(where + "'keep' must hold strings");
-        try {
-          keep_categories(p, std::string(e.get_string()));
-        } catch (const ScrubError& err) {
-          throw ScrubError(where + "'keep': " + err.what());
-        }
+        about(where + "'keep'", [&] { keep_categories(p, std::string(e.get_string())); });
       }
     } else if (key == "gpu_uuids") {
       const std::string r = v.is_string() ? std::string(v.get_string()) : "";

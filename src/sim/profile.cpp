@@ -289,11 +289,8 @@ Profile load_profile_file(const std::filesystem::path& path) {
   p.name = path.stem().string();
   if (const json::value* base = obj.if_contains("base")) {
     if (!base->is_string()) throw ProfileError(where + ": key \"base\" must be a string");
-    try {
-      p = builtin_profile(std::string(base->get_string()));
-    } catch (const ProfileError& e) {
-      throw ProfileError(where + ": key \"base\": " + e.what());
-    }
+    p = about(where + ": key \"base\"",
+              [&] { return builtin_profile(std::string(base->get_string())); });
     p.name = path.stem().string();
   }
   for (const auto& [key, value] : obj) {

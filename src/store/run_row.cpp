@@ -10,6 +10,7 @@
 #include "digest/digest.h"
 #include "json/json_text.h"
 #include "record/run_writer.h"
+#include "record/summary_file.h"
 #include "store/run_index.h"
 
 namespace dyno::store {
@@ -203,17 +204,23 @@ RunRow read_run_row(const fs::path& run_dir) {
   std::error_code ec;
   if (fs::exists(summary_path, ec)) {
     try {
-      const json::object s = parse_object(summary_path);
-      r.requests_ok = opt_int(s, {"requests", "ok"});
-      r.requests_failed = opt_int(s, {"requests", "failed"});
-      r.error_rate = opt_num(s, {"requests", "error_rate"});
-      r.output_tokens_per_s = opt_num(s, {"throughput", "output_tokens_per_s"});
-      r.requests_per_s = opt_num(s, {"throughput", "requests_per_s"});
-      r.ttft_p50_ms = opt_num(s, {"latency_ms", "ttft", "p50"});
-      r.tpot_p50_ms = opt_num(s, {"latency_ms", "tpot", "p50"});
-      r.e2e_p50_ms = opt_num(s, {"latency_ms", "e2e", "p50"});
-      r.accuracy = opt_num(s, {"quality", "accuracy"});
-    } catch (const RecordError& e) {
+      // Typed, through the record's one summary reader; a count the record states as
+      // unknown (a summary-only import) stays unknown in the row.
+      const record::SummaryFile file = record::summary_file_from_json(parse_object(summary_path));
+      const metrics::Summary& f = file.figures;
+      const auto count = [&file](const char* path, std::uint64_t n) {
+        return file.knows(path) ? std::optional(static_cast<std::int64_t>(n)) : std::nullopt;
+      };
+      r.requests_ok = count("requests.ok", f.requests_ok);
+      r.requests_failed = count("requests.failed", f.requests_failed);
+      r.error_rate = f.error_rate;
+      r.output_tokens_per_s = f.output_tokens_per_s;
+      r.requests_per_s = f.requests_per_s;
+      r.ttft_p50_ms = f.ttft_ms.p50;
+      r.tpot_p50_ms = f.tpot_ms.p50;
+      r.e2e_p50_ms = f.e2e_ms.p50;
+      r.accuracy = f.accuracy;
+    } catch (const std::runtime_error& e) {  // RecordError, or the typed reader's (file, key)
       problems.push_back(e.what());
     }
   } else if (r.status != "running") {

@@ -123,8 +123,10 @@ TEST(RunRecordLoad, ReportsTamperingAndBadFiles) {
   { std::ofstream(tmp / "extra.txt") << "x"; }
   RunRecord r = read_run(tmp);
   ASSERT_EQ(r.integrity_problems.size(), 2u);
-  EXPECT_NE(r.integrity_problems[0].find("extra.txt is not listed"), std::string::npos);
-  EXPECT_NE(r.integrity_problems[1].find("requests.jsonl differs"), std::string::npos);
+  EXPECT_NE(r.integrity_problems[0].find("extra.txt: not listed in SHA256SUMS"), std::string::npos);
+  EXPECT_NE(
+      r.integrity_problems[1].find("requests.jsonl: content differs from its SHA256SUMS digest"),
+      std::string::npos);
   { std::ofstream(tmp / "requests.jsonl", std::ios::app) << "{not json\n"; }
   try {
     read_run(tmp);
@@ -135,7 +137,7 @@ TEST(RunRecordLoad, ReportsTamperingAndBadFiles) {
   fs::remove(tmp / "SHA256SUMS");
   fs::remove(tmp / "requests.jsonl");
   r = read_run(tmp);
-  EXPECT_NE(r.integrity_problems.at(0).find("no SHA256SUMS"), std::string::npos);
+  EXPECT_NE(r.integrity_problems.at(0).find("SHA256SUMS: missing"), std::string::npos);
   fs::remove(tmp / "manifest.json");
   EXPECT_THROW(read_run(tmp), dyno::record::RecordReadError);
   fs::remove_all(tmp);

@@ -8,6 +8,7 @@
 
 #include "record/record_json.h"
 #include "record/run_writer.h"
+#include "record/summary_file.h"
 #include "temp_dir.h"
 
 namespace dyno::testing {
@@ -73,18 +74,24 @@ inline boost::json::object sample_manifest(const std::string& run_id,
 }
 
 inline boost::json::object sample_summary(const std::string& run_id, double tok_s, double ttft_ms) {
-  namespace json = boost::json;
-  return json::object{
-      {"schema_version", record::kSchemaVersion},
-      {"run_id", run_id},
-      {"status", "ok"},
-      {"definition_set", "dyno-metrics/v1"},
-      {"requests", {{"total", 20}, {"ok", 20}, {"failed", 0}, {"error_rate", 0.0}}},
-      {"throughput", {{"output_tokens_per_s", tok_s}, {"requests_per_s", 2.5}}},
-      {"quality", {{"accuracy", nullptr}}},
-      {"latency_ms",
-       {{"ttft", {{"p50", ttft_ms}}}, {"tpot", {{"p50", 12.5}}}, {"e2e", {{"p50", 900.0}}}}},
-      {"warnings", json::array{}}};
+  // A whole summary.json as dyno writes it (the typed reader refuses a partial one).
+  record::SummaryFile f;
+  f.run_id = run_id;
+  f.status = "ok";
+  metrics::Summary& s = f.figures;
+  s.requests_total = 20;
+  s.requests_ok = 20;
+  s.error_rate = 0.0;
+  s.output_tokens_per_s = tok_s;
+  s.requests_per_s = 2.5;
+  s.ttft_ms.p50 = ttft_ms;
+  s.tpot_ms.p50 = 12.5;
+  s.e2e_ms.p50 = 900.0;
+  f.client.states_connections = true;
+  f.client.connections_opened = 1;
+  f.energy = boost::json::object{{"energy_j", nullptr}, {"reason", "telemetry off"}};
+  f.server = boost::json::object{{"source", nullptr}, {"reason", "no /metrics"}};
+  return record::summary_file_to_json(f);
 }
 
 /// Writes <root>/<manifest.run_id>/ with manifest, summary, requests.jsonl and SHA256SUMS.
