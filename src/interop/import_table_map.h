@@ -1,4 +1,4 @@
-// `dyno import table` (record/import_table.h), inside: the --map targets, their units, and a
+// `dyno import table` (interop/import_table.h), inside: the --map targets, their units, and a
 // row's values made into an ImportedResult. Reading the file's rows is import_table.cpp's.
 #pragma once
 

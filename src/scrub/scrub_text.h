@@ -1,4 +1,4 @@
-// The text passes of scrubbing (record/scrub.h): patterns found in free text — secrets,
+// The text passes of scrubbing (scrub/scrub.h): patterns found in free text — secrets,
 // URLs and their authority, dyno's connection messages, IPv4 addresses, host names, GPU UUIDs,
 // absolute paths — and the character classes they share with the JSON walk. Internal to
 // the record module.

@@ -1,4 +1,4 @@
-// The Scrubber (record/scrub.h): what one record's JSON documents and free text have
+// The Scrubber (scrub/scrub.h): what one record's JSON documents and free text have
 // scrubbed, key by key and pattern by pattern. The policy and the run directories are in
 // scrub.cpp; the text passes in scrub_text.cpp.
 #include <algorithm>

@@ -1,4 +1,4 @@
-// A run directory as the index sees it (record/run_index.h): its row read from manifest.json
+// A run directory as the index sees it (store/run_index.h): its row read from manifest.json
 // and summary.json, the stamp that says when to read it again, the duplicate key, and which
 // directories of a runs root are runs.
 #include <sys/stat.h>

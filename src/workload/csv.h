@@ -1,9 +1,9 @@
 // RFC 4180 CSV text as records of fields, shared by the table readers: `dyno stream import
-// table` (workload/import.cpp) and `dyno import table` (record/import_table.cpp). Each caller
+// table` (workload/import.cpp) and `dyno import table` (interop/import_table.cpp). Each caller
 // names its own file in errors and throws its own error type.
 //
 // And the one CSV writer of dyno, shared by every table it writes (`dyno export csv`,
-// record/export_csv.cpp; board.csv of `dyno report`, report/board_files.cpp): cells made as
+// interop/export_csv.cpp; board.csv of `dyno report`, report/board_files.cpp): cells made as
 // text or as numbers, rows joined with CRLF. A text cell beginning with = + - @, a tab or a
 // carriage return gets a leading ' so that no spreadsheet reads it as a formula; a number is
 // never guarded (-3.5 stays a number).

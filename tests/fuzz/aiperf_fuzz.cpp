@@ -1,4 +1,4 @@
-// `dyno import aiperf` reading a file (record/import_aiperf.h): any bytes give results or
+// `dyno import aiperf` reading a file (interop/import_aiperf.h): any bytes give results or
 // an ImportFileError naming the file, never another exception or a crash; a result's traces
 // agree with its counts and lie on the record's time axis.
 #include <cstddef>

@@ -1,4 +1,4 @@
-// `dyno import guidellm` reading a report (record/import_guidellm.h): any bytes give its
+// `dyno import guidellm` reading a report (interop/import_guidellm.h): any bytes give its
 // benchmarks or an ImportFileError naming the file, never another exception or a crash; a
 // benchmark's traces lie on the record's time axis in order, with no invented event times.
 #include <cstddef>

@@ -1,4 +1,4 @@
-// `dyno import table` reading a ledger (record/import_table.h): any bytes, under a CSV-style
+// `dyno import table` reading a ledger (interop/import_table.h): any bytes, under a CSV-style
 // mapping, a mapping of JSON paths and one of JSON rows at a path, give results or an
 // ImportFileError naming the file, never another exception, a crash or a hang; every result
 // is summary-only, names its row, and holds only finite, non-negative figures with counts that

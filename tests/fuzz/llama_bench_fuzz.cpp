@@ -1,4 +1,4 @@
-// `dyno import llama-bench` reading a file (record/import_llama_bench.h): any bytes give the
+// `dyno import llama-bench` reading a file (interop/import_llama_bench.h): any bytes give the
 // file's tests or an ImportFileError naming the file, never another exception or a crash; a
 // test's engine-timed rates are positive and only one of prefill and decode is set.
 #include <cstddef>

@@ -1,4 +1,4 @@
-// `dyno import sglang-bench` reading a file (record/import_sglang.h): any bytes give results or
+// `dyno import sglang-bench` reading a file (interop/import_sglang.h): any bytes give results or
 // an ImportFileError naming the file, never another exception or a crash; a result's traces
 // agree with its counts and lie on the record's time axis.
 #include <cstddef>

@@ -1,4 +1,4 @@
-// `dyno import vllm-bench` reading a file (record/import_vllm.h): any bytes give an
+// `dyno import vllm-bench` reading a file (interop/import_vllm.h): any bytes give an
 // ImportedResult or an ImportFileError naming the file, never another exception or a crash;
 // a result's traces agree with its counts and lie on the record's time axis.
 #include <cstddef>

@@ -1,4 +1,4 @@
-// dyno export (record/export_vllm.h, record/export_csv.h): a hand-made record becomes vLLM's
+// dyno export (interop/export_vllm.h, interop/export_csv.h): a hand-made record becomes vLLM's
 // result object (golden file, and every vLLM summary key checked against vLLM's definitions
 // computed by hand) and a CSV table (golden file, RFC 4180, no formula); the round trip
 // record → vllm-bench → `dyno import vllm-bench` gives back every figure both sides define;

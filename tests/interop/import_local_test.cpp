@@ -1,5 +1,5 @@
-// dyno import llama-bench and dyno import guidellm (record/import_llama_bench.h,
-// record/import_guidellm.h): hand-written files in each tool's documented shape
+// dyno import llama-bench and dyno import guidellm (interop/import_llama_bench.h,
+// interop/import_guidellm.h): hand-written files in each tool's documented shape
 // (tests/record/data/llama_bench/, tests/record/data/guidellm/) become records whose figures
 // are only those whose definitions match dyno's; bad files are refused naming the file and
 // where.

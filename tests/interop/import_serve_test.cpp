@@ -1,4 +1,4 @@
-// dyno import sglang-bench and aiperf (record/import_sglang.h, record/import_aiperf.h):
+// dyno import sglang-bench and aiperf (interop/import_sglang.h, interop/import_aiperf.h):
 // hand-written files in each tool's documented shape (tests/record/data/sglang_bench/,
 // tests/record/data/aiperf/) become traces or mapped summary figures and records that
 // verify; bad files are refused naming the file, the line and the JSON path.

@@ -1,4 +1,4 @@
-// dyno import table (record/import_table.h): hand-written ledgers (tests/record/data/table/) —
+// dyno import table (interop/import_table.h): hand-written ledgers (tests/record/data/table/) —
 // a CSV sheet of two engines at three concurrencies with TTFT in seconds, JSON rows with
 // nested paths, JSONL — become one summary-only record a row, each figure where --map puts
 // it; bad files and bad mappings are refused naming the file, the line or JSON path, and the

@@ -1,4 +1,4 @@
-// dyno import vllm-bench (record/import_vllm.h, record/result_import.h): hand-written result
+// dyno import vllm-bench (interop/import_vllm.h, interop/result_import.h): hand-written result
 // files in vLLM's documented shape (tests/record/data/vllm_bench/) become traces or mapped
 // summary figures, and records that verify; bad files are refused naming the file and the
 // JSON path or line, leaving nothing behind.
