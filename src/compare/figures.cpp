@@ -123,10 +123,8 @@ std::optional<double> read_figure(const MetricDef& m, const RunRecord& run) {
   if (!run.has_summary()) return std::nullopt;
   const json::object& s = run.summary_json;
   if (m.key == "power_mean_w") {
-    const auto e = number_at(s, "energy.energy_j");
-    const auto w = number_at(s, "energy.window_s");
-    if (!e || !w || *w <= 0) return std::nullopt;
-    return *e / *w;
+    return metrics::mean_power_w(number_at(s, "energy.energy_j"),
+                                 number_at(s, "energy.window_s").value_or(0));
   }
   if (m.key == "power_p95_w") return device_figure(run, "power_p95_w", false);
   if (m.key == "temperature_p95_c") return device_figure(run, "temperature_p95_c", true);

@@ -306,6 +306,11 @@ std::string_view leaf(const Figure& f) {
   return dot == std::string_view::npos ? p : p.substr(dot + 1);
 }
 
+std::optional<double> mean_power_w(std::optional<double> energy_j, double window_s) {
+  if (!energy_j || !(window_s > 0)) return std::nullopt;
+  return *energy_j / window_s;
+}
+
 bool typed(const Figure& f) {
   return f.value != nullptr || f.count != nullptr || f.dist != nullptr;
 }

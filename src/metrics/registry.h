@@ -113,6 +113,11 @@ std::vector<const Figure*> figures_in(std::string_view section);
 /// "throughput.output_tokens_per_s".
 std::string_view leaf(const Figure& f);
 
+/// Mean power over a window, the definition of power_mean_w wherever it is shown (a device's,
+/// a run's, a campaign's; docs/metrics.md "Energy and power"): energy_j / window_s; nullopt
+/// without an energy figure or with an empty window.
+std::optional<double> mean_power_w(std::optional<double> energy_j, double window_s);
+
 /// Whether the typed summary holds `f` (one of value, count, dist is set).
 bool typed(const Figure& f);
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "error/error.h"
+#include "metrics/registry.h"
 #include "protocol/campaign_summary.h"
 #include "record/record_json.h"
 #include "record/run_id.h"
@@ -74,7 +75,7 @@ void add_energy_figures(const session::CellOutcome& c, json::object& figures) {
   const double window = en.at("window_s").to_number<double>();
   const json::value* peak = en.if_contains("power_peak_w");
   figures["energy_j"] = energy;
-  figures["power_mean_w"] = window > 0 ? json::value(energy / window) : json::value(nullptr);
+  figures["power_mean_w"] = num(metrics::mean_power_w(energy, window));
   figures["power_peak_w"] = peak != nullptr ? *peak : json::value(nullptr);
   figures["tok_per_j"] = en.at("output_tokens_per_j");
 }

@@ -6,6 +6,8 @@
 #include <map>
 #include <optional>
 
+#include "metrics/registry.h"
+
 namespace dyno::protocol {
 
 namespace json = boost::json;
@@ -159,7 +161,7 @@ json::object session_telemetry(const std::vector<CellRep>& reps) {
   for (const auto& d : devices) devs.push_back(d.to_json());
   std::optional<double> per_j, mean_w;
   if (energy && *energy > 0 && output_tokens) per_j = *output_tokens / *energy;
-  if (energy && energy_window_s > 0) mean_w = *energy / energy_window_s;
+  mean_w = metrics::mean_power_w(energy, energy_window_s);
   return json::object{
       {"over",
        "the service window of every repetition of every cell: warm-up, loading, the idle "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "metrics/registry.h"
 #include "metrics/stats.h"
 
 namespace dyno::telemetry {
@@ -184,7 +185,7 @@ WindowFigures window_figures(const std::vector<TimedReading>& series, std::int64
     const bool stuck = *f.energy_counter_j == 0 && f.energy_integral_j && *f.energy_integral_j > 0;
     if (short_window || stuck) f.flags.push_back("window_too_short");
   }
-  if (f.energy_j && f.duration_s > 0) f.power_mean_w = *f.energy_j / f.duration_s;
+  f.power_mean_w = metrics::mean_power_w(f.energy_j, f.duration_s);
 
   std::vector<double> power = values_in(series, begin, end, [](const Reading& r) {
     return r.power_instant_w ? r.power_instant_w : r.power_average_w;
