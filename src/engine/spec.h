@@ -83,7 +83,7 @@ struct Preset {
   bool args_as_env = false;                 ///< engine args are environment variables (ollama)
   bool unknown_as_dashes = true;            ///< an arg without a rule becomes --key-with-dashes
   std::vector<ArgRule> rules;               ///< engine args with a name of the engine's own
-  std::map<std::string, std::string> env;   ///< environment the launch adds (placeholders)
+  std::map<std::string, std::string> env;   ///< environment the launch adds ({host}, {port} filled)
   bool needs_model_file = false;            ///< the spec must give model_file ({model_file})
   std::string_view default_model;  ///< the model name when the spec gives none ("": required)
 };

@@ -186,7 +186,7 @@ class FiguresReader {
     if (client.has("cpu_scope")) {
       s.client_cpu_scope = client.string("cpu_scope");
       s.client_loop_cpu_s = client.opt_number("loop_cpu_s");
-      s.client_threads = static_cast<unsigned>(client.uint("threads"));
+      s.client_threads = static_cast<unsigned>(client.opt_uint("threads").value_or(1));
     }
     if (r.has("sessions")) s.sessions = sessions(r.object("sessions"));
     if (r.has("prefix_cache") && !is_engine_prefix_cache(r)) {

@@ -1,3 +1,8 @@
+// One piece, though long: every chart family here (lines over the level, the delta heatmaps,
+// the trade-off, the CDFs, the power and energy timelines) draws through the same file stems
+// (Stems: unique names per board) and splitting helpers of the anonymous namespace, and the
+// kinds table at the end names each family's builder. The words the charts share are in
+// chart_text.h, what they look up in a board in board_lookup.h.
 #include "report/board_charts.h"
 
 #include <algorithm>
