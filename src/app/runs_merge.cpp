@@ -32,7 +32,7 @@ namespace {
 struct ShardRecord {
   fs::path dir;
   std::string id;
-  record::RunRecord run;  ///< its requests read, its checksums verified
+  record::RunRecord run;  ///< manifest and summary (verified; its requests read at the merge)
   std::int64_t t0_steady_ns = 0;
   std::int64_t t0_unix_ns = 0;
   std::int64_t uncertainty_ns = 0;
@@ -52,7 +52,8 @@ ShardRecord read_shard(const fs::path& dir) {
     throw UsageError("runs merge: run " + s.id + " fails `dyno runs verify` (" +
                      (p.path.empty() ? "" : p.path + ": ") + p.message + ")");
   }
-  s.run = record::read_run(dir, {.requests = true, .integrity = false});  // verified above
+  // Verified above; the requests are read once the shards are known to be one run.
+  s.run = record::read_run(dir, {.requests = false, .integrity = false});
   const record::Manifest& m = s.run.manifest;
   if (!m.shard) {
     throw UsageError("runs merge: run " + s.id +
@@ -166,7 +167,7 @@ std::vector<metrics::Trace> merged_traces(const std::vector<ShardRecord>& shards
   std::vector<metrics::Trace> all;
   for (std::size_t i = 0; i < shards.size(); ++i) {
     const std::int64_t by = m.shards[i].offset_ns;
-    for (metrics::Trace t : shards[i].run.traces) {
+    for (metrics::Trace& t : record::read_requests(shards[i].dir)) {
       for (auto* field : {&t.scheduled_ns, &t.sent_ns, &t.first_byte_ns, &t.first_token_ns,
                           &t.first_content_ns, &t.last_token_ns, &t.done_ns}) {
         shift(*field, by);
