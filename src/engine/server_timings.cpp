@@ -15,7 +15,8 @@ namespace json = boost::json;
 ServerTimingFigures server_timing_figures(std::span<const metrics::Trace> traces) {
   ServerTimingFigures f;
   std::vector<double> prompt_ms, prefill, decode, gap;
-  std::int64_t cached = 0, drafted = 0, accepted = 0;
+  std::int64_t cached = 0, drafted = 0, accepted = 0, prefill_tokens = 0;
+  double prefill_ms = 0.0;
   bool any_cached = false, any_drafts = false;
   for (const metrics::Trace& t : traces) {
     if (!t.measured() || !t.ok()) continue;
@@ -44,6 +45,8 @@ ServerTimingFigures server_timing_figures(std::span<const metrics::Trace> traces
       }
       if (*x.prompt_ms > 0.0) {
         prefill.push_back(static_cast<double>(*x.prompt_n) / (*x.prompt_ms * 1e-3));
+        prefill_tokens += *x.prompt_n;
+        prefill_ms += *x.prompt_ms;
       }
     }
     if (x.predicted_n && *x.predicted_n >= 2 && x.predicted_ms && *x.predicted_ms > 0.0) {
@@ -58,6 +61,9 @@ ServerTimingFigures server_timing_figures(std::span<const metrics::Trace> traces
   f.prompt_ms = metrics::summarize(std::move(prompt_ms));
   f.ttft_minus_prompt_ms = metrics::summarize(std::move(gap));
   f.prefill_rate = metrics::summarize(std::move(prefill));
+  if (prefill_ms > 0.0) {
+    f.prefill_tokens_per_s = static_cast<double>(prefill_tokens) / (prefill_ms * 1e-3);
+  }
   f.decode_rate_per_user = metrics::summarize(std::move(decode));
   if (any_cached) {
     f.prompt_tokens_cached = cached;
@@ -126,6 +132,7 @@ json::object server_timings_json(const ServerTimingFigures& f) {
   o["prompt_ms"] = record::distribution_to_json(f.prompt_ms);
   o["ttft_minus_prompt_ms"] = record::distribution_to_json(f.ttft_minus_prompt_ms);
   o["prefill_rate"] = record::distribution_to_json(f.prefill_rate);
+  o["prefill_tokens_per_s"] = record::number_or_null(f.prefill_tokens_per_s);
   o["decode_rate_per_user"] = record::distribution_to_json(f.decode_rate_per_user);
   o["draft_tokens"] = opt_int(f.draft_tokens);
   o["draft_tokens_accepted"] = opt_int(f.draft_tokens_accepted);

@@ -33,7 +33,10 @@ struct ServerTimingFigures {
   /// The client's TTFT minus the engine's prompt_ms, per request (ms): the time outside the
   /// engine's prefill (HTTP, tokenization, queueing, the first token's way back).
   metrics::Distribution ttft_minus_prompt_ms;
-  metrics::Distribution prefill_rate;          ///< prompt_n / prompt_ms (prompt_n >= 1, ms > 0)
+  metrics::Distribution prefill_rate;  ///< prompt_n / prompt_ms (prompt_n >= 1, ms > 0)
+  /// The engine-timed prefill rate of the run: Σ prompt_n / Σ prompt_ms over the responses
+  /// prefill_rate counts (each prompt weighted by its time); absent when there are none.
+  std::optional<double> prefill_tokens_per_s;
   metrics::Distribution decode_rate_per_user;  ///< (predicted_n − 1) / predicted_ms (n >= 2)
   std::optional<std::int64_t> draft_tokens;    ///< Σ draft_n; absent when none reported it
   std::optional<std::int64_t> draft_tokens_accepted;  ///< Σ draft_n_accepted

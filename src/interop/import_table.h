@@ -13,9 +13,6 @@
 
 namespace dyno::interop {
 
-/// source.tool when no `tool` column names the harness that wrote the ledger.
-inline constexpr const char* kTableTool = "table";
-
 /// The summary.json paths a figure may be mapped to ("latency_ms.ttft.p50"), in summary.json's
 /// order.
 std::vector<std::string> table_figure_targets();

@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "interop/import_json.h"
-#include "interop/import_table.h"
 #include "metrics/registry.h"
 
 namespace dyno::interop::table {
@@ -16,6 +15,11 @@ namespace dyno::interop::table {
 namespace json = boost::json;
 
 namespace {
+
+/// Where summary.json keeps the engine's per-response timing figures, and the source a
+/// ledger's statement of them is written with (docs/schema/summary.schema.json).
+constexpr std::string_view kTimingsSection = "server.timings.";
+constexpr const char* kStatedTimings = "stated by the imported file";
 
 /// The statistics of a distribution, as summary.json names them.
 const std::vector<std::string>& stats() {
@@ -208,11 +212,17 @@ void fill_figures(ImportedResult& r, const RowValues& v, const RowFail& fail) {
   given_count("tokens.input_total", s.input_tokens_total);
   given_count("tokens.output_total", s.output_tokens_total);
   // Every other figure the typed summary holds, where the registry says it lives.
+  // The engine's own figures a ledger states go to summary.json's server.timings.
+  json::object timings{{"source", kStatedTimings}};
   for (const metrics::Figure& f : metrics::figures()) {
     if (!f.importable) continue;
     if (f.value != nullptr) s.*(f.value) = get(v, f.path);
     if (f.count != nullptr) s.*(f.count) = count(v, f.path);
+    if (f.source == metrics::Source::kEngine && f.path.starts_with(kTimingsSection)) {
+      if (const auto x = get(v, f.path)) timings[f.path.substr(kTimingsSection.size())] = *x;
+    }
   }
+  if (timings.size() > 1) r.engine_timings = std::move(timings);
   if (s.scored_requests && s.correct_requests) {
     if (*s.correct_requests > *s.scored_requests) {
       fail("quality.correct is more than quality.scored");

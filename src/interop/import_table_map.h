@@ -13,6 +13,9 @@
 
 namespace dyno::interop::table {
 
+/// source.tool when no `tool` column names the harness that wrote the ledger.
+inline constexpr const char* kTableTool = "table";
+
 /// What a target takes, and so how a cell is read for it.
 enum class Kind {
   count,      ///< a whole number ≥ 0 (requests.ok, tokens.input_total…)

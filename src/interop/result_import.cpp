@@ -121,9 +121,12 @@ record::SummaryFile summary_file(const std::string& run_id, const std::string& s
   f.energy = json::object{{"energy_j", nullptr}, {"reason", kNotInFile}};
   f.server = json::object{{"source", nullptr}, {"reason", kNotInFile}};
   if (engine_timings) {
-    f.server = json::object{{"source", nullptr},
-                            {"reason", "an in-process benchmark: no server, no /metrics"},
-                            {"timings", *engine_timings}};
+    const json::value* from = engine_timings->if_contains("source");
+    const bool in_process = from != nullptr && *from == "in-process benchmark";
+    f.server = json::object{
+        {"source", nullptr},
+        {"reason", in_process ? "an in-process benchmark: no server, no /metrics" : kNotInFile},
+        {"timings", *engine_timings}};
   }
   f.import = record::ImportSection{source.format, source.timing};
   return f;

@@ -67,7 +67,8 @@ struct ImportedResult {
   std::optional<boost::json::array> gpus;
   std::string gpus_unknown;
   /// summary.json server.timings: the engine's own timing of an in-process benchmark (its
-  /// prefill and decode rates per repetition); nullopt: none (server is null).
+  /// prefill and decode rates per repetition), or the engine-timed figures a ledger states
+  /// (source "stated by the imported file"); nullopt: none (server is null).
   std::optional<boost::json::object> engine_timings;
   /// summary_only: paths of summary.json counts the file does not give ("requests.ok",
   /// "tokens.input_total", "latency_ms.ttft.count"): written null, not the Summary's 0 (a

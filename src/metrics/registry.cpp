@@ -113,7 +113,7 @@ std::vector<Figure> make_figures() {
       importable(fig("tokens.output_total", "tokens", Q::kCount, D::kNone, client, kTokens)));
   f.push_back(on_board(importable(value("tokens.tokens_per_event", "", Q::kNumber, D::kNone,
                                         kTokens, &Sm::tokens_per_event)),
-                       21, "tokens_per_event", "Tokens per event (client)", S::kEngine, R::kNone,
+                       22, "tokens_per_event", "Tokens per event (client)", S::kEngine, R::kNone,
                        2));
   // throughput
   f.push_back(importable(value("throughput.service_window_s", "s", Q::kTimeS, D::kNone, kRunFigures,
@@ -158,7 +158,7 @@ std::vector<Figure> make_figures() {
   }
   f.push_back(on_board(points(importable(value("quality.accuracy", "", Q::kFraction, D::kHigher,
                                                kQuality, &Sm::accuracy))),
-                       22, "accuracy", "Accuracy", S::kQuality, R::kMean, 3));
+                       23, "accuracy", "Accuracy", S::kQuality, R::kMean, 3));
   // latency_ms
   f.push_back(dist("latency_ms.queue_delay", "ms", Q::kTimeMs, D::kLower, kPerRequest,
                    &Sm::queue_delay_ms, true));
@@ -204,7 +204,7 @@ std::vector<Figure> make_figures() {
                    &Sm::input_tokens, false));
   f.push_back(on_board(dist("lengths_tokens.output", "tokens", Q::kNumber, D::kNone, kTokens,
                             &Sm::output_tokens, false),
-                       23, "output_tokens_mean", "Mean output tokens", S::kQuality, R::kNone, 1,
+                       24, "output_tokens_mean", "Mean output tokens", S::kQuality, R::kNone, 1,
                        false, "mean"));
   // the engine's own figures (server): shown on a board only when some run has one; rates
   // compared, never headline
@@ -216,59 +216,64 @@ std::vector<Figure> make_figures() {
     f.push_back(on_board(std::move(p), 15, "server_prefill_tok_s",
                          "Prefill tok/s per request p50 (engine)", S::kEngine, R::kNone, 1, false,
                          "p50", 50));
+    f.push_back(on_board(importable(engine(fig("server.timings.prefill_tokens_per_s", "tok/s",
+                                               Q::kRate, D::kHigher, client, kTimings),
+                                           "response timings")),
+                         16, "server_prefill_tokens_per_s", "Prefill tok/s (engine-timed)",
+                         S::kEngine, R::kNone, 1));
     Figure d = engine(
         fig("server.timings.decode_rate_per_user", "tok/s", Q::kRate, D::kHigher, client, kTimings),
         "response timings");
     d.distribution = true;
-    f.push_back(on_board(std::move(d), 16, "server_decode_tok_s",
+    f.push_back(on_board(std::move(d), 17, "server_decode_tok_s",
                          "Decode tok/s per user p50 (engine)", S::kEngine, R::kNone, 1, false,
                          "p50", 50));
   }
   f.push_back(on_board(engine(fig("server.timings.prompt_tokens_computed", "tokens", Q::kCount,
                                   D::kNone, client, kTimings),
                               "response timings"),
-                       17, "server_prompt_tokens_computed", "Prompt tokens computed (engine)",
+                       18, "server_prompt_tokens_computed", "Prompt tokens computed (engine)",
                        S::kEngine, R::kNone, 0));
   f.push_back(on_board(engine(fig("server.timings.prompt_tokens_cached", "tokens", Q::kCount,
                                   D::kNone, client, kTimings),
                               "response timings"),
-                       18, "server_prompt_tokens_cached", "Prompt tokens cached (engine)",
+                       19, "server_prompt_tokens_cached", "Prompt tokens cached (engine)",
                        S::kEngine, R::kNone, 0));
   f.push_back(on_board(engine(fig("server.timings.spec_decode_acceptance_rate", "", Q::kFraction,
                                   D::kNone, client, kTimings),
                               "response timings"),
-                       19, "draft_acceptance_timings",
+                       20, "draft_acceptance_timings",
                        "Draft acceptance (engine, response timings)", S::kEngine, R::kNone, 3));
   f.push_back(on_board(
       engine(fig("server.spec_decode_acceptance_rate", "", Q::kFraction, D::kNone, client, kServer),
              "/metrics"),
-      20, "draft_acceptance_metrics", "Draft acceptance (engine, /metrics)", S::kEngine, R::kNone,
+      21, "draft_acceptance_metrics", "Draft acceptance (engine, /metrics)", S::kEngine, R::kNone,
       3));
   // energy (the telemetry's)
   f.push_back(
       on_board(fig("energy.vram_peak_bytes", "bytes", Q::kPhysical, D::kNone, telemetry, kEnergy),
-               24, "vram_peak_bytes", "Peak VRAM", S::kGpu, R::kNone, 0));
+               25, "vram_peak_bytes", "Peak VRAM", S::kGpu, R::kNone, 0));
   f.push_back(on_board(derived(fig("power_mean_w", "W", Q::kPhysical, D::kNone, telemetry, kBoards),
                                "energy.energy_j / energy.window_s"),
-                       25, "power_mean_w", "Power mean", S::kGpu, R::kNone, 1));
+                       26, "power_mean_w", "Power mean", S::kGpu, R::kNone, 1));
   f.push_back(on_board(derived(fig("power_p95_w", "W", Q::kPhysical, D::kNone, telemetry, kBoards),
                                "Σ energy.devices[in scope].power_p95_w"),
-                       26, "power_p95_w", "Power p95", S::kGpu, R::kNone, 1));
+                       27, "power_p95_w", "Power p95", S::kGpu, R::kNone, 1));
   f.push_back(
       on_board(derived(fig("temperature_p95_c", "°C", Q::kPhysical, D::kNone, telemetry, kBoards),
                        "max energy.devices[gpu].temperature_p95_c"),
-               27, "temperature_p95_c", "Temperature p95", S::kGpu, R::kNone, 0));
-  f.push_back(on_board(fig("energy.energy_j", "J", Q::kPhysical, D::kNone, telemetry, kEnergy), 28,
+               28, "temperature_p95_c", "Temperature p95", S::kGpu, R::kNone, 0));
+  f.push_back(on_board(fig("energy.energy_j", "J", Q::kPhysical, D::kNone, telemetry, kEnergy), 29,
                        "energy_j", "Energy", S::kEnergy, R::kNone, 1));
   f.push_back(on_board(
       fig("energy.joules_per_output_token", "J/tok", Q::kPhysical, D::kLower, telemetry, kEnergy),
-      29, "joules_per_output_token", "Energy per output token, gross", S::kEnergy, R::kNone, 4));
+      30, "joules_per_output_token", "Energy per output token, gross", S::kEnergy, R::kNone, 4));
   f.push_back(on_board(fig("energy.idle_subtracted_joules_per_output_token", "J/tok", Q::kPhysical,
                            D::kLower, telemetry, kEnergy),
-                       30, "idle_subtracted_joules_per_output_token",
+                       31, "idle_subtracted_joules_per_output_token",
                        "Energy per output token, net of idle", S::kEnergy, R::kNone, 4));
   f.push_back(on_board(
-      fig("energy.output_tokens_per_j", "tok/J", Q::kPhysical, D::kHigher, telemetry, kEnergy), 31,
+      fig("energy.output_tokens_per_j", "tok/J", Q::kPhysical, D::kHigher, telemetry, kEnergy), 32,
       "output_tokens_per_j", "Output tokens per joule", S::kEnergy, R::kNone, 3));
   return f;
 }

@@ -4,8 +4,10 @@
 // shows it. The summary writer writes the typed figures through it (record/record_json.cpp),
 // boards take their figures and directions from it (compare/figures.cpp), `dyno import table
 // --map` names its targets by it (interop/import_table_map.cpp), and a test holds it against
-// docs/metrics.md. Adding a figure: its field and computation in summary.h/summary.cpp, one
-// entry here, its definition in docs/metrics.md (tests/metrics/registry_test.cpp checks it).
+// docs/metrics.md and summary.json's schema. Adding a figure: its computation where its
+// measurer is (a client figure: its field in summary.h, computed in summary.cpp; the engine's:
+// engine/server_timings.cpp), one entry here, its definition in docs/metrics.md and its place
+// in docs/schema/summary.schema.json (tests/metrics/registry_test.cpp checks both).
 #pragma once
 
 #include <cstdint>

@@ -29,6 +29,7 @@ TEST(ServerTimings, NoTimingsGiveAReasonNotZeros) {
   EXPECT_EQ(o.at("requests_without_timings").as_uint64(), 2u);
   EXPECT_TRUE(o.contains("reason"));
   EXPECT_FALSE(o.contains("prefill_rate"));
+  EXPECT_FALSE(o.contains("prefill_tokens_per_s"));
   EXPECT_FALSE(o.contains("spec_decode_acceptance_rate"));
 
   f = engine::server_timing_figures({});
@@ -107,6 +108,10 @@ TEST(ServerTimings, RatesTokensAndDrafts) {
   ASSERT_EQ(f.prefill_rate.count, 2u);
   EXPECT_DOUBLE_EQ(*f.prefill_rate.min, 2000.0);
   EXPECT_DOUBLE_EQ(*f.prefill_rate.max, 3000.0);
+  // The run's engine-timed prefill rate weighs each prompt by its time: (100 + 300) tokens over
+  // (50 + 100) ms, not the mean of the two rates (2500); the 0 ms prompt adds nothing.
+  ASSERT_TRUE(f.prefill_tokens_per_s);
+  EXPECT_DOUBLE_EQ(*f.prefill_tokens_per_s, 400.0 / 0.150);
   // (predicted_n − 1) / predicted_ms, not llama.cpp's predicted_per_second (110 here).
   ASSERT_EQ(f.decode_rate_per_user.count, 2u);
   EXPECT_DOUBLE_EQ(*f.decode_rate_per_user.min, 100.0);
@@ -125,6 +130,7 @@ TEST(ServerTimings, RatesTokensAndDrafts) {
   EXPECT_EQ(o.at("draft_tokens_accepted").as_int64(), 6);
   EXPECT_DOUBLE_EQ(o.at("spec_decode_acceptance_rate").as_double(), 0.5);
   EXPECT_DOUBLE_EQ(o.at("prefill_rate").at("p50").as_double(), 2500.0);
+  EXPECT_DOUBLE_EQ(o.at("prefill_tokens_per_s").as_double(), 400.0 / 0.150);
   EXPECT_EQ(o.at("decode_rate_per_user").at("count").as_uint64(), 2u);
   EXPECT_FALSE(o.contains("reason"));
 }
@@ -144,6 +150,15 @@ TEST(ServerTimings, FieldsAnEngineDoesNotReportStayNull) {
   EXPECT_TRUE(o.at("draft_tokens").is_null());
   EXPECT_TRUE(o.at("spec_decode_acceptance_rate").is_null());
   EXPECT_DOUBLE_EQ(o.at("decode_rate_per_user").at("mean").as_double(), 500.0);  // 3 / 6 ms
+}
+
+TEST(ServerTimings, NoPromptTimeNoEngineTimedPrefillRate) {
+  // Prompts the engine timed at 0 ms (a zero-delay engine) give no rate: null, never infinite.
+  std::vector<metrics::Trace> traces{
+      ok_trace(R"({"prompt_n":13,"prompt_ms":0.0,"predicted_n":4,"predicted_ms":6.0})")};
+  const engine::ServerTimingFigures f = engine::server_timing_figures(traces);
+  EXPECT_FALSE(f.prefill_tokens_per_s);
+  EXPECT_TRUE(engine::server_timings_json(f).at("prefill_tokens_per_s").is_null());
 }
 
 }  // namespace

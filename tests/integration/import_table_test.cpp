@@ -105,6 +105,62 @@ TEST_F(ImportTable, ALedgerBecomesRecordsThatVerifyListAndPairCellByCell) {
       << text.out;
 }
 
+TEST_F(ImportTable, ALedgersEngineTimedPrefillRateIsRecordedAndCompared) {
+  // A lab's "model prefill" column: the engine's own prompt tokens over its prompt time.
+  const fs::path ledger = fs::path(runs()).parent_path() / "prefill.csv";
+  fs::create_directories(ledger.parent_path());
+  std::ofstream(ledger) << "engine,model,c,ok,out_tok_s,model_prefill\n"
+                           "alpha,m,8,40,600,1500\n"
+                           "beta,m,8,40,500,1200\n"
+                           "gamma,m,8,40,550,\n";
+  const Outcome imp = dyno({"import",        "table",
+                            ledger.string(), "--runs-root",
+                            runs(),          "--api",
+                            "chat",          "--json",
+                            "--map",         "engine=engine",
+                            "--map",         "model=model",
+                            "--map",         "c=concurrency",
+                            "--map",         "ok=requests.ok",
+                            "--map",         "out_tok_s=throughput.output_tokens_per_s",
+                            "--map",         "model_prefill=server.timings.prefill_tokens_per_s"});
+  ASSERT_EQ(imp.exit_code, 0) << imp.err;
+  const json::array imported = json::parse(imp.out).as_array();
+  ASSERT_EQ(imported.size(), 3u);
+  for (const auto& row : imported) {
+    const std::string id(row.at("run_id").as_string());
+    const Outcome verify = dyno({"runs", "verify", id, "--runs-root", runs()});
+    EXPECT_EQ(verify.exit_code, 0) << id << "\n" << verify.out << verify.err;
+    const json::object s = read_json(fs::path(runs()) / id / "summary.json");
+    const json::object& server = s.at("server").as_object();
+    if (id == std::string(imported[2].at("run_id").as_string())) {
+      EXPECT_FALSE(server.contains("timings")) << server;  // an empty cell: not stated
+      continue;
+    }
+    const json::object& t = server.at("timings").as_object();
+    EXPECT_EQ(t.at("source").as_string(), "stated by the imported file");
+    EXPECT_EQ(t.at("prefill_tokens_per_s").to_number<double>(),
+              id == std::string(imported[0].at("run_id").as_string()) ? 1500.0 : 1200.0);
+  }
+  const Outcome board =
+      dyno({"compare", "--runs-root", runs(), "--arm", "beta=engine=beta", "--arm",
+            "alpha=engine=alpha", "--baseline", "beta", "--allow-unresolved", "--json"});
+  ASSERT_EQ(board.exit_code, 0) << board.err;
+  const json::object b = json::parse(board.out).as_object();
+  ASSERT_EQ(b.at("cells").as_array().size(), 1u) << board.out;
+  const json::object& cmp = b.at("cells").as_array()[0].at("comparisons").as_array()[0].as_object();
+  EXPECT_NEAR(cmp.at("deltas").at("server_prefill_tokens_per_s").at("value").as_double(), 25.0,
+              1e-9)
+      << board.out;
+  // Each arm's figure as its ledger row stated it, under the registry's board key.
+  std::map<std::string, double> stated;
+  for (const auto& arm : b.at("cells").as_array()[0].at("arms").as_array()) {
+    stated[std::string(arm.at("arm").as_string())] =
+        arm.at("figures").at("server_prefill_tokens_per_s").to_number<double>();
+  }
+  EXPECT_EQ(stated, (std::map<std::string, double>{{"alpha", 1500.0}, {"beta", 1200.0}}))
+      << board.out;
+}
+
 TEST_F(ImportTable, NoMapOrAMissingColumnExitsTwoAndImportsNothing) {
   const std::string ledger = (kData / "ledger.csv").string();
   const Outcome none = dyno({"import", "table", ledger, "--runs-root", runs()});

@@ -293,6 +293,21 @@ TEST(Table, BadFilesNameTheFileLineAndColumn) {
              "r.jsonl:1: $.t: '-1' is negative");
 }
 
+TEST(Table, TheEngineTimedPrefillRateGoesToServerTimings) {
+  // A rate per minute, converted; a row without the cell states no engine timing at all.
+  const auto rows =
+      read_table("model,prefill\nm,90000\nm,\n", "t.csv",
+                 {"model=model", "prefill=server.timings.prefill_tokens_per_s:per_min"});
+  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_TRUE(rows[0].engine_timings);
+  EXPECT_EQ(json::serialize(*rows[0].engine_timings),
+            R"({"source":"stated by the imported file","prefill_tokens_per_s":1.5E3})");
+  EXPECT_FALSE(rows[1].engine_timings);
+  EXPECT_HAS(error_of("model,prefill\nm,-3\n",
+                      {"model=model", "prefill=server.timings.prefill_tokens_per_s"}),
+             "prefill");
+}
+
 TEST(Table, RecordsVerifyAndSayWhatTheLedgerDoesNotGive) {
   dyno::testing::TempDir root;
   const std::string bytes = "model,ttft\nm,12\n";

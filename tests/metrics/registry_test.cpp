@@ -1,10 +1,12 @@
 // The metric registry (metrics/registry.h) against docs/metrics.md: every figure's anchor is a
 // heading of the page, and the section under it names the figure; every board key is in the
-// page's board table; the registry's typed members, paths and board keys are each unique.
+// page's board table; the registry's typed members, paths and board keys are each unique; every
+// figure summary.json holds is a place of docs/schema/summary.schema.json.
 #include "metrics/registry.h"
 
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <cctype>
 #include <fstream>
 #include <map>
@@ -111,6 +113,50 @@ TEST(RegistryTest, SectionsListTheTypedFiguresInOrder) {
                                                   "goodput_requests_per_s", "goodput_requests"}));
   EXPECT_EQ(find_figure("latency_ms.ttft")->dist, &Summary::ttft_ms);
   EXPECT_EQ(find_figure("no.such.figure"), nullptr);
+}
+
+/// Whether the schema node `n` (of `root`) lets an object hold `path` ("server.timings.x"): its
+/// first key among `properties` — of the node, a `$ref`'d definition, or a branch of
+/// anyOf/oneOf/allOf —, then the rest of the path below that key.
+bool schema_has(const boost::json::object& root, const boost::json::value& n,
+                std::string_view path) {
+  if (!n.is_object()) return false;
+  const boost::json::object& o = n.get_object();
+  if (const auto* ref = o.if_contains("$ref"); ref && ref->is_string()) {
+    const std::string_view r = ref->get_string();
+    const std::string_view prefix = "#/$defs/";
+    if (!r.starts_with(prefix)) return false;
+    if (schema_has(root, root.at("$defs").at(r.substr(prefix.size())), path)) return true;
+  }
+  for (const char* any : {"anyOf", "oneOf", "allOf"}) {
+    if (const auto* branches = o.if_contains(any); branches && branches->is_array()) {
+      for (const auto& b : branches->get_array()) {
+        if (schema_has(root, b, path)) return true;
+      }
+    }
+  }
+  if (path.empty()) return true;
+  const std::size_t dot = path.find('.');
+  const std::string_view key = path.substr(0, dot);
+  const auto* props = o.if_contains("properties");
+  if (props == nullptr || !props->is_object()) return false;
+  const auto* child = props->get_object().if_contains(key);
+  return child != nullptr &&
+         schema_has(root, *child, dot == std::string_view::npos ? "" : path.substr(dot + 1));
+}
+
+TEST(RegistryTest, EveryFigureOfSummaryJsonIsInItsSchema) {
+  std::ifstream in(std::string(DYNO_SOURCE_DIR) + "/docs/schema/summary.schema.json");
+  ASSERT_TRUE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  const boost::json::object schema = boost::json::parse(text.str()).as_object();
+  ASSERT_FALSE(schema_has(schema, schema, "no_such.figure"));
+  for (const Figure& f : figures()) {
+    if (!f.formula.empty()) continue;  // derived by boards, not in summary.json
+    EXPECT_TRUE(schema_has(schema, schema, f.path))
+        << f.path << " is not in docs/schema/summary.schema.json";
+  }
 }
 
 }  // namespace
