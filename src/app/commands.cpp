@@ -150,7 +150,7 @@ std::vector<Command> make_table() {
                    "are not changed",
        .add = with_options<ExportCommandOptions, add_export_options, run_export>},
       {.name = "runs",
-       .describe = "the run store: list, show, diff, verify, remove, publish",
+       .describe = "the run store: list, show, diff, verify, rm, reindex, publish, merge",
        .add = add_runs},
       {.name = "compare",
        .describe = "compare run records arm against arm: paired cells, fairness checks, deltas "

@@ -60,60 +60,6 @@ json::object parse_json_object(const std::string& text, const std::string& name)
 
 // ---- policy ----------------------------------------------------------------------------------
 
-std::string scrub_marker(const std::string& category) {
-  return std::string(kMarkerPrefix) + category + ">";
-}
-
-bool is_secret_key(std::string_view key) {
-  const std::string k = normalize_key(key);
-  if (one_of(k, {"api_key",
-                 "apikey",
-                 "x_api_key",
-                 "authorization",
-                 "proxy_authorization",
-                 "cookie",
-                 "set_cookie",
-                 "token",
-                 "access_token",
-                 "auth_token",
-                 "refresh_token",
-                 "id_token",
-                 "bearer_token",
-                 "hf_token",
-                 "hf_hub_token",
-                 "hugging_face_hub_token",
-                 "huggingface_token",
-                 "github_token",
-                 "gh_token",
-                 "password",
-                 "passwd",
-                 "secret",
-                 "client_secret",
-                 "private_key",
-                 "credentials"})) {
-    return true;
-  }
-  for (std::string_view suffix : {"_api_key", "_secret", "_password", "_access_token",
-                                  "_auth_token", "_secret_key", "_private_key"}) {
-    if (k.size() > suffix.size() && k.ends_with(suffix)) return true;
-  }
-  // Any word (split at '_' and '.') that says secret: AWS_SECRET_ACCESS_KEY,
-  // --basic-auth-password. Not "token": records are full of token counts and times
-  // (first_token_ns, token_count_source); secret tokens are named above.
-  std::size_t start = 0;
-  while (start <= k.size()) {
-    std::size_t end = k.find_first_of("_.", start);
-    if (end == std::string::npos) end = k.size();
-    if (one_of(std::string_view(k).substr(start, end - start),
-               {"secret", "password", "passwd", "credential", "credentials", "apikey",
-                "authorization", "cookie"})) {
-      return true;
-    }
-    start = end + 1;
-  }
-  return false;
-}
-
 const std::vector<std::string>& scrub_categories() {
   static const std::vector<std::string> c{"hosts",      "ports",   "paths",
                                           "containers", "volumes", "gpu-uuids"};

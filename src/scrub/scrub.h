@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "error/error.h"
+#include "scrub/scrub_text.h"
 
 namespace dyno::scrub {
 
@@ -59,8 +60,8 @@ ScrubPolicy read_scrub_policy(const std::filesystem::path& file);
 /// The policy as JSON (the same keys as a policy file).
 boost::json::object policy_to_json(const ScrubPolicy& policy);
 
-/// Marker written in place of a scrubbed value, e.g. "<scrubbed:host>".
-std::string scrub_marker(const std::string& category);
+/// Marker written in place of a scrubbed value, e.g. "<scrubbed:host>" (scrub_text.h).
+using text::scrub_marker;
 
 /// Scrubs documents and text of one record. What to look for comes from the policy and from
 /// the record's manifest: the machine's host name (hardware.host) and every GPU UUID, which
@@ -97,7 +98,8 @@ class Scrubber {
 std::vector<std::string> redact_secrets(boost::json::value& doc);
 
 /// True when a key names a secret (api_key, authorization, cookie, token, password, …):
-/// such values are scrubbed whatever the policy, and writers must never record them.
-bool is_secret_key(std::string_view key);
+/// such values are scrubbed whatever the policy, and writers must never record them. Defined
+/// with the text passes that share its spelling of a key (scrub_text.h).
+using text::is_secret_key;
 
 }  // namespace dyno::scrub

@@ -1,7 +1,8 @@
 // The text passes of scrubbing (scrub/scrub.h): patterns found in free text — secrets,
 // URLs and their authority, dyno's connection messages, IPv4 addresses, host names, GPU UUIDs,
-// absolute paths — and the character classes they share with the JSON walk. Internal to
-// the record module.
+// absolute paths — and the character classes they share with the JSON walk, and which keys
+// name a secret, and the marker a scrubbed value becomes. Internal to the scrub module (scrub.h
+// re-exports is_secret_key and scrub_marker).
 #pragma once
 
 #include <functional>
@@ -13,9 +14,15 @@ namespace dyno::scrub::text {
 
 inline constexpr std::string_view kMarkerPrefix = "<scrubbed:";
 
+/// Marker written in place of a scrubbed value, e.g. "<scrubbed:host>".
+std::string scrub_marker(const std::string& category);
+
 std::string lower(std::string_view s);
 /// A key or flag name in one spelling: lower case, '-' as '_', leading dashes dropped.
 std::string normalize_key(std::string_view key);
+/// True when a key names a secret (api_key, authorization, cookie, token, password, …):
+/// such values are scrubbed whatever the policy, and writers must never record them.
+bool is_secret_key(std::string_view key);
 bool is_marker(std::string_view s);
 bool one_of(std::string_view s, std::initializer_list<std::string_view> set);
 bool is_alnum(char c);

@@ -1,7 +1,7 @@
 // Where the run index keeps its rows (run_index.h): the interface RunIndex works through, with
 // an SQLite implementation (sqlite_index.h, <runs-root>/index.sqlite) and a PostgreSQL one
-// (pg_index.h, a shared database), and the row's columns listed once for both. Internal to the
-// record module.
+// (pg_index.h, a shared database). The row and its columns are run_row.h. Internal to the store
+// module.
 #pragma once
 
 #include <cstddef>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "store/run_index.h"
+#include "store/run_row.h"
 
 namespace dyno::store {
 
@@ -53,53 +53,5 @@ class IndexBackend {
   virtual std::vector<std::string> ids() = 0;
   virtual std::string integrity() = 0;
 };
-
-// ---- the row's fields, listed once ------------------------------------------------------------
-
-/// Calls f(name, member) for every column, in table order.
-template <typename Row, typename F>
-void for_each_field(Row& r, F&& f) {
-  f("run_id", r.run_id);
-  f("started_at", r.started_at);
-  f("ended_at", r.ended_at);
-  f("status", r.status);
-  f("label", r.label);
-  f("campaign", r.campaign);
-  f("protocol", r.protocol);
-  f("cell", r.cell);
-  f("source", r.source);
-  f("engine_name", r.engine_name);
-  f("engine_version", r.engine_version);
-  f("engine_args", r.engine_args);
-  f("model_id", r.model_id);
-  f("model_revision", r.model_revision);
-  f("model_fingerprint", r.model_fingerprint);
-  f("host", r.host);
-  f("gpus", r.gpus);
-  f("stream_sha256", r.stream_sha256);
-  f("stream_count", r.stream_count);
-  f("load_mode", r.load_mode);
-  f("concurrency", r.concurrency);
-  f("rate_per_s", r.rate_per_s);
-  f("requests_ok", r.requests_ok);
-  f("requests_failed", r.requests_failed);
-  f("error_rate", r.error_rate);
-  f("output_tokens_per_s", r.output_tokens_per_s);
-  f("requests_per_s", r.requests_per_s);
-  f("ttft_p50_ms", r.ttft_p50_ms);
-  f("tpot_p50_ms", r.tpot_p50_ms);
-  f("e2e_p50_ms", r.e2e_p50_ms);
-  f("accuracy", r.accuracy);
-  f("identity_key", r.identity_key);
-  f("duplicate_of", r.duplicate_of);
-  f("problem", r.problem);
-  f("files_stamp", r.files_stamp);
-}
-
-/// "run_id, started_at, …" in table order.
-std::string column_list();
-std::size_t column_count();
-/// The column a sort key (sort_keys()) orders by; throws IndexError for an unknown key.
-const std::string& sort_column(const std::string& key);
 
 }  // namespace dyno::store

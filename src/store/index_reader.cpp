@@ -1,13 +1,9 @@
-// Index readers (index_reader.h): the text columns a query may compare, and a reader over one
-// runs root's RunIndex. The PostgreSQL reader is in pg_index.cpp.
+// Index readers (index_reader.h): the text columns a query may compare and which rows it
+// selects. The readers are with their indexes: run_index.cpp (one runs root's), pg_index.cpp.
 #include "store/index_reader.h"
 
 #include <algorithm>
 #include <system_error>
-
-#include "store/index_backend.h"
-#include "store/index_url.h"
-#include "store/pg_index.h"
 
 namespace dyno::store {
 
@@ -43,47 +39,14 @@ std::optional<std::string> text_column(const RunRow& row, const std::string& col
   return out;
 }
 
-class RunIndexReader final : public IndexReader {
- public:
-  RunIndexReader(const RunIndex& index, const fs::path& root) : index_(index) {
-    std::error_code ec;
-    root_ = fs::canonical(root, ec);
-    if (ec) root_ = root;
-  }
-  std::string name() const override { return index_.name(); }
-  std::vector<fs::path> roots() override { return {root_}; }
-  std::vector<IndexedRun> rows(const IndexQuery& q) override {
-    std::vector<IndexedRun> out;
-    std::error_code ec;
-    if (q.root && !fs::equivalent(*q.root, root_, ec)) return out;
-    RunFilter all;
-    all.sort = "id";
-    for (RunRow& row : index_.list(all)) {
-      if (q.id_prefix && row.run_id.rfind(*q.id_prefix, 0) != 0) continue;
-      const bool keep =
-          row.status == "unreadable" ||
-          std::all_of(q.equals.begin(), q.equals.end(), [&row](const ColumnEquals& e) {
-            return text_column(row, e.column) == e.value;
-          });
-      if (keep) out.push_back({root_, std::move(row)});
-    }
-    return out;
-  }
-
- private:
-  const RunIndex& index_;
-  fs::path root_;
-};
-
 }  // namespace
 
-std::unique_ptr<IndexReader> open_index_reader(const std::string& url) {
-  check_index_url(url);
-  return open_pg_index_reader(url);
-}
-
-std::unique_ptr<IndexReader> index_reader_of(const RunIndex& index, const fs::path& runs_root) {
-  return std::make_unique<RunIndexReader>(index, runs_root);
+bool selects(const IndexQuery& q, const RunRow& row) {
+  if (q.id_prefix && row.run_id.rfind(*q.id_prefix, 0) != 0) return false;
+  return row.status == "unreadable" ||
+         std::all_of(q.equals.begin(), q.equals.end(), [&row](const ColumnEquals& e) {
+           return text_column(row, e.column) == e.value;
+         });
 }
 
 }  // namespace dyno::store

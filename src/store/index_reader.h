@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "store/run_index.h"
+#include "store/run_row.h"
 
 namespace dyno::store {
 
@@ -54,14 +54,14 @@ class IndexReader {
   virtual std::vector<IndexedRun> rows(const IndexQuery& query) = 0;
 };
 
-/// A reader of the PostgreSQL index `url` names (pg_index.h). Throws IndexUrlError for a
+/// A reader of the PostgreSQL index `url` names (defined with it, pg_index.cpp): the rows of
+/// every runs root in the database; nothing is created or migrated. Throws IndexUrlError for a
 /// malformed URL; IndexError (URL redacted) when the server cannot be reached, or holds no
 /// dyno tables, or tables of another schema version (`runs reindex` creates or migrates them).
 std::unique_ptr<IndexReader> open_index_reader(const std::string& url);
 
-/// A reader over one runs root's index (any backend; RunIndex keeps it open): the rows of
-/// RunIndex::list, all under `runs_root`.
-std::unique_ptr<IndexReader> index_reader_of(const RunIndex& index,
-                                             const std::filesystem::path& runs_root);
+/// Whether `row` is one `query` selects, save its root: its id has the prefix, and it is
+/// unreadable or every `equals` holds (throws IndexError for a column that is not a text one).
+bool selects(const IndexQuery& query, const RunRow& row);
 
 }  // namespace dyno::store

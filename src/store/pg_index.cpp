@@ -452,7 +452,8 @@ std::unique_ptr<IndexBackend> open_pg_index(const fs::path& runs_root, const std
   return std::make_unique<PgIndex>(runs_root, url, warnings);
 }
 
-std::unique_ptr<IndexReader> open_pg_index_reader(const std::string& url) {
+std::unique_ptr<IndexReader> open_index_reader(const std::string& url) {
+  check_index_url(url);
   return std::make_unique<PgIndexReader>(url);
 }
 

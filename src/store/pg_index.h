@@ -28,10 +28,6 @@ static_assert(kIndexSchemaVersion == 4, "a new index layout needs a new kPgIndex
 std::unique_ptr<IndexBackend> open_pg_index(const std::filesystem::path& runs_root,
                                             const std::string& url, std::ostream& warnings);
 
-/// A reader of the rows of every runs root in the database (index_reader.h); nothing is created
-/// or migrated. Throws IndexError when the database holds no dyno tables or another version.
-std::unique_ptr<IndexReader> open_pg_index_reader(const std::string& url);
-
 /// The pattern of a GLOB filter (`*`, `?`, `[...]`, `[^...]`, as SQLite's GLOB reads it) as an
 /// anchored POSIX regular expression for PostgreSQL's `~`; nullopt for a pattern SQLite's
 /// GLOB matches nothing with (an unclosed `[`).

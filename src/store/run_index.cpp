@@ -1,7 +1,7 @@
 // The run index (a cache of the run directories) over either backend: opening it (and
-// rebuilding what the backend could not keep), syncing with the directories, and the columns
-// and sort keys both backends share. Reading a record into a row is run_row.cpp; the SQLite
-// backend is sqlite_index.cpp, the PostgreSQL one pg_index.cpp.
+// rebuilding what the backend could not keep), syncing with the directories, and a reader over
+// it. A record's row, its columns and sort keys are run_row.cpp; the SQLite backend is
+// sqlite_index.cpp, the PostgreSQL one pg_index.cpp.
 #include "store/run_index.h"
 
 #include <map>
@@ -20,17 +20,6 @@ namespace json = boost::json;
 
 namespace {
 
-json::value to_json(const std::string& v) { return json::value(v); }
-json::value to_json(const std::optional<std::string>& v) {
-  return v ? json::value(*v) : json::value(nullptr);
-}
-json::value to_json(const std::optional<std::int64_t>& v) {
-  return v ? json::value(*v) : json::value(nullptr);
-}
-json::value to_json(const std::optional<double>& v) {
-  return v ? json::value(*v) : json::value(nullptr);
-}
-
 void require_root(const fs::path& runs_root) {
   std::error_code ec;
   if (!fs::is_directory(runs_root, ec)) {
@@ -38,52 +27,33 @@ void require_root(const fs::path& runs_root) {
   }
 }
 
+class RunIndexReader final : public IndexReader {
+ public:
+  RunIndexReader(const RunIndex& index, const fs::path& root) : index_(index) {
+    std::error_code ec;
+    root_ = fs::canonical(root, ec);
+    if (ec) root_ = root;
+  }
+  std::string name() const override { return index_.name(); }
+  std::vector<fs::path> roots() override { return {root_}; }
+  std::vector<IndexedRun> rows(const IndexQuery& q) override {
+    std::vector<IndexedRun> out;
+    std::error_code ec;
+    if (q.root && !fs::equivalent(*q.root, root_, ec)) return out;
+    RunFilter all;
+    all.sort = "id";
+    for (RunRow& row : index_.list(all)) {
+      if (selects(q, row)) out.push_back({root_, std::move(row)});
+    }
+    return out;
+  }
+
+ private:
+  const RunIndex& index_;
+  fs::path root_;
+};
+
 }  // namespace
-
-// ---- the columns -------------------------------------------------------------------------------
-
-std::string column_list() {
-  std::string out;
-  RunRow probe;
-  for_each_field(probe, [&out](const char* name, const auto&) {
-    if (!out.empty()) out += ", ";
-    out += name;
-  });
-  return out;
-}
-
-std::size_t column_count() {
-  std::size_t n = 0;
-  RunRow probe;
-  for_each_field(probe, [&n](const char*, const auto&) { ++n; });
-  return n;
-}
-
-const std::string& sort_column(const std::string& key) {
-  static const std::map<std::string, std::string> m{
-      {"started", "started_at"},    {"id", "run_id"},
-      {"status", "status"},         {"tok_s", "output_tokens_per_s"},
-      {"req_s", "requests_per_s"},  {"ttft", "ttft_p50_ms"},
-      {"tpot", "tpot_p50_ms"},      {"e2e", "e2e_p50_ms"},
-      {"error_rate", "error_rate"}, {"accuracy", "accuracy"}};
-  const auto it = m.find(key);
-  if (it == m.end()) throw IndexError("unknown sort key '" + key + "'");
-  return it->second;
-}
-
-json::object row_to_json(const RunRow& row) {
-  json::object o;
-  for_each_field(row, [&o](const char* name, const auto& v) {
-    if (std::string_view(name) != "files_stamp") o[name] = to_json(v);
-  });
-  return o;
-}
-
-const std::vector<std::string>& sort_keys() {
-  static const std::vector<std::string> keys{"started", "id",   "status", "tok_s",      "req_s",
-                                             "ttft",    "tpot", "e2e",    "error_rate", "accuracy"};
-  return keys;
-}
 
 // ---- RunIndex --------------------------------------------------------------------------------
 
@@ -197,6 +167,10 @@ void index_finished_run(const fs::path& runs_root, const fs::path& run_dir, std:
     } catch (...) {  // nothing more can be done about a failing stderr
     }
   }
+}
+
+std::unique_ptr<IndexReader> index_reader_of(const RunIndex& index, const fs::path& runs_root) {
+  return std::make_unique<RunIndexReader>(index, runs_root);
 }
 
 }  // namespace dyno::store

@@ -1,17 +1,19 @@
-// A run directory as the index sees it (store/run_index.h): its row read from manifest.json
-// and summary.json, the stamp that says when to read it again, the duplicate key, and which
-// directories of a runs root are runs.
+// A run directory as the index sees it (store/run_row.h): its row read from manifest.json
+// and summary.json, the stamp that says when to read it again, the duplicate key, which
+// directories of a runs root are runs, and the row's columns and sort keys.
+#include "store/run_row.h"
+
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <boost/json/parse.hpp>
+#include <map>
 #include <system_error>
 
 #include "digest/digest.h"
 #include "json/json_text.h"
 #include "record/run_writer.h"
 #include "record/summary_file.h"
-#include "store/run_index.h"
 
 namespace dyno::store {
 
@@ -23,6 +25,17 @@ namespace fs = std::filesystem;
 namespace json = boost::json;
 
 namespace {
+
+json::value to_json(const std::string& v) { return json::value(v); }
+json::value to_json(const std::optional<std::string>& v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
+json::value to_json(const std::optional<std::int64_t>& v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
+json::value to_json(const std::optional<double>& v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
 
 const json::value* at_path(const json::object& o, std::initializer_list<std::string_view> keys) {
   const json::object* cur = &o;
@@ -250,6 +263,51 @@ std::vector<std::string> run_directory_names(const fs::path& runs_root) {
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+// ---- the columns -------------------------------------------------------------------------------
+
+std::string column_list() {
+  std::string out;
+  RunRow probe;
+  for_each_field(probe, [&out](const char* name, const auto&) {
+    if (!out.empty()) out += ", ";
+    out += name;
+  });
+  return out;
+}
+
+std::size_t column_count() {
+  std::size_t n = 0;
+  RunRow probe;
+  for_each_field(probe, [&n](const char*, const auto&) { ++n; });
+  return n;
+}
+
+const std::string& sort_column(const std::string& key) {
+  static const std::map<std::string, std::string> m{
+      {"started", "started_at"},    {"id", "run_id"},
+      {"status", "status"},         {"tok_s", "output_tokens_per_s"},
+      {"req_s", "requests_per_s"},  {"ttft", "ttft_p50_ms"},
+      {"tpot", "tpot_p50_ms"},      {"e2e", "e2e_p50_ms"},
+      {"error_rate", "error_rate"}, {"accuracy", "accuracy"}};
+  const auto it = m.find(key);
+  if (it == m.end()) throw IndexError("unknown sort key '" + key + "'");
+  return it->second;
+}
+
+json::object row_to_json(const RunRow& row) {
+  json::object o;
+  for_each_field(row, [&o](const char* name, const auto& v) {
+    if (std::string_view(name) != "files_stamp") o[name] = to_json(v);
+  });
+  return o;
+}
+
+const std::vector<std::string>& sort_keys() {
+  static const std::vector<std::string> keys{"started", "id",   "status", "tok_s",      "req_s",
+                                             "ttft",    "tpot", "e2e",    "error_rate", "accuracy"};
+  return keys;
 }
 
 }  // namespace dyno::store
