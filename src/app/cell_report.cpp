@@ -36,23 +36,18 @@ RunHeadline headline(const session::EngineSession& engine, const session::CellSp
   head.record_dir = out.dir.string();
   head.slo_text = cell.slo_text;
   head.server_timings = out.server_timings;
-  const json::object& summary = out.summary_json;
-  if (const auto* rate =
-          summary.at("server").as_object().if_contains("spec_decode_acceptance_rate");
-      rate != nullptr && rate->is_number()) {
-    head.metrics_acceptance_rate = rate->to_number<double>();
+  const record::SummaryFile& summary = out.summary_file;
+  if (summary.server) {
+    if (const auto* rate = summary.server->if_contains("spec_decode_acceptance_rate");
+        rate != nullptr && rate->is_number()) {
+      head.metrics_acceptance_rate = rate->to_number<double>();
+    }
   }
-  const auto& e = summary.at("energy").as_object();
-  if (const auto* j = e.if_contains("energy_j"); j != nullptr && !j->is_null()) {
-    const auto n = [&e](const char* k) -> std::optional<double> {
-      const auto* v = e.if_contains(k);
-      return v != nullptr && v->is_number() ? std::optional<double>(v->to_number<double>())
-                                            : std::nullopt;
-    };
-    head.energy = fmt(n("energy_j"), 1) + " J (" + std::string(e.at("scope").as_string()) + ") · " +
-                  fmt(n("output_tokens_per_j"), 3) + " tok/J · " +
-                  fmt(n("joules_per_output_token"), 3) + " J/token gross, " +
-                  fmt(n("idle_subtracted_joules_per_output_token"), 3) + " net of idle";
+  if (const std::optional<record::EnergySection> e = summary.energy_section(); e && e->energy_j) {
+    head.energy = fmt(e->energy_j, 1) + " J (" + e->scope.value_or("?") + ") · " +
+                  fmt(e->output_tokens_per_j, 3) + " tok/J · " +
+                  fmt(e->joules_per_output_token, 3) + " J/token gross, " +
+                  fmt(e->idle_subtracted_joules_per_output_token, 3) + " net of idle";
   }
   return head;
 }
@@ -108,7 +103,7 @@ session::CellOutcome run_and_show(session::EngineSession& engine, const session:
       session::run_cell(engine, cell, o.record.runs_root, index_url, stop, hooks);
   if (print_summary) {
     if (o.console.json) {
-      json::object printed = out.summary_json;
+      json::object printed = record::summary_file_to_json(out.summary_file);
       printed["record_dir"] = out.dir.string();
       std::cout << record::pretty_json(printed);
     } else {

@@ -40,21 +40,18 @@ std::optional<double> service_window_s(const std::vector<metrics::Trace>& traces
   return static_cast<double>(*hi - *lo) * 1e-9;
 }
 
-/// Sum over the energy section's devices in its scope (gpu, else cpu packages).
-std::optional<double> device_figure(const RunRecord& run, const char* key, bool take_max) {
-  const json::value* e = find_path(run.summary_json, "energy");
-  if (e == nullptr || !e->is_object()) return std::nullopt;
-  const auto scope = string_at(e->get_object(), "scope");
-  const json::value* devs = e->get_object().if_contains("devices");
-  if (!scope || devs == nullptr || !devs->is_array()) return std::nullopt;
+/// Sum (or the largest) of a figure over the energy section's devices in its scope (gpu, else
+/// cpu packages).
+std::optional<double> device_figure(const RunRecord& run,
+                                    std::optional<double> record::EnergyDevice::*figure,
+                                    bool take_max) {
+  const std::optional<record::EnergySection> e =
+      run.summary ? run.summary->energy_section() : std::nullopt;
+  if (!e) return std::nullopt;
   std::optional<double> out;
-  for (const auto& d : devs->get_array()) {
-    if (!d.is_object()) continue;
-    const auto kind = string_at(d.get_object(), "kind");
-    const bool in_scope = *scope == "gpu" ? kind == "gpu" : kind == "cpu-package";
-    if (!in_scope) continue;
-    const auto v = number_at(d.get_object(), key);
-    if (!v) continue;
+  for (const record::EnergyDevice& d : e->devices) {
+    const std::optional<double> v = d.*figure;
+    if (!e->in_scope(d) || !v) continue;
     out = take_max ? std::max(out.value_or(*v), *v) : out.value_or(0) + *v;
   }
   return out;
@@ -123,11 +120,13 @@ std::optional<double> read_figure(const MetricDef& m, const RunRecord& run) {
   if (!run.has_summary()) return std::nullopt;
   const json::object& s = run.summary_json;
   if (m.key == "power_mean_w") {
-    return metrics::mean_power_w(number_at(s, "energy.energy_j"),
-                                 number_at(s, "energy.window_s").value_or(0));
+    const std::optional<record::EnergySection> e = run.summary->energy_section();
+    return e ? metrics::mean_power_w(e->energy_j, e->window_s.value_or(0)) : std::nullopt;
   }
-  if (m.key == "power_p95_w") return device_figure(run, "power_p95_w", false);
-  if (m.key == "temperature_p95_c") return device_figure(run, "temperature_p95_c", true);
+  if (m.key == "power_p95_w") return device_figure(run, &record::EnergyDevice::power_p95_w, false);
+  if (m.key == "temperature_p95_c") {
+    return device_figure(run, &record::EnergyDevice::temperature_p95_c, true);
+  }
   // A figure the typed summary holds is read from it; the engine's and the telemetry's
   // figures (sections their owners write) from the summary as written.
   if (m.figure != nullptr && metrics::typed(*m.figure)) {

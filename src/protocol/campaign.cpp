@@ -68,16 +68,13 @@ namespace {
 /// energy.power_peak_w: one instant's sum, not the sum of each device's peak), output tokens
 /// per J.
 void add_energy_figures(const session::CellOutcome& c, json::object& figures) {
-  const auto* e = c.summary_json.if_contains("energy");
-  if (e == nullptr || !e->is_object() || e->at("energy_j").is_null()) return;
-  const auto& en = e->as_object();
-  const double energy = en.at("energy_j").to_number<double>();
-  const double window = en.at("window_s").to_number<double>();
-  const json::value* peak = en.if_contains("power_peak_w");
-  figures["energy_j"] = energy;
-  figures["power_mean_w"] = num(metrics::mean_power_w(energy, window));
-  figures["power_peak_w"] = peak != nullptr ? *peak : json::value(nullptr);
-  figures["tok_per_j"] = en.at("output_tokens_per_j");
+  const std::optional<record::EnergySection> e = c.summary_file.energy_section();
+  if (!e || !e->energy_j) return;
+  const record::EnergySection& en = *e;
+  figures["energy_j"] = *en.energy_j;
+  figures["power_mean_w"] = num(metrics::mean_power_w(en.energy_j, en.window_s.value_or(0)));
+  figures["power_peak_w"] = num(en.power_peak_w);
+  figures["tok_per_j"] = num(en.output_tokens_per_j);
 }
 
 }  // namespace

@@ -14,13 +14,6 @@ namespace json = boost::json;
 
 namespace {
 
-std::optional<double> number(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  if (v == nullptr || !v->is_number()) return std::nullopt;
-  const double x = v->to_number<double>();
-  return std::isfinite(x) ? std::optional<double>(x) : std::nullopt;
-}
-
 json::value num(std::optional<double> v) { return v ? json::value(*v) : json::value(nullptr); }
 
 void keep_max(std::optional<double>& acc, std::optional<double> v) {
@@ -56,16 +49,16 @@ struct DeviceRollup {
       memory_used_peak;
   Range clock_sm, clock_memory;
 
-  void add(const json::object& d) {
+  void add(const record::EnergyDevice& d) {
     ++windows;
-    keep_sum(energy_j, number(d, "energy_j"));
-    keep_max(power_peak_w, number(d, "power_peak_w"));
-    keep_max(temp_max, number(d, "temperature_max_c"));
-    keep_max(temp_junction_max, number(d, "temperature_junction_max_c"));
-    keep_max(temp_memory_max, number(d, "temperature_memory_max_c"));
-    keep_max(memory_used_peak, number(d, "memory_used_peak_bytes"));
-    clock_sm.add(number(d, "clock_sm_median_mhz"));
-    clock_memory.add(number(d, "clock_memory_median_mhz"));
+    keep_sum(energy_j, d.energy_j);
+    keep_max(power_peak_w, d.power_peak_w);
+    keep_max(temp_max, d.temperature_max_c);
+    keep_max(temp_junction_max, d.temperature_junction_max_c);
+    keep_max(temp_memory_max, d.temperature_memory_max_c);
+    keep_max(memory_used_peak, d.memory_used_peak_bytes);
+    clock_sm.add(d.clock_sm_median_mhz);
+    clock_memory.add(d.clock_memory_median_mhz);
   }
 
   json::object to_json() const {
@@ -85,16 +78,10 @@ struct DeviceRollup {
 };
 
 /// The energy section of a repetition's summary when telemetry measured its window.
-const json::object* measured_energy(const CellRep& r) {
-  const json::value* e = r.outcome->summary_json.if_contains("energy");
-  if (e == nullptr || !e->is_object()) return nullptr;
-  const json::value* window = e->as_object().if_contains("window");
-  return window != nullptr && window->is_string() ? &e->as_object() : nullptr;
-}
-
-std::string text_of(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
+std::optional<record::EnergySection> measured_energy(const CellRep& r) {
+  std::optional<record::EnergySection> e = r.outcome->summary_file.energy_section();
+  if (e && !e->measured()) e.reset();
+  return e;
 }
 
 }  // namespace
@@ -117,37 +104,30 @@ json::object session_telemetry(const std::vector<CellRep>& reps) {
   std::string scope;
   std::vector<DeviceRollup> devices;
   for (const CellRep& r : reps) {
-    const json::object* e = measured_energy(r);
-    if (e == nullptr) continue;
+    const std::optional<record::EnergySection> e = measured_energy(r);
+    if (!e) continue;
     ++windows;
-    const double w = number(*e, "window_s").value_or(0);
+    const double w = e->window_s.value_or(0);
     covered_s += w;
-    if (const auto j = number(*e, "energy_j")) {
+    if (e->energy_j) {
       ++with_energy;
       energy_window_s += w;
-      keep_sum(energy, j);
-      keep_sum(output_tokens, number(*e, "output_tokens"));
-      keep_max(power_peak, number(*e, "power_peak_w"));
-      if (scope.empty()) scope = text_of(*e, "scope");
+      keep_sum(energy, e->energy_j);
+      keep_sum(output_tokens, e->output_tokens);
+      keep_max(power_peak, e->power_peak_w);
+      if (scope.empty()) scope = e->scope.value_or("");
     }
-    keep_max(vram_peak, number(*e, "vram_peak_bytes"));
-    const json::value* devs = e->if_contains("devices");
-    if (devs == nullptr || !devs->is_array()) continue;
-    for (const auto& dv : devs->as_array()) {
-      if (!dv.is_object()) continue;
-      const auto& d = dv.as_object();
-      const std::string source = text_of(d, "source");
-      const std::int64_t index = d.if_contains("device") != nullptr && d.at("device").is_int64()
-                                     ? d.at("device").as_int64()
-                                     : 0;
+    keep_max(vram_peak, e->vram_peak_bytes);
+    for (const record::EnergyDevice& d : e->devices) {
+      const std::int64_t index = d.device.value_or(0);
       auto it = std::find_if(devices.begin(), devices.end(), [&](const DeviceRollup& x) {
-        return x.source == source && x.device == index;
+        return x.source == d.source && x.device == index;
       });
       if (it == devices.end()) {
         it = devices.insert(devices.end(), DeviceRollup{});
-        it->source = source;
+        it->source = d.source;
         it->device = index;
-        it->name = text_of(d, "name");
+        it->name = d.name;
       }
       it->add(d);
     }
@@ -183,19 +163,12 @@ json::object session_telemetry(const std::vector<CellRep>& reps) {
 json::array energy_flags(const std::vector<CellRep>& reps) {
   json::array out;
   for (const CellRep& r : reps) {
-    const json::object* e = measured_energy(r);
-    const json::value* devs = e != nullptr ? e->if_contains("devices") : nullptr;
-    if (devs == nullptr || !devs->is_array()) continue;
-    for (const auto& dv : devs->as_array()) {
-      if (!dv.is_object()) continue;
-      const auto& d = dv.as_object();
-      const json::value* flags = d.if_contains("flags");
-      if (flags == nullptr || !flags->is_array()) continue;
+    const std::optional<record::EnergySection> e = measured_energy(r);
+    if (!e) continue;
+    for (const record::EnergyDevice& d : e->devices) {
       const std::string device =
-          text_of(d, "source") + ":" +
-          (d.if_contains("device") != nullptr ? json::serialize(d.at("device")) : "?");
-      for (const auto& f : flags->as_array()) {
-        if (!f.is_string()) continue;
+          d.source + ":" + (d.device ? std::to_string(*d.device) : std::string("?"));
+      for (const std::string& f : d.flags) {
         out.push_back(json::object{
             {"cell", r.cell}, {"run_id", r.outcome->run_id}, {"device", device}, {"flag", f}});
       }
@@ -221,11 +194,10 @@ json::array cell_caveats(const std::vector<CellRep>& reps) {
   json::array out;
   std::map<std::string, std::size_t> at;  // code → its index in `out`
   for (const CellRep& r : reps) {
-    const json::value* cv = r.outcome->summary_json.if_contains("caveats");
-    if (cv == nullptr || !cv->is_array()) continue;
-    for (const auto& c : cv->as_array()) {
-      if (!c.is_object()) continue;
-      const std::string code = text_of(c.as_object(), "code");
+    const auto& caveats = r.outcome->summary_file.caveats;
+    if (!caveats) continue;
+    for (const metrics::Caveat& c : *caveats) {
+      const std::string& code = c.code;
       if (code.empty()) continue;
       auto it = at.find(code);
       if (it == at.end()) {
@@ -234,9 +206,7 @@ json::array cell_caveats(const std::vector<CellRep>& reps) {
       }
       // Each run's own text: its numbers are that run's.
       out[it->second].as_object()["cells"].as_array().push_back(
-          json::object{{"cell", r.cell},
-                       {"run_id", r.outcome->run_id},
-                       {"text", text_of(c.as_object(), "text")}});
+          json::object{{"cell", r.cell}, {"run_id", r.outcome->run_id}, {"text", c.text}});
     }
   }
   return out;

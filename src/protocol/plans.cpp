@@ -120,8 +120,8 @@ json::object with_engine_figures(json::object figures, const session::CellOutcom
         s.prompt_tokens_cached ? json::value(*s.prompt_tokens_cached) : json::value(nullptr);
     if (s.acceptance_rate) figures["draft_acceptance_timings"] = *s.acceptance_rate;
   }
-  if (const auto* server = c.summary_json.if_contains("server"); server && server->is_object()) {
-    const auto* rate = server->as_object().if_contains("spec_decode_acceptance_rate");
+  if (const auto& server = c.summary_file.server) {
+    const auto* rate = server->if_contains("spec_decode_acceptance_rate");
     if (rate != nullptr && rate->is_number()) figures["draft_acceptance_metrics"] = *rate;
   }
   figures["tokens_per_event"] = num(c.summary.tokens_per_event);

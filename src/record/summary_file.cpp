@@ -210,6 +210,11 @@ class FiguresReader {
 
 }  // namespace
 
+std::optional<EnergySection> SummaryFile::energy_section() const {
+  if (!energy) return std::nullopt;
+  return energy_section_from_json(*energy, kFile);
+}
+
 bool SummaryFile::knows(const std::string& path) const {
   return std::find(unknown_counts.begin(), unknown_counts.end(), path) == unknown_counts.end();
 }
@@ -264,7 +269,10 @@ SummaryFile summary_file_from_json(const json::object& object) {
     f.client.connections_opened = client.opt_uint("connections_opened");
   }
   f.client.note = client.opt_string("note");
-  if (r.has("energy")) f.energy = r.object_value("energy");
+  if (r.has("energy")) {
+    f.energy = r.object_value("energy");
+    (void)energy_section_from_json(*f.energy, kFile);  // its errors name the key, here
+  }
   if (r.has("server")) f.server = r.object_value("server");
   if (r.has("prefix_cache") && FiguresReader::is_engine_prefix_cache(r)) {
     f.engine_prefix_cache = r.object_value("prefix_cache");

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "metrics/summary.h"
+#include "record/energy_section.h"
 
 namespace dyno::record {
 
@@ -53,6 +54,9 @@ struct SummaryFile {
 
   /// Whether the count at `path` (e.g. "requests.total") is stated, not unknown.
   bool knows(const std::string& path) const;
+  /// `energy` read typed (energy_section.h); nullopt without one. summary_file_from_json has
+  /// checked it; a section a writer set wrong throws std::runtime_error naming the key.
+  std::optional<EnergySection> energy_section() const;
 };
 
 /// The JSON of summary.json, keys in the schema's order.

@@ -597,7 +597,7 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
   store::index_finished_run(runs_root, writer.dir(), std::cerr,
                             index_url);  // a warning if it fails
   out.traces = std::move(result.traces);
-  out.summary_json = std::move(summary_json);
+  out.summary_file = record::summary_file_from_json(summary_json);
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include "metrics/summary.h"
 #include "metrics/trace.h"
 #include "record/manifest.h"
+#include "record/summary_file.h"
 #include "session/engine_session.h"
 #include "workload/request.h"
 
@@ -68,7 +69,8 @@ struct CellOutcome {
   /// The target was gone: every request failed to connect for --unreachable-after.
   std::optional<load::Unreachable> unreachable;
   bool over_error_budget = false;  ///< error_rate > the cell's error budget
-  boost::json::object summary_json;
+  /// summary.json as written, read back typed (record/summary_file.h: one reader).
+  record::SummaryFile summary_file;
   bool streamed = true;                        ///< the requests asked for streamed answers
   engine::ServerTimingFigures server_timings;  ///< from the responses' `timings`
   /// sha256 of the record's SHA256SUMS once it is closed: pins every file of the record (a

@@ -19,6 +19,7 @@ json::object device(const char* source, int index, double energy, double peak, d
                     double clock, json::array flags = {}) {
   return json::object{{"source", source},
                       {"device", index},
+                      {"kind", "gpu"},
                       {"name", "GPU " + std::to_string(index)},
                       {"energy_j", energy},
                       {"power_peak_w", peak},
@@ -36,7 +37,7 @@ session::CellOutcome measured(const std::string& id, double window_s, double ene
   session::CellOutcome o;
   o.run_id = id;
   o.status = "ok";
-  o.summary_json["energy"] = json::object{
+  o.summary_file.energy = json::object{
       {"window", "service"},       {"window_s", window_s},         {"scope", "gpu"},
       {"energy_j", energy_j},      {"output_tokens", tokens},      {"power_peak_w", peak_w},
       {"vram_peak_bytes", 5000.0}, {"devices", std::move(devices)}};
@@ -54,7 +55,7 @@ TEST(CampaignSummary, SessionTelemetrySumsEnergyOverTheMeasuredWindowsOnly) {
       json::array{device("nvml", 0, 900, 260, 67, 1700), device("nvml", 1, 500, 170, 60, 1760)});
   session::CellOutcome off;  // telemetry off: energy without a window
   off.run_id = "run-c";
-  off.summary_json["energy"] = json::object{{"energy_j", nullptr}, {"reason", "telemetry off"}};
+  off.summary_file.energy = json::object{{"energy_j", nullptr}, {"reason", "telemetry off"}};
   const json::object t =
       protocol::session_telemetry({{"fr/solo", &a}, {"fr/agg", &b}, {"en/solo", &off}});
   EXPECT_EQ(t.at("windows").to_number<int>(), 2);
@@ -78,7 +79,7 @@ TEST(CampaignSummary, SessionTelemetrySumsEnergyOverTheMeasuredWindowsOnly) {
 
 TEST(CampaignSummary, NoTelemetryGivesAReason) {
   session::CellOutcome off;
-  off.summary_json["energy"] = json::object{{"energy_j", nullptr}, {"reason", "telemetry off"}};
+  off.summary_file.energy = json::object{{"energy_j", nullptr}, {"reason", "telemetry off"}};
   const json::object t = protocol::session_telemetry({{"c1", &off}});
   EXPECT_EQ(t.at("windows").to_number<int>(), 0);
   EXPECT_TRUE(t.contains("reason"));
@@ -91,12 +92,11 @@ TEST(CampaignSummary, FlagsWarningsAndCaveatsNameTheirCell) {
       json::array{device("nvml", 1, 400, 200, 61, 1800, json::array{"energy_sources_disagree"})});
   a.summary.warnings.push_back(
       {metrics::WarningCode::kConcurrencyUnderfilled, "held 3.1 of 8", "raise --per-slot"});
-  a.summary_json["caveats"] = json::array{
-      json::object{{"code", "prompt_cache"}, {"text", "the engine answered from its cache"}}};
+  a.summary_file.caveats =
+      std::vector<metrics::Caveat>{{"prompt_cache", "the engine answered from its cache"}};
   auto b = measured("run-b", 4.0, 1400.0, 410.0, 900, json::array{});
-  b.summary_json["caveats"] =
-      json::array{json::object{{"code", "prompt_cache"}, {"text", "another text"}},
-                  json::object{{"code", "tokens_per_event"}, {"text", "2.0 tokens per event"}}};
+  b.summary_file.caveats = std::vector<metrics::Caveat>{
+      {"prompt_cache", "another text"}, {"tokens_per_event", "2.0 tokens per event"}};
   const std::vector<protocol::CellRep> reps{{"fr/solo", &a}, {"fr/agg", &b}};
 
   const json::array flags = protocol::energy_flags(reps);

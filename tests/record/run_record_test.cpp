@@ -143,6 +143,49 @@ TEST(SummaryFile, AMalformedFigureIsNamedWithItsPath) {
   }
 }
 
+TEST(SummaryFile, TheEnergySectionReadsTypedAsWritten) {
+  std::size_t measured = 0;
+  for (const Pair& p : every_record()) {
+    SCOPED_TRACE(p.name);
+    const dyno::record::SummaryFile s = dyno::record::summary_file_from_json(p.summary);
+    const auto e = s.energy_section();
+    ASSERT_EQ(e.has_value(), p.summary.contains("energy"));
+    if (!e) continue;
+    const json::object& j = p.summary.at("energy").as_object();
+    EXPECT_EQ(e->measured(), j.contains("window"));
+    EXPECT_EQ(e->energy_j.has_value(), !j.at("energy_j").is_null());
+    if (e->energy_j) {
+      EXPECT_EQ(*e->energy_j, j.at("energy_j").to_number<double>());
+    }
+    if (!e->measured()) continue;
+    ++measured;
+    const json::array& devices = j.at("devices").as_array();
+    ASSERT_EQ(e->devices.size(), devices.size());
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      EXPECT_EQ(e->devices[i].kind, devices[i].at("kind").as_string());
+      const json::value& p95 = devices[i].at("power_p95_w");
+      EXPECT_EQ(e->devices[i].power_p95_w.has_value(), !p95.is_null());
+    }
+  }
+  EXPECT_GE(measured, 1u);
+}
+
+TEST(SummaryFile, AMalformedEnergySectionIsNamedWithItsPath) {
+  json::object golden = parse_file(source_root() / "tests/compare/data/runs" /
+                                   "20261130T004322Z-dd1bd8-fast/summary.json");
+  json::object& energy = golden["energy"].as_object();
+  ASSERT_FALSE(energy.at("devices").as_array().empty());
+  energy["devices"].as_array()[0].as_object()["kind"] = 7;
+  try {
+    (void)dyno::record::summary_file_from_json(golden);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "summary.json: energy.devices[].kind is not a string");
+  }
+  energy["devices"] = "none";
+  EXPECT_THROW((void)dyno::record::summary_file_from_json(golden), std::runtime_error);
+}
+
 TEST(ReadRun, ReadsARunDirectoryWholeAndTyped) {
   const fs::path dir = source_root() / "tests/compare/data/runs/20261130T004322Z-dd1bd8-fast";
   const dyno::record::RunRecord r = dyno::record::read_run(dir);
