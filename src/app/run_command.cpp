@@ -66,7 +66,7 @@ int run_command(const RunOptions& o) {
   cell.requests = stream.requests;
   cell.stream_source = stream.source;
   cell.stream_sha256 = stream.sha256;
-  cell.protocol = json::object{{"name", "run"}, {"version", 1}};
+  cell.protocol = record::ProtocolRef{};  // {name "run", version 1}
   cell.clock_reference = clock_reference;
   cell.sampling =
       json::object{{"temperature", o.stream.temperature},

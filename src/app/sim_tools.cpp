@@ -58,22 +58,21 @@ std::string text_at(const json::object& o, std::initializer_list<const char*> ke
 
 // Engine and model as the record names them: name, version, the sim's parameters (minus the
 // profile's name, which is its file's stem), the model id and fingerprint.
-std::string identity_of(const json::object& manifest) {
+std::string identity_of(const record::Manifest& manifest) {
   json::object id;
   for (const char* key : {"name", "version"}) {
-    const json::value* v = at_path(manifest, {"engine", key});
+    const json::value* v = manifest.engine.if_contains(key);
     id[key] = v != nullptr ? *v : json::value();
   }
-  if (const json::value* p = at_path(manifest, {"engine", "sim_profile"}); p && p->is_object()) {
+  if (const json::value* p = manifest.engine.if_contains("sim_profile"); p && p->is_object()) {
     json::object profile = p->get_object();
     profile.erase("name");
     profile.erase("description");
     id["sim_profile"] = profile;
   }
-  for (const char* key : {"id", "fingerprint"}) {
-    const json::value* v = at_path(manifest, {"model", key});
-    id[std::string("model_") + key] = v != nullptr ? *v : json::value();
-  }
+  id["model_id"] = manifest.model.id;
+  id["model_fingerprint"] =
+      manifest.model.fingerprint ? json::value(*manifest.model.fingerprint) : json::value();
   return json::serialize(id);
 }
 
@@ -126,13 +125,11 @@ LoadedCell load_cell(const fs::path& dir) {
   } catch (const std::invalid_argument&) {
     throw UsageError(run + ": no completed measured request with its times and token counts");
   }
-  out.engine = text_at(r.manifest_json, {"engine", "name"});
+  out.engine = text_at(m.engine, {"name"});
   if (out.engine.empty()) out.engine = "(unnamed engine)";
-  if (const std::string v = text_at(r.manifest_json, {"engine", "version"}); !v.empty()) {
-    out.engine += " " + v;
-  }
-  out.model = text_at(r.manifest_json, {"model", "id"});
-  out.identity = identity_of(r.manifest_json);
+  if (const std::string v = text_at(m.engine, {"version"}); !v.empty()) out.engine += " " + v;
+  out.model = m.model.id;
+  out.identity = identity_of(m);
   return out;
 }
 

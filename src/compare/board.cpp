@@ -142,7 +142,7 @@ class Builder {
   /// A run a board can use: it finished and has its figures.
   bool usable(const std::string& arm, const RunPtr& r) {
     std::string reason;
-    const auto status = string_at(r->manifest_json, "status").value_or("");
+    const std::string& status = r->manifest.status;
     if (!r->has_summary()) {
       reason = "no summary.json (status " + (status.empty() ? "unknown" : status) + ")";
     } else if (status == "running") {
@@ -161,7 +161,7 @@ class Builder {
       std::set<std::string> campaigns;
       std::set<std::int64_t> reps;
       for (const auto& r : runs) {
-        campaigns.insert(string_at(r->manifest_json, "campaign").value_or("(none)"));
+        campaigns.insert(r->manifest.campaign.value_or("(none)"));
         reps.insert(repetition_of(*r));
       }
       if (campaigns.size() > 1 || campaigns.count("(none)") != 0 || reps.size() != runs.size()) {
@@ -286,10 +286,11 @@ class Builder {
     }
     if (ac.runs.size() == 1) return;
     const RunRecord& first = *ac.runs.front();
-    const std::string rule =
-        string_at(first.manifest_json, "workload.protocol.selection.rule").value_or("median");
-    const std::string metric = string_at(first.manifest_json, "workload.protocol.selection.metric")
-                                   .value_or("output_tokens_per_s");
+    const std::optional<record::ProtocolSelection>& declared_selection =
+        first.manifest.workload.protocol.selection;
+    const std::string rule = declared_selection ? declared_selection->rule : "median";
+    const std::string metric =
+        declared_selection ? declared_selection->metric : "output_tokens_per_s";
     std::vector<std::optional<double>> values;
     for (const auto& r : ac.runs) values.push_back(selection_metric(*r, metric));
     const auto pick = median_repetition(values);
@@ -302,8 +303,8 @@ class Builder {
           json::object{{"rule", rule}});
     }
     // The campaign file names the repetition it selected: it must agree.
-    const auto campaign = string_at(first.manifest_json, "campaign");
-    const auto cell_name = string_at(first.manifest_json, "workload.protocol.cell");
+    const std::optional<std::string>& campaign = first.manifest.campaign;
+    const std::optional<std::string>& cell_name = first.manifest.workload.protocol.cell;
     if (campaign && cell_name) {
       const auto it = in_.campaigns.find(*campaign);
       if (it != in_.campaigns.end()) {
@@ -313,8 +314,8 @@ class Builder {
             if (!cv.is_object() || string_at(cv.get_object(), "cell") != cell_name) continue;
             const auto named = string_at(cv.get_object(), "selected_run");
             // A derived record (dyno rescore) stands for the measured run it was made from.
-            const std::string measured =
-                string_at(ac.run().manifest_json, "derived_from.run_id").value_or(ac.run().run_id);
+            const record::Manifest& m = ac.run().manifest;
+            const std::string measured = m.derived_from ? m.derived_from->run_id : ac.run().run_id;
             if (named && *named != measured) {
               add(cell.id, ac.arm, "selection_mismatch",
                   "campaign " + *campaign + " selected " + *named + " but the declared rule (" +
@@ -327,7 +328,9 @@ class Builder {
         }
       }
     }
-    const auto declared = number_at(first.manifest_json, "workload.protocol.repetitions");
+    const std::optional<std::uint64_t>& repetitions = first.manifest.workload.protocol.repetitions;
+    const std::optional<double> declared =
+        repetitions ? std::optional<double>(static_cast<double>(*repetitions)) : std::nullopt;
     if (declared && static_cast<std::size_t>(*declared) > ac.runs.size()) {
       add(cell.id, ac.arm, "missing_repetitions",
           std::to_string(ac.runs.size()) + " of " + fixed_text(*declared, 0) +
@@ -348,16 +351,15 @@ class Builder {
     }
     const RunRecord& r = ac.run();
     if (r.imported()) {
-      const std::string timing = string_at(r.manifest_json, "source.timing").value_or("unknown");
+      const std::string& timing = r.manifest.source->timing;
       add(cell.id, ac.arm, "imported_run",
           "run " + r.run_id + " is " + r.import_origin() +
               ": measured by another harness (timing " + timing +
               (timing == "summary_only" ? ": the tool's figures only, no interval" : "") + ")",
-          json::object{{"run_id", r.run_id},
-                       {"tool", string_at(r.manifest_json, "source.tool").value_or("")},
-                       {"timing", timing}});
+          json::object{
+              {"run_id", r.run_id}, {"tool", r.manifest.source->tool}, {"timing", timing}});
     }
-    const std::string status = string_at(r.manifest_json, "status").value_or("unknown");
+    const std::string& status = r.manifest.status;
     if (status != "ok") {
       add(cell.id, ac.arm, "run_status",
           "run " + r.run_id + " ended with status " + status +

@@ -13,42 +13,39 @@ namespace dyno::compare {
 namespace json = boost::json;
 
 std::string model_of(const RunRecord& r, const std::map<std::string, std::string>& aliases) {
-  const std::string id = string_at(r.manifest_json, "model.id").value_or("(unknown model)");
+  const std::string& id = r.manifest.model.id;
   const auto it = aliases.find(id);
   return it == aliases.end() ? id : it->second;
 }
 
 std::string protocol_of(const RunRecord& r) {
-  const std::string name = string_at(r.manifest_json, "workload.protocol.name").value_or("run");
+  const record::ProtocolRef& p = r.manifest.workload.protocol;
   // Another tool's run pairs as the protocol its file names (a ledger's column), else as a
   // plain run at its load.
-  if (name == "import")
-    return string_at(r.manifest_json, "workload.protocol.pairs_as").value_or("run");
-  return name;
+  if (p.name == "import") return p.pairs_as.value_or("run");
+  return p.name;
 }
 
 std::string cell_of(const RunRecord& r) {
-  if (const auto c = string_at(r.manifest_json, "workload.protocol.cell")) return *c;
-  if (const auto c = number_at(r.manifest_json, "load.concurrency")) {
-    return "c" + std::to_string(static_cast<long long>(*c));
-  }
-  if (const auto rate = number_at(r.manifest_json, "load.rate_per_s")) {
+  if (const auto& c = r.manifest.workload.protocol.cell) return *c;
+  const record::LoadSection& load = r.manifest.load;
+  if (load.concurrency) return "c" + std::to_string(*load.concurrency);
+  if (load.rate_per_s) {
     std::ostringstream s;
-    s << "r" << *rate;
+    s << "r" << *load.rate_per_s;
     return s.str();
   }
-  if (const auto scale = number_at(r.manifest_json, "load.replay.time_scale")) {
+  if (load.replay) {
     std::ostringstream s;
-    s << "replay x" << *scale;  // the same trace at the same speed pairs
+    s << "replay x" << load.replay->time_scale;  // the same trace at the same speed pairs
     return s.str();
   }
   return "run";
 }
 
 void level_of(const RunRecord& r, std::string& kind, std::optional<double>& level) {
-  const json::value* params = find_path(r.manifest_json, "workload.protocol.cell_params");
-  if (params != nullptr && params->is_object()) {
-    const json::object& p = params->get_object();
+  if (const auto& params = r.manifest.workload.protocol.cell_params) {
+    const json::object& p = *params;
     // A ladder's decode and prefill cells are two axes: context tokens and prompt tokens.
     const auto cell_kind = string_at(p, "kind");
     if (const auto tokens = number_at(p, "target_tokens"); tokens && cell_kind) {
@@ -67,18 +64,18 @@ void level_of(const RunRecord& r, std::string& kind, std::optional<double>& leve
     }
     return;
   }
-  if (const auto c = number_at(r.manifest_json, "load.concurrency")) {
+  const record::LoadSection& load = r.manifest.load;
+  if (load.concurrency) {
     kind = "concurrency";
-    level = *c;
-  } else if (const auto rate = number_at(r.manifest_json, "load.rate_per_s")) {
+    level = static_cast<double>(*load.concurrency);
+  } else if (load.rate_per_s) {
     kind = "rate";
-    level = *rate;
+    level = *load.rate_per_s;
   }
 }
 
 std::int64_t repetition_of(const RunRecord& r) {
-  return static_cast<std::int64_t>(
-      number_at(r.manifest_json, "workload.protocol.repetition").value_or(1));
+  return static_cast<std::int64_t>(r.manifest.workload.protocol.repetition.value_or(1));
 }
 
 std::optional<std::size_t> median_repetition(const std::vector<std::optional<double>>& values) {

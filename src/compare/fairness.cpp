@@ -137,14 +137,19 @@ json::value at(const json::object& root, const std::string& path) {
   return v == nullptr ? json::value(nullptr) : *v;
 }
 
+template <typename T>
+json::value or_null(const std::optional<T>& v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
+
 /// Whether the record states that its host has no GPU: `hardware.gpus` is empty and either
 /// dyno's telemetry looked (it was not off: the GPU sources found none), or the imported file
 /// said so (an empty list without a reason in hardware.unknown.gpus). An empty list left by
 /// telemetry off, or by a file that does not say, is no identity.
 bool states_no_gpu(const RunRecord& r) {
-  const json::value* gpus = find_path(r.manifest_json, "hardware.gpus");
-  if (gpus == nullptr || !gpus->is_array() || !gpus->get_array().empty()) return false;
-  if (r.imported()) return !string_at(r.manifest_json, "hardware.unknown.gpus").has_value();
+  const record::HardwareIdentity& hw = r.manifest.hardware;
+  if (!hw.gpus.empty()) return false;
+  if (r.imported()) return !hw.unknown_reason("gpus").has_value();
   const auto mode = string_at(r.manifest_json, "telemetry.mode");
   return mode.has_value() && *mode != "off";
 }
@@ -154,21 +159,17 @@ bool states_no_gpu(const RunRecord& r) {
 /// its GPUs or a GPU lacks the field.
 json::value gpu_list(const RunRecord& r, const char* check) {
   if (states_no_gpu(r)) return json::array();
-  const json::value* gpus = find_path(r.manifest_json, "hardware.gpus");
-  if (gpus == nullptr || !gpus->is_array() || gpus->get_array().empty()) return nullptr;
+  const std::vector<record::DeviceEntry>& gpus = r.manifest.hardware.gpus;
+  if (gpus.empty()) return nullptr;
   json::array out;
-  for (const auto& g : gpus->get_array()) {
-    if (!g.is_object()) return nullptr;
-    const json::object& o = g.get_object();
+  for (const record::DeviceEntry& g : gpus) {
     const std::string c = check;
     if (c == "gpu_model") {
-      const auto name = string_at(o, "name");
-      if (!name) return nullptr;
-      const json::value* mem = o.if_contains("memory_total_bytes");
-      out.push_back(json::object{
-          {"name", *name}, {"memory_total_bytes", mem == nullptr ? json::value(nullptr) : *mem}});
+      if (!g.name) return nullptr;
+      out.push_back(
+          json::object{{"name", *g.name}, {"memory_total_bytes", or_null(g.memory_total_bytes)}});
     } else {
-      const auto v = string_at(o, c == "driver" ? "driver" : "uuid");
+      const std::optional<std::string>& v = c == "driver" ? g.driver : g.uuid;
       if (!v || v->empty()) return nullptr;
       out.push_back(json::value(*v));
     }
@@ -218,27 +219,37 @@ bool missing(const json::value& v);
 
 json::value value_of(const RunRecord& r, const std::string& check) {
   if (r.imported() && unanswered_by_import(check)) return nullptr;
-  if (check == "request_stream") return at(r.manifest_json, "workload.request_stream.sha256");
+  const record::Manifest& m = r.manifest;
+  if (check == "request_stream") {
+    const std::string& sha = m.workload.request_stream.sha256;  // "": null, an import's
+    return sha.empty() ? json::value(nullptr) : json::value(sha);
+  }
   if (check == "request_count") return at(r.summary_json, "requests.total");
   if (check == "input_tokens") return at(r.summary_json, "tokens.input_total");
-  if (check == "sampling") return at(r.manifest_json, "workload.sampling");
-  if (check == "api") return at(r.manifest_json, "workload.api");
-  if (check == "warmup") return at(r.manifest_json, "workload.warmup_requests");
+  if (check == "sampling") return m.workload.sampling;
+  if (check == "api") return json::value(m.workload.api);
+  if (check == "warmup") return json::value(m.workload.warmup_requests);
   if (check == "load") return at(r.manifest_json, "load");
   if (check == "model_revision" || check == "model_fingerprint") {
-    json::value v =
-        at(r.manifest_json, check == "model_revision" ? "model.revision" : "model.fingerprint");
+    json::value v = or_null(check == "model_revision" ? m.model.revision : m.model.fingerprint);
     if (missing(v) && embedded_sim(r)) return json::value(kSimulatedModel);
     return v;
   }
   if (check == "driver" || check == "gpu_model" || check == "gpu_uuid") {
     return gpu_list(r, check.c_str());
   }
-  if (check == "harness") return at(r.manifest_json, "harness.executable_sha256");
-  if (check == "dirty_sources") return at(r.manifest_json, "harness.git_dirty");
+  if (check == "harness") return or_null(m.harness.executable_sha256);
+  if (check == "dirty_sources") return json::value(m.harness.git_dirty);
   if (check == "engine_dirty_sources") return at(r.manifest_json, "engine.source.dirty");
   if (check == "engine_commit") return at(r.manifest_json, "engine.source.commit");
   return nullptr;
+}
+
+/// model.unknown.revision or .fingerprint: why the record has none.
+std::optional<std::string> model_unknown(const RunRecord& r, const std::string& check) {
+  const std::optional<record::TextMap>& unknown = r.manifest.model.unknown;
+  if (!unknown) return std::nullopt;
+  return unknown->get(check == "model_revision" ? "revision" : "fingerprint");
 }
 
 std::string note_of(const RunRecord& r, const std::string& check) {
@@ -250,8 +261,7 @@ std::string note_of(const RunRecord& r, const std::string& check) {
     if (check == "load") return origin + ": the file states its load, not dyno's schedule";
     if (unanswered_by_import(check)) return origin + ": not in the imported file";
     if (check == "driver" || check == "gpu_model" || check == "gpu_uuid") {
-      return origin + ": " +
-             string_at(r.manifest_json, "hardware.unknown.gpus").value_or("no GPU identity");
+      return origin + ": " + r.manifest.hardware.unknown_reason("gpus").value_or("no GPU identity");
     }
     if (check == "engine_dirty_sources" || check == "engine_commit") {
       return origin + ": " +
@@ -259,16 +269,12 @@ std::string note_of(const RunRecord& r, const std::string& check) {
                  .value_or("not in the imported file");
     }
     if (check == "model_revision" || check == "model_fingerprint") {
-      const char* key =
-          check == "model_revision" ? "model.unknown.revision" : "model.unknown.fingerprint";
-      return origin + ": " + string_at(r.manifest_json, key).value_or("not in the imported file");
+      return origin + ": " + model_unknown(r, check).value_or("not in the imported file");
     }
     return origin + ": not in the imported file";
   }
   if (check == "model_revision" || check == "model_fingerprint") {
-    const auto why =
-        string_at(r.manifest_json, std::string("model.unknown.") +
-                                       (check == "model_revision" ? "revision" : "fingerprint"));
+    const auto why = model_unknown(r, check);
     return why ? *why : "not in the record";
   }
   if (check == "driver" || check == "gpu_model" || check == "gpu_uuid") return gpu_note(r);

@@ -471,7 +471,7 @@ BoardInput load_board_input(const fs::path& runs_root, const std::vector<ArmSpec
   }
   std::set<std::string> campaigns;
   for (const auto& kv : loaded) {
-    if (const auto c = string_at(kv.second->manifest_json, "campaign")) {
+    if (const std::optional<std::string>& c = kv.second->manifest.campaign) {
       campaigns.insert(*c);
       if (index == nullptr || in.campaigns.count(*c) != 0) continue;
       if (auto doc = index->campaign_of(kv.first, *c)) in.campaigns[*c] = std::move(*doc);

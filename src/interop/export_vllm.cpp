@@ -304,12 +304,8 @@ json::object export_vllm_bench(const ExportRecord& record) {
                       "start_times cannot be made" +
                       hint);
   }
-  const json::value* model = m.model.if_contains("id");
-  if (model == nullptr || !model->is_string()) {
-    throw ExportError("run " + id +
-                      " names no model (manifest model.id is null): vLLM's "
-                      "model_id is required");
-  }
+  // model.id is a string in every record read (the manifest's reader requires it).
+  const std::string& model = m.model.id;
   const VllmRequests requests = vllm_requests(record.traces, id);
   if (requests.ok.empty()) {
     throw ExportError("run " + id +
@@ -327,8 +323,8 @@ json::object export_vllm_bench(const ExportRecord& record) {
   o["endpoint_type"] = backend;
   o["backend"] = backend;
   o["label"] = m.label ? json::value(*m.label) : json::value(nullptr);
-  o["model_id"] = *model;
-  o["tokenizer_id"] = *model;
+  o["model_id"] = model;
+  o["tokenizer_id"] = model;
   o["num_prompts"] = requests.ok.size();
   o["dyno_run_id"] = id;  // as vLLM's --metadata KEY=VALUE: a top-level key of its own
   if (m.load.rate_per_s) {

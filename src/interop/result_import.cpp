@@ -62,35 +62,38 @@ json::object engine_json(const ImportedResult& r, const ImportWriteOptions& o) {
   return e;
 }
 
-json::object model_json(const ImportedResult& r, const ImportWriteOptions& o,
-                        const std::string& file_name) {
+record::ModelIdentity model_identity(const ImportedResult& r, const ImportWriteOptions& o,
+                                     const std::string& file_name) {
   const std::optional<std::string> id = o.model ? o.model : r.model_id;
   if (!id || id->empty()) {
     throw ImportFileError(file_name +
                           ": the file names no model; give it with --model (a record's "
                           "model.id is required)");
   }
-  return json::object{
-      {"id", *id},
-      {"revision", nullptr},
-      {"fingerprint", nullptr},
-      {"unknown", json::object{{"revision", kNotInFile}, {"fingerprint", kNotInFile}}}};
+  record::ModelIdentity m;
+  m.id = *id;
+  m.unknown = record::TextMap{{{"revision", kNotInFile}, {"fingerprint", kNotInFile}}};
+  return m;
 }
 
-json::object hardware_json(const ImportedResult& r) {
-  json::object unknown{{"host", kNotInFile}};
-  if (!r.cpu_model) unknown["cpu_model"] = kNotInFile;
-  unknown["cpu_cores"] = kNotInFile;
-  unknown["ram_bytes"] = kNotInFile;
+record::HardwareIdentity hardware_identity(const ImportedResult& r) {
+  record::TextMap unknown{{{"host", kNotInFile}}};
+  if (!r.cpu_model) unknown.set("cpu_model", kNotInFile);
+  unknown.set("cpu_cores", kNotInFile);
+  unknown.set("ram_bytes", kNotInFile);
   // No GPUs in the file, or GPUs it names only in part (a ledger's GPU model: no vendor).
-  if (!r.gpus) unknown["gpus"] = r.gpus_unknown.empty() ? kNotInFile : r.gpus_unknown;
-  if (r.gpus && !r.gpus_unknown.empty()) unknown["gpus"] = r.gpus_unknown;
-  return json::object{{"host", nullptr},
-                      {"cpu_model", r.cpu_model ? json::value(*r.cpu_model) : nullptr},
-                      {"cpu_cores", nullptr},
-                      {"ram_bytes", nullptr},
-                      {"gpus", r.gpus ? *r.gpus : json::array{}},
-                      {"unknown", std::move(unknown)}};
+  if (!r.gpus) unknown.set("gpus", r.gpus_unknown.empty() ? kNotInFile : r.gpus_unknown);
+  if (r.gpus && !r.gpus_unknown.empty()) unknown.set("gpus", r.gpus_unknown);
+  record::HardwareIdentity h;
+  h.cpu_model = r.cpu_model;
+  if (r.gpus) {
+    // The file's readers name its GPUs as JSON (import_json.h named_gpu): typed here.
+    for (const json::value& g : *r.gpus) {
+      h.gpus.push_back(record::device_from_json(g.as_object(), "hardware.gpus[]"));
+    }
+  }
+  h.unknown = std::move(unknown);
+  return h;
 }
 
 /// summary.json: the figures, and what an imported record cannot have (client cost, energy,
@@ -253,11 +256,12 @@ ImportOutcome write_imported_record(const ImportedResult& r, const ImportEvidenc
   m.source->imported_at = m.started_at;
   m.harness = o.harness;
   m.engine = engine_json(r, o);
-  m.model = model_json(r, o, file_name);
-  m.hardware = hardware_json(r);
-  m.workload.protocol = json::object{{"name", "import"}, {"version", 1}};
-  if (r.pairs_as) m.workload.protocol["pairs_as"] = *r.pairs_as;
-  if (r.cell) m.workload.protocol["cell"] = *r.cell;
+  m.model = model_identity(r, o, file_name);
+  m.hardware = hardware_identity(r);
+  m.workload.protocol.name = "import";
+  m.workload.protocol.version = 1;
+  m.workload.protocol.pairs_as = r.pairs_as;
+  m.workload.protocol.cell = r.cell;
   m.workload.api = import_api(r, o.api, file_name);
   m.workload.request_stream.source = "import:" + r.source.format + ":" + file_name;
   m.workload.request_stream.count = r.requests;

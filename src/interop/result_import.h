@@ -86,7 +86,7 @@ struct ImportWriteOptions {
   std::optional<std::string> model;   ///< --model: when the file names none, or to correct it
   std::optional<std::string> engine;  ///< --engine: the engine's name (the file rarely says)
   std::optional<std::string> api;     ///< --api: the endpoint, when the file does not say
-  boost::json::object harness;        ///< the dyno that imports (manifest `harness`)
+  record::HarnessIdentity harness;    ///< the dyno that imports (manifest `harness`)
   std::chrono::system_clock::time_point now = std::chrono::system_clock::now();
 };
 

@@ -110,11 +110,14 @@ void Campaign::run_cell(const CellPlan& cell, const CellRunner& run,
     session::CellSpec spec = cell.spec_for(r);
     spec.campaign = id_;
     spec.label = label_;
-    spec.protocol =
-        json::object{{"name", plan_.name},         {"version", plan_.version},
-                     {"params", plan_.params},     {"cell", cell.name},
-                     {"cell_params", cell.params}, {"repetition", r + 1},
-                     {"repetitions", repeat},      {"selection", selection_json(result.metric)}};
+    spec.protocol.name = plan_.name;
+    spec.protocol.version = plan_.version;
+    spec.protocol.params = plan_.params;
+    spec.protocol.cell = cell.name;
+    spec.protocol.cell_params = cell.params;
+    spec.protocol.repetition = r + 1;
+    spec.protocol.repetitions = repeat;
+    spec.protocol.selection = record::ProtocolSelection{"median", result.metric, repeat, {}};
     std::string line = "dyno " + plan_.name + ": cell " + cell.name;
     if (repeat > 1) {
       line += " (repetition " + std::to_string(r + 1) + " of " + std::to_string(repeat) + ")";

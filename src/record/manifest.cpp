@@ -27,7 +27,7 @@ using Reader = ObjectReader;
 json::object workload_to_json(const WorkloadSection& w) {
   const RequestStreamRef& s = w.request_stream;
   json::object o{
-      {"protocol", w.protocol},
+      {"protocol", protocol_to_json(w.protocol)},
       {"api", w.api},
       {"request_stream",
        json::object{{"source", s.source},
@@ -151,7 +151,7 @@ EngineExit engine_exit_from(const Reader& r) {
 
 WorkloadSection workload_from(const Reader& r) {
   WorkloadSection w;
-  w.protocol = r.object_value("protocol");
+  w.protocol = protocol_from_json(r.object("protocol").raw());
   w.api = r.string("api");
   const Reader s = r.object("request_stream");
   w.request_stream.source = s.string("source");
@@ -258,7 +258,7 @@ json::object derived_from_to_json(const DerivedFrom& d) {
                       {"sha256sums_sha256", d.sha256sums_sha256},
                       {"scorer", d.scorer},
                       {"created_at", d.created_at},
-                      {"harness", d.harness}};
+                      {"harness", harness_to_json(d.harness)}};
 }
 
 json::object source_to_json(const ImportSource& s) {
@@ -292,7 +292,7 @@ DerivedFrom derived_from_from(const Reader& r) {
   d.sha256sums_sha256 = r.string("sha256sums_sha256");
   d.scorer = r.at("scorer");
   d.created_at = r.string("created_at");
-  d.harness = r.object_value("harness");
+  d.harness = harness_from_json(r.object("harness").raw(), r.name("harness"));
   return d;
 }
 
@@ -314,10 +314,10 @@ json::object manifest_to_json(const Manifest& m) {
   if (m.derived_from) o["derived_from"] = derived_from_to_json(*m.derived_from);
   if (m.source) o["source"] = source_to_json(*m.source);
   if (m.merged_from) o["merged_from"] = merged_from_to_json(*m.merged_from);
-  o["harness"] = m.harness;
+  o["harness"] = harness_to_json(m.harness);
   o["engine"] = engine_to_json(m);
-  o["model"] = m.model;
-  o["hardware"] = m.hardware;
+  o["model"] = model_to_json(m.model);
+  o["hardware"] = hardware_to_json(m.hardware);
   o["workload"] = workload_to_json(m.workload);
   o["load"] = load_to_json(m.load);
   if (m.shard) o["shard"] = shard_to_json(*m.shard);
@@ -345,15 +345,15 @@ Manifest manifest_from_json(const json::object& object) {
   if (object.contains("source")) m.source = source_from(r.object("source"));
   if (object.contains("merged_from")) m.merged_from = merged_from_from(r.object("merged_from"));
   if (object.contains("shard")) m.shard = shard_from(r.object("shard"));
-  m.harness = r.object_value("harness");
+  m.harness = harness_from_json(r.object("harness").raw());
   m.engine = r.object_value("engine");
   if (const json::value* exit = m.engine.if_contains("exit"); exit != nullptr) {
     if (!exit->is_object()) malformed("engine.exit", "is not an object");
     m.engine_exit = engine_exit_from(Reader(exit->as_object(), "engine.exit", "manifest.json"));
     m.engine.erase("exit");
   }
-  m.model = r.object_value("model");
-  m.hardware = r.object_value("hardware");
+  m.model = model_from_json(r.object("model").raw());
+  m.hardware = hardware_from_json(r.object("hardware").raw());
   m.workload = workload_from(r.object("workload"));
   m.load = load_from(r.object("load"));
   const Reader slo = r.object("slo");

@@ -1,9 +1,10 @@
 // The run record's manifest.json as a typed value (docs/record.md, docs/schema/
 // manifest.schema.json). The record module owns the schema, so it owns this form: `run_cell`
 // fills a Manifest and RunWriter writes `manifest_to_json(m)`; nothing else assembles manifest
-// JSON by hand. Sections whose shape belongs to another module's description of the world
-// (harness, engine, model, hardware, telemetry, the workload's protocol and sampling) stay JSON
-// objects, made by their owners.
+// JSON by hand. The identity sections (harness, model, hardware) and the workload's protocol
+// are typed in manifest_sections.h; those whose shape belongs to another module's description
+// of the world (engine, telemetry, the workload's sampling) stay JSON objects, made by their
+// owners.
 #pragma once
 
 #include <boost/json/object.hpp>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "metrics/summary.h"
+#include "record/manifest_sections.h"
 
 namespace dyno::record {
 
@@ -27,8 +29,8 @@ struct RequestStreamRef {
 };
 
 struct WorkloadSection {
-  boost::json::object protocol;  ///< name, version, params, cell… (docs/protocols.md)
-  std::string api = "chat";      ///< chat | completions
+  ProtocolRef protocol;      ///< name, version, params, cell… (docs/protocols.md)
+  std::string api = "chat";  ///< chat | completions
   RequestStreamRef request_stream;
   boost::json::object sampling;  ///< what the flags set (the stream's own values win)
   std::uint64_t warmup_requests = 0;
@@ -168,7 +170,7 @@ struct DerivedFrom {
   std::string sha256sums_sha256;  ///< of the source's SHA256SUMS (so: of every file it holds)
   boost::json::value scorer;      ///< what --scorer gave (name or object); null: the requests' own
   std::string created_at;         ///< ISO 8601 UTC
-  boost::json::object harness;    ///< the dyno that derived it (the `harness` shape)
+  HarnessIdentity harness;        ///< the dyno that derived it
 };
 
 /// source: where an imported record came from (`dyno import`; docs/interop.md).
@@ -204,11 +206,11 @@ struct Manifest {
   std::optional<ImportSource> source;       ///< only in an imported record
   std::optional<MergedFrom> merged_from;    ///< only in a merged record
   std::optional<ShardSection> shard;        ///< only in a shard's record
-  boost::json::object harness;
+  HarnessIdentity harness;
   boost::json::object engine;
   std::optional<EngineExit> engine_exit;  ///< written as engine.exit
-  boost::json::object model;
-  boost::json::object hardware;
+  ModelIdentity model;
+  HardwareIdentity hardware;
   WorkloadSection workload;
   LoadSection load;
   metrics::Slo slo;

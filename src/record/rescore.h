@@ -14,6 +14,7 @@
 
 #include "error/error.h"
 #include "metrics/trace.h"
+#include "record/manifest_sections.h"
 #include "workload/request.h"
 
 namespace dyno::record {
@@ -58,7 +59,7 @@ struct RescoreOptions {
   std::filesystem::path runs_root;   ///< where the derived record is written
   std::optional<std::string> label;  ///< default: the source's label + "-rescore", or "rescore"
   std::optional<workload::Expectation> scorer;  ///< --scorer (workload::parse_scorer_spec)
-  boost::json::object harness;                  ///< the dyno that derives (manifest `harness`)
+  HarnessIdentity harness;                      ///< the dyno that derives (manifest `harness`)
   std::chrono::system_clock::time_point now = std::chrono::system_clock::now();
 };
 

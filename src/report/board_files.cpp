@@ -78,28 +78,27 @@ json::object quality_json(const QualityAudit& q) {
 }
 
 json::object run_ref(const RunRecord& r) {
+  const auto or_null = [](const std::optional<std::string>& v) {
+    return v ? json::value(*v) : json::value(nullptr);
+  };
   return json::object{
       {"run_id", r.run_id},
-      {"status",
-       r.manifest_json.contains("status") ? r.manifest_json.at("status") : json::value(nullptr)},
-      {"campaign", r.manifest_json.contains("campaign") ? r.manifest_json.at("campaign")
-                                                        : json::value(nullptr)},
+      {"status", r.manifest.status},
+      {"campaign", or_null(r.manifest.campaign)},
       {"repetition",
        [&r] {
-         const json::value* v = find_path(r.manifest_json, "workload.protocol.repetition");
-         return v == nullptr ? json::value(nullptr) : *v;
+         const std::optional<std::uint64_t>& v = r.manifest.workload.protocol.repetition;
+         return v ? json::value(*v) : json::value(nullptr);
        }()},
       {"sha256sums_sha256",
        r.sums_sha256.empty() ? json::value(nullptr) : json::value(r.sums_sha256)},
       {"intact", r.integrity_problems.empty()},
-      {"source", [&r]() -> json::value {  // an imported run: which tool's file
+      {"source", [&]() -> json::value {  // an imported run: which tool's file
          if (!r.imported()) return nullptr;
-         json::object s;
-         for (const char* k : {"tool", "tool_version", "format", "file", "part", "timing"}) {
-           const json::value* v = find_path(r.manifest_json, std::string("source.") + k);
-           s[k] = v == nullptr ? json::value(nullptr) : *v;
-         }
-         return s;
+         const record::ImportSource& s = *r.manifest.source;
+         return json::object{{"tool", s.tool},          {"tool_version", or_null(s.tool_version)},
+                             {"format", s.format},      {"file", s.file},
+                             {"part", or_null(s.part)}, {"timing", s.timing}};
        }()}};
 }
 

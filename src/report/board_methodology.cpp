@@ -85,19 +85,17 @@ std::string describe_engine(const RunRecord& r) {
 }
 
 std::string describe_model(const RunRecord& r) {
-  const json::object& m = r.manifest_json;
-  return text_at(m, "model.id") + ", revision " + text_at(m, "model.revision") + ", fingerprint " +
-         short_hash(text_at(m, "model.fingerprint"));
+  const record::ModelIdentity& m = r.manifest.model;
+  return m.id + ", revision " + m.revision.value_or("unknown") + ", fingerprint " +
+         short_hash(m.fingerprint.value_or("unknown"));
 }
 
 std::string describe_protocol(const RunRecord& r) {
-  const json::object& m = r.manifest_json;
-  std::string d = text_at(m, "workload.protocol.name", "run") + " v" +
-                  text_at(m, "workload.protocol.version", "1");
-  const json::value* params = compare::find_path(m, "workload.protocol.params");
-  if (params != nullptr && params->is_object() && !params->get_object().empty()) {
+  const record::ProtocolRef& protocol = r.manifest.workload.protocol;
+  std::string d = protocol.name + " v" + std::to_string(protocol.version);
+  if (protocol.params && !protocol.params->empty()) {
     std::vector<std::string> kv;
-    for (const auto& p : params->get_object()) {
+    for (const auto& p : *protocol.params) {
       const std::string v = p.value().is_object() || p.value().is_array()
                                 ? compare::canonical_text(p.value())
                                 : compare::scalar_text(p.value());
@@ -135,19 +133,15 @@ std::string describe_load(const RunRecord& r) {
 }
 
 std::string describe_hardware(const RunRecord& r) {
-  const json::object& m = r.manifest_json;
-  std::string d =
-      text_at(m, "hardware.cpu_model") + " (" + text_at(m, "hardware.cpu_cores") + " cores)";
-  const json::value* gpus = compare::find_path(m, "hardware.gpus");
-  if (gpus == nullptr || !gpus->is_array() || gpus->get_array().empty()) {
-    return d + ", no GPU recorded";
-  }
+  const record::HardwareIdentity& hw = r.manifest.hardware;
+  std::string d = hw.cpu_model.value_or("unknown") + " (" +
+                  (hw.cpu_cores ? std::to_string(*hw.cpu_cores) : "unknown") + " cores)";
+  if (hw.gpus.empty()) return d + ", no GPU recorded";
   std::map<std::string, int> names;
   std::set<std::string> drivers;
-  for (const auto& g : gpus->get_array()) {
-    if (!g.is_object()) continue;
-    names[text_at(g.get_object(), "name")] += 1;
-    drivers.insert(text_at(g.get_object(), "driver"));
+  for (const record::DeviceEntry& g : hw.gpus) {
+    names[g.name.value_or("unknown")] += 1;
+    drivers.insert(g.driver.value_or("unknown"));
   }
   std::vector<std::string> parts;
   for (const auto& [n, k] : names) parts.push_back(std::to_string(k) + "× " + n);
@@ -156,14 +150,10 @@ std::string describe_hardware(const RunRecord& r) {
 }
 
 std::string describe_harness(const RunRecord& r) {
-  const json::object& m = r.manifest_json;
-  const json::value* dirty = compare::find_path(m, "harness.git_dirty");
-  return text_at(m, "harness.name", "dyno") + " " + text_at(m, "harness.version") + " at " +
-         short_hash(text_at(m, "harness.git_commit")) +
-         (dirty != nullptr && dirty->is_bool()
-              ? (dirty->get_bool() ? " (modified tree)" : " (clean tree)")
-              : "") +
-         ", executable sha256 " + short_hash(text_at(m, "harness.executable_sha256"));
+  const record::HarnessIdentity& h = r.manifest.harness;
+  return h.name + " " + h.version + " at " + short_hash(h.git_commit) +
+         (h.git_dirty ? " (modified tree)" : " (clean tree)") + ", executable sha256 " +
+         short_hash(h.executable_sha256.value_or("unknown"));
 }
 
 std::string describe_telemetry(const RunRecord& r) {

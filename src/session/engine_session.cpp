@@ -101,43 +101,38 @@ json::object source_identity(const std::optional<std::string>& checkout) {
 }
 
 /// The model's identity from --model-file / --model-revision; unknown fields give their reason.
-json::object model_identity(const TargetOptions& o, const std::string& model_id) {
-  json::object m{
-      {"id", model_id},
-      {"revision", o.model_revision ? json::value(*o.model_revision) : json::value(nullptr)},
-      {"fingerprint", nullptr}};
-  json::object unknown;
-  if (!o.model_revision) unknown["revision"] = "not given (--model-revision)";
+record::ModelIdentity model_identity_of(const TargetOptions& o, const std::string& model_id) {
+  record::ModelIdentity m;
+  m.id = model_id;
+  m.revision = o.model_revision;
+  record::TextMap unknown;
+  if (!o.model_revision) unknown.set("revision", "not given (--model-revision)");
   if (!o.model_file) {
-    unknown["fingerprint"] = "no weights file given (--model-file)";
+    unknown.set("fingerprint", "no weights file given (--model-file)");
   } else {
     const std::filesystem::path path(*o.model_file);
     about("--model-file", [&] {
       if (path.extension() == ".gguf") {
         const record::GgufInfo g = record::read_gguf(path);
-        m["format"] = "gguf";
-        m["fingerprint"] = g.fingerprint;
-        m["architecture"] = g.architecture;
-        m["parameter_count"] = g.parameter_count;
-        m["quantization"] = g.quantization;
-        m["context_length"] =
-            g.context_length ? json::value(*g.context_length) : json::value(nullptr);
-        m["tokenizer_model"] = g.tokenizer_model;
+        m.format = "gguf";
+        m.fingerprint = g.fingerprint;
+        m.architecture = g.architecture;
+        m.parameter_count = g.parameter_count;
+        m.quantization = g.quantization;
+        m.context_length = g.context_length;
+        m.tokenizer_model = g.tokenizer_model;
       } else {
         const record::SafetensorsInfo st = record::read_safetensors({path});
-        m["format"] = "safetensors";
-        m["fingerprint"] = st.fingerprint;
-        m["parameter_count"] = st.parameter_count;
-        json::object dtypes;
-        for (const auto& [dtype, n] : st.dtypes) dtypes[dtype] = n;
-        m["dtypes"] = std::move(dtypes);
-        m["shards"] = st.files.size();
+        m.format = "safetensors";
+        m.fingerprint = st.fingerprint;
+        m.parameter_count = st.parameter_count;
+        m.dtypes.emplace(st.dtypes.begin(), st.dtypes.end());
+        m.shards = st.files.size();
       }
-      m["fingerprint_method"] =
-          "sha256 over the header, metadata and tensor table (not the weights)";
+      m.fingerprint_method = "sha256 over the header, metadata and tensor table (not the weights)";
     });
   }
-  if (!unknown.empty()) m["unknown"] = std::move(unknown);
+  if (!unknown.empty()) m.unknown = std::move(unknown);
   return m;
 }
 
@@ -262,7 +257,7 @@ EngineSession::EngineSession(const TargetOptions& target,
   if (o.timeout_s) config_.total_timeout = to_ms(*o.timeout_s);
   config_.derive_timeouts = true;  // a request without a limit gets one from its size
   if (o.idle_timeout_s > 0) config_.idle_timeout = to_ms(o.idle_timeout_s);
-  model_json_ = model_identity(o, model_);
+  model_identity_ = model_identity_of(o, model_);
   if (o.url) {  // what the server says it is (name, version, model), from its own endpoints
     reported_ = engine::query_engine_identity(url_text, engine::known_identity_paths(),
                                               config_.api_key, config_.tls_verify, config_.ca_file);

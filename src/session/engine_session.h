@@ -15,6 +15,7 @@
 #include "error/error.h"
 #include "load/runner.h"
 #include "metrics/summary.h"
+#include "record/manifest_sections.h"
 #include "session/options.h"
 #include "sim/profile.h"
 #include "telemetry/energy_report.h"
@@ -68,10 +69,10 @@ class EngineSession {
   workload::Api api() const { return config_.api; }
   /// The manifest's `engine` object (no host, no key) for cell `cell_index` of this engine.
   boost::json::object engine_json(std::uint64_t cell_index = 0) const;
-  /// The manifest's `model` object: id, revision and the fingerprint of --model-file (GGUF:
-  /// header + metadata + tensor table; safetensors: every shard's JSON header), each unknown
-  /// field with its reason.
-  const boost::json::object& model_json() const { return model_json_; }
+  /// The manifest's `model`: id, revision and the fingerprint of --model-file (GGUF: header +
+  /// metadata + tensor table; safetensors: every shard's JSON header), each unknown field with
+  /// its reason.
+  const record::ModelIdentity& model_identity() const { return model_identity_; }
   /// GET /metrics of the engine (Prometheus text); nullopt when it has none (remembered, so a
   /// missing endpoint costs one request per command) or the request failed.
   std::optional<std::string> scrape_metrics();
@@ -107,7 +108,7 @@ class EngineSession {
   std::string plugin_config_;
   std::string plugin_file_;  ///< file name only: the record never holds the host's paths
   std::string plugin_sha256_;
-  boost::json::object model_json_;
+  record::ModelIdentity model_identity_;
   std::unique_ptr<transport::TokenizeClient> metrics_client_;
   bool metrics_missing_ = false;
   std::unique_ptr<telemetry::Monitor> monitor_;

@@ -62,13 +62,12 @@ std::string read_first_match(const char* path, const std::string& prefix) {
 
 /// A short line naming the hardware, e.g. "2× NVIDIA H200 (141 GiB) · AMD EPYC 9654 · 192
 /// cores" or "no GPU seen · Intel Xeon · 2 cores": GPUs grouped by name and memory, in order.
-std::string hardware_label(const json::object& hw) {
+std::string hardware_label(const record::HardwareIdentity& hw) {
   std::vector<std::pair<std::string, int>> groups;
-  for (const auto& g : hw.at("gpus").as_array()) {
-    const auto& o = g.as_object();
-    std::string name = o.at("name").is_string() ? std::string(o.at("name").as_string()) : "GPU";
-    if (const auto* mem = o.if_contains("memory_total_bytes"); mem != nullptr && mem->is_number()) {
-      const double gib = mem->to_number<double>() / (1024.0 * 1024.0 * 1024.0);
+  for (const record::DeviceEntry& g : hw.gpus) {
+    std::string name = g.name.value_or("GPU");
+    if (g.memory_total_bytes) {
+      const double gib = static_cast<double>(*g.memory_total_bytes) / (1024.0 * 1024.0 * 1024.0);
       name += " (" + std::to_string(static_cast<long long>(std::lround(gib))) + " GiB)";
     }
     if (!groups.empty() && groups.back().first == name) {
@@ -82,69 +81,65 @@ std::string hardware_label(const json::object& hw) {
     label += (label.empty() ? "" : " + ") + (n > 1 ? std::to_string(n) + "\u00d7 " : "") + name;
   }
   if (label.empty()) label = "no GPU seen";
-  if (hw.at("cpu_model").is_string())
-    label += " \u00b7 " + std::string(hw.at("cpu_model").as_string());
-  return label + " \u00b7 " + std::to_string(hw.at("cpu_cores").to_number<std::int64_t>()) +
-         " cores";
+  if (hw.cpu_model) label += " \u00b7 " + *hw.cpu_model;
+  return label + " \u00b7 " + std::to_string(hw.cpu_cores.value_or(0)) + " cores";
 }
 
 /// The host's identity; `gpus` is filled from telemetry. Every field left null (and an empty
 /// `gpus`) has its reason in `unknown`.
-json::object hardware_identity(const telemetry::Monitor* monitor) {
-  json::object hw;
-  json::object unknown;
+record::HardwareIdentity hardware_identity(const telemetry::Monitor* monitor) {
+  record::HardwareIdentity hw;
+  record::TextMap unknown;
   char host[256] = {0};
   if (gethostname(host, sizeof host - 1) == 0) {
-    hw["host"] = host;
+    hw.host = host;
   } else {
-    hw["host"] = nullptr;
-    unknown["host"] = "gethostname failed";
+    unknown.set("host", "gethostname failed");
   }
   const std::string cpu = read_first_match("/proc/cpuinfo", "model name");
-  hw["cpu_model"] = cpu.empty() ? json::value(nullptr) : json::value(cpu);
-  if (cpu.empty()) unknown["cpu_model"] = "/proc/cpuinfo has no 'model name' line";
-  hw["cpu_cores"] = std::thread::hardware_concurrency();
+  if (!cpu.empty()) hw.cpu_model = cpu;
+  if (cpu.empty()) unknown.set("cpu_model", "/proc/cpuinfo has no 'model name' line");
+  hw.cpu_cores = std::thread::hardware_concurrency();
   const std::string mem = read_first_match("/proc/meminfo", "MemTotal");
   if (!mem.empty()) {
-    hw["ram_bytes"] = static_cast<std::int64_t>(std::stoll(mem)) * 1024;
+    hw.ram_bytes = static_cast<std::int64_t>(std::stoll(mem)) * 1024;
   } else {
-    hw["ram_bytes"] = nullptr;
-    unknown["ram_bytes"] = "/proc/meminfo has no MemTotal line";
+    unknown.set("ram_bytes", "/proc/meminfo has no MemTotal line");
   }
-  hw["gpus"] = monitor != nullptr ? telemetry::gpu_identities(*monitor) : json::array();
-  if (hw["gpus"].as_array().empty()) {
-    unknown["gpus"] =
+  if (monitor != nullptr) hw.gpus = telemetry::gpu_identities(*monitor);
+  if (hw.gpus.empty()) {
+    unknown.set(
+        "gpus",
         monitor == nullptr
             ? "telemetry off (--telemetry off): GPUs are identified by their telemetry source"
-            : "no GPU telemetry source is available on this host (NVML, amdgpu; see dyno doctor)";
+            : "no GPU telemetry source is available on this host (NVML, amdgpu; see dyno doctor)");
   }
-  hw["unknown"] = std::move(unknown);
-  hw["label"] = hardware_label(hw);
+  hw.unknown = std::move(unknown);
+  hw.label = hardware_label(hw);
   return hw;
 }
 
 /// Computed once per process: hashing the executable is not free.
-const json::object& harness_identity() {
-  static const json::object identity = [] {
-    json::object h;
-    h["name"] = "dyno";
-    h["version"] = build_info::kVersion;
-    h["git_commit"] = build_info::kGitCommit;
-    h["git_dirty"] = build_info::kGitDirty;
-    h["build_type"] = build_info::kBuildType;
-    json::object unknown;
+const record::HarnessIdentity& harness_identity() {
+  static const record::HarnessIdentity identity = [] {
+    record::HarnessIdentity h;
+    h.name = "dyno";
+    h.version = build_info::kVersion;
+    h.git_commit = build_info::kGitCommit;
+    h.git_dirty = build_info::kGitDirty;
+    h.build_type = build_info::kBuildType;
+    record::TextMap unknown;
     if (std::string(build_info::kGitCommit) == "unknown") {
-      unknown["git_commit"] = "dyno was built outside a git checkout";
+      unknown.set("git_commit", "dyno was built outside a git checkout");
     }
     try {
       // Remembered across runs by the file's identity (record/digest_cache.h).
-      h["executable_sha256"] =
+      h.executable_sha256 =
           record::cached_sha256_hex_file("/proc/self/exe", record::default_cache_dir());
     } catch (const digest::FileError& e) {
-      h["executable_sha256"] = nullptr;
-      unknown["executable_sha256"] = e.what();  // "cannot read /proc/self/exe: <reason>"
+      unknown.set("executable_sha256", e.what());  // "cannot read /proc/self/exe: <reason>"
     }
-    if (!unknown.empty()) h["unknown"] = std::move(unknown);
+    if (!unknown.empty()) h.unknown = std::move(unknown);
     return h;
   }();
   return identity;

@@ -3,7 +3,7 @@
 // peak memory — read from the kernel and /proc, apart from the cell's steps (run_cell.cpp).
 #pragma once
 
-#include <boost/json/object.hpp>
+#include "record/manifest_sections.h"
 
 namespace dyno::telemetry {
 class Monitor;
@@ -13,12 +13,12 @@ namespace dyno::session {
 
 /// The dyno that runs now, as a manifest's `harness` says it (name, version, git commit and
 /// dirty flag, build type, the executable's SHA-256, `unknown` reasons); computed once.
-const boost::json::object& harness_identity();
+const record::HarnessIdentity& harness_identity();
 
 /// The host's identity (manifest `hardware`): host name, CPU model and cores, RAM, and `gpus`
 /// from `monitor`'s telemetry (empty without it); every field left null, and an empty `gpus`,
 /// has its reason in `unknown`; `label` a short line naming it all.
-boost::json::object hardware_identity(const telemetry::Monitor* monitor);
+record::HardwareIdentity hardware_identity(const telemetry::Monitor* monitor);
 
 /// The whole process's CPU time (user + system), in seconds.
 double cpu_seconds_self();

@@ -197,7 +197,7 @@ record::Manifest open_manifest(EngineSession& engine, const CellSpec& cell,
   m.started_at = record::iso8601_utc(started);
   m.harness = harness_identity();
   m.engine = engine.engine_json(engine.begin_cell());
-  m.model = engine.model_json();
+  m.model = engine.model_identity();
   m.hardware = hardware_identity(engine.monitor());
   m.workload.protocol = cell.protocol;
   m.workload.api = engine.api() == workload::Api::kChat ? "chat" : "completions";

@@ -36,7 +36,7 @@ struct CellSpec {
   metrics::Slo slo;
   std::string slo_text;
   std::string load_text;         ///< for the console
-  boost::json::object protocol;  ///< manifest workload.protocol (name, version, params, cell…)
+  record::ProtocolRef protocol;  ///< manifest workload.protocol (name, version, params, cell…)
   std::optional<std::string> campaign;
   std::string label;
   boost::json::object sampling;  ///< manifest workload.sampling

@@ -37,28 +37,31 @@ bool reports_power(const DeviceIdentity& d) {
          d.capabilities.count(Capability::kPowerAverage) > 0;
 }
 
-json::array capability_names(const DeviceIdentity& d) {
-  json::array a;
-  for (Capability c : d.capabilities) a.push_back(json::value(to_string(c)));
-  return a;
+/// The device as the record names it (manifest hardware.gpus[] and telemetry's devices).
+record::DeviceEntry device_entry(const DeviceIdentity& d) {
+  const auto text = [](const std::string& s) {
+    return s.empty() ? std::nullopt : std::optional<std::string>(s);
+  };
+  record::DeviceEntry e;
+  e.vendor = d.vendor;
+  e.kind = d.kind;
+  e.index = static_cast<std::uint64_t>(d.index);
+  e.name = text(d.name);
+  e.uuid = text(d.uuid);
+  e.pci_bus_id = text(d.pci_bus_id);
+  e.driver = text(d.driver);
+  e.memory_total_bytes = d.memory_total_bytes;
+  e.power_limit_w = d.power_limit_w;
+  for (Capability c : d.capabilities) e.capabilities.emplace_back(to_string(c));
+  if (!d.details.empty()) {
+    e.details.emplace();
+    for (const auto& [k, v] : d.details) e.details->set(k, v);
+  }
+  return e;
 }
 
 json::object identity_json(const DeviceIdentity& d) {
-  json::object o{
-      {"vendor", d.vendor},
-      {"kind", d.kind},
-      {"index", d.index},
-      {"name", d.name.empty() ? json::value(nullptr) : json::value(d.name)},
-      {"uuid", d.uuid.empty() ? json::value(nullptr) : json::value(d.uuid)},
-      {"pci_bus_id", d.pci_bus_id.empty() ? json::value(nullptr) : json::value(d.pci_bus_id)},
-      {"driver", d.driver.empty() ? json::value(nullptr) : json::value(d.driver)},
-      {"memory_total_bytes", inum(d.memory_total_bytes)},
-      {"power_limit_w", num(d.power_limit_w)},
-      {"capabilities", capability_names(d)}};
-  json::object details;
-  for (const auto& [k, v] : d.details) details[k] = v;
-  if (!details.empty()) o["details"] = std::move(details);
-  return o;
+  return record::device_to_json(device_entry(d));
 }
 
 /// Every (source, device) pair of the available sources.
@@ -272,10 +275,10 @@ json::object telemetry_manifest(const Monitor* monitor, const std::string& mode,
   return t;
 }
 
-json::array gpu_identities(const Monitor& monitor) {
-  json::array gpus;
+std::vector<record::DeviceEntry> gpu_identities(const Monitor& monitor) {
+  std::vector<record::DeviceEntry> gpus;
   for_each_device(monitor, [&](std::size_t, std::size_t, const Probe&, const DeviceIdentity& d) {
-    if (is_gpu(d)) gpus.push_back(identity_json(d));
+    if (is_gpu(d)) gpus.push_back(device_entry(d));
   });
   return gpus;
 }

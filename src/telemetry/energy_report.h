@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "metrics/summary.h"
+#include "record/manifest_sections.h"
 #include "telemetry/monitor.h"
 
 namespace dyno::telemetry {
@@ -67,7 +68,7 @@ boost::json::object telemetry_manifest(const Monitor* monitor, const std::string
                                        std::int64_t begin_ns, std::int64_t end_ns);
 
 /// manifest.json's hardware.gpus from the GPU sources' probes.
-boost::json::array gpu_identities(const Monitor& monitor);
+std::vector<record::DeviceEntry> gpu_identities(const Monitor& monitor);
 
 /// telemetry.jsonl: one line per device reading in [begin, end], times from `t0_ns`.
 std::string telemetry_jsonl(const Monitor& monitor, std::int64_t begin_ns, std::int64_t end_ns,

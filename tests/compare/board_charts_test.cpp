@@ -240,7 +240,7 @@ TEST_F(BoardCharts, TheBoardDirectoryListsReferencesAndInlinesThem) {
   for (auto& arm : in.arms) {
     for (auto& r : arm.runs) {
       auto copy = testing::copy_run(r);
-      testing::set_path(copy->manifest_json, "model.id", "<script>alert(1)</script> javascript:x");
+      testing::set_manifest(*copy, "model.id", "<script>alert(1)</script> javascript:x");
       r = copy;
     }
   }
@@ -321,10 +321,9 @@ compare::Board synthetic_board(std::size_t models, std::size_t cells) {
             "r-" + std::to_string(m) + "-" + std::to_string(k) + "-" + (arm == 0 ? "a" : "b");
         auto r = testing::copy_run(testing::make_run(id, arm == 0 ? "a" : "b",
                                                      testing::sequential_traces(e2e), concurrency));
-        testing::set_path(r->manifest_json, "model.id", "model-" + std::to_string(m));
+        testing::set_manifest(*r, "model.id", "model-" + std::to_string(m));
         if (models > 2 && m == 2 && k == 1 && arm == 1) {
-          testing::set_path(r->manifest_json, "workload.request_stream.sha256",
-                            std::string(64, '6'));
+          testing::set_manifest(*r, "workload.request_stream.sha256", std::string(64, '6'));
         }
         in.arms[arm].runs.push_back(r);
       }
@@ -433,11 +432,12 @@ compare::Board ladder_board(std::size_t models) {
         auto r = testing::copy_run(testing::make_run(
             id, arm == 0 ? "a" : "b",
             testing::sequential_traces(e2e, decode ? 256 : 1, std::max(cell.tokens, 1))));
-        testing::set_path(r->manifest_json, "model.id", "model-" + std::to_string(m));
-        testing::set_path(r->manifest_json, "workload.protocol.name", "ladder");
-        testing::set_path(r->manifest_json, "workload.protocol.cell", name);
-        testing::set_path(r->manifest_json, "workload.protocol.cell_params",
-                          boost::json::object{{"kind", cell.kind}, {"target_tokens", cell.tokens}});
+        testing::set_manifest(*r, "model.id", "model-" + std::to_string(m));
+        testing::set_manifest(*r, "workload.protocol.name", "ladder");
+        testing::set_manifest(*r, "workload.protocol.cell", name);
+        testing::set_manifest(
+            *r, "workload.protocol.cell_params",
+            boost::json::object{{"kind", cell.kind}, {"target_tokens", cell.tokens}});
         in.arms[arm].runs.push_back(r);
       }
     }
@@ -575,7 +575,7 @@ TEST_F(BoardCharts, SeveralArmsGetARowEachAndABoardWithoutCellsNoCharts) {
 
   // Two arms that share no cell: every run is unpaired, nothing to draw.
   auto x = testing::copy_run(testing::make_run("rx", "x", testing::sequential_traces({10, 20})));
-  testing::set_path(x->manifest_json, "model.id", "other-model");
+  testing::set_manifest(*x, "model.id", "other-model");
   const compare::Board none = compare::build_board(
       testing::pair_input(x, testing::make_run("ry", "y", testing::sequential_traces({10, 20}))),
       testing::fixed_options());

@@ -58,8 +58,8 @@ compare::Board annotated_board() {
       const bool fast = arm.name == "fast";
       testing::set_engine_timings(*copy, fast ? 2400.0 : 1200.0, fast ? 310.5 : 150.25,
                                   fast ? 400 : 410, fast ? 10 : 0);
-      testing::set_path(
-          copy->manifest_json, "engine.source",
+      testing::set_manifest(
+          *copy, "engine.source",
           boost::json::object{{"checkout", "engine"},
                               {"commit", fast ? std::string(40, 'a') : std::string(40, 'b')},
                               {"dirty", false}});

@@ -24,6 +24,7 @@ using testing::fixture_root;
 using testing::make_run;
 using testing::pair_input;
 using testing::sequential_traces;
+using testing::set_manifest;
 using testing::set_path;
 
 std::vector<double> constant(std::size_t n, double v) { return std::vector<double>(n, v); }
@@ -72,7 +73,7 @@ TEST(Board, UnusableRunsAreListed) {
   auto broken = copy_run(in.arms[0].runs[0]);
   broken->summary.reset();
   broken->summary_json = {};
-  set_path(broken->manifest_json, "status", "running");
+  set_manifest(*broken, "status", "running");
   in.arms[0].runs[0] = broken;
   const Board b = build_board(in, fixed_options());
   bool listed = false;
@@ -124,7 +125,7 @@ TEST(Board, RunsOfOneCellFromSeveralCampaignsAreAnError) {
 
 TEST(Board, ModelAliasesPairDifferentlyNamedModels) {
   auto a = copy_run(make_run("ra", "a", sequential_traces(constant(12, 50))));
-  set_path(a->manifest_json, "model.id", "org/Model-7B");
+  set_manifest(*a, "model.id", "org/Model-7B");
   BoardInput in = pair_input(a, make_run("rb", "b", sequential_traces(constant(12, 60))));
   EXPECT_TRUE(build_board(in, BoardOptions{}).cells.empty());  // "org/Model-7B" vs "m"
   in.model_aliases["org/Model-7B"] = "m";
@@ -151,8 +152,11 @@ TEST(Board, SelectionMismatchWithTheCampaignFileIsAFinding) {
   in.campaigns["camp"]["cells"].as_array()[0].as_object()["selected_run"] = "ra1";
   for (auto& run : in.arms[0].runs) {
     auto derived = copy_run(run);
-    set_path(derived->manifest_json, "derived_from",
-             json::object{{"kind", "rescore"}, {"run_id", run->run_id}});
+    dyno::record::DerivedFrom from;
+    from.run_id = run->run_id;
+    from.harness = derived->manifest.harness;
+    derived->manifest.derived_from = from;
+    derived->manifest_json = dyno::record::manifest_to_json(derived->manifest);
     derived->run_id += "-rescore";
     run = derived;
   }

@@ -23,6 +23,7 @@ namespace json = boost::json;
 using testing::copy_run;
 using testing::fixed_options;
 using testing::fixture_input;
+using testing::set_manifest;
 using testing::set_path;
 
 const std::string kCommitA = "1111111111111111111111111111111111111111";
@@ -49,8 +50,8 @@ BoardInput fixture_with(
 BoardInput with_commits() {
   return fixture_with([](RunRecord& r, const std::string& arm, const std::string& cell) {
     const std::string commit = arm == "slow" ? kCommitC : cell == "c1" ? kCommitA : kCommitB;
-    set_path(r.manifest_json, "engine.source",
-             json::object{{"checkout", "engine"}, {"commit", commit}, {"dirty", false}});
+    set_manifest(r, "engine.source",
+                 json::object{{"checkout", "engine"}, {"commit", commit}, {"dirty", false}});
   });
 }
 

@@ -16,6 +16,7 @@ namespace json = boost::json;
 using testing::copy_run;
 using testing::fixed_options;
 using testing::fixture_input;
+using testing::set_manifest;
 using testing::set_path;
 
 /// The fixture's c1 pair, fast against slow.
@@ -26,7 +27,7 @@ const std::map<std::string, std::function<void(RunRecord&)>>& mutations() {
   static const std::map<std::string, std::function<void(RunRecord&)>> m = {
       {"request_stream",
        [](RunRecord& r) {
-         set_path(r.manifest_json, "workload.request_stream.sha256", std::string(64, '0'));
+         set_manifest(r, "workload.request_stream.sha256", std::string(64, '0'));
        }},
       {"request_count",
        [](RunRecord& r) {
@@ -38,29 +39,20 @@ const std::map<std::string, std::function<void(RunRecord&)>>& mutations() {
          set_path(r.summary_json, "tokens.input_total",
                   r.summary_json.at("tokens").at("input_total").to_number<std::int64_t>() + 7);
        }},
-      {"sampling",
-       [](RunRecord& r) { set_path(r.manifest_json, "workload.sampling.temperature", 0.7); }},
-      {"api", [](RunRecord& r) { set_path(r.manifest_json, "workload.api", "completions"); }},
-      {"load", [](RunRecord& r) { set_path(r.manifest_json, "load.seed", 42); }},
-      {"warmup", [](RunRecord& r) { set_path(r.manifest_json, "workload.warmup_requests", 5); }},
-      {"model_revision",
-       [](RunRecord& r) { set_path(r.manifest_json, "model.revision", "other"); }},
+      {"sampling", [](RunRecord& r) { set_manifest(r, "workload.sampling.temperature", 0.7); }},
+      {"api", [](RunRecord& r) { set_manifest(r, "workload.api", "completions"); }},
+      {"load", [](RunRecord& r) { set_manifest(r, "load.seed", 42); }},
+      {"warmup", [](RunRecord& r) { set_manifest(r, "workload.warmup_requests", 5); }},
+      {"model_revision", [](RunRecord& r) { set_manifest(r, "model.revision", "other"); }},
       {"model_fingerprint",
-       [](RunRecord& r) { set_path(r.manifest_json, "model.fingerprint", std::string(64, 'f')); }},
-      {"driver",
-       [](RunRecord& r) { set_path(r.manifest_json, "hardware.gpus.0.driver", "1.2.3"); }},
-      {"gpu_model",
-       [](RunRecord& r) { set_path(r.manifest_json, "hardware.gpus.0.name", "Another GPU"); }},
-      {"gpu_uuid",
-       [](RunRecord& r) { set_path(r.manifest_json, "hardware.gpus.0.uuid", "GPU-other"); }},
+       [](RunRecord& r) { set_manifest(r, "model.fingerprint", std::string(64, 'f')); }},
+      {"driver", [](RunRecord& r) { set_manifest(r, "hardware.gpus.0.driver", "1.2.3"); }},
+      {"gpu_model", [](RunRecord& r) { set_manifest(r, "hardware.gpus.0.name", "Another GPU"); }},
+      {"gpu_uuid", [](RunRecord& r) { set_manifest(r, "hardware.gpus.0.uuid", "GPU-other"); }},
       {"harness",
-       [](RunRecord& r) {
-         set_path(r.manifest_json, "harness.executable_sha256", std::string(64, 'e'));
-       }},
+       [](RunRecord& r) { set_manifest(r, "harness.executable_sha256", std::string(64, 'e')); }},
       {"engine_commit",
-       [](RunRecord& r) {
-         set_path(r.manifest_json, "engine.source.commit", std::string(40, 'b'));
-       }},
+       [](RunRecord& r) { set_manifest(r, "engine.source.commit", std::string(40, 'b')); }},
   };
   return m;
 }
@@ -72,9 +64,9 @@ BoardInput changed(const std::function<void(RunRecord&)>& change) {
   for (auto& arm : in.arms) {
     for (auto& run : arm.runs) {
       auto copy = copy_run(run);
-      set_path(copy->manifest_json, "harness.git_dirty", false);
-      set_path(
-          copy->manifest_json, "engine.source",
+      set_manifest(*copy, "harness.git_dirty", false);
+      set_manifest(
+          *copy, "engine.source",
           json::object{{"checkout", "engine"}, {"commit", std::string(40, 'a')}, {"dirty", false}});
       if (arm.name == "slow") change(*copy);
       run = copy;
@@ -166,8 +158,7 @@ TEST(Fairness, DirtySourcesFailsWhenEitherTreeWasModified) {
   const Board clean = build_board(changed([](RunRecord&) {}), fixed_options());
   EXPECT_EQ(clean.cells[0].comparisons[0].check("dirty_sources")->outcome, CheckOutcome::kPass);
   const Board dirty = build_board(
-      changed([](RunRecord& r) { set_path(r.manifest_json, "harness.git_dirty", true); }),
-      fixed_options());
+      changed([](RunRecord& r) { set_manifest(r, "harness.git_dirty", true); }), fixed_options());
   const Comparison& c = dirty.cells[0].comparisons[0];
   EXPECT_EQ(c.check("dirty_sources")->outcome, CheckOutcome::kFail);
   EXPECT_EQ(c.status, ComparisonStatus::kCompared);  // reported by default
@@ -176,8 +167,7 @@ TEST(Fairness, DirtySourcesFailsWhenEitherTreeWasModified) {
 TEST(Fairness, EngineDirtySourcesIsReportedLikeTheHarnessFlag) {
   EXPECT_EQ(Policy().level("engine_dirty_sources"), CheckLevel::kReported);
   const Board dirty = build_board(
-      changed([](RunRecord& r) { set_path(r.manifest_json, "engine.source.dirty", true); }),
-      fixed_options());
+      changed([](RunRecord& r) { set_manifest(r, "engine.source.dirty", true); }), fixed_options());
   const Comparison& c = dirty.cells[0].comparisons[0];
   const Check* ch = c.check("engine_dirty_sources");
   ASSERT_NE(ch, nullptr);
@@ -199,8 +189,8 @@ TEST(Fairness, EngineDirtySourcesIsReportedLikeTheHarnessFlag) {
   // Required, a modified engine tree stops the comparison.
   BoardOptions o = fixed_options();
   o.policy.set("engine_dirty_sources", CheckLevel::kRequired);
-  const Board strict = build_board(
-      changed([](RunRecord& r) { set_path(r.manifest_json, "engine.source.dirty", true); }), o);
+  const Board strict =
+      build_board(changed([](RunRecord& r) { set_manifest(r, "engine.source.dirty", true); }), o);
   EXPECT_EQ(strict.cells[0].comparisons[0].status, ComparisonStatus::kFailedChecks);
 }
 
@@ -215,8 +205,8 @@ TEST(Fairness, AnEngineWithoutASourceLeavesItsChecksUnresolved) {
   EXPECT_TRUE(b.unresolved_checks.empty());  // neither is required by default
   // A launched engine whose spec names no checkout gives its reason; required, it blocks.
   const auto no_checkout = [](RunRecord& r) {
-    set_path(
-        r.manifest_json, "engine.source",
+    set_manifest(
+        r, "engine.source",
         json::object{{"commit", nullptr},
                      {"dirty", nullptr},
                      {"unknown", json::object{{"commit", "the engine spec names no checkout"}}}});
@@ -242,9 +232,9 @@ TEST(Fairness, AnEngineWithoutASourceLeavesItsChecksUnresolved) {
 TEST(Fairness, MissingIdentitiesBlockTheBoardUnlessAllowed) {
   // A server at --url (not the embedded sim, whose model dyno knows) without --model-file.
   const auto no_fingerprint = [](RunRecord& r) {
-    set_path(r.manifest_json, "engine.reached.kind", "http");
-    set_path(r.manifest_json, "model.fingerprint", nullptr);
-    set_path(r.manifest_json, "model.unknown.fingerprint", "no weights file given (--model-file)");
+    set_manifest(r, "engine.reached.kind", "http");
+    set_manifest(r, "model.fingerprint", nullptr);
+    set_manifest(r, "model.unknown.fingerprint", "no weights file given (--model-file)");
   };
   try {
     build_board(changed(no_fingerprint), fixed_options());
@@ -267,8 +257,8 @@ TEST(Fairness, MissingIdentitiesBlockTheBoardUnlessAllowed) {
   EXPECT_EQ(b.findings.at(0).type, "check_unresolved");
   // A GPU-less record of telemetry off leaves driver and GPU model unresolved, with the reason.
   const Board g = build_board(changed([](RunRecord& r) {
-                                set_path(r.manifest_json, "hardware.gpus", json::array{});
-                                set_path(r.manifest_json, "telemetry.mode", "off");
+                                set_manifest(r, "hardware.gpus", json::array{});
+                                set_manifest(r, "telemetry.mode", "off");
                               }),
                               o);
   EXPECT_EQ(g.cells[0].comparisons[0].check("driver")->outcome, CheckOutcome::kUnresolved);
@@ -276,7 +266,7 @@ TEST(Fairness, MissingIdentitiesBlockTheBoardUnlessAllowed) {
             std::string::npos);
   // One whose telemetry ran and found no GPU states "no GPU": against GPUs, a difference.
   const Board none = build_board(
-      changed([](RunRecord& r) { set_path(r.manifest_json, "hardware.gpus", json::array{}); }), o);
+      changed([](RunRecord& r) { set_manifest(r, "hardware.gpus", json::array{}); }), o);
   const Check* driver = none.cells[0].comparisons[0].check("driver");
   EXPECT_EQ(driver->outcome, CheckOutcome::kFail);
   EXPECT_EQ(driver->baseline_value, json::value(json::array{}));
@@ -295,7 +285,7 @@ TEST(Fairness, NoGpuOnBothSidesIsAnEqualIdentity) {
   for (auto& arm : in.arms) {
     for (auto& run : arm.runs) {
       auto copy = copy_run(run);
-      set_path(copy->manifest_json, "hardware.gpus", json::array{});
+      set_manifest(*copy, "hardware.gpus", json::array{});
       run = copy;
     }
   }
@@ -315,9 +305,9 @@ TEST(Fairness, TheEmbeddedSimsModelIsKnownToDyno) {
   for (auto& arm : in.arms) {
     for (auto& run : arm.runs) {
       auto copy = copy_run(run);
-      set_path(copy->manifest_json, "engine.reached.kind", "embedded-sim");
-      set_path(copy->manifest_json, "model.revision", json::value(nullptr));
-      set_path(copy->manifest_json, "model.fingerprint", json::value(nullptr));
+      set_manifest(*copy, "engine.reached.kind", "embedded-sim");
+      set_manifest(*copy, "model.revision", json::value(nullptr));
+      set_manifest(*copy, "model.fingerprint", json::value(nullptr));
       run = copy;
     }
   }

@@ -93,7 +93,7 @@ TEST_F(BoardDir, HtmlEscapesEveryTextFromTheRecords) {
   for (auto& arm : in.arms) {
     for (auto& r : arm.runs) {
       auto copy = testing::copy_run(r);
-      testing::set_path(copy->manifest_json, "model.id", "<img src=x onerror=alert(1)>");
+      testing::set_manifest(*copy, "model.id", "<img src=x onerror=alert(1)>");
       r = copy;
     }
   }
@@ -176,7 +176,7 @@ TEST(Csv, QuotesFieldsThatNeedIt) {
   for (auto& arm : in.arms) {
     for (auto& r : arm.runs) {
       auto copy = testing::copy_run(r);
-      testing::set_path(copy->manifest_json, "model.id", "a \"quoted\", model");
+      testing::set_manifest(*copy, "model.id", "a \"quoted\", model");
       r = copy;
     }
   }

@@ -10,12 +10,14 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compare/board.h"
 #include "compare/inputs.h"
 #include "compare/select.h"
 #include "metrics/summary.h"
+#include "record/manifest.h"
 #include "record/record_json.h"
 #include "record/summary_file.h"
 
@@ -94,10 +96,18 @@ inline void set_path(boost::json::object& root, const std::string& path, const c
   set_path(root, path, boost::json::value(boost::json::string(v)));
 }
 
-/// The typed summary read again from summary.json as a test changed it (read_run reads both
-/// from the file; a test that edits the JSON keeps them one).
+/// The typed manifest and summary read again from manifest.json and summary.json as a test
+/// changed them (read_run reads both from the file; a test that edits the JSON keeps them one).
 inline void retype(compare::RunRecord& r) {
+  r.manifest = record::manifest_from_json(r.manifest_json);
   if (r.has_summary()) r.summary = record::summary_file_from_json(r.summary_json);
+}
+
+/// Sets a value at a dotted path of a record's manifest.json and reads its typed manifest again.
+template <typename V>
+inline void set_manifest(compare::RunRecord& r, const std::string& path, V&& v) {
+  set_path(r.manifest_json, path, std::forward<V>(v));
+  r.manifest = record::manifest_from_json(r.manifest_json);
 }
 
 /// Gives a record the engine's own figures as summary.json holds them (docs/metrics.md
@@ -173,44 +183,38 @@ inline compare::RunPtr make_run(const std::string& run_id, const std::string& la
   r->has_requests = true;
   r->sums_sha256 = std::string(64, 'a');
   r->traces = std::move(traces);
-  json::object protocol{{"name", "sweep"},
-                        {"version", 1},
-                        {"cell", "c" + std::to_string(concurrency)},
-                        {"cell_params", json::object{{"concurrency", concurrency}}},
-                        {"repetition", repetition},
-                        {"repetitions", repetitions},
-                        {"selection", json::object{{"rule", "median"},
-                                                   {"metric", "output_tokens_per_s"},
-                                                   {"repetitions", repetitions}}}};
-  r->manifest_json = json::object{
-      {"schema_version", 1},
-      {"run_id", run_id},
-      {"label", label},
-      {"campaign", campaign.empty() ? json::value(nullptr) : json::value(campaign)},
-      {"status", "ok"},
-      {"harness", json::object{{"name", "dyno"},
-                               {"version", "test"},
-                               {"git_commit", "abc"},
-                               {"git_dirty", false},
-                               {"executable_sha256", std::string(64, 'e')}}},
-      {"engine", json::object{{"name", label}, {"version", "1"}, {"engine_args", json::object{}}}},
-      {"model",
-       json::object{{"id", "m"}, {"revision", "r1"}, {"fingerprint", std::string(64, 'f')}}},
-      {"hardware", json::object{{"cpu_model", "cpu"},
-                                {"cpu_cores", 8},
-                                {"gpus", json::array{json::object{{"name", "GPU X"},
-                                                                  {"uuid", "GPU-1"},
-                                                                  {"driver", "1.0"},
-                                                                  {"memory_total_bytes", 1000}}}}}},
-      {"workload", json::object{{"protocol", protocol},
-                                {"api", "chat"},
-                                {"request_stream", json::object{{"source", "synthetic"},
-                                                                {"sha256", std::string(64, '5')},
-                                                                {"count", 10}}},
-                                {"sampling", json::object{{"temperature", 0.0}}},
-                                {"warmup_requests", 0}}},
-      {"load", json::object{{"mode", "closed"}, {"concurrency", concurrency}, {"seed", 0}}},
-      {"telemetry", json::object{{"mode", "off"}}}};
+  record::Manifest& m = r->manifest;
+  m.run_id = run_id;
+  m.label = label;
+  if (!campaign.empty()) m.campaign = campaign;
+  m.status = "ok";
+  m.harness.version = "test";
+  m.harness.git_commit = "abc";
+  m.harness.executable_sha256 = std::string(64, 'e');
+  m.engine = json::object{{"name", label}, {"version", "1"}, {"engine_args", json::object{}}};
+  m.model.id = "m";
+  m.model.revision = "r1";
+  m.model.fingerprint = std::string(64, 'f');
+  m.hardware.cpu_model = "cpu";
+  m.hardware.cpu_cores = 8;
+  record::DeviceEntry gpu;
+  gpu.name = "GPU X";
+  gpu.uuid = "GPU-1";
+  gpu.driver = "1.0";
+  gpu.memory_total_bytes = 1000;
+  m.hardware.gpus.push_back(gpu);
+  m.workload.protocol.name = "sweep";
+  m.workload.protocol.cell = "c" + std::to_string(concurrency);
+  m.workload.protocol.cell_params = json::object{{"concurrency", concurrency}};
+  m.workload.protocol.repetition = static_cast<std::uint64_t>(repetition);
+  m.workload.protocol.repetitions = static_cast<std::uint64_t>(repetitions);
+  m.workload.protocol.selection = record::ProtocolSelection{
+      "median", "output_tokens_per_s", static_cast<std::uint64_t>(repetitions), {}};
+  m.workload.request_stream = {"synthetic", std::string(64, '5'), 10, false};
+  m.workload.sampling = json::object{{"temperature", 0.0}};
+  m.load.concurrency = static_cast<std::uint64_t>(concurrency);
+  m.telemetry = json::object{{"mode", "off"}};
+  r->manifest_json = record::manifest_to_json(m);
   return r;
 }
 

@@ -27,9 +27,12 @@ namespace dyno::testing {
 inline interop::ImportWriteOptions fixed_import_options(const std::filesystem::path& root) {
   interop::ImportWriteOptions o;
   o.runs_root = root;
-  o.harness = boost::json::object{{"name", "dyno"},          {"version", "0.0.0-test"},
-                                  {"git_commit", "unknown"}, {"git_dirty", false},
-                                  {"build_type", "test"},    {"executable_sha256", nullptr}};
+  o.harness = record::harness_from_json(boost::json::object{{"name", "dyno"},
+                                                            {"version", "0.0.0-test"},
+                                                            {"git_commit", "unknown"},
+                                                            {"git_dirty", false},
+                                                            {"build_type", "test"},
+                                                            {"executable_sha256", nullptr}});
   o.now = std::chrono::system_clock::time_point(std::chrono::seconds(1767323045));  // 2026-01-02
   return o;
 }

@@ -51,9 +51,12 @@ json::object read_json(const fs::path& p) {
 dyno::interop::ImportWriteOptions options(const fs::path& root) {
   dyno::interop::ImportWriteOptions o;
   o.runs_root = root;
-  o.harness =
-      json::object{{"name", "dyno"},     {"version", "0.0.0-test"}, {"git_commit", "unknown"},
-                   {"git_dirty", false}, {"build_type", "test"},    {"executable_sha256", nullptr}};
+  o.harness = dyno::record::harness_from_json(json::object{{"name", "dyno"},
+                                                           {"version", "0.0.0-test"},
+                                                           {"git_commit", "unknown"},
+                                                           {"git_dirty", false},
+                                                           {"build_type", "test"},
+                                                           {"executable_sha256", nullptr}});
   return o;
 }
 

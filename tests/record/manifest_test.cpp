@@ -27,12 +27,10 @@ Manifest full_manifest() {
   m.status = "engine_crashed";
   m.started_at = "2026-12-02T10:15:00.000Z";
   m.ended_at = "2026-12-02T10:16:40.500Z";
-  m.harness = json::object{{"name", "dyno"},
-                           {"version", "0.1.0"},
-                           {"git_commit", "0123456789abcdef0123456789abcdef01234567"},
-                           {"git_dirty", false},
-                           {"build_type", "RelWithDebInfo"},
-                           {"executable_sha256", std::string(64, 'a')}};
+  m.harness.version = "0.1.0";
+  m.harness.git_commit = "0123456789abcdef0123456789abcdef01234567";
+  m.harness.build_type = "RelWithDebInfo";
+  m.harness.executable_sha256 = std::string(64, 'a');
   m.engine = json::object{
       {"name", "sim"},
       {"version", "1"},
@@ -41,14 +39,13 @@ Manifest full_manifest() {
       {"api_key_used", false}};
   m.engine_exit = dyno::record::EngineExit{
       "killed by signal 9 (SIGKILL)", std::nullopt, 9, 1'500'000'000, "engine log line\n", 3};
-  m.model = json::object{{"id", "dyno-sim"},
-                         {"revision", nullptr},
-                         {"fingerprint", nullptr},
-                         {"unknown", json::object{{"fingerprint", "no --model-file"}}}};
-  m.hardware =
-      json::object{{"host", "h"},       {"cpu_model", nullptr},  {"cpu_cores", 2},
-                   {"ram_bytes", 1024}, {"gpus", json::array()}, {"unknown", json::object{}}};
-  m.workload.protocol = json::object{{"name", "run"}, {"version", 1}};
+  m.model.id = "dyno-sim";
+  m.model.unknown = dyno::record::TextMap{{{"fingerprint", "no --model-file"}}};
+  m.hardware.host = "h";
+  m.hardware.cpu_cores = 2;
+  m.hardware.ram_bytes = 1024;
+  m.hardware.unknown = dyno::record::TextMap{};
+  m.workload.protocol = dyno::record::ProtocolRef{};  // {name "run", version 1}
   m.workload.api = "chat";
   m.workload.request_stream = {"synthetic", std::string(64, 'b'), 50, false};
   m.workload.sampling = json::object{{"temperature", 0}, {"stream", true}};

@@ -107,9 +107,13 @@ class Rescore : public ::testing::Test {
     o.runs_root = dir_ / "runs";
     o.label = label;
     if (scorer) o.scorer = dyno::workload::parse_scorer_spec(*scorer, "--scorer");
-    o.harness = json::object{
-        {"name", "dyno"},     {"version", "9.9.9"},    {"git_commit", "unknown"},
-        {"git_dirty", false}, {"build_type", "Debug"}, {"executable_sha256", std::string(64, '9')}};
+    o.harness =
+        dyno::record::harness_from_json(json::object{{"name", "dyno"},
+                                                     {"version", "9.9.9"},
+                                                     {"git_commit", "unknown"},
+                                                     {"git_dirty", false},
+                                                     {"build_type", "Debug"},
+                                                     {"executable_sha256", std::string(64, '9')}});
     return rescore_run(o);
   }
 

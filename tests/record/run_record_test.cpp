@@ -100,6 +100,16 @@ TEST(SummaryFile, EveryRecordInTheRepositoryReadsBackToTheSameBytes) {
                                pretty_json(p.summary)),
               "");
     const dyno::record::Manifest m = dyno::record::manifest_from_json(p.manifest);
+    // The typed sections (manifest_sections.h) read back to the same bytes in every record,
+    // the older fixtures included.
+    EXPECT_EQ(pretty_json(dyno::record::harness_to_json(m.harness)),
+              pretty_json(p.manifest.at("harness")));
+    EXPECT_EQ(pretty_json(dyno::record::model_to_json(m.model)),
+              pretty_json(p.manifest.at("model")));
+    EXPECT_EQ(pretty_json(dyno::record::hardware_to_json(m.hardware)),
+              pretty_json(p.manifest.at("hardware")));
+    EXPECT_EQ(pretty_json(dyno::record::protocol_to_json(m.workload.protocol)),
+              pretty_json(p.manifest.at("workload").at("protocol")));
     if (p.current) {
       EXPECT_EQ(
           first_difference(pretty_json(dyno::record::manifest_to_json(m)), pretty_json(p.manifest)),
