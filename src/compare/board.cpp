@@ -366,21 +366,17 @@ class Builder {
               (status == "partial" ? " (some requests failed)" : ""),
           json::object{{"run_id", r.run_id}, {"status", status}});
     }
-    const json::value* warnings = find_path(r.summary_json, "warnings");
-    if (warnings != nullptr && warnings->is_array()) {
-      for (const auto& w : warnings->get_array()) {
-        if (!w.is_object()) continue;
-        const std::string code = string_at(w.get_object(), "code").value_or("warning");
-        const std::string message = string_at(w.get_object(), "message").value_or("");
+    if (r.summary) {
+      for (const metrics::Warning& w : r.summary->figures.warnings) {
+        const std::string code = metrics::to_string(w.code);
+        const std::string& message = w.message;
         const std::string type =
             code == "concurrency_underfilled" || code == "energy_sources_disagree"
                 ? code
                 : "record_warning";
         add(cell.id, ac.arm, type, "run " + r.run_id + ": " + message,
-            json::object{{"run_id", r.run_id},
-                         {"code", code},
-                         {"message", message},
-                         {"hint", string_at(w.get_object(), "hint").value_or("")}});
+            json::object{
+                {"run_id", r.run_id}, {"code", code}, {"message", message}, {"hint", w.hint}});
       }
     }
     // The record's figures must be what its requests give (the bootstrap resamples those).

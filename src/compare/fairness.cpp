@@ -224,8 +224,16 @@ json::value value_of(const RunRecord& r, const std::string& check) {
     const std::string& sha = m.workload.request_stream.sha256;  // "": null, an import's
     return sha.empty() ? json::value(nullptr) : json::value(sha);
   }
-  if (check == "request_count") return at(r.summary_json, "requests.total");
-  if (check == "input_tokens") return at(r.summary_json, "tokens.input_total");
+  // A count the record states as unknown (a summary-only import) is null: unresolved.
+  const bool typed = r.summary.has_value();
+  if (check == "request_count") {
+    if (!typed || !r.summary->knows("requests.total")) return nullptr;
+    return json::value(r.summary->figures.requests_total);
+  }
+  if (check == "input_tokens") {
+    if (!typed || !r.summary->knows("tokens.input_total")) return nullptr;
+    return json::value(r.summary->figures.input_tokens_total);
+  }
   if (check == "sampling") return m.workload.sampling;
   if (check == "api") return json::value(m.workload.api);
   if (check == "warmup") return json::value(m.workload.warmup_requests);

@@ -139,6 +139,11 @@ class FiguresReader {
   metrics::Summary summary(const ObjectReader& r) const {
     metrics::Summary s;
     s.definition_set = r.string("definition_set");
+    // The one percentile method dyno computes and writes: a record stating another would be
+    // read back, and shown, as dyno's.
+    if (r.string("percentile_method") != kPercentileMethod) {
+      r.fail(r.name("percentile_method"), std::string("is not dyno's (") + kPercentileMethod + ")");
+    }
     const ObjectReader req = r.object("requests");
     s.requests_total = count(req, "total");
     s.requests_ok = count(req, "ok");

@@ -10,6 +10,7 @@
 #include "compare/fairness.h"
 #include "compare/run_record.h"
 #include "compare/select.h"
+#include "record/record_json.h"
 #include "report/document_blocks.h"
 #include "report/format.h"
 
@@ -157,15 +158,16 @@ std::string describe_harness(const RunRecord& r) {
 }
 
 std::string describe_telemetry(const RunRecord& r) {
+  const std::optional<record::EnergySection> e =
+      r.summary ? r.summary->energy_section() : std::nullopt;
   return text_at(r.manifest_json, "telemetry.mode") + ", energy " +
-         (compare::number_at(r.summary_json, "energy.energy_j")
-              ? "scope " + text_at(r.summary_json, "energy.scope")
-              : "not measured");
+         (e && e->energy_j ? "scope " + e->scope.value_or("?") : "not measured");
 }
 
 std::string describe_figures(const RunRecord& r) {
-  return text_at(r.summary_json, "definition_set") +
-         "; percentiles: " + text_at(r.summary_json, "percentile_method");
+  // The method is the one summary.json's reader accepts (it is part of the definitions).
+  return (r.summary ? r.summary->figures.definition_set : std::string("?")) +
+         "; percentiles: " + record::kPercentileMethod;
 }
 
 // ---- how the board compares them -------------------------------------------------------

@@ -33,11 +33,13 @@ const std::map<std::string, std::function<void(RunRecord&)>>& mutations() {
        [](RunRecord& r) {
          set_path(r.summary_json, "requests.total",
                   r.summary_json.at("requests").at("total").to_number<std::int64_t>() + 1);
+         dyno::testing::retype(r);
        }},
       {"input_tokens",
        [](RunRecord& r) {
          set_path(r.summary_json, "tokens.input_total",
                   r.summary_json.at("tokens").at("input_total").to_number<std::int64_t>() + 7);
+         dyno::testing::retype(r);
        }},
       {"sampling", [](RunRecord& r) { set_manifest(r, "workload.sampling.temperature", 0.7); }},
       {"api", [](RunRecord& r) { set_manifest(r, "workload.api", "completions"); }},

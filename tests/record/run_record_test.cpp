@@ -151,6 +151,18 @@ TEST(SummaryFile, AMalformedFigureIsNamedWithItsPath) {
   } catch (const std::runtime_error& e) {
     EXPECT_EQ(std::string(e.what()), "summary.json: latency_ms.ttft.p50 is not a number");
   }
+  // Percentiles of another method would be shown as dyno's: refused.
+  golden = parse_file(source_root() / "tests/compare/data/runs" /
+                      "20261130T004322Z-dd1bd8-fast/summary.json");
+  golden["percentile_method"] = "nearest rank";
+  try {
+    (void)dyno::record::summary_file_from_json(golden);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("summary.json: percentile_method is not dyno's"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(SummaryFile, TheEnergySectionReadsTypedAsWritten) {
