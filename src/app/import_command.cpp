@@ -13,6 +13,7 @@
 #include "session/engine_session.h"
 #include "workload/import_sessions.h"
 #include "workload/request_stream.h"
+#include "workload/scoring.h"
 #include "workload/trace_import.h"
 
 namespace dyno::app {
@@ -215,8 +216,11 @@ void add_import_options(CLI::App& cmd, ImportOptions& o) {
                  "tags=lang;topic (fields: prompt id system expected max_tokens image tags)");
   cmd.add_option("--format", o.format,
                  "table / image-qa: csv, jsonl or json (default: by extension)");
-  cmd.add_option("--scorer", o.scorer,
-                 "table / image-qa: scorer of every row (exact, normalized, relaxed_numeric)");
+  std::string plain;  // the scorers a row's answer alone serves (no pattern, no choices)
+  for (const workload::Scorer& s : workload::scorers()) {
+    if (s.parameter == nullptr) plain += (plain.empty() ? "" : ", ") + std::string(s.name);
+  }
+  cmd.add_option("--scorer", o.scorer, "table / image-qa: scorer of every row (" + plain + ")");
   cmd.add_option("--instruction", o.instruction, "image-qa: text appended to each question");
   cmd.add_option("--image-dir", o.image_dir,
                  "image-qa: image directory, relative to the data file");

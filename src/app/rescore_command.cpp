@@ -9,22 +9,25 @@
 #include "app/console.h"
 #include "app/exit_codes.h"
 #include "app/runs_command.h"
+#include "error/registry.h"
 #include "json/json_text.h"
 #include "session/host_identity.h"
 #include "session/run_cell.h"
 #include "store/index_url.h"
 #include "store/run_index.h"
 #include "workload/scorer_spec.h"
+#include "workload/scoring.h"
 
 namespace dyno::app {
 
 void add_rescore_options(CLI::App& cmd, RescoreCommandOptions& o) {
   cmd.add_option("run", o.run, "run id, unique prefix, or run directory")->required();
-  cmd.add_option("--scorer", o.scorer,
-                 "judge every scored request with this scorer: exact, normalized, "
-                 "relaxed_numeric, regex, choice, or a scorer object such as "
-                 "'{\"kind\":\"regex\",\"pattern\":\"answer: (\\\\d+)\"}' (default: each "
-                 "request's own scorer, as this dyno implements it)");
+  cmd.add_option(
+      "--scorer", o.scorer,
+      "judge every scored request with this scorer: " + registry::name_list(workload::scorers()) +
+          ", or a scorer object such as "
+          "'{\"kind\":\"regex\",\"pattern\":\"answer: (\\\\d+)\"}' (default: each "
+          "request's own scorer, as this dyno implements it)");
   cmd.add_option("--runs-root", o.runs_root, "directory of run records (the new one goes here)")
       ->capture_default_str();
   cmd.add_option("--label", o.label,

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "digest/digest.h"
+#include "error/registry.h"
 #include "json/json_text.h"
 #include "workload/message_json.h"
 #include "workload/scorer_spec.h"
@@ -46,12 +47,6 @@ std::optional<DataUrl> split_data_url(std::string_view url) {
   const std::size_t marker = url.find(";base64,");
   if (marker == std::string_view::npos) return std::nullopt;
   return DataUrl{std::string(url.substr(5, marker - 5)), url.substr(marker + 8)};
-}
-
-const std::set<std::string>& scorer_names() {
-  static const std::set<std::string> kNames = {"exact", "normalized", "relaxed_numeric", "regex",
-                                               "choice"};
-  return kNames;
 }
 
 /// The JSON object of to_json_line / canonical_line; `canonical` writes data URL images by hash.
@@ -190,10 +185,9 @@ void parse_scorer(const json::value& v, const std::string& where, Expectation& e
 }
 
 void validate_expectation(const Expectation& e, const std::string& where, const std::string& key) {
-  if (scorer_names().count(e.scorer) == 0) {
+  if (!is_known_scorer(e.scorer)) {
     fail(where, key,
-         "unknown scorer \"" + e.scorer +
-             "\"; use exact, normalized, relaxed_numeric, regex or choice");
+         "unknown scorer \"" + e.scorer + "\"; use " + registry::name_list(scorers(), " or "));
   }
   if (e.scorer == "regex") {
     if (const std::string problem = regex_scorer_problem(e.pattern); !problem.empty()) {

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <set>
 
+#include "error/registry.h"
 #include "workload/request_stream.h"
 #include "workload/scoring.h"
 
@@ -48,9 +49,8 @@ Expectation parse_scorer_spec(const std::string& text, const std::string& where)
     e.scorer = text;
   }
   if (!is_known_scorer(e.scorer)) {
-    throw StreamError(where + ": unknown scorer \"" + e.scorer +
-                      "\"; the known scorers are exact, normalized, relaxed_numeric, regex and "
-                      "choice");
+    throw StreamError(where + ": unknown scorer \"" + e.scorer + "\"; the known scorers are " +
+                      registry::name_list(scorers(), " and "));
   }
   if (!e.pattern.empty() && e.scorer != "regex") {
     fail(where, "scorer.pattern", "is only for scorer regex");

@@ -1,7 +1,5 @@
 #include "workload/scoring.h"
 
-#include "workload/regex_limits.h"
-
 #include <pthread.h>
 
 #include <algorithm>
@@ -12,6 +10,9 @@
 #include <regex>
 #include <stdexcept>
 #include <vector>
+
+#include "error/registry.h"
+#include "workload/regex_limits.h"
 
 namespace dyno::workload {
 
@@ -293,15 +294,100 @@ std::string regex_scorer_problem(const std::string& pattern) {
   return {};
 }
 
+namespace {
+
+void score_exact(const Expectation&, const std::string& text, std::string_view answer, Score& s) {
+  s.extracted = text;
+  s.correct = text == answer;
+}
+
+void score_normalized(const Expectation&, const std::string& text, std::string_view answer,
+                      Score& s) {
+  s.extracted = text;
+  s.correct = normalize_answer(text) == normalize_answer(answer);
+}
+
+void score_relaxed_numeric(const Expectation&, const std::string& text, std::string_view answer,
+                           Score& s) {
+  const std::optional<double> target = parse_number(answer);
+  std::optional<std::pair<double, std::string>> prediction;
+  if (const auto whole = parse_number(text)) {
+    prediction = std::make_pair(*whole, text);
+  } else {
+    prediction = first_number(text);
+  }
+  if (target && prediction) {
+    s.extracted = prediction->second;
+    s.correct = relaxed_equal(prediction->first, *target);
+  } else {
+    score_normalized({}, text, answer, s);
+  }
+}
+
+/// The last kMaxRegexTextBytes of the output: where regex and choice look.
+std::string tail_of(const std::string& text) {
+  return text.size() > kMaxRegexTextBytes ? text.substr(text.size() - kMaxRegexTextBytes) : text;
+}
+
+void score_regex(const Expectation& expected, const std::string& text, std::string_view answer,
+                 Score& s) {
+  const std::string tail = tail_of(text);
+  auto search = [&] {
+    const std::regex re = compile(expected.pattern, std::regex::ECMAScript);
+    std::smatch m;
+    if (std::regex_search(tail, m, re)) {
+      s.extracted = (m.size() > 1 && m[1].matched) ? m[1].str() : m[0].str();
+      s.correct = normalize_answer(s.extracted) == normalize_answer(answer);
+    }
+  };
+  on_large_stack(search);
+}
+
+void score_choice(const Expectation& expected, const std::string& text, std::string_view answer,
+                  Score& s) {
+  const std::string tail = tail_of(text);
+  auto search = [&] {
+    s.extracted = find_choice(expected.choices, tail);
+    s.correct = !s.extracted.empty() && iequals(s.extracted, answer);
+  };
+  on_large_stack(search);
+}
+
+const Scorer kScorers[] = {
+    {.name = "exact",
+     .describe = "the output and the answer are byte-equal",
+     .parameter = nullptr,
+     .score = score_exact},
+    {.name = "normalized",
+     .describe = "equal after lower case, punctuation and articles dropped",
+     .parameter = nullptr,
+     .score = score_normalized},
+    {.name = "relaxed_numeric",
+     .describe = "ChartQA relaxed accuracy: the output's number within 5 % of the answer's",
+     .parameter = nullptr,
+     .score = score_relaxed_numeric},
+    {.name = "regex",
+     .describe = "the pattern's group 1 (else its match), normalized, equals the answer's",
+     .parameter = "pattern",
+     .score = score_regex},
+    {.name = "choice",
+     .describe = "the label of `choices` the output chose equals the answer, any case",
+     .parameter = "choices",
+     .score = score_choice},
+};
+
+}  // namespace
+
+std::span<const Scorer> scorers() { return kScorers; }
+
 bool is_known_scorer(std::string_view scorer) {
-  return scorer == "exact" || scorer == "normalized" || scorer == "relaxed_numeric" ||
-         scorer == "regex" || scorer == "choice";
+  return registry::find(scorers(), scorer) != nullptr;
 }
 
 Score score_answer(const Expectation& expected, std::string_view output) {
-  if (!is_known_scorer(expected.scorer)) {
-    throw std::invalid_argument("unknown scorer '" + expected.scorer +
-                                "' (exact, normalized, relaxed_numeric, regex, choice)");
+  const Scorer* scorer = registry::find(scorers(), expected.scorer);
+  if (scorer == nullptr) {
+    throw std::invalid_argument(registry::unknown_message(scorers(), "scorer", expected.scorer));
   }
   if (expected.scorer == "regex") {
     if (const std::string problem = regex_scorer_problem(expected.pattern); !problem.empty()) {
@@ -309,48 +395,9 @@ Score score_answer(const Expectation& expected, std::string_view output) {
     }
   }
   const std::string text = strip_reasoning(output);
-  const std::string_view answer = trim(expected.answer);
   Score s;
   s.scorer = expected.scorer;
-  if (expected.scorer == "exact") {
-    s.extracted = text;
-    s.correct = text == answer;
-  } else if (expected.scorer == "normalized") {
-    s.extracted = text;
-    s.correct = normalize_answer(text) == normalize_answer(answer);
-  } else if (expected.scorer == "relaxed_numeric") {
-    const std::optional<double> target = parse_number(answer);
-    std::optional<std::pair<double, std::string>> prediction;
-    if (const auto whole = parse_number(text)) {
-      prediction = std::make_pair(*whole, text);
-    } else {
-      prediction = first_number(text);
-    }
-    if (target && prediction) {
-      s.extracted = prediction->second;
-      s.correct = relaxed_equal(prediction->first, *target);
-    } else {
-      s.extracted = text;
-      s.correct = normalize_answer(text) == normalize_answer(answer);
-    }
-  } else {  // regex, choice
-    const std::string tail =
-        text.size() > kMaxRegexTextBytes ? text.substr(text.size() - kMaxRegexTextBytes) : text;
-    auto search = [&] {
-      if (expected.scorer == "regex") {
-        const std::regex re = compile(expected.pattern, std::regex::ECMAScript);
-        std::smatch m;
-        if (std::regex_search(tail, m, re)) {
-          s.extracted = (m.size() > 1 && m[1].matched) ? m[1].str() : m[0].str();
-          s.correct = normalize_answer(s.extracted) == normalize_answer(answer);
-        }
-      } else {
-        s.extracted = find_choice(expected.choices, tail);
-        s.correct = !s.extracted.empty() && iequals(s.extracted, answer);
-      }
-    };
-    on_large_stack(search);
-  }
+  scorer->score(expected, text, trim(expected.answer), s);
   return s;
 }
 

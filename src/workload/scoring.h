@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -40,7 +41,23 @@ Score score_answer(const Expectation& expected, std::string_view output);
 /// not compiling as ECMAScript.
 std::string regex_scorer_problem(const std::string& pattern);
 
-/// True for the scorer names score_answer knows.
+/// A scorer (docs/metrics.md "Quality"), an entry of the scorers' registry (error/registry.h):
+/// its name, one line, the parameter it needs (regex's `pattern`, choice's `choices`; nullptr
+/// for none) and how it reads an answer: `text` is the output with reasoning stripped, `answer`
+/// the expected answer trimmed; it sets the score's extracted and correct.
+struct Scorer {
+  const char* name;
+  const char* describe;
+  const char* parameter;
+  void (*score)(const Expectation& expected, const std::string& text, std::string_view answer,
+                Score& out);
+};
+
+/// Every scorer, in the order docs/metrics.md gives them: exact, normalized, relaxed_numeric,
+/// regex, choice. Adding one: an entry here (docs/extending.md "A scorer").
+std::span<const Scorer> scorers();
+
+/// True for the scorer names score_answer knows (an entry of scorers()).
 bool is_known_scorer(std::string_view scorer);
 
 /// The `normalized` scorer's form of a text: ASCII lower case; leading and trailing

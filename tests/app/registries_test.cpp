@@ -25,6 +25,7 @@
 #include "error/registry.h"
 #include "interop/import_formats.h"
 #include "report/board_charts.h"
+#include "workload/scoring.h"
 #include "workload/trace_import.h"
 
 namespace dyno {
@@ -88,6 +89,20 @@ TEST(Registries, EveryRegistryHasUniqueDescribedNamesAndRefusesAnUnknownOneWithT
   expect_registry(report::chart_kinds(), "chart kind", has_add);
   expect_registry(workload::trace_formats(), "trace format",
                   [](const auto& e) { return e.parse != nullptr; });
+  expect_registry(workload::scorers(), "scorer", [](const auto& e) { return e.score != nullptr; });
+}
+
+TEST(Scorers, EachScorerIsARowOfDocsMetricsMdsTableAndItsParameterAKeyOfTheSchema) {
+  const std::string metrics = read(kSource / "docs/metrics.md");
+  const std::string schema = read(kSource / "docs/schema/request.schema.json");
+  for (const workload::Scorer& s : workload::scorers()) {
+    SCOPED_TRACE(s.name);
+    EXPECT_NE(metrics.find("| `" + std::string(s.name) + "` |"), std::string::npos);
+    EXPECT_NE(schema.find("\"" + std::string(s.name) + "\""), std::string::npos);
+    if (s.parameter != nullptr) {
+      EXPECT_NE(schema.find("\"" + std::string(s.parameter) + "\""), std::string::npos);
+    }
+  }
 }
 
 TEST(Registries, NameListsJoinAsMessagesSayThem) {
