@@ -211,8 +211,8 @@ void fill_figures(ImportedResult& r, const RowValues& v, const RowFail& fail) {
   };
   given_count("tokens.input_total", s.input_tokens_total);
   given_count("tokens.output_total", s.output_tokens_total);
-  // Every other figure the typed summary holds, where the registry says it lives.
-  // The engine's own figures a ledger states go to summary.json's server.timings.
+  // Every other figure the typed summary holds, where the registry says it lives; the engine's
+  // own figures a ledger states go to summary.json's server.timings.
   json::object timings{{"source", kStatedTimings}};
   for (const metrics::Figure& f : metrics::figures()) {
     if (!f.importable) continue;
