@@ -54,7 +54,7 @@ struct DoneInfo {
 };
 
 /// Receives the life of one request. Contract:
-/// - called on the event-loop thread only, never re-entrantly, and must not block;
+/// - called on the loop thread that runs the request (a shard's), not re-entrantly, not blocking;
 /// - times are steady-clock nanoseconds (steady_now_ns()): when the target saw the event, or,
 ///   for an in-process engine that stamps its own events on the same clock, the engine's stamp;
 /// - order: on_sent, [on_first_byte], [on_token_event...], [on_usage], then exactly one of

@@ -1,5 +1,5 @@
-// RFC 4180 CSV text as records of fields, shared by the table readers: `dyno stream import
-// table` (workload/import.cpp) and `dyno import table` (interop/import_table.cpp). Each caller
+// RFC 4180 CSV text as records of fields, the reader of every CSV input: `dyno stream import
+// table`, the Azure and BurstGPT traces, `dyno import table` and llama-bench's CSV. Each caller
 // names its own file in errors and throws its own error type.
 //
 // And the one CSV writer of dyno, shared by every table it writes (`dyno export csv`,
