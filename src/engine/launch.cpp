@@ -60,11 +60,11 @@ int pick_free_port(const std::string& host) {
                      "' is not an IP address; with port = \"auto\" give host = \"127.0.0.1\"");
   }
   const int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::runtime_error("socket() failed while picking a free port");
+  if (fd < 0) throw LaunchError("socket() failed while picking a free port");
   if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
     ::close(fd);
-    throw std::runtime_error("could not pick a free port on " + host);
+    throw LaunchError("could not pick a free port on " + host);
   }
   ::close(fd);
   return ntohs(family == AF_INET ? v4->sin_port : v6->sin6_port);
@@ -254,7 +254,7 @@ LaunchedEngine::LaunchedEngine(EngineSpec spec, workload::Api api,
   // get redacted slices of it.
   log_path_ = std::filesystem::temp_directory_path() / ("dyno-engine-" + launch_id_ + ".log");
   const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) throw std::runtime_error("cannot create the engine log " + log_path_.string());
+  if (fd < 0) throw LaunchError("cannot create the engine log " + log_path_.string());
   ::close(fd);
 
   ProcessOptions po;
@@ -279,9 +279,9 @@ LaunchedEngine::LaunchedEngine(EngineSpec spec, workload::Api api,
     process_->stop(SIGKILL, 0);
     const std::string tail = log_tail(20).text;
     std::filesystem::remove(log_path_);
-    throw std::runtime_error("engine " + spec_.name + " (" + spec_.file + ") " + why +
-                             (tail.empty() ? std::string("; its log is empty")
-                                           : "; the last lines of its log:\n" + tail));
+    throw LaunchError("engine " + spec_.name + " (" + spec_.file + ") " + why +
+                      (tail.empty() ? std::string("; its log is empty")
+                                    : "; the last lines of its log:\n" + tail));
   };
   transport::TokenizeClientOptions co;
   co.timeout = std::chrono::milliseconds(

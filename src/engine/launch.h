@@ -56,12 +56,19 @@ bool is_probe_access_line(std::string_view line, const std::optional<std::string
 /// `text` with every occurrence of each of `secrets` replaced by the secret marker.
 std::string redact_values(std::string text, const std::vector<std::string>& secrets);
 
+/// An engine launched from a spec did not start or become ready (kind engine, exit 1): no free
+/// port, no log file, or it exited, timed out or was interrupted before it was ready.
+class LaunchError : public Error {
+ public:
+  explicit LaunchError(const std::string& message) : Error(ErrorKind::engine, message) {}
+};
+
 class LaunchedEngine {
  public:
   /// Launches and waits until ready: the probe passes, then (unless the spec says not) one
   /// 1-token request succeeds. Throws UsageError for a command that cannot start, and
-  /// std::runtime_error (with the log's tail) when the engine exits or is not ready within
-  /// the timeout, or when `stop` is set meanwhile — with the engine stopped and reaped.
+  /// LaunchError (with the log's tail) when the engine exits or is not ready within the
+  /// timeout, or when `stop` is set meanwhile — with the engine stopped and reaped.
   LaunchedEngine(EngineSpec spec, workload::Api api, std::optional<std::string> api_key,
                  const std::atomic<bool>& stop);
   ~LaunchedEngine();
