@@ -13,22 +13,22 @@ namespace dyno::transport {
 
 /// Error taxonomy of a failed request (METRICS.md error_rate categories).
 enum class ErrorCategory {
-  kConnect,          ///< DNS, refused, reset before the response started
-  kSend,             ///< writing the request failed on a fresh connection
-  kTls,              ///< handshake or certificate failure
-  kHttpStatus,       ///< non-2xx status (the status goes with it)
-  kTimeout,          ///< connect, first-token or total timeout
-  kStreamTruncated,  ///< the connection ended before the response was complete
-  kParse,            ///< malformed HTTP, SSE or JSON
-  kCancelled,        ///< cancelled by dyno (interrupt); not an engine failure
-  kEngineRejected,   ///< an in-process engine refused the request (bad parameters, too long)
-  kEngineFailed,     ///< an in-process engine failed while serving the request
-  kNoTokens,         ///< a 2xx response that ended without any token event
-  kTooLarge,         ///< the response passed a bound (header, event, events, text)
-  kBadResponse,      ///< a 2xx that is not an answer: HTML page, unrequested encoding
-  kServerError,      ///< the server said, inside a 2xx answer, that it failed (in-stream error)
-  kUnfinished,       ///< the answer ended without the finish reason its API promises
-  kImplausibleUsage, ///< the server's usage counts cannot be true (below 0, beyond any model)
+  kConnect,           ///< DNS, refused, reset before the response started
+  kSend,              ///< writing the request failed on a fresh connection
+  kTls,               ///< handshake or certificate failure
+  kHttpStatus,        ///< non-2xx status (the status goes with it)
+  kTimeout,           ///< connect, first-token or total timeout
+  kStreamTruncated,   ///< the connection ended before the response was complete
+  kParse,             ///< malformed HTTP, SSE or JSON
+  kCancelled,         ///< cancelled by dyno (interrupt); not an engine failure
+  kEngineRejected,    ///< an in-process engine refused the request (bad parameters, too long)
+  kEngineFailed,      ///< an in-process engine failed while serving the request
+  kNoTokens,          ///< a 2xx response that ended without any token event
+  kTooLarge,          ///< the response passed a bound (header, event, events, text)
+  kBadResponse,       ///< a 2xx that is not an answer: HTML page, unrequested encoding
+  kServerError,       ///< the server said, inside a 2xx answer, that it failed (in-stream error)
+  kUnfinished,        ///< the answer ended without the finish reason its API promises
+  kImplausibleUsage,  ///< the server's usage counts cannot be true (below 0, beyond any model)
 };
 const char* to_string(ErrorCategory category);
 

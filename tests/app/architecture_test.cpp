@@ -3,12 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+
+#include "record/run_writer.h"
 
 namespace fs = std::filesystem;
 
@@ -16,12 +17,8 @@ namespace {
 
 const fs::path kSource = DYNO_SOURCE_DIR;
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+/// A file of the repository, whole (record::read_file: throws naming it when it cannot).
+std::string read(const fs::path& p) { return dyno::record::read_file(p); }
 
 /// The module folders under src/ (each with a CMakeLists.txt).
 std::set<std::string> module_folders() {

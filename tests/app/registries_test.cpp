@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
@@ -24,6 +23,7 @@
 #include "engine/spec.h"
 #include "error/registry.h"
 #include "interop/import_formats.h"
+#include "record/run_writer.h"
 #include "report/board_charts.h"
 #include "workload/scoring.h"
 #include "workload/trace_import.h"
@@ -35,12 +35,8 @@ namespace fs = std::filesystem;
 
 const fs::path kSource = DYNO_SOURCE_DIR;
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+/// A file of the repository, whole (record::read_file: throws naming it when it cannot).
+std::string read(const fs::path& p) { return record::read_file(p); }
 
 /// The shape every registry keeps: names unique and non-empty (no spaces), each described on
 /// one line, each with its function.
