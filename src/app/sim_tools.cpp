@@ -17,6 +17,7 @@
 #include "interop/export_record.h"
 #include "json/json_text.h"
 #include "load/schedule.h"
+#include "record/owner_sections.h"
 #include "record/run_writer.h"
 #include "sim/fit.h"
 #include "sim/replay.h"
@@ -39,33 +40,15 @@ struct LoadedCell {
   std::string key;       ///< label, load, lengths and requests: runs of the same cell share it
 };
 
-const json::value* at_path(const json::object& o, std::initializer_list<const char*> keys) {
-  const json::value* v = nullptr;
-  const json::object* cur = &o;
-  for (const char* k : keys) {
-    if (cur == nullptr) return nullptr;
-    v = cur->if_contains(k);
-    if (v == nullptr) return nullptr;
-    cur = v->if_object();
-  }
-  return v;
-}
-
-std::string text_at(const json::object& o, std::initializer_list<const char*> keys) {
-  const json::value* v = at_path(o, keys);
-  return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
-}
-
 // Engine and model as the record names them: name, version, the sim's parameters (minus the
 // profile's name, which is its file's stem), the model id and fingerprint.
 std::string identity_of(const record::Manifest& manifest) {
+  const record::EngineSection engine = record::engine_section(manifest);
   json::object id;
-  for (const char* key : {"name", "version"}) {
-    const json::value* v = manifest.engine.if_contains(key);
-    id[key] = v != nullptr ? *v : json::value();
-  }
-  if (const json::value* p = manifest.engine.if_contains("sim_profile"); p && p->is_object()) {
-    json::object profile = p->get_object();
+  id["name"] = engine.name ? json::value(*engine.name) : json::value();
+  id["version"] = engine.version ? json::value(*engine.version) : json::value();
+  if (engine.sim_profile) {
+    json::object profile = *engine.sim_profile;
     profile.erase("name");
     profile.erase("description");
     id["sim_profile"] = profile;
@@ -125,9 +108,10 @@ LoadedCell load_cell(const fs::path& dir) {
   } catch (const std::invalid_argument&) {
     throw UsageError(run + ": no completed measured request with its times and token counts");
   }
-  out.engine = text_at(m.engine, {"name"});
+  const record::EngineSection engine = record::engine_section(m);
+  out.engine = engine.name.value_or("");
   if (out.engine.empty()) out.engine = "(unnamed engine)";
-  if (const std::string v = text_at(m.engine, {"version"}); !v.empty()) out.engine += " " + v;
+  if (engine.version && !engine.version->empty()) out.engine += " " + *engine.version;
   out.model = m.model.id;
   out.identity = identity_of(m);
   return out;

@@ -6,6 +6,7 @@
 
 #include "compare/board.h"
 #include "compare/fairness.h"
+#include "record/owner_sections.h"
 
 namespace dyno::compare {
 
@@ -37,8 +38,8 @@ std::string text_of(const json::value& v) {
 }
 
 json::value commit_of(const RunRecord& r) {
-  const auto c = string_at(r.manifest_json, "engine.source.commit");
-  return c && !c->empty() ? json::value(*c) : json::value(nullptr);
+  const std::optional<record::EngineSourceRef> s = record::engine_section(r.manifest).source;
+  return s && s->commit && !s->commit->empty() ? json::value(*s->commit) : json::value(nullptr);
 }
 
 json::value list_value(const std::vector<std::string>& v) {

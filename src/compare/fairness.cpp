@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "json/json_text.h"
+#include "record/owner_sections.h"
 
 namespace dyno::compare {
 
@@ -150,8 +151,8 @@ bool states_no_gpu(const RunRecord& r) {
   const record::HardwareIdentity& hw = r.manifest.hardware;
   if (!hw.gpus.empty()) return false;
   if (r.imported()) return !hw.unknown_reason("gpus").has_value();
-  const auto mode = string_at(r.manifest_json, "telemetry.mode");
-  return mode.has_value() && *mode != "off";
+  const std::optional<record::TelemetrySection> t = record::telemetry_section(r.manifest);
+  return t && t->mode != "off";
 }
 
 /// A list of one field over hardware.gpus: empty when the record states there is no GPU
@@ -178,21 +179,21 @@ json::value gpu_list(const RunRecord& r, const char* check) {
 }
 
 std::string gpu_note(const RunRecord& r) {
-  const auto mode = string_at(r.manifest_json, "telemetry.mode");
-  if (mode && *mode == "off") return "no GPU in the record: telemetry was off (--telemetry off)";
+  const std::optional<record::TelemetrySection> t = record::telemetry_section(r.manifest);
+  if (t && t->mode == "off") return "no GPU in the record: telemetry was off (--telemetry off)";
   return "no GPU identity in the record (no GPU telemetry source saw one; see dyno doctor)";
 }
 
 /// Why a record has no engine commit or dirty flag: the reason it gives, else that no engine
 /// source was recorded (only an engine launched from a spec with a `checkout` has one).
 std::string engine_source_note(const RunRecord& r) {
-  const json::value* source = find_path(r.manifest_json, "engine.source");
-  if (source == nullptr || !source->is_object()) {
+  const std::optional<record::EngineSourceRef> source = record::engine_section(r.manifest).source;
+  if (!source) {
     return "no engine source in the record (only an engine launched from an engine spec with "
            "a checkout records one)";
   }
-  for (const char* key : {"unknown.dirty", "unknown.commit"}) {
-    if (const auto why = string_at(source->get_object(), key)) return "engine source: " + *why;
+  for (const char* key : {"dirty", "commit"}) {
+    if (const auto why = source->unknown.get(key)) return "engine source: " + *why;
   }
   return "engine source: not in the record";
 }
@@ -211,8 +212,7 @@ constexpr const char* kSimulatedModel = "simulated by dyno (embedded dyno-sim: n
 
 /// A record of `dyno run`'s embedded simulated engine (engine.reached.kind embedded-sim).
 bool embedded_sim(const RunRecord& r) {
-  const auto kind = string_at(r.manifest_json, "engine.reached.kind");
-  return kind && *kind == "embedded-sim";
+  return record::engine_section(r.manifest).reached.kind == "embedded-sim";
 }
 
 bool missing(const json::value& v);
@@ -248,8 +248,11 @@ json::value value_of(const RunRecord& r, const std::string& check) {
   }
   if (check == "harness") return or_null(m.harness.executable_sha256);
   if (check == "dirty_sources") return json::value(m.harness.git_dirty);
-  if (check == "engine_dirty_sources") return at(r.manifest_json, "engine.source.dirty");
-  if (check == "engine_commit") return at(r.manifest_json, "engine.source.commit");
+  if (check == "engine_dirty_sources" || check == "engine_commit") {
+    const std::optional<record::EngineSourceRef> s = record::engine_section(m).source;
+    if (!s) return nullptr;
+    return check == "engine_commit" ? or_null(s->commit) : or_null(s->dirty);
+  }
   return nullptr;
 }
 
@@ -273,7 +276,8 @@ std::string note_of(const RunRecord& r, const std::string& check) {
     }
     if (check == "engine_dirty_sources" || check == "engine_commit") {
       return origin + ": " +
-             string_at(r.manifest_json, "engine.unknown.source")
+             record::engine_section(r.manifest)
+                 .unknown.get("source")
                  .value_or("not in the imported file");
     }
     if (check == "model_revision" || check == "model_fingerprint") {

@@ -7,6 +7,7 @@
 #include "error/error.h"
 #include "metrics/registry.h"
 #include "protocol/campaign_summary.h"
+#include "record/owner_sections.h"
 #include "record/record_json.h"
 #include "record/run_id.h"
 
@@ -206,22 +207,16 @@ namespace {
 
 /// How long the engine took to be ready (a launched engine's launch record), or why there is no
 /// such figure.
-json::object readiness(const json::object& engine) {
-  const json::value* launch = engine.if_contains("launch");
-  if (launch != nullptr && launch->is_object()) {
-    const auto& l = launch->as_object();
-    json::object out;
-    for (const char* k : {"ready_s", "probe_ready_s", "first_request_s", "launched_at"}) {
-      if (const auto* v = l.if_contains(k)) out[k] = *v;
-    }
-    return out;
+json::object readiness(const json::object& engine_json) {
+  const record::EngineSection engine = record::engine_section_from_json(engine_json);
+  if (const std::optional<record::EngineLaunchRef>& l = engine.launch) {
+    return json::object{{"ready_s", l->ready_s},
+                        {"probe_ready_s", l->probe_ready_s},
+                        {"first_request_s", l->first_request_s ? json::value(*l->first_request_s)
+                                                               : json::value(nullptr)},
+                        {"launched_at", l->launched_at}};
   }
-  const json::value* reached = engine.if_contains("reached");
-  const std::string kind = reached != nullptr && reached->is_object() &&
-                                   reached->as_object().if_contains("kind") != nullptr &&
-                                   reached->as_object().at("kind").is_string()
-                               ? std::string(reached->as_object().at("kind").as_string())
-                               : std::string();
+  const std::string& kind = engine.reached.kind;
   return json::object{
       {"ready_s", nullptr},
       {"reason", kind == "embedded-sim" ? "the embedded simulated engine is ready at once"

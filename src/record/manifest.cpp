@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "record/object_reader.h"
+#include "record/owner_sections.h"
 #include "record/record_json.h"
 
 namespace dyno::record {
@@ -159,6 +160,7 @@ WorkloadSection workload_from(const Reader& r) {
   w.request_stream.count = s.opt_uint("count").value_or(0);  // null: an import that does not say
   w.request_stream.cycle = s.raw().contains("cycle") && s.boolean("cycle");  // older records
   w.sampling = r.object_value("sampling");
+  (void)sampling_section_from_json(w.sampling);  // checked here: its errors name the key
   w.warmup_requests = r.uint("warmup_requests");
   if (r.raw().contains("extra_body")) w.extra_body = r.object_value("extra_body");
   w.extra_body_override =
@@ -352,6 +354,7 @@ Manifest manifest_from_json(const json::object& object) {
     m.engine_exit = engine_exit_from(Reader(exit->as_object(), "engine.exit", "manifest.json"));
     m.engine.erase("exit");
   }
+  (void)engine_section_from_json(m.engine);
   m.model = model_from_json(r.object("model").raw());
   m.hardware = hardware_from_json(r.object("hardware").raw());
   m.workload = workload_from(r.object("workload"));
@@ -377,7 +380,10 @@ Manifest manifest_from_json(const json::object& object) {
     const Reader er(e.as_object(), "evidence[]", "manifest.json");
     m.evidence.push_back({er.string("path"), er.string("sha256")});
   }
-  if (object.contains("telemetry")) m.telemetry = r.object_value("telemetry");
+  if (object.contains("telemetry")) {
+    m.telemetry = r.object_value("telemetry");
+    (void)telemetry_section_from_json(*m.telemetry);
+  }
   if (object.contains("clock")) m.clock = clock_from(r.object("clock"));
   return m;
 }

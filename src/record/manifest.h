@@ -2,9 +2,9 @@
 // manifest.schema.json). The record module owns the schema, so it owns this form: `run_cell`
 // fills a Manifest and RunWriter writes `manifest_to_json(m)`; nothing else assembles manifest
 // JSON by hand. The identity sections (harness, model, hardware) and the workload's protocol
-// are typed in manifest_sections.h; those whose shape belongs to another module's description
-// of the world (engine, telemetry, the workload's sampling) stay JSON objects, made by their
-// owners.
+// are typed in manifest_sections.h; those whose shape belongs to another module (engine,
+// telemetry, the workload's sampling) are kept as their owners make them and read typed through
+// owner_sections.h, checked when manifest.json is read.
 #pragma once
 
 #include <boost/json/object.hpp>

@@ -25,6 +25,8 @@ json::object text_map_to_json(const TextMap& m) {
   return o;
 }
 
+}  // namespace
+
 TextMap text_map_from(const ObjectReader& r) {
   TextMap m;
   for (const auto& kv : r.raw()) {
@@ -34,6 +36,8 @@ TextMap text_map_from(const ObjectReader& r) {
   }
   return m;
 }
+
+namespace {
 
 /// A key the schema requires: present, though it may be null.
 void require(const ObjectReader& r, std::initializer_list<const char*> keys) {

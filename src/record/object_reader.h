@@ -66,6 +66,11 @@ class ObjectReader {
     if (!v->is_number()) fail(name(key), "is not a number");
     return v->to_number<double>();
   }
+  std::optional<bool> opt_bool(const char* key) const {
+    const boost::json::value* v = o_.if_contains(key);
+    if (v == nullptr || v->is_null()) return std::nullopt;
+    return boolean(key);
+  }
   std::optional<std::int64_t> opt_int(const char* key) const {
     const boost::json::value* v = o_.if_contains(key);
     if (v == nullptr || v->is_null()) return std::nullopt;
@@ -107,5 +112,9 @@ class ObjectReader {
   std::string path_;
   std::string file_;
 };
+
+struct TextMap;
+/// An object of texts (`unknown`, `details`) read in the order written (manifest_sections.cpp).
+TextMap text_map_from(const ObjectReader& r);
 
 }  // namespace dyno::record

@@ -10,6 +10,7 @@
 #include "compare/fairness.h"
 #include "compare/run_record.h"
 #include "compare/select.h"
+#include "record/owner_sections.h"
 #include "record/record_json.h"
 #include "report/document_blocks.h"
 #include "report/format.h"
@@ -58,29 +59,17 @@ Inline per_arm(const Board& bd, const std::string& what, Describe describe) {
   return out;
 }
 
-std::string text_at(const json::object& o, const std::string& path,
-                    const std::string& fallback = "unknown") {
-  const json::value* v = compare::find_path(o, path);
-  if (v == nullptr || v->is_null()) return fallback;
-  if (v->is_object() || v->is_array()) return compare::canonical_text(*v);
-  return compare::scalar_text(*v);
-}
-
 // ---- what one run was, from its manifest and summary -----------------------------------
 
 std::string describe_engine(const RunRecord& r) {
-  const json::object& m = r.manifest_json;
-  std::string d = text_at(m, "engine.name", "unidentified engine") + " " +
-                  text_at(m, "engine.version", "(version unknown)") + " (" +
-                  text_at(m, "engine.reached.kind") + ")";
-  if (const auto p = compare::string_at(m, "engine.sim_profile.name")) d += ", profile " + *p;
-  d += ", engine args " + text_at(m, "engine.engine_args", "{}");
-  if (const auto commit = compare::string_at(m, "engine.source.commit")) {
-    const json::value* dirty = compare::find_path(m, "engine.source.dirty");
-    d += ", source " + short_hash(*commit) +
-         (dirty != nullptr && dirty->is_bool()
-              ? (dirty->get_bool() ? " (modified tree)" : " (clean tree)")
-              : "");
+  const record::EngineSection e = record::engine_section(r.manifest);
+  std::string d = e.name.value_or("unidentified engine") + " " +
+                  e.version.value_or("(version unknown)") + " (" + e.reached.kind + ")";
+  if (const auto p = e.sim_profile_name()) d += ", profile " + *p;
+  d += ", engine args " + compare::canonical_text(e.engine_args);
+  if (e.source && e.source->commit) {
+    d += ", source " + short_hash(*e.source->commit) +
+         (e.source->dirty ? (*e.source->dirty ? " (modified tree)" : " (clean tree)") : "");
   }
   return d;
 }
@@ -108,29 +97,35 @@ std::string describe_protocol(const RunRecord& r) {
 }
 
 std::string describe_workload(const RunRecord& r) {
-  const json::object& m = r.manifest_json;
-  return text_at(m, "workload.api") + " API, stream " +
-         text_at(m, "workload.request_stream.source") + " (sha256 " +
-         short_hash(text_at(m, "workload.request_stream.sha256")) + ", " +
-         text_at(m, "workload.request_stream.count") + " requests), sampling " +
-         text_at(m, "workload.sampling") + ", " + text_at(m, "workload.warmup_requests", "0") +
+  const record::WorkloadSection& w = r.manifest.workload;
+  const record::RequestStreamRef& s = w.request_stream;
+  return w.api + " API, stream " + s.source + " (sha256 " +
+         short_hash(s.sha256.empty() ? "unknown" : s.sha256) + ", " +
+         (s.count > 0 ? std::to_string(s.count) : "unknown") + " requests), sampling " +
+         compare::canonical_text(w.sampling) + ", " + std::to_string(w.warmup_requests) +
          " warm-up";
 }
 
+/// A figure of the load as the record states it ("unknown" when it does not).
+template <typename T>
+std::string stated(const std::optional<T>& v, const std::string& fallback = "unknown") {
+  return v ? compare::scalar_text(json::value(*v)) : fallback;
+}
+
 std::string describe_load(const RunRecord& r) {
-  const json::object& m = r.manifest_json;
-  const std::string mode = text_at(m, "load.mode");
-  if (mode == "replay") {
-    return "replay of the stream's timestamps, time scale " + text_at(m, "load.replay.time_scale") +
-           ", window from " + text_at(m, "load.replay.from_ms") + " ms to " +
-           text_at(m, "load.replay.to_ms", "the end");
+  const record::LoadSection& l = r.manifest.load;
+  if (l.replay) {
+    return "replay of the stream's timestamps, time scale " +
+           stated(std::optional(l.replay->time_scale)) + ", window from " +
+           stated(std::optional(l.replay->from_ms)) + " ms to " +
+           stated(l.replay->to_ms, "the end");
   }
-  if (mode == "open") {
-    return "open loop, " + text_at(m, "load.rate_per_s") + " req/s, " + text_at(m, "load.arrival") +
+  if (l.open_loop) {
+    return "open loop, " + stated(l.rate_per_s) + " req/s, " + l.arrival.value_or("unknown") +
            " arrivals";
   }
-  return "closed loop, concurrency " + text_at(m, "load.concurrency") + ", " +
-         text_at(m, "load.requests") + " requests";
+  return "closed loop, concurrency " + stated(l.concurrency) + ", " + stated(l.requests) +
+         " requests";
 }
 
 std::string describe_hardware(const RunRecord& r) {
@@ -160,7 +155,8 @@ std::string describe_harness(const RunRecord& r) {
 std::string describe_telemetry(const RunRecord& r) {
   const std::optional<record::EnergySection> e =
       r.summary ? r.summary->energy_section() : std::nullopt;
-  return text_at(r.manifest_json, "telemetry.mode") + ", energy " +
+  const std::optional<record::TelemetrySection> tm = record::telemetry_section(r.manifest);
+  return (tm ? tm->mode : std::string("unknown")) + ", energy " +
          (e && e->energy_j ? "scope " + e->scope.value_or("?") : "not measured");
 }
 

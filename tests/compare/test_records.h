@@ -191,7 +191,12 @@ inline compare::RunPtr make_run(const std::string& run_id, const std::string& la
   m.harness.version = "test";
   m.harness.git_commit = "abc";
   m.harness.executable_sha256 = std::string(64, 'e');
-  m.engine = json::object{{"name", label}, {"version", "1"}, {"engine_args", json::object{}}};
+  m.engine =
+      json::object{{"name", label},
+                   {"version", "1"},
+                   {"reached", json::object{{"kind", "http"}, {"scheme", "http"}, {"path", "/v1"}}},
+                   {"engine_args", json::object{}},
+                   {"api_key_used", false}};
   m.model.id = "m";
   m.model.revision = "r1";
   m.model.fingerprint = std::string(64, 'f');
@@ -213,7 +218,10 @@ inline compare::RunPtr make_run(const std::string& run_id, const std::string& la
   m.workload.request_stream = {"synthetic", std::string(64, '5'), 10, false};
   m.workload.sampling = json::object{{"temperature", 0.0}};
   m.load.concurrency = static_cast<std::uint64_t>(concurrency);
-  m.telemetry = json::object{{"mode", "off"}};
+  m.telemetry = json::object{{"mode", "off"},
+                             {"period_ms", json::object{{"requested", 1000}}},
+                             {"backends", json::array()},
+                             {"idle_baseline", nullptr}};
   r->manifest_json = record::manifest_to_json(m);
   return r;
 }

@@ -143,8 +143,13 @@ TEST(CampaignSummary, HeadlineKeysAreStablePerProtocol) {
       },
       [](const std::string&) {});
   const json::object doc = campaign.document(
-      json::object{{"name", "dyno-sim"}, {"reached", json::object{{"kind", "embedded-sim"}}}}, "m",
-      nullptr);
+      json::object{
+          {"name", "dyno-sim"},
+          {"version", "0.1.0"},
+          {"reached", json::object{{"kind", "embedded-sim"}, {"scheme", "http"}, {"path", "/v1"}}},
+          {"engine_args", json::object{}},
+          {"api_key_used", false}},
+      "m", nullptr);
   const auto& h = doc.at("headline").as_object();
   ASSERT_TRUE(h.contains("fr") && h.contains("fr2"));
   EXPECT_TRUE(h.at("fr").as_object().contains("solo"));
@@ -184,9 +189,19 @@ TEST(CampaignSummary, ReadinessOfALaunchedEngineComesFromItsLaunch) {
         return out;
       },
       [](const std::string&) {});
-  const json::object engine{
-      {"name", "llama-server"},
-      {"launch", json::object{{"ready_s", 12.5}, {"probe_ready_s", 12.0}, {"argv", "x"}}}};
+  const json::object engine = json::parse(R"json({
+    "name": "llama-server", "version": null,
+    "reached": {"kind": "launched", "scheme": "http", "path": "/v1"},
+    "launch": {"launch_id": "l1", "spec_file": "llama.toml", "spec_sha256": "ab", "preset": "llamacpp",
+      "argv": ["llama-server", "-m", "x.gguf"], "env": {}, "workdir": null, "container_image": null,
+      "port": 8080, "launched_at": "2026-12-02T10:15:00.000Z", "ready_s": 12.5,
+      "probe_ready_s": 12.0, "first_request_s": 0.5,
+      "ready": {"http_path": "/health", "http_status": 200, "log_line": null, "timeout_s": 600,
+                "first_request": true},
+      "stop": {"signal": "SIGTERM", "grace_s": 10}, "cell_index": 0, "shared_by_cells": true,
+      "log": "evidence/engine.log"},
+    "engine_args": {}, "api_key_used": false})json")
+                                  .as_object();
   const json::object doc = campaign.document(engine, "m", nullptr);
   EXPECT_EQ(doc.at("readiness").at("ready_s"), 12.5);
   EXPECT_EQ(doc.at("readiness").at("probe_ready_s"), 12.0);

@@ -250,7 +250,13 @@ TEST(ProtocolCampaign, SelectsTheMedianRepetitionAndKeepsEveryRun) {
       },
       [&](const std::string& line) { said.push_back(line); });
   EXPECT_EQ(said.front(), "dyno ladder: cell decode@0 (repetition 1 of 3)");
-  const json::object doc = campaign.document(json::object{{"name", "e"}}, "m", nullptr);
+  const json::object engine{
+      {"name", "e"},
+      {"version", nullptr},
+      {"reached", json::object{{"kind", "http"}, {"scheme", "http"}, {"path", "/v1"}}},
+      {"engine_args", json::object{}},
+      {"api_key_used", false}};
+  const json::object doc = campaign.document(engine, "m", nullptr);
   EXPECT_EQ(doc.at("status"), "ok");
   const auto& cell = doc.at("cells").as_array().at(0).as_object();
   EXPECT_EQ(cell.at("runs").as_array().size(), 3u);

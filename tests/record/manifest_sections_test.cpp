@@ -42,6 +42,9 @@ json::object manifest_with_sections() {
               "power_limit_w": 700.5, "capabilities": ["energy_counter"],
               "details": {"z": "1", "a": "2"}}],
     "unknown": {"cpu_model": "no 'model name' line"}, "label": "G (80 GiB) · 2 cores"})json"));
+  m.engine = parse(R"json({"name": "dyno-sim", "version": "0.1.0",
+    "reached": {"kind": "embedded-sim", "scheme": "http", "path": "/v1"},
+    "engine_args": {}, "api_key_used": false})json");
   m.workload.protocol = dyno::record::ProtocolRef{};  // {name "run", version 1}
   m.workload.request_stream = {"synthetic", std::string(64, 'b'), 1, false};
   m.load.concurrency = 1;
