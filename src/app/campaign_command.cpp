@@ -18,21 +18,21 @@ namespace json = boost::json;
 namespace {
 
 /// The dyno the cells run: the plan's `dyno`, else this binary.
-std::string dyno_binary(const cluster::Plan& plan) {
+std::string dyno_binary(const cluster::PlanFile& plan) {
   if (plan.dyno) return *plan.dyno;
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   return ec ? std::string("dyno") : self.string();
 }
 
-fs::path runs_root_of(const CampaignOptions& o, const cluster::Plan* plan) {
+fs::path runs_root_of(const CampaignOptions& o, const cluster::PlanFile* plan) {
   if (!o.runs_root.empty()) return o.runs_root;
   if (plan != nullptr && plan->runs_root) return *plan->runs_root;
   return "runs";
 }
 
 int plan_check(const CampaignOptions& o, std::ostream& out) {
-  const cluster::Plan plan = cluster::load_plan(o.plan);
+  const cluster::PlanFile plan = cluster::load_plan_file(o.plan);
   const auto cells = plan.cells();
   cluster::CampaignState preview;
   preview.runs_root = fs::absolute(runs_root_of(o, &plan)).lexically_normal();
@@ -159,7 +159,7 @@ void launch_cells(cluster::CampaignState& state, const std::vector<std::size_t>&
 
 int submit(const CampaignOptions& o, std::ostream& out, std::ostream& err,
            const std::atomic<bool>& stop) {
-  const cluster::Plan plan = cluster::load_plan(o.plan);
+  const cluster::PlanFile plan = cluster::load_plan_file(o.plan);
   cluster::CampaignState state =
       cluster::prepare_campaign(plan, runs_root_of(o, &plan), o.scheduler, dyno_binary(plan));
   out << "campaign " << state.campaign_id << " · " << state.cells.size() << " cell(s) · "

@@ -6,7 +6,6 @@
 #include "app/campaign_command.h"
 #include "app/clock_command.h"
 #include "app/export_command.h"
-#include "app/import_command.h"
 #include "app/measure_flags.h"
 #include "app/protocol_commands.h"
 #include "app/report_command.h"
@@ -19,6 +18,7 @@
 #include "app/sim_command.h"
 #include "app/sim_tools.h"
 #include "app/stream_command.h"
+#include "app/stream_import_command.h"
 
 namespace dyno::app {
 
@@ -34,7 +34,7 @@ int run_stream_make(const StreamMakeOptions& o, CommandIo io) {
   return stream_make_command(o, io.out);
 }
 
-int run_stream_import(const ImportOptions& o, CommandIo) { return import_command(o); }
+int run_stream_import(const StreamImportOptions& o, CommandIo) { return stream_import_command(o); }
 
 int run_rescore(const RescoreCommandOptions& o, CommandIo io) {
   return rescore_command(o, io.out, io.err);
@@ -68,7 +68,7 @@ std::span<const Command> stream_commands() {
       {.name = "import",
        .describe = "turn a data set (ShareGPT, a CSV/JSONL table, image questions, agent "
                    "trajectories) or a trace (Mooncake, Azure, BurstGPT) into a stream",
-       .add = with_options<ImportOptions, add_import_options, run_stream_import>},
+       .add = with_options<StreamImportOptions, add_stream_import_options, run_stream_import>},
   };
   return kStream;
 }

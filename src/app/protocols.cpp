@@ -93,7 +93,7 @@ session::EngineSession make_engine(const RunOptions& o, workload::Api api) {
 
 /// One row per cell, one column per figure: the selected repetition's value (a run's own
 /// figures, never a blend of runs).
-void print_table(const protocol::Campaign& campaign, const protocol::Plan& plan,
+void print_table(const protocol::ProtocolCampaign& campaign, const protocol::ProtocolPlan& plan,
                  const json::object& doc, const std::filesystem::path& file) {
   const std::string metric(doc.at("selection").at("metric").as_string());
   std::cout << "dyno " << plan.name << " · campaign " << campaign.id() << " · "
@@ -133,8 +133,9 @@ void print_table(const protocol::Campaign& campaign, const protocol::Plan& plan,
 
 /// Runs `plan` against `engine` as a campaign, writes its file and prints its table (or JSON);
 /// returns the exit code.
-int run_campaign(session::EngineSession& engine, const protocol::Plan& plan, const RunOptions& o) {
-  protocol::Campaign campaign(plan, o.record.label);
+int run_campaign(session::EngineSession& engine, const protocol::ProtocolPlan& plan,
+                 const RunOptions& o) {
+  protocol::ProtocolCampaign campaign(plan, o.record.label);
   const std::atomic<bool>& stop = install_stop_signals();
   campaign.run(
       [&](const session::CellSpec& spec) {
@@ -226,8 +227,8 @@ int ladder_command(const RunOptions& o, const LadderOptions& l) {
     count = [&counter](const workload::Request& r) { return (*counter)(r); };
     tokenizer = counter->flavor();
   }
-  const protocol::Plan plan = protocol::plan_ladder(l, depths, sizes, shared, count, tokenizer,
-                                                    [&counter] { counter->disconnect(); });
+  const protocol::ProtocolPlan plan = protocol::plan_ladder(
+      l, depths, sizes, shared, count, tokenizer, [&counter] { counter->disconnect(); });
   return run_campaign(engine, plan, o);
 }
 
@@ -237,7 +238,7 @@ int speed_command(const RunOptions& o, const SpeedOptions& sp) {
   session::check_descriptors(sp.concurrency, "--burst " + std::to_string(sp.concurrency), o.target);
   std::optional<workload::RequestStream> file;
   if (o.stream.file) file = session::stream_as_given(o.stream, shared.api, o.load.seed, 0);
-  const protocol::Plan plan = protocol::plan_speed(sp, passes, shared, file);
+  const protocol::ProtocolPlan plan = protocol::plan_speed(sp, passes, shared, file);
   session::EngineSession engine = make_engine(o, shared.api);
   return run_campaign(engine, plan, o);
 }

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "app/import_command.h"
 #include "app/run_command.h"
+#include "app/stream_import_command.h"
 #include "app/target_counter.h"
 #include "json/json_text.h"
 #include "workload/request_stream.h"
@@ -26,7 +26,7 @@ constexpr std::size_t kTokenizeConnections = 4;
 
 }  // namespace
 
-int trace_import_command(const ImportOptions& o) {
+int trace_import_command(const StreamImportOptions& o) {
   if (o.max_tokens) {
     throw UsageError(
         "--max-tokens: a trace sets each request's output length (max_tokens = "

@@ -68,7 +68,7 @@ void refuse_control_characters(const std::string& what, const std::string& value
   }
 }
 
-void check_script_values(const Plan& plan, const fs::path& runs_root, const std::string& dyno) {
+void check_script_values(const PlanFile& plan, const fs::path& runs_root, const std::string& dyno) {
   refuse_control_characters("the plan file's path", plan.file.string());
   refuse_control_characters("the runs root", runs_root.string());
   refuse_control_characters("the dyno binary", dyno);
@@ -85,7 +85,7 @@ void check_script_values(const Plan& plan, const fs::path& runs_root, const std:
   }
 }
 
-std::vector<std::vector<std::string>> cell_commands(const Plan& plan, const Cell& cell,
+std::vector<std::vector<std::string>> cell_commands(const PlanFile& plan, const Cell& cell,
                                                     const CampaignState& state,
                                                     const std::string& label,
                                                     const std::string& dyno) {
@@ -113,7 +113,7 @@ std::vector<std::vector<std::string>> cell_commands(const Plan& plan, const Cell
   return std::vector<std::vector<std::string>>(times, argv);
 }
 
-std::string batch_script(const Plan& plan, const Cell& cell, const CampaignState& state,
+std::string batch_script(const PlanFile& plan, const Cell& cell, const CampaignState& state,
                          const CellState& cs, const std::string& dyno) {
   const Resources& r = cell.resources;
   const auto commands = cell_commands(plan, cell, state, cs.label, dyno);
@@ -159,7 +159,7 @@ std::string batch_script(const Plan& plan, const Cell& cell, const CampaignState
   return s.str();
 }
 
-CampaignState prepare_campaign(const Plan& plan, const fs::path& runs_root,
+CampaignState prepare_campaign(const PlanFile& plan, const fs::path& runs_root,
                                const std::string& scheduler, const std::string& dyno) {
   // Before anything is written: a value with a control character would break a script.
   check_script_values(plan, fs::absolute(runs_root).lexically_normal(), dyno);

@@ -18,7 +18,7 @@
 namespace dyno::cluster {
 
 /// The dyno command lines a cell runs (one per record for `run` with repetitions).
-std::vector<std::vector<std::string>> cell_commands(const Plan& plan, const Cell& cell,
+std::vector<std::vector<std::string>> cell_commands(const PlanFile& plan, const Cell& cell,
                                                     const CampaignState& state,
                                                     const std::string& label,
                                                     const std::string& dyno);
@@ -29,18 +29,18 @@ void refuse_control_characters(const std::string& what, const std::string& value
 
 /// Every value the plan's scripts would hold — the plan file's path, the runs root (absolute),
 /// the dyno binary, each cell's command line — checked with refuse_control_characters.
-void check_script_values(const Plan& plan, const std::filesystem::path& runs_root,
+void check_script_values(const PlanFile& plan, const std::filesystem::path& runs_root,
                          const std::string& dyno);
 
 /// The cell's batch script: #SBATCH lines from its resources, then its commands; every value
 /// shell-quoted (sbatch reads #SBATCH values with the same quotes). Throws PlanError when a
 /// value holds a control character.
-std::string batch_script(const Plan& plan, const Cell& cell, const CampaignState& state,
+std::string batch_script(const PlanFile& plan, const Cell& cell, const CampaignState& state,
                          const CellState& cs, const std::string& dyno);
 
 /// Makes <runs-root>/cluster/<id>/ with plan.toml, one script per cell and state.json (no
 /// attempt yet). `dyno`: the binary the scripts run (the plan's `dyno`, else this one).
-CampaignState prepare_campaign(const Plan& plan, const std::filesystem::path& runs_root,
+CampaignState prepare_campaign(const PlanFile& plan, const std::filesystem::path& runs_root,
                                const std::string& scheduler, const std::string& dyno);
 
 /// Submits one cell with `sbatch --parsable`; records the attempt and saves the state.

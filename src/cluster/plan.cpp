@@ -314,7 +314,7 @@ Resources Resources::merged(const Resources& over) const {
   return out;
 }
 
-std::vector<Cell> Plan::cells() const {
+std::vector<Cell> PlanFile::cells() const {
   std::vector<Cell> out;
   for (const Arm& a : arms) {
     for (const Model& m : models) {
@@ -366,7 +366,7 @@ std::vector<std::string> plan_args(const std::string& kind) {
   return out;
 }
 
-Plan load_plan(const fs::path& file) {
+PlanFile load_plan_file(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw PlanError(file.string() + ": cannot read the plan file (does it exist?)");
   std::ostringstream ss;
@@ -382,7 +382,7 @@ Plan load_plan(const fs::path& file) {
   r.only_keys(
       root,
       {"name", "repetitions", "dyno", "runs_root", "resources", "arms", "models", "protocols"}, "");
-  Plan plan;
+  PlanFile plan;
   plan.file = fs::absolute(file).lexically_normal();
   const fs::path base = plan.file.parent_path();
   const auto name = r.str(root, "name", "name");

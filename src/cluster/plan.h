@@ -71,7 +71,7 @@ struct Cell {
   Resources resources;  ///< plan, then arm, then model, then protocol
 };
 
-struct Plan {
+struct PlanFile {
   std::filesystem::path file;  ///< absolute
   std::string name;
   /// Repetitions of every cell: protocols' --repeat, or that many `dyno run` records; unset:
@@ -90,7 +90,7 @@ struct Plan {
 
 /// Reads and checks a plan file; engine spec files are read too (their own errors name them).
 /// Throws PlanError (or the engine module's SpecError) for anything that cannot be used.
-Plan load_plan(const std::filesystem::path& file);
+PlanFile load_plan_file(const std::filesystem::path& file);
 
 /// The resources as a person reads them: "gpus=2:h100 time=01:00:00 partition=gpu"; "-" when
 /// none is set.

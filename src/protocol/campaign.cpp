@@ -80,7 +80,7 @@ void add_energy_figures(const session::CellOutcome& c, json::object& figures) {
 
 }  // namespace
 
-Campaign::Campaign(const Plan& plan, std::string label)
+ProtocolCampaign::ProtocolCampaign(const ProtocolPlan& plan, std::string label)
     : plan_(plan),
       label_(label.empty() ? plan.name : std::move(label)),
       metric_(plan.rep.select.empty() ? plan.primary : plan.rep.select),
@@ -92,15 +92,16 @@ Campaign::Campaign(const Plan& plan, std::string label)
   }
 }
 
-void Campaign::run(const CellRunner& run, const std::function<void(const std::string&)>& say) {
+void ProtocolCampaign::run(const CellRunner& run,
+                           const std::function<void(const std::string&)>& say) {
   for (const CellPlan& cell : plan_.cells) {
     if (stopped_) break;
     run_cell(cell, run, say);
   }
 }
 
-void Campaign::run_cell(const CellPlan& cell, const CellRunner& run,
-                        const std::function<void(const std::string&)>& say) {
+void ProtocolCampaign::run_cell(const CellPlan& cell, const CellRunner& run,
+                                const std::function<void(const std::string&)>& say) {
   CellResult result;
   result.name = cell.name;
   result.key = cell.key.empty() ? std::vector<std::string>{cell.name} : cell.key;
@@ -145,7 +146,7 @@ void Campaign::run_cell(const CellPlan& cell, const CellRunner& run,
   cells_.push_back(std::move(result));
 }
 
-json::object Campaign::cell_json(const CellResult& c, json::object& headline) const {
+json::object ProtocolCampaign::cell_json(const CellResult& c, json::object& headline) const {
   std::vector<std::pair<double, std::size_t>> ranked;
   json::array runs;
   // Every figure, in the protocol's order, with the values it took over the repetitions.
@@ -195,7 +196,7 @@ json::object Campaign::cell_json(const CellResult& c, json::object& headline) co
                       {"figures", std::move(spreads)}};
 }
 
-std::string Campaign::status() const {
+std::string ProtocolCampaign::status() const {
   return crashed_       ? "engine_crashed"
          : unreachable_ ? "target_unreachable"
          : stopped_     ? "interrupted"
@@ -226,8 +227,8 @@ json::object readiness(const json::object& engine_json) {
 
 }  // namespace
 
-json::object Campaign::document(const json::object& engine, const std::string& model,
-                                const json::value& vram_after_load) const {
+json::object ProtocolCampaign::document(const json::object& engine, const std::string& model,
+                                        const json::value& vram_after_load) const {
   json::array cells;
   json::object headline;
   std::vector<CellRep> reps;
@@ -256,11 +257,11 @@ json::object Campaign::document(const json::object& engine, const std::string& m
       {"cells", std::move(cells)}};
 }
 
-json::object Campaign::selection_json(const std::string& metric) const {
+json::object ProtocolCampaign::selection_json(const std::string& metric) const {
   return json::object{{"rule", "median"}, {"metric", metric}, {"repetitions", plan_.rep.repeat}};
 }
 
-std::vector<std::string> Campaign::columns() const {
+std::vector<std::string> ProtocolCampaign::columns() const {
   std::vector<std::string> columns;  // the protocol's figure order
   for (const CellResult& c : cells_) {
     if (c.reps.empty()) continue;

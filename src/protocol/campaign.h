@@ -26,11 +26,11 @@ boost::json::object figure_spread(std::vector<double> values, const boost::json:
 /// Runs one cell spec into a record and returns its outcome (the command shows it).
 using CellRunner = std::function<session::CellOutcome(const session::CellSpec&)>;
 
-class Campaign {
+class ProtocolCampaign {
  public:
   /// `label`: the records' label ("" = the protocol's name). Throws UsageError when --select
   /// names no known metric.
-  Campaign(const Plan& plan, std::string label);
+  ProtocolCampaign(const ProtocolPlan& plan, std::string label);
 
   const std::string& id() const { return id_; }
   bool stopped() const { return stopped_; }
@@ -65,7 +65,7 @@ class Campaign {
   boost::json::object cell_json(const CellResult& c, boost::json::object& headline) const;
   boost::json::object selection_json(const std::string& metric) const;
 
-  const Plan& plan_;
+  const ProtocolPlan& plan_;
   std::string label_;
   std::string metric_;
   bool user_selected_;

@@ -80,7 +80,7 @@ struct CellPlan {
   std::vector<std::string> key = {};
 };
 
-struct Plan {
+struct ProtocolPlan {
   std::string name;  ///< sweep | ladder | speed | real
   int version = 1;
   boost::json::object params;
@@ -93,8 +93,8 @@ struct Plan {
 /// Sweep: one closed-loop cell per level of `levels` (a concurrency: max(min_requests,
 /// per_slot·C) requests each), or with sweep.rates one open-loop cell per rate (rate_duration_s
 /// each), over `stream` cyclically. The caller checked the levels against the flags' limits.
-Plan plan_sweep(const SweepOptions& sweep, const std::vector<double>& levels, const Shared& shared,
-                const workload::RequestStream& stream);
+ProtocolPlan plan_sweep(const SweepOptions& sweep, const std::vector<double>& levels,
+                        const Shared& shared, const workload::RequestStream& stream);
 
 /// The load of the sweep's cell at `level`: closed at concurrency `level` for max(min_requests,
 /// per_slot·C) requests, or with sweep.rates open at rate `level` for rate_duration_s (named
@@ -112,19 +112,20 @@ using PromptCounter = std::function<std::int64_t(const workload::Request&)>;
 /// (`tokenizer` names its flavour in the params) and `after_count` runs once a prompt is made
 /// (e.g. closing the tokenizer's connection before the cell runs); without, about one token a
 /// word.
-Plan plan_ladder(const LadderOptions& ladder, const std::vector<double>& depths,
-                 const std::vector<double>& sizes, const Shared& shared, PromptCounter count,
-                 const std::string& tokenizer, std::function<void()> after_count = {});
+ProtocolPlan plan_ladder(const LadderOptions& ladder, const std::vector<double>& depths,
+                         const std::vector<double>& sizes, const Shared& shared,
+                         PromptCounter count, const std::string& tokenizer,
+                         std::function<void()> after_count = {});
 
 /// Speed: per pass of `passes`, a solo streamed request (the session's one warm-up before the
 /// first) and a burst of speed.concurrency. Prompts: `file`'s requests tagged pass=<name> (a
 /// pass "fr2" without its own repeats "fr"), else synthetic prompts seeded by the pass's base
 /// name. Throws UsageError when a pass has no prompt in `file`.
-Plan plan_speed(const SpeedOptions& speed, const std::vector<std::string>& passes,
-                const Shared& shared, const std::optional<workload::RequestStream>& file);
+ProtocolPlan plan_speed(const SpeedOptions& speed, const std::vector<std::string>& passes,
+                        const Shared& shared, const std::optional<workload::RequestStream>& file);
 
 /// Real: one cell per case (requests tagged case=<name>, else each request its own case).
-Plan plan_real(const RealOptions& real, const Shared& shared,
-               const workload::RequestStream& stream);
+ProtocolPlan plan_real(const RealOptions& real, const Shared& shared,
+                       const workload::RequestStream& stream);
 
 }  // namespace dyno::protocol

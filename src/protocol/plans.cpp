@@ -159,10 +159,10 @@ std::uint64_t sweep_requests(const SweepOptions& s, const std::vector<double>& l
   return most;
 }
 
-Plan plan_sweep(const SweepOptions& s, const std::vector<double>& levels, const Shared& o,
-                const workload::RequestStream& stream) {
+ProtocolPlan plan_sweep(const SweepOptions& s, const std::vector<double>& levels, const Shared& o,
+                        const workload::RequestStream& stream) {
   const bool open = s.rates.has_value();
-  Plan plan;
+  ProtocolPlan plan;
   plan.name = "sweep";
   plan.rep = s.rep;
   plan.primary = "output_tokens_per_s";
@@ -226,10 +226,10 @@ std::optional<double> computed_prompt_tokens(const session::CellOutcome& c) {
 
 }  // namespace
 
-Plan plan_ladder(const LadderOptions& l, const std::vector<double>& depths,
-                 const std::vector<double>& sizes, const Shared& o, PromptCounter count,
-                 const std::string& tokenizer, std::function<void()> after_count) {
-  Plan plan;
+ProtocolPlan plan_ladder(const LadderOptions& l, const std::vector<double>& depths,
+                         const std::vector<double>& sizes, const Shared& o, PromptCounter count,
+                         const std::string& tokenizer, std::function<void()> after_count) {
+  ProtocolPlan plan;
   plan.name = "ladder";
   plan.rep = l.rep;
   plan.primary = "decode_rate_p50";
@@ -343,8 +343,8 @@ json::object speed_figures(const session::CellOutcome& c) {
 
 }  // namespace
 
-Plan plan_speed(const SpeedOptions& sp, const std::vector<std::string>& passes, const Shared& o,
-                const std::optional<workload::RequestStream>& file) {
+ProtocolPlan plan_speed(const SpeedOptions& sp, const std::vector<std::string>& passes,
+                        const Shared& o, const std::optional<workload::RequestStream>& file) {
   // Prompts of each pass: stream requests tagged pass=<name>; a pass "fr2" with no requests of
   // its own repeats pass "fr" (the session's drift). Without --stream: synthetic prompts
   // seeded by the pass's base name.
@@ -365,7 +365,7 @@ Plan plan_speed(const SpeedOptions& sp, const std::vector<std::string>& passes, 
     }
     prompts[pass] = std::move(reqs);
   }
-  Plan plan;
+  ProtocolPlan plan;
   plan.name = "speed";
   plan.rep = sp.rep;
   plan.primary = "output_tokens_per_s";
@@ -405,7 +405,8 @@ Plan plan_speed(const SpeedOptions& sp, const std::vector<std::string>& passes, 
   return plan;
 }
 
-Plan plan_real(const RealOptions& re, const Shared& o, const workload::RequestStream& stream) {
+ProtocolPlan plan_real(const RealOptions& re, const Shared& o,
+                       const workload::RequestStream& stream) {
   std::vector<std::string> order;
   std::map<std::string, std::vector<workload::Request>> cases;
   for (const auto& r : stream.requests) {
@@ -414,7 +415,7 @@ Plan plan_real(const RealOptions& re, const Shared& o, const workload::RequestSt
     if (cases.find(name) == cases.end()) order.push_back(name);
     cases[name].push_back(r);
   }
-  Plan plan;
+  ProtocolPlan plan;
   plan.name = "real";
   plan.rep = re.rep;
   plan.primary = "decode_rate_p50";

@@ -236,7 +236,7 @@ fs::path data_file_in(const fs::path& dir_or_file) {
 
 // ----------------------------------------------------------------------------------------------
 
-RequestStream import_sharegpt(const fs::path& path, const ShareGptOptions& options) {
+RequestStream stream_from_sharegpt(const fs::path& path, const ShareGptOptions& options) {
   const std::string name = path.string();
   if (options.max_tokens < 1) throw StreamError(name + ": max_tokens must be >= 1");
   const json::value root = parse_json(read_all(path, "ShareGPT file"), name);
@@ -312,7 +312,7 @@ RequestStream import_sharegpt(const fs::path& path, const ShareGptOptions& optio
   return stream;
 }
 
-RequestStream import_table(const fs::path& path, const TableMapping& m) {
+RequestStream stream_from_table(const fs::path& path, const TableMapping& m) {
   const std::string name = path.string();
   if (m.prompt.empty()) throw StreamError(name + ": the mapping must name the prompt column");
   if (m.max_tokens && !m.max_tokens_column.empty()) {
@@ -390,7 +390,7 @@ RequestStream import_table(const fs::path& path, const TableMapping& m) {
   return stream;
 }
 
-RequestStream import_image_qa(const fs::path& dir_or_file, const ImageQaOptions& options) {
+RequestStream stream_from_image_qa(const fs::path& dir_or_file, const ImageQaOptions& options) {
   const fs::path path = data_file_in(dir_or_file);
   if (options.max_tokens && *options.max_tokens < 1) {
     throw StreamError(path.string() + ": max_tokens must be >= 1");

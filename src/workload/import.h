@@ -16,7 +16,7 @@
 
 namespace dyno::workload {
 
-/// How import_sharegpt turns conversations into requests.
+/// How stream_from_sharegpt turns conversations into requests.
 struct ShareGptOptions {
   /// max_tokens of every request (when output_from_reference is false).
   std::int64_t max_tokens = 256;
@@ -44,7 +44,8 @@ struct ShareGptOptions {
 /// index) without an id; duplicate ids are an error. Order: file order, filtered
 /// (min_prompt_chars, reply presence), then shuffled if asked, then cut to `limit`. Throws
 /// StreamError("<file>: element <i>: ...") when malformed, and when no request remains.
-RequestStream import_sharegpt(const std::filesystem::path& path, const ShareGptOptions& options);
+RequestStream stream_from_sharegpt(const std::filesystem::path& path,
+                                   const ShareGptOptions& options);
 
 /// Column (CSV) or key (JSONL / JSON array) names for import_table. Empty name: not used.
 struct TableMapping {
@@ -76,7 +77,7 @@ struct TableMapping {
 /// (from the CSV header, or from a JSON record) is an error naming it and listing the
 /// available ones. Errors name "<file>:<line>" (CSV: the record's first line; JSONL: the line)
 /// or "<file>: element <i>" (JSON array). Duplicate ids and empty prompts are errors.
-RequestStream import_table(const std::filesystem::path& path, const TableMapping& mapping);
+RequestStream stream_from_table(const std::filesystem::path& path, const TableMapping& mapping);
 
 /// How import_image_qa reads a ChartQA-style set.
 struct ImageQaOptions {
@@ -101,7 +102,7 @@ struct ImageQaOptions {
 /// [image (data URL, image_sha256 set), text question (+ " " + instruction)], expected = the
 /// answer (a string, a number, or an array of exactly one such value, as in ChartQA's
 /// Hugging Face export) scored by options.scorer.
-RequestStream import_image_qa(const std::filesystem::path& dir_or_file,
-                              const ImageQaOptions& options);
+RequestStream stream_from_image_qa(const std::filesystem::path& dir_or_file,
+                                   const ImageQaOptions& options);
 
 }  // namespace dyno::workload

@@ -32,7 +32,7 @@ struct HumanTurn {
   std::optional<std::string> reply;  ///< the reply turns after it, joined by "\n"
 };
 
-/// The conversation's id (as import_sharegpt names it) and its human turns.
+/// The conversation's id (as stream_from_sharegpt names it) and its human turns.
 struct ShareGptConversation {
   std::string id;
   std::vector<HumanTurn> turns;
@@ -89,7 +89,7 @@ ShareGptConversation read_conversation(const json::value& element, std::size_t i
 
 }  // namespace
 
-RequestStream import_sharegpt_sessions(const fs::path& path, const ShareGptOptions& options) {
+RequestStream stream_from_sharegpt_sessions(const fs::path& path, const ShareGptOptions& options) {
   const std::string name = path.string();
   if (options.api != Api::kChat) {
     throw StreamError(name + ": sessions (--multi-turn) need the chat API");
@@ -340,7 +340,7 @@ RequestStream parse_agent_text(std::string_view text, const std::string& source,
   return stream;
 }
 
-RequestStream import_agent(const fs::path& path, const AgentOptions& options) {
+RequestStream stream_from_agent(const fs::path& path, const AgentOptions& options) {
   const std::string text = import_util::read_all(path, "agent trajectory file");
   RequestStream stream = parse_agent_text(text, path.string(), options);
   stream.source = "agent:" + path.string();

@@ -17,18 +17,18 @@
 namespace dyno::workload {
 
 /// ShareGPT with every turn: each conversation becomes a session "sharegpt-<id>" (ids as
-/// import_sharegpt), each human turn a turn "sharegpt-<id>-<k>" whose messages are that human
+/// stream_from_sharegpt), each human turn a turn "sharegpt-<id>-<k>" whose messages are that human
 /// message; the last system turn before the first human turn is turn 0's system message, a
 /// system turn after it goes into the next human turn's messages (before the user message),
 /// one after the last human turn is dropped; reply turns ("gpt", …) are not sent. A reply
 /// before the first human turn is ignored. max_tokens: options.max_tokens on every turn, or
 /// with output_from_reference the reference reply's length (the replies between this human
-/// turn and the next, words × 1.3 as import_sharegpt): the session then ends at its first
+/// turn and the next, words × 1.3 as stream_from_sharegpt): the session then ends at its first
 /// human turn without a reply (a conversation whose first human turn has none is skipped).
 /// min_prompt_chars applies to the first human message; shuffle and limit count
 /// conversations. Chat API only. Throws StreamError("<file>: element <i>: ...").
-RequestStream import_sharegpt_sessions(const std::filesystem::path& path,
-                                       const ShareGptOptions& options);
+RequestStream stream_from_sharegpt_sessions(const std::filesystem::path& path,
+                                            const ShareGptOptions& options);
 
 struct AgentOptions {
   std::optional<std::int64_t> max_tokens;  ///< turns whose step and trajectory set none
@@ -53,6 +53,6 @@ RequestStream parse_agent_text(std::string_view text, const std::string& source,
                                const AgentOptions& options);
 
 /// parse_agent_text on a file; `source` is "agent:<path>".
-RequestStream import_agent(const std::filesystem::path& path, const AgentOptions& options);
+RequestStream stream_from_agent(const std::filesystem::path& path, const AgentOptions& options);
 
 }  // namespace dyno::workload

@@ -17,8 +17,8 @@
 
 #include "app/commands.h"
 #include "app/export_command.h"
-#include "app/import_command.h"
 #include "app/protocol_commands.h"
+#include "app/stream_import_command.h"
 #include "cluster/plan.h"
 #include "engine/spec.h"
 #include "error/registry.h"

@@ -29,7 +29,7 @@ class PlanTest : public ::testing::Test {
   std::string error_of(const std::string& text) {
     const fs::path p = write("plan.toml", text);
     try {
-      load_plan(p);
+      load_plan_file(p);
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::input);
       return e.what();
@@ -68,7 +68,7 @@ resources = { time_limit = "2:00:00" }
 )";
 
 TEST_F(PlanTest, CellsAreArmsTimesModelsTimesProtocolsWithMergedResources) {
-  const Plan plan = load_plan(write("plan.toml", kPlan));
+  const PlanFile plan = load_plan_file(write("plan.toml", kPlan));
   const auto cells = plan.cells();
   ASSERT_EQ(cells.size(), 4u);
   EXPECT_EQ(cells[0].id, "c01");
@@ -83,7 +83,7 @@ TEST_F(PlanTest, CellsAreArmsTimesModelsTimesProtocolsWithMergedResources) {
 }
 
 TEST_F(PlanTest, CommandsAndScriptCarryTheCellsFlags) {
-  const Plan plan = load_plan(write("plan.toml", kPlan));
+  const PlanFile plan = load_plan_file(write("plan.toml", kPlan));
   const auto cells = plan.cells();
   CampaignState state;
   state.campaign_id = "20261203T130000Z-abcdef-pair";
@@ -117,7 +117,7 @@ TEST_F(PlanTest, CommandsAndScriptCarryTheCellsFlags) {
 }
 
 TEST_F(PlanTest, ScriptValuesAreQuotedAndControlCharactersRefused) {
-  const Plan plan = load_plan(write("plan.toml", kPlan));
+  const PlanFile plan = load_plan_file(write("plan.toml", kPlan));
   const auto cells = plan.cells();
   CampaignState state;
   state.campaign_id = "20261203T130000Z-abcdef-pair";

@@ -1,4 +1,4 @@
-// ShareGPT with every turn (workload/import_sessions.h import_sharegpt_sessions): any bytes,
+// ShareGPT with every turn (workload/import_sessions.h stream_from_sharegpt_sessions): any bytes,
 // with and without reference lengths, give a session stream or a StreamError naming the file;
 // a stream's turns are 0, 1, … per session, never carry a recorded answer, and read back equal.
 #include <cstddef>
@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     o.output_from_reference = reference;
     dyno::workload::RequestStream stream;
     try {
-      stream = dyno::workload::import_sharegpt_sessions(file.path(), o);
+      stream = dyno::workload::stream_from_sharegpt_sessions(file.path(), o);
     } catch (const dyno::workload::StreamError& error) {
       FUZZ_CHECK(std::string_view(error.what()).rfind(file.path(), 0) == 0);
       continue;

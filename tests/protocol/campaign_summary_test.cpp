@@ -130,8 +130,8 @@ TEST(CampaignSummary, HeadlineKeysAreStablePerProtocol) {
   shared.stream.output_tokens = 4;
   protocol::SpeedOptions sp;
   sp.concurrency = 2;
-  const protocol::Plan plan = protocol::plan_speed(sp, {"fr", "fr2"}, shared, std::nullopt);
-  protocol::Campaign campaign(plan, "");
+  const protocol::ProtocolPlan plan = protocol::plan_speed(sp, {"fr", "fr2"}, shared, std::nullopt);
+  protocol::ProtocolCampaign campaign(plan, "");
   int n = 0;
   campaign.run(
       [&](const session::CellSpec&) {
@@ -178,8 +178,8 @@ TEST(CampaignSummary, ReadinessOfALaunchedEngineComesFromItsLaunch) {
   r.prompt = "hello";
   r.tags["case"] = "short";
   stream.requests.push_back(r);
-  const protocol::Plan plan = protocol::plan_real(re, shared, stream);
-  protocol::Campaign campaign(plan, "");
+  const protocol::ProtocolPlan plan = protocol::plan_real(re, shared, stream);
+  protocol::ProtocolCampaign campaign(plan, "");
   campaign.run(
       [](const session::CellSpec&) {
         session::CellOutcome out;

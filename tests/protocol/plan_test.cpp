@@ -39,7 +39,7 @@ workload::RequestStream stream_of(std::uint64_t n) {
   return workload::make_synthetic_stream(syn);
 }
 
-std::vector<std::string> names(const protocol::Plan& plan) {
+std::vector<std::string> names(const protocol::ProtocolPlan& plan) {
   std::vector<std::string> out;
   for (const auto& c : plan.cells) out.push_back(c.name);
   return out;
@@ -52,7 +52,7 @@ TEST(ProtocolPlan, SweepHasOneClosedCellPerConcurrency) {
   const std::vector<double> levels{1, 4, 8};
   EXPECT_EQ(protocol::sweep_requests(s, levels), 64u);
   const auto stream = stream_of(2 + 64);
-  const protocol::Plan plan = protocol::plan_sweep(s, levels, shared(), stream);
+  const protocol::ProtocolPlan plan = protocol::plan_sweep(s, levels, shared(), stream);
   EXPECT_EQ(plan.name, "sweep");
   EXPECT_EQ(plan.primary, "output_tokens_per_s");
   EXPECT_EQ(names(plan), (std::vector<std::string>{"c1", "c4", "c8"}));
@@ -71,7 +71,7 @@ TEST(ProtocolPlan, SweepOverRatesHasOpenLoopCellsOfAFixedDuration) {
   protocol::SweepOptions s;
   s.rates = "2.5";
   s.rate_duration_s = 3;
-  const protocol::Plan plan = protocol::plan_sweep(s, {2.5}, shared(), stream_of(40));
+  const protocol::ProtocolPlan plan = protocol::plan_sweep(s, {2.5}, shared(), stream_of(40));
   ASSERT_EQ(names(plan), std::vector<std::string>{"r2.5"});
   const session::CellSpec r = plan.cells[0].spec_for(0);
   EXPECT_TRUE(r.load.open_loop);
@@ -99,7 +99,7 @@ TEST(ProtocolPlan, SweepNamesABadArrivalByItsFlag) {
 TEST(ProtocolPlan, LadderRepetitionsNeverRepeatAPrompt) {
   protocol::LadderOptions l;
   l.decode_tokens = 32;
-  const protocol::Plan plan = protocol::plan_ladder(l, {0, 100}, {50}, shared(), {}, "");
+  const protocol::ProtocolPlan plan = protocol::plan_ladder(l, {0, 100}, {50}, shared(), {}, "");
   EXPECT_EQ(names(plan), (std::vector<std::string>{"decode@0", "decode@100", "prefill@50"}));
   EXPECT_EQ(plan.params.at("prompt_lengths"), "approximate");
   EXPECT_EQ(plan.cells[2].metric, "prefill_rate_p50");
@@ -117,7 +117,8 @@ TEST(ProtocolPlan, LadderRepetitionsNeverRepeatAPrompt) {
 TEST(ProtocolPlan, SpeedRepeatsAPassesPromptsForItsDriftPass) {
   protocol::SpeedOptions sp;
   sp.concurrency = 3;
-  const protocol::Plan plan = protocol::plan_speed(sp, {"fr", "en", "fr2"}, shared(), std::nullopt);
+  const protocol::ProtocolPlan plan =
+      protocol::plan_speed(sp, {"fr", "en", "fr2"}, shared(), std::nullopt);
   EXPECT_EQ(names(plan), (std::vector<std::string>{"fr/solo", "fr/agg", "en/solo", "en/agg",
                                                    "fr2/solo", "fr2/agg"}));
   const session::CellSpec fr = plan.cells[0].spec_for(0);
@@ -142,7 +143,7 @@ TEST(ProtocolPlan, RealHasOneCellPerCase) {
   stream.requests[0].tags["case"] = "a";
   stream.requests[1].tags["case"] = "b";
   stream.requests[2].tags["case"] = "a";
-  const protocol::Plan plan = protocol::plan_real({}, shared(), stream);
+  const protocol::ProtocolPlan plan = protocol::plan_real({}, shared(), stream);
   EXPECT_EQ(names(plan), (std::vector<std::string>{"a", "b"}));
   // --warmup 2: two discarded requests (8 tokens each) before the first case only.
   const session::CellSpec a = plan.cells[0].spec_for(0);
@@ -164,7 +165,7 @@ TEST(ProtocolPlan, EveryCellOfEveryProtocolTakesTheSharedFlagsAsRunDoes) {
   sh.stream.extra_body = R"({"cache_prompt":false})";
   workload::RequestStream cases = stream_of(2);
   cases.requests[0].tags["case"] = "a";
-  std::vector<protocol::Plan> plans;
+  std::vector<protocol::ProtocolPlan> plans;
   protocol::SweepOptions rates;
   rates.rates = "2";
   plans.push_back(protocol::plan_sweep({}, {1, 2}, sh, stream_of(80)));
@@ -216,8 +217,9 @@ TEST(ProtocolPlan, EngineTimedFiguresSitBesideTheClientsNamedAsTheEngines) {
   c.server_timings.prompt_tokens_cached = 60;
   c.server_timings.acceptance_rate = 0.7;
   c.summary_file.server = json::object{{"spec_decode_acceptance_rate", 0.65}};
-  for (const protocol::Plan& plan : {ladder, protocol::plan_real({}, shared(), stream_of(1)),
-                                     protocol::plan_speed({}, {"fr"}, shared(), std::nullopt)}) {
+  for (const protocol::ProtocolPlan& plan :
+       {ladder, protocol::plan_real({}, shared(), stream_of(1)),
+        protocol::plan_speed({}, {"fr"}, shared(), std::nullopt)}) {
     f = plan.figures(c);
     SCOPED_TRACE(plan.name);
     EXPECT_EQ(f.at("server_prefill_tok_s"), 1000.0);
@@ -233,8 +235,8 @@ TEST(ProtocolPlan, EngineTimedFiguresSitBesideTheClientsNamedAsTheEngines) {
 TEST(ProtocolCampaign, SelectsTheMedianRepetitionAndKeepsEveryRun) {
   protocol::LadderOptions l;
   l.rep.repeat = 3;
-  const protocol::Plan plan = protocol::plan_ladder(l, {0}, {}, shared(), {}, "");
-  protocol::Campaign campaign(plan, "");
+  const protocol::ProtocolPlan plan = protocol::plan_ladder(l, {0}, {}, shared(), {}, "");
+  protocol::ProtocolCampaign campaign(plan, "");
   const std::vector<double> rates{30, 10, 20};
   std::size_t n = 0;
   std::vector<std::string> said;
@@ -266,9 +268,9 @@ TEST(ProtocolCampaign, SelectsTheMedianRepetitionAndKeepsEveryRun) {
 
 TEST(ProtocolCampaign, StopsAtAnInterruptAndCallsAFailedCellPartial) {
   protocol::SweepOptions s;
-  const protocol::Plan plan = protocol::plan_sweep(s, {1, 2, 4}, shared(), stream_of(40));
+  const protocol::ProtocolPlan plan = protocol::plan_sweep(s, {1, 2, 4}, shared(), stream_of(40));
   {
-    protocol::Campaign campaign(plan, "mine");
+    protocol::ProtocolCampaign campaign(plan, "mine");
     std::size_t runs = 0;
     campaign.run(
         [&](const session::CellSpec& spec) {
@@ -281,7 +283,7 @@ TEST(ProtocolCampaign, StopsAtAnInterruptAndCallsAFailedCellPartial) {
     EXPECT_EQ(runs, 3u);
     EXPECT_EQ(campaign.status(), "partial");
   }
-  protocol::Campaign campaign(plan, "");
+  protocol::ProtocolCampaign campaign(plan, "");
   std::size_t runs = 0;
   campaign.run(
       [&](const session::CellSpec&) {
@@ -298,8 +300,8 @@ TEST(ProtocolCampaign, StopsAtAnInterruptAndCallsAFailedCellPartial) {
 TEST(ProtocolCampaign, RefusesAnUnknownSelectionMetric) {
   protocol::SweepOptions s;
   s.rep.select = "speed";
-  const protocol::Plan plan = protocol::plan_sweep(s, {1}, shared(), stream_of(40));
-  EXPECT_THROW(protocol::Campaign(plan, ""), UsageError);
+  const protocol::ProtocolPlan plan = protocol::plan_sweep(s, {1}, shared(), stream_of(40));
+  EXPECT_THROW(protocol::ProtocolCampaign(plan, ""), UsageError);
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ void expect_round_trip(const RequestStream& s) {
 TEST(ShareGptSessions, EveryHumanTurnIsATurn) {
   ShareGptOptions o;
   o.max_tokens = 99;
-  const RequestStream s = import_sharegpt_sessions(kData / "sharegpt_multi.json", o);
+  const RequestStream s = stream_from_sharegpt_sessions(kData / "sharegpt_multi.json", o);
   ASSERT_EQ(s.requests.size(), 6u);
   const Request& t0 = s.requests[0];
   EXPECT_EQ(t0.id, "sharegpt-c1-0");
@@ -63,7 +63,7 @@ TEST(ShareGptSessions, EveryHumanTurnIsATurn) {
 TEST(ShareGptSessions, ReferenceLengthsEndASessionAtItsFirstUnansweredTurn) {
   ShareGptOptions o;
   o.output_from_reference = true;
-  const RequestStream s = import_sharegpt_sessions(kData / "sharegpt_multi.json", o);
+  const RequestStream s = stream_from_sharegpt_sessions(kData / "sharegpt_multi.json", o);
   ASSERT_EQ(s.requests.size(), 4u);  // c1: 3 turns; 7: its answered first turn; no "unanswered"
   EXPECT_EQ(s.requests[0].sampling.max_tokens, 4);  // "2 3 5": 3 words × 1.3
   EXPECT_EQ(s.requests[1].sampling.max_tokens, 8);  // both replies: 6 words × 1.3 = 7.8
@@ -75,29 +75,29 @@ TEST(ShareGptSessions, ReferenceLengthsEndASessionAtItsFirstUnansweredTurn) {
 TEST(ShareGptSessions, LimitShuffleAndFiltersCountConversations) {
   ShareGptOptions o;
   o.limit = 1;
-  EXPECT_EQ(import_sharegpt_sessions(kData / "sharegpt_multi.json", o).requests.size(), 3u);
+  EXPECT_EQ(stream_from_sharegpt_sessions(kData / "sharegpt_multi.json", o).requests.size(), 3u);
   o.limit.reset();
   o.min_prompt_chars = 18;  // "Name three primes." is 18 bytes; the others are shorter
-  const RequestStream kept = import_sharegpt_sessions(kData / "sharegpt_multi.json", o);
+  const RequestStream kept = stream_from_sharegpt_sessions(kData / "sharegpt_multi.json", o);
   ASSERT_EQ(kept.requests.size(), 5u);
   EXPECT_EQ(kept.requests.back().id, "sharegpt-7-1");
   o.min_prompt_chars = 0;
   o.shuffle = true;
   o.seed = 3;
-  const RequestStream a = import_sharegpt_sessions(kData / "sharegpt_multi.json", o);
-  const RequestStream b = import_sharegpt_sessions(kData / "sharegpt_multi.json", o);
+  const RequestStream a = stream_from_sharegpt_sessions(kData / "sharegpt_multi.json", o);
+  const RequestStream b = stream_from_sharegpt_sessions(kData / "sharegpt_multi.json", o);
   EXPECT_EQ(a.sha256, b.sha256);
   EXPECT_EQ(a.requests.size(), 6u);
   expect_round_trip(a);
   o.api = Api::kCompletions;
-  EXPECT_THROW(import_sharegpt_sessions(kData / "sharegpt_multi.json", o), StreamError);
+  EXPECT_THROW(stream_from_sharegpt_sessions(kData / "sharegpt_multi.json", o), StreamError);
 }
 
 TEST(ShareGptSessions, MalformedFilesNameTheElement) {
   test::ScratchDir dir;
   const auto error = [&](const std::string& text) {
     try {
-      import_sharegpt_sessions(dir.write("s.json", text), {});
+      stream_from_sharegpt_sessions(dir.write("s.json", text), {});
     } catch (const StreamError& e) {
       return std::string(e.what());
     }
@@ -117,7 +117,7 @@ TEST(ShareGptSessions, MalformedFilesNameTheElement) {
 }
 
 TEST(AgentTrajectories, StepsBecomeTurnsWithToolCallsAndResults) {
-  const RequestStream s = import_agent(kData / "agent_trajectories.jsonl", {});
+  const RequestStream s = stream_from_agent(kData / "agent_trajectories.jsonl", {});
   ASSERT_EQ(s.requests.size(), 5u);
   const Request& t0 = s.requests[0];
   EXPECT_EQ(t0.id, "weather-0");
@@ -162,11 +162,11 @@ TEST(AgentTrajectories, OptionsSetDefaultsAndLimit) {
   AgentOptions o;
   o.max_tokens = 12;
   o.limit = 1;
-  const RequestStream s = import_agent(kData / "agent_trajectories.jsonl", o);
+  const RequestStream s = stream_from_agent(kData / "agent_trajectories.jsonl", o);
   ASSERT_EQ(s.requests.size(), 3u);
   EXPECT_EQ(s.requests[0].sampling.max_tokens, 64);  // the trajectory's own wins
   o.limit.reset();
-  const RequestStream all = import_agent(kData / "agent_trajectories.jsonl", o);
+  const RequestStream all = stream_from_agent(kData / "agent_trajectories.jsonl", o);
   EXPECT_EQ(all.requests[3].sampling.max_tokens, 12);
 }
 

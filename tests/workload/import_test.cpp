@@ -38,7 +38,7 @@ std::vector<std::string> ids(const RequestStream& s) {
 }
 
 TEST(ShareGpt, Defaults) {
-  const RequestStream s = import_sharegpt(kShareGpt, {});
+  const RequestStream s = stream_from_sharegpt(kShareGpt, {});
   // Element 2 has no human turn and is skipped; element 1 has no id, element 4 a numeric one.
   EXPECT_EQ(ids(s), (std::vector<std::string>{"sharegpt-abc", "sharegpt-1", "sharegpt-short",
                                               "sharegpt-42"}));
@@ -57,7 +57,7 @@ TEST(ShareGpt, Defaults) {
 TEST(ShareGpt, OutputFromReferenceFilterShuffleLimit) {
   ShareGptOptions o;
   o.output_from_reference = true;
-  const RequestStream s = import_sharegpt(kShareGpt, o);
+  const RequestStream s = stream_from_sharegpt(kShareGpt, o);
   // "short" has no reply and is skipped. Replies: 6 words → 8, 3 words → 4, 14 words → 18.
   EXPECT_EQ(ids(s), (std::vector<std::string>{"sharegpt-abc", "sharegpt-1", "sharegpt-42"}));
   EXPECT_EQ(s.requests[0].sampling.max_tokens, 8);
@@ -67,15 +67,15 @@ TEST(ShareGpt, OutputFromReferenceFilterShuffleLimit) {
   ShareGptOptions f;
   f.min_prompt_chars = 20;
   f.max_tokens = 32;
-  const RequestStream filtered = import_sharegpt(kShareGpt, f);
+  const RequestStream filtered = stream_from_sharegpt(kShareGpt, f);
   EXPECT_EQ(ids(filtered), (std::vector<std::string>{"sharegpt-abc", "sharegpt-42"}));
   EXPECT_EQ(filtered.requests[1].sampling.max_tokens, 32);
 
   ShareGptOptions sh;
   sh.shuffle = true;
   sh.seed = 7;
-  const RequestStream a = import_sharegpt(kShareGpt, sh);
-  const RequestStream b = import_sharegpt(kShareGpt, sh);
+  const RequestStream a = stream_from_sharegpt(kShareGpt, sh);
+  const RequestStream b = stream_from_sharegpt(kShareGpt, sh);
   EXPECT_EQ(a.requests, b.requests);  // seeded: reproducible
   EXPECT_EQ(a.sha256, b.sha256);
   std::vector<std::string> sorted = ids(a);
@@ -85,18 +85,18 @@ TEST(ShareGpt, OutputFromReferenceFilterShuffleLimit) {
   bool some_seed_reorders = false;
   for (std::uint64_t seed = 0; seed < 8; ++seed) {
     sh.seed = seed;
-    some_seed_reorders = some_seed_reorders ||
-                         ids(import_sharegpt(kShareGpt, sh)) != ids(import_sharegpt(kShareGpt, {}));
+    some_seed_reorders = some_seed_reorders || ids(stream_from_sharegpt(kShareGpt, sh)) !=
+                                                   ids(stream_from_sharegpt(kShareGpt, {}));
   }
   EXPECT_TRUE(some_seed_reorders);
   sh.seed = 7;
   sh.limit = 2;
-  const RequestStream limited = import_sharegpt(kShareGpt, sh);
+  const RequestStream limited = stream_from_sharegpt(kShareGpt, sh);
   EXPECT_EQ(ids(limited), (std::vector<std::string>{ids(a)[0], ids(a)[1]}));
 
   ShareGptOptions c;
   c.api = Api::kCompletions;
-  const RequestStream comp = import_sharegpt(kShareGpt, c);
+  const RequestStream comp = stream_from_sharegpt(kShareGpt, c);
   EXPECT_EQ(comp.requests[1].prompt, "You are terse.\n\nName three primes.");
 }
 
@@ -104,7 +104,7 @@ TEST(ShareGpt, Errors) {
   ScratchDir dir;
   const auto err = [&](const std::string& text) {
     const fs::path p = dir.write("sg.json", text);
-    return error_of([&] { import_sharegpt(p, {}); });
+    return error_of([&] { stream_from_sharegpt(p, {}); });
   };
   const std::string name = (dir.path() / "sg.json").string();
   EXPECT_EQ(err(R"([{"conversations":[{"from":"human","value":"a"}]},{"id":"x"}])"),
@@ -143,7 +143,7 @@ TEST(Table, CsvQuoting) {
   m.max_tokens = 16;
   const std::string name = p.string();
   // q3 has an empty prompt: an error naming its line (line 6: the quoted newline counts).
-  EXPECT_EQ(error_of([&] { import_table(p, m); }),
+  EXPECT_EQ(error_of([&] { stream_from_table(p, m); }),
             name + ":6: column `question` (prompt) is empty");
   const fs::path fixed = dir.write("t.csv",
                                    "\xef\xbb\xbfid,question,answer,lang\r\n"
@@ -151,7 +151,7 @@ TEST(Table, CsvQuoting) {
                                    "q2,\"She said \"\"hi\"\"\nthen left\",\"2\",fr\n"
                                    "\n"
                                    "q4,\"last, \"\"one\"\"\",4,\"\"");
-  const RequestStream s = import_table(fixed, m);
+  const RequestStream s = stream_from_table(fixed, m);
   EXPECT_EQ(s.source, "table:" + name);
   ASSERT_EQ(s.requests.size(), 3u);
   EXPECT_EQ(s.requests[0].messages[0].content, "Hello, world");
@@ -165,7 +165,7 @@ TEST(Table, CsvQuoting) {
 
   const auto err = [&](const std::string& text) {
     const fs::path bad = dir.write("bad.csv", text);
-    return error_of([&] { import_table(bad, m); });
+    return error_of([&] { stream_from_table(bad, m); });
   };
   const std::string bad = (dir.path() / "bad.csv").string();
   EXPECT_EQ(err("id,question,answer,lang\nq1,\"open\n"),
@@ -198,7 +198,7 @@ TEST(Table, JsonlAndMappingErrors) {
   m.image = "pic";
   m.system = "sys";
   m.expected = "gold";
-  const RequestStream s = import_table(p, m);
+  const RequestStream s = stream_from_table(p, m);
   EXPECT_EQ(ids(s), (std::vector<std::string>{"row-1", "row-2"}));
   const Request& r1 = s.requests[0];
   ASSERT_EQ(r1.messages.size(), 2u);
@@ -216,16 +216,16 @@ TEST(Table, JsonlAndMappingErrors) {
   const std::string name = p.string();
   TableMapping missing = m;
   missing.prompt = "question";
-  EXPECT_EQ(error_of([&] { import_table(p, missing); }),
+  EXPECT_EQ(error_of([&] { stream_from_table(p, missing); }),
             name + ":1: column `question` (prompt) not found; available: text, n, pic, sys, gold");
   TableMapping bad_n;
   bad_n.prompt = "text";
   bad_n.max_tokens_column = "sys";
-  EXPECT_EQ(error_of([&] { import_table(p, bad_n); }),
+  EXPECT_EQ(error_of([&] { stream_from_table(p, bad_n); }),
             name + ":1: column `sys`: \"Be brief\" is not an integer >= 1 (max_tokens)");
   TableMapping bad_scorer = m;
   bad_scorer.scorer = "fuzzy";
-  EXPECT_EQ(error_of([&] { import_table(p, bad_scorer); }),
+  EXPECT_EQ(error_of([&] { stream_from_table(p, bad_scorer); }),
             name +
                 ":1: key `scorer`: unknown scorer \"fuzzy\"; use exact, normalized, "
                 "relaxed_numeric, regex or choice");
@@ -233,22 +233,22 @@ TEST(Table, JsonlAndMappingErrors) {
   comp.prompt = "text";
   comp.image = "pic";
   comp.api = Api::kCompletions;
-  EXPECT_EQ(error_of([&] { import_table(p, comp); }),
+  EXPECT_EQ(error_of([&] { stream_from_table(p, comp); }),
             name +
                 ": the completions API takes a prompt only; image and system columns need "
                 "the chat API");
   comp.image.clear();
-  const RequestStream cs = import_table(p, comp);
+  const RequestStream cs = stream_from_table(p, comp);
   EXPECT_EQ(cs.requests[0].prompt, "Describe.");
 
   const fs::path csv = dir.write("h.csv", "a,b\n1,2\n");
   TableMapping csv_map;
   csv_map.prompt = "a";
   csv_map.tags = {"c"};
-  EXPECT_EQ(error_of([&] { import_table(csv, csv_map); }),
+  EXPECT_EQ(error_of([&] { stream_from_table(csv, csv_map); }),
             csv.string() + ":2: column `c` (tag) not found; available: a, b");
   const fs::path nested = dir.write("n.jsonl", R"({"prompt":["x"]})");
-  EXPECT_EQ(error_of([&] { import_table(nested, {}); }),
+  EXPECT_EQ(error_of([&] { stream_from_table(nested, {}); }),
             nested.string() + ":1: column `prompt` holds an array; a string or number is needed");
 }
 
@@ -265,7 +265,7 @@ TEST(ImageQa, ChartQaLayoutEndToEnd) {
   o.image_dir = "png";
   o.instruction = "Answer with a single word or number.";
   o.max_tokens = 32;
-  const RequestStream s = import_image_qa(dir.path() / "test", o);  // the directory's one file
+  const RequestStream s = stream_from_image_qa(dir.path() / "test", o);  // the directory's one file
   EXPECT_EQ(s.source, "image-qa:" + (dir.path() / "test/test_human.json").string());
   EXPECT_EQ(ids(s), (std::vector<std::string>{"test_human-0", "test_human-1"}));
   const Request& r = s.requests[0];
@@ -289,7 +289,7 @@ TEST(ImageQa, ChartQaLayoutEndToEnd) {
 
   // Without image_dir the images are looked for next to the file: the error names the path.
   ImageQaOptions plain;
-  EXPECT_EQ(error_of([&] { import_image_qa(dir.path() / "test", plain); })
+  EXPECT_EQ(error_of([&] { stream_from_image_qa(dir.path() / "test", plain); })
                 .rfind((dir.path() / "test/test_human.json").string() +
                            ": element 0: key `imgname`: cannot open image file " +
                            (dir.path() / "test/a.png").string(),
@@ -297,7 +297,7 @@ TEST(ImageQa, ChartQaLayoutEndToEnd) {
             0u);
   // Two data files: name one.
   dir.write("test/test_augmented.json", "[]");
-  EXPECT_EQ(error_of([&] { import_image_qa(dir.path() / "test", o); }),
+  EXPECT_EQ(error_of([&] { stream_from_image_qa(dir.path() / "test", o); }),
             (dir.path() / "test").string() +
                 ": expected exactly one .jsonl, .csv or .json file, found 2 (test_augmented.json, "
                 "test_human.json); name the file");
@@ -312,15 +312,15 @@ TEST(ImageQa, CsvWithCustomKeys) {
   o.question_key = "q";
   o.answer_key = "a";
   o.scorer = "exact";
-  const RequestStream s = import_image_qa(csv, o);
+  const RequestStream s = stream_from_image_qa(csv, o);
   ASSERT_EQ(s.requests.size(), 1u);
   EXPECT_EQ(s.requests[0].messages[0].parts[1].text, "How many, total?");
   EXPECT_EQ(s.requests[0].expected, (Expectation{"5", "exact", "", {}}));
   o.answer_key = "answer";
-  EXPECT_EQ(error_of([&] { import_image_qa(csv, o); }),
+  EXPECT_EQ(error_of([&] { stream_from_image_qa(csv, o); }),
             csv.string() + ":2: column `answer` (answer) not found; available: file, q, a");
   const fs::path jsonl = dir.write("qa.jsonl", R"({"image":"p.png","question":"Q"})");
-  EXPECT_EQ(error_of([&] { import_image_qa(jsonl, {}); }),
+  EXPECT_EQ(error_of([&] { stream_from_image_qa(jsonl, {}); }),
             jsonl.string() + ":1: column `answer` (answer) not found; available: image, question");
 }
 

@@ -1,4 +1,4 @@
-#include "app/import_command.h"
+#include "app/stream_import_command.h"
 
 #include <CLI/CLI.hpp>
 #include <boost/json.hpp>
@@ -59,7 +59,7 @@ workload::TableMapping parse_columns(const std::string& text, workload::TableMap
 }
 
 /// Flags that only some kinds take.
-void check_kind_flags(const ImportOptions& o) {
+void check_kind_flags(const StreamImportOptions& o) {
   const bool trace = workload::is_trace_kind(o.kind);
   if (!trace) {
     for (const auto& [given, flag] : {std::pair{o.url.has_value(), "--url"},
@@ -76,7 +76,7 @@ void check_kind_flags(const ImportOptions& o) {
 }
 
 /// A data set's stream written to -o, its size and hash printed.
-int write_stream(const ImportOptions& o, const workload::RequestStream& stream) {
+int write_stream(const StreamImportOptions& o, const workload::RequestStream& stream) {
   about("-o", [&] { workload::write_stream_file(o.output, stream); });
   if (o.json) {
     std::cout << json_text::pretty(boost::json::object{{"output", o.output},
@@ -90,13 +90,13 @@ int write_stream(const ImportOptions& o, const workload::RequestStream& stream) 
   return kExitOk;
 }
 
-workload::Api data_set_api(const ImportOptions& o) {
+workload::Api data_set_api(const StreamImportOptions& o) {
   return session::parse_api(o.api.value_or("chat"));
 }
 
 // An import's errors name the file and line; "stream import: " says which command read it.
 
-int import_sharegpt(const ImportOptions& o) {
+int stream_import_sharegpt(const StreamImportOptions& o) {
   workload::ShareGptOptions so;
   so.api = data_set_api(o);
   if (o.max_tokens) so.max_tokens = *o.max_tokens;
@@ -106,23 +106,23 @@ int import_sharegpt(const ImportOptions& o) {
   so.output_from_reference = o.output_from_reference;
   so.min_prompt_chars = o.min_prompt_chars;
   return write_stream(o, about("stream import", [&] {
-                        return o.multi_turn ? workload::import_sharegpt_sessions(o.input, so)
-                                            : workload::import_sharegpt(o.input, so);
+                        return o.multi_turn ? workload::stream_from_sharegpt_sessions(o.input, so)
+                                            : workload::stream_from_sharegpt(o.input, so);
                       }));
 }
 
-int import_agent(const ImportOptions& o) {
+int stream_import_agent(const StreamImportOptions& o) {
   if (data_set_api(o) != workload::Api::kChat) {
     throw UsageError("--api: agent sessions need the chat API");
   }
   workload::AgentOptions ao;
   ao.max_tokens = o.max_tokens;
   ao.limit = o.limit;
-  return write_stream(o,
-                      about("stream import", [&] { return workload::import_agent(o.input, ao); }));
+  return write_stream(
+      o, about("stream import", [&] { return workload::stream_from_agent(o.input, ao); }));
 }
 
-int import_table(const ImportOptions& o) {
+int stream_import_table(const StreamImportOptions& o) {
   workload::TableMapping m;
   m.api = data_set_api(o);
   m.format = o.format;
@@ -130,7 +130,7 @@ int import_table(const ImportOptions& o) {
   m = parse_columns(o.columns, m);
   if (!o.scorer.empty()) m.scorer = o.scorer;
   workload::RequestStream stream =
-      about("stream import", [&] { return workload::import_table(o.input, m); });
+      about("stream import", [&] { return workload::stream_from_table(o.input, m); });
   if (o.limit && stream.requests.size() > *o.limit) {
     stream.requests.resize(*o.limit);
     stream.sha256 = workload::stream_sha256(stream.requests);
@@ -138,7 +138,7 @@ int import_table(const ImportOptions& o) {
   return write_stream(o, stream);
 }
 
-int import_image_qa(const ImportOptions& o) {
+int stream_import_image_qa(const StreamImportOptions& o) {
   if (data_set_api(o) != workload::Api::kChat) {
     throw UsageError("--api: image questions need the chat API");
   }
@@ -150,7 +150,7 @@ int import_image_qa(const ImportOptions& o) {
   io.max_tokens = o.max_tokens;
   io.limit = o.limit;
   return write_stream(
-      o, about("stream import", [&] { return workload::import_image_qa(o.input, io); }));
+      o, about("stream import", [&] { return workload::stream_from_image_qa(o.input, io); }));
 }
 
 }  // namespace
@@ -160,18 +160,18 @@ std::span<const StreamImport> stream_imports() {
       {.name = "sharegpt",
        .describe = "ShareGPT conversations (JSON): each one's first human turn a request, or with "
                    "--multi-turn every human turn, a session per conversation",
-       .run = import_sharegpt},
+       .run = stream_import_sharegpt},
       {.name = "table",
        .describe = "a CSV, JSONL or JSON table, a request a row; --columns names the fields",
-       .run = import_table},
+       .run = stream_import_table},
       {.name = "image-qa",
        .describe = "image questions (a table of questions, answers and image files, or its "
                    "directory): chat requests with the image inlined",
-       .run = import_image_qa},
+       .run = stream_import_image_qa},
       {.name = "agent",
        .describe = "agent trajectories (JSONL): each a chat session of turns, tool calls and "
                    "their results",
-       .run = import_agent},
+       .run = stream_import_agent},
       {.name = "mooncake",
        .describe = "Mooncake's JSONL trace (timestamp, lengths, hash_ids): exact block prompts, "
                    "counted by the target's /tokenize, sent at their times",
@@ -188,7 +188,7 @@ std::span<const StreamImport> stream_imports() {
   return kImports;
 }
 
-void add_import_options(CLI::App& cmd, ImportOptions& o) {
+void add_stream_import_options(CLI::App& cmd, StreamImportOptions& o) {
   cmd.add_option("kind", o.kind,
                  "sharegpt, table, image-qa, agent (JSONL trajectories), or a trace: mooncake, "
                  "azure, burstgpt")
@@ -247,7 +247,7 @@ void add_import_options(CLI::App& cmd, ImportOptions& o) {
   cmd.add_flag("--json", o.json, "print the result as JSON");
 }
 
-int import_command(const ImportOptions& o) {
+int stream_import_command(const StreamImportOptions& o) {
   const StreamImport& kind = registry::lookup(stream_imports(), o.kind, "stream import kind");
   check_kind_flags(o);
   return kind.run(o);

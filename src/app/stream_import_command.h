@@ -17,7 +17,7 @@ class App;
 
 namespace dyno::app {
 
-struct ImportOptions {
+struct StreamImportOptions {
   std::string kind;    ///< one of stream_imports(): sharegpt, table, … mooncake, azure, burstgpt
   std::string input;   ///< the data file (or directory, for image-qa)
   std::string output;  ///< -o FILE
@@ -56,22 +56,22 @@ struct StreamImport {
   std::string_view describe;  ///< one line: what the input is and what the stream holds
   /// Reads the input, writes the stream to -o and prints what it wrote; returns the exit code.
   /// A trace kind (workload::is_trace_kind) is trace_import_command.
-  int (*run)(const ImportOptions& options);
+  int (*run)(const StreamImportOptions& options);
 };
 
 /// Every kind, in the order the kind argument's help lists them.
 std::span<const StreamImport> stream_imports();
 
 /// Adds `dyno stream import`'s arguments and options to `cmd`.
-void add_import_options(CLI::App& cmd, ImportOptions& options);
+void add_stream_import_options(CLI::App& cmd, StreamImportOptions& options);
 
 /// Imports and writes the stream; prints its size and hash. Throws UsageError naming the flag
 /// or file:line, or listing the kinds for an unknown one.
-int import_command(const ImportOptions& options);
+int stream_import_command(const StreamImportOptions& options);
 
 /// `dyno stream import mooncake|azure|burstgpt` (app/trace_import_command.cpp): reads the
 /// trace, builds exact prompts counted by the target (workload/trace_prompts.h), writes the
 /// stream and prints what it cost. Throws StreamError naming file:line for bad rows.
-int trace_import_command(const ImportOptions& options);
+int trace_import_command(const StreamImportOptions& options);
 
 }  // namespace dyno::app
