@@ -1,13 +1,9 @@
 #include "app/results_import_command.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <memory>
-#include <random>
 #include <sstream>
 
 #include "app/console.h"
@@ -15,6 +11,7 @@
 #include "app/signals.h"
 #include "error/error.h"
 #include "error/registry.h"
+#include "interop/import_batch.h"
 #include "json/json_text.h"
 #include "record/run_writer.h"
 #include "session/host_identity.h"
@@ -54,35 +51,6 @@ void add_results_import_options(CLI::App& cmd, ResultsImportOptions& o) {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
-namespace {
-
-/// The staging directory of one import: hidden under the runs root (a name that starts with
-/// '.' is no run directory: listing, indexing and verifying pass it by), on the same
-/// filesystem, so each record moves into place with one rename.
-fs::path make_stage(const fs::path& runs_root) {
-  std::random_device rd;
-  for (int attempt = 0; attempt < 16; ++attempt) {
-    char name[64];
-    std::snprintf(name, sizeof name, ".import-%d-%08x.tmp", static_cast<int>(::getpid()), rd());
-    const fs::path stage = runs_root / name;
-    std::error_code ec;
-    if (fs::create_directory(stage, ec)) return stage;
-    if (ec) throw record::RecordError("cannot create " + stage.string() + ": " + ec.message());
-  }
-  throw record::RecordError("cannot create a staging directory under " + runs_root.string());
-}
-
-/// fsync (or syncfs) of a directory: what was written or renamed there is on the disk.
-void sync_dir(const fs::path& dir, bool whole_filesystem) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw record::RecordError("cannot open " + dir.string() + " to sync it");
-  const int rc = whole_filesystem ? ::syncfs(fd) : ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) throw record::RecordError("cannot sync " + dir.string() + " to disk");
-}
-
-}  // namespace
-
 std::string render_imports(const std::vector<ImportedRun>& runs, const std::string& format) {
   std::ostringstream out;
   for (const ImportedRun& r : runs) {
@@ -117,26 +85,15 @@ json::array imports_to_json(const std::vector<ImportedRun>& runs, const std::str
 int results_import_command(const ResultsImportOptions& o, std::ostream& out, std::ostream& err) {
   // An interrupt stops the import between two records: nothing of it is left in the store.
   const std::atomic<bool>& stop = install_stop_signals();
-  struct Read {
-    std::string name;
-    std::string bytes;
-    std::vector<interop::ImportedResult> results;
-  };
-  std::vector<Read> reads;
   if (o.files.empty()) throw UsageError("dyno import: give at least one FILE");
   const auto interrupted = [&](const std::string& when) {
     err << "dyno: interrupted " << when << "; nothing was imported\n";
     return kExitInterrupted;
   };
+  std::vector<interop::ImportFile> files;
   for (const std::string& path : o.files) {
     if (stop) return interrupted("while reading the files");
-    std::string bytes = interop::read_import_file(path);
-    const std::string name = interop::safe_evidence_name(fs::path(path).filename().string());
-    std::vector<interop::ImportedResult> results =
-        interop::read_import(o.format, bytes, path, o.read);
-    // Every record's endpoint known before any is written: nothing half-imported.
-    for (const interop::ImportedResult& r : results) (void)interop::import_api(r, o.api, path);
-    reads.push_back({name, std::move(bytes), std::move(results)});
+    files.push_back(interop::read_import_path(path, o.format, o.read, o.api));
   }
   if (stop) return interrupted("while reading the files");
   interop::ImportWriteOptions wo;
@@ -146,48 +103,6 @@ int results_import_command(const ResultsImportOptions& o, std::ostream& out, std
   wo.engine = o.engine;
   wo.api = o.api;
   wo.harness = session::harness_identity();
-
-  // Every record is written into a staging directory, synced once, then moved into the runs
-  // root: an interrupt (or a failure) before the moves leaves nothing, a crash leaves only the
-  // hidden staging directory.
-  const fs::path root = o.runs_root;
-  std::error_code ec;
-  const bool root_existed = fs::exists(root, ec);
-  fs::create_directories(root, ec);
-  if (ec)
-    throw record::RecordError("cannot create runs root " + root.string() + ": " + ec.message());
-  wo.stage_root = make_stage(root);
-  record::set_discard_at_once(wo.stage_root);
-  const auto discard = [&] {
-    std::error_code e;
-    fs::remove_all(wo.stage_root, e);
-    if (!root_existed && fs::is_empty(root, e)) fs::remove(root, e);
-    record::set_discard_at_once({});
-  };
-  std::vector<ImportedRun> runs;
-  try {
-    record::DeferredSync deferred;  // one syncfs below instead of an fsync per file
-    for (const Read& r : reads) {
-      const interop::ImportEvidence evidence = interop::import_evidence(r.name, r.bytes);
-      fs::path shared;  // the one copy of this file's evidence, linked into each record
-      for (const interop::ImportedResult& result : r.results) {
-        if (stop) {
-          discard();
-          return interrupted("while writing the records");
-        }
-        runs.push_back(
-            {interop::write_imported_record(result, evidence, wo, shared), std::nullopt});
-      }
-    }
-    sync_dir(wo.stage_root, true);
-  } catch (...) {
-    discard();
-    throw;
-  }
-  if (stop) {
-    discard();
-    return interrupted("while writing the records");
-  }
   // The index, opened before the records arrive (a new runs root's index is made empty, not
   // "rebuilt" from the records being imported).
   const std::string index_url = store::index_url_from_env();
@@ -197,31 +112,19 @@ int results_import_command(const ResultsImportOptions& o, std::ostream& out, std
         << store::redact_secret_of(index_url, e.what())
         << "); the records are complete; `dyno runs reindex` rebuilds the index\n";
   };
-  try {
-    index = std::make_unique<store::RunIndex>(o.runs_root, err, index_url);
-  } catch (const std::exception& e) {
-    index_warning(e);
-  }
-  // The moves: one rename each, no interrupt checked between them (they take milliseconds).
-  std::size_t moved = 0;
-  try {
-    for (ImportedRun& run : runs) {
-      const fs::path to = root / run.outcome.run_id;
-      if (fs::exists(to)) throw record::RecordError(to.string() + " exists already");
-      fs::rename(run.outcome.dir, to);
-      run.outcome.dir = to;
-      ++moved;
+  const auto open_index = [&] {
+    try {
+      index = std::make_unique<store::RunIndex>(o.runs_root, err, index_url);
+    } catch (const std::exception& e) {
+      index_warning(e);
     }
-    sync_dir(root, false);
-  } catch (const std::exception& e) {
-    // Nothing half-imported: the records already moved go back out of the store.
-    for (std::size_t i = 0; i < moved; ++i) fs::remove_all(runs[i].outcome.dir, ec);
-    discard();
-    throw record::RecordError(std::string("could not move the imported records into ") +
-                              root.string() + ": " + e.what() + "; nothing was imported");
-  }
-  fs::remove_all(wo.stage_root, ec);
-  record::set_discard_at_once({});
+  };
+  std::optional<std::vector<interop::ImportOutcome>> written =
+      interop::import_into_runs_root(files, wo, stop, open_index);
+  if (!written) return interrupted("while writing the records");
+  std::vector<ImportedRun> runs;
+  for (interop::ImportOutcome& outcome : *written)
+    runs.push_back({std::move(outcome), std::nullopt});
 
   // Every record indexed in one pass, and one look for earlier imports of the same bytes.
   try {
