@@ -44,19 +44,7 @@ class FiguresReader {
   }
 
   metrics::Distribution distribution(const ObjectReader& r) const {
-    metrics::Distribution d;
-    d.count = count(r, "count");
-    d.mean = r.opt_number("mean");
-    d.stddev = r.opt_number("stddev");
-    d.min = r.opt_number("min");
-    d.p50 = r.opt_number("p50");
-    d.p90 = r.opt_number("p90");
-    d.p95 = r.opt_number("p95");
-    d.p99 = r.opt_number("p99");
-    d.p999 = r.opt_number("p99_9");
-    d.max = r.opt_number("max");
-    d.jitter = r.opt_number("jitter_p95_minus_p50");
-    return d;
+    return r.distribution(unknown_);
   }
 
   /// One figure section (throughput, quality, latency_ms, …) as the registry lists it.
