@@ -7,6 +7,7 @@
 #include "metrics/registry.h"
 #include "record/object_reader.h"
 #include "record/record_json.h"
+#include "record/server_section.h"
 
 namespace dyno::record {
 
@@ -266,7 +267,10 @@ SummaryFile summary_file_from_json(const json::object& object) {
     f.energy = r.object_value("energy");
     (void)energy_section_from_json(*f.energy, kFile);  // its errors name the key, here
   }
-  if (r.has("server")) f.server = r.object_value("server");
+  if (r.has("server")) {
+    f.server = r.object_value("server");
+    (void)server_section_from_json(*f.server, kFile);  // its errors name the key, here
+  }
   if (r.has("prefix_cache") && FiguresReader::is_engine_prefix_cache(r)) {
     f.engine_prefix_cache = r.object_value("prefix_cache");
   }
