@@ -11,6 +11,7 @@
 #include "app/exit_codes.h"
 #include "engine/launch.h"
 #include "record/record_json.h"
+#include "record/server_section.h"
 #include "scrub/terminal_text.h"
 #include "store/index_url.h"
 #include "transport/server_message.h"
@@ -37,11 +38,8 @@ RunHeadline headline(const session::EngineSession& engine, const session::CellSp
   head.slo_text = cell.slo_text;
   head.server_timings = out.server_timings;
   const record::SummaryFile& summary = out.summary_file;
-  if (summary.server) {
-    if (const auto* rate = summary.server->if_contains("spec_decode_acceptance_rate");
-        rate != nullptr && rate->is_number()) {
-      head.metrics_acceptance_rate = rate->to_number<double>();
-    }
+  if (const std::optional<record::ServerSection> s = record::server_section(summary); s) {
+    head.metrics_acceptance_rate = s->spec_decode_acceptance_rate;
   }
   if (const std::optional<record::EnergySection> e = summary.energy_section(); e && e->energy_j) {
     head.energy = fmt(e->energy_j, 1) + " J (" + e->scope.value_or("?") + ") · " +

@@ -6,6 +6,7 @@
 #include "metrics/registry.h"
 #include "metrics/stats.h"
 #include "metrics/summary.h"
+#include "record/server_section.h"
 
 namespace dyno::compare {
 
@@ -127,10 +128,14 @@ std::optional<double> read_figure(const MetricDef& m, const RunRecord& run) {
   if (m.key == "temperature_p95_c") {
     return device_figure(run, &record::EnergyDevice::temperature_p95_c, true);
   }
-  // A figure the typed summary holds is read from it; the engine's and the telemetry's
-  // figures (sections their owners write) from the summary as written.
+  // A figure the typed summary holds is read from it, the engine's from the typed `server`
+  // section; the telemetry's (the `energy` section's own numbers) from the summary as written.
   if (m.figure != nullptr && metrics::typed(*m.figure)) {
     return metrics::value_of(run.summary->figures, *m.figure, m.stat);
+  }
+  if (m.figure != nullptr && m.figure->formula.empty() && m.figure->path.starts_with("server.")) {
+    const std::optional<record::ServerSection> server = record::server_section(*run.summary);
+    return server ? record::server_figure(*server, m.figure->path, m.stat) : std::nullopt;
   }
   std::optional<double> v = number_at(s, m.source);
   if (v && !std::isfinite(*v)) v.reset();

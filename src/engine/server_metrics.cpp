@@ -6,6 +6,7 @@
 
 #include "engine/prometheus.h"
 #include "record/record_json.h"
+#include "record/server_section.h"
 
 namespace dyno::engine {
 
@@ -98,10 +99,9 @@ json::object server_section(const std::string& before_text, const std::string& a
 }
 
 std::optional<json::object> prefix_cache_from_counters(const json::object& server) {
-  const json::value* q = server.if_contains("prefix_cache_queries");
-  const json::value* h = server.if_contains("prefix_cache_hits");
-  if (q == nullptr || h == nullptr || !q->is_number() || !h->is_number()) return std::nullopt;
-  const double queries = q->to_number<double>(), hits = h->to_number<double>();
+  const record::ServerSection s = record::server_section_from_json(server);
+  if (!s.prefix_cache_queries || !s.prefix_cache_hits) return std::nullopt;
+  const double queries = *s.prefix_cache_queries, hits = *s.prefix_cache_hits;
   if (!(queries > 0) || !(hits >= 0) || hits > queries || queries > 9e18) return std::nullopt;
   return json::object{{"source", "metrics"},
                       {"requests", nullptr},

@@ -10,6 +10,7 @@
 #include "load/schedule.h"
 #include "protocol/plan.h"
 #include "record/record_json.h"
+#include "record/server_section.h"
 #include "session/cell_plan.h"
 #include "session/stream.h"
 #include "workload/exact_prompt.h"
@@ -120,9 +121,9 @@ json::object with_engine_figures(json::object figures, const session::CellOutcom
         s.prompt_tokens_cached ? json::value(*s.prompt_tokens_cached) : json::value(nullptr);
     if (s.acceptance_rate) figures["draft_acceptance_timings"] = *s.acceptance_rate;
   }
-  if (const auto& server = c.summary_file.server) {
-    const auto* rate = server->if_contains("spec_decode_acceptance_rate");
-    if (rate != nullptr && rate->is_number()) figures["draft_acceptance_metrics"] = *rate;
+  if (const std::optional<record::ServerSection> server = record::server_section(c.summary_file);
+      server && server->spec_decode_acceptance_rate) {
+    figures["draft_acceptance_metrics"] = *server->spec_decode_acceptance_rate;
   }
   figures["tokens_per_event"] = num(c.summary.tokens_per_event);
   return figures;

@@ -11,6 +11,9 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
+
+#include "metrics/stats.h"
 
 namespace dyno::record {
 
@@ -103,6 +106,27 @@ class ObjectReader {
     const boost::json::value& v = at(key);
     if (!v.is_array()) fail(name(key), "is not an array");
     return v.as_array();
+  }
+  /// This object read as a distribution (summary.json's $defs distribution). A count written
+  /// null (unknown) reads 0, its path noted in `unknown` when given.
+  metrics::Distribution distribution(std::vector<std::string>* unknown = nullptr) const {
+    metrics::Distribution d;
+    if (is_null("count")) {
+      if (unknown != nullptr) unknown->push_back(name("count"));
+    } else {
+      d.count = uint("count");
+    }
+    d.mean = opt_number("mean");
+    d.stddev = opt_number("stddev");
+    d.min = opt_number("min");
+    d.p50 = opt_number("p50");
+    d.p90 = opt_number("p90");
+    d.p95 = opt_number("p95");
+    d.p99 = opt_number("p99");
+    d.p999 = opt_number("p99_9");
+    d.max = opt_number("max");
+    d.jitter = opt_number("jitter_p95_minus_p50");
+    return d;
   }
   std::string name(const char* key) const { return path_.empty() ? key : path_ + "." + key; }
   const boost::json::object& raw() const { return o_; }

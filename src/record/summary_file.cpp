@@ -7,6 +7,7 @@
 #include "metrics/registry.h"
 #include "record/object_reader.h"
 #include "record/record_json.h"
+#include "record/server_section.h"
 
 namespace dyno::record {
 
@@ -44,19 +45,7 @@ class FiguresReader {
   }
 
   metrics::Distribution distribution(const ObjectReader& r) const {
-    metrics::Distribution d;
-    d.count = count(r, "count");
-    d.mean = r.opt_number("mean");
-    d.stddev = r.opt_number("stddev");
-    d.min = r.opt_number("min");
-    d.p50 = r.opt_number("p50");
-    d.p90 = r.opt_number("p90");
-    d.p95 = r.opt_number("p95");
-    d.p99 = r.opt_number("p99");
-    d.p999 = r.opt_number("p99_9");
-    d.max = r.opt_number("max");
-    d.jitter = r.opt_number("jitter_p95_minus_p50");
-    return d;
+    return r.distribution(unknown_);
   }
 
   /// One figure section (throughput, quality, latency_ms, …) as the registry lists it.
@@ -278,7 +267,10 @@ SummaryFile summary_file_from_json(const json::object& object) {
     f.energy = r.object_value("energy");
     (void)energy_section_from_json(*f.energy, kFile);  // its errors name the key, here
   }
-  if (r.has("server")) f.server = r.object_value("server");
+  if (r.has("server")) {
+    f.server = r.object_value("server");
+    (void)server_section_from_json(*f.server, kFile);  // its errors name the key, here
+  }
   if (r.has("prefix_cache") && FiguresReader::is_engine_prefix_cache(r)) {
     f.engine_prefix_cache = r.object_value("prefix_cache");
   }

@@ -42,8 +42,8 @@ struct SummaryFile {
   /// them, e.g. "requests.total" or "latency_ms.ttft_ms.count". The typed figure reads 0.
   std::vector<std::string> unknown_counts;
   ClientExtra client;
-  /// `energy` and `server` as their owners write them (telemetry/energy_report.h,
-  /// engine/server_metrics.h); absent in a file that lacks them.
+  /// `energy` and `server` as their owners write them, absent in a file that lacks them; read
+  /// typed by energy_section() and record::server_section(file) (server_section.h).
   std::optional<boost::json::object> energy;
   std::optional<boost::json::object> server;
   /// `prefix_cache` read from the engine's /metrics counters (source "metrics") when no

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -117,19 +118,37 @@ inline void set_manifest(compare::RunRecord& r, const std::string& path, V&& v) 
 inline void set_engine_timings(compare::RunRecord& r, double prefill_p50, double decode_p50,
                                std::int64_t computed, std::int64_t cached) {
   namespace json = boost::json;
+  // A distribution over the 12 responses of which only the median is given.
+  const auto median = [](std::optional<double> p50) {
+    json::object d;
+    for (const char* stat : {"count", "mean", "stddev", "min", "p50", "p90", "p95", "p99", "p99_9",
+                             "max", "jitter_p95_minus_p50"}) {
+      d[stat] = nullptr;
+    }
+    d["count"] = p50 ? 12 : 0;
+    if (p50) d["p50"] = *p50;
+    return d;
+  };
   set_path(r.summary_json, "server.timings",
            json::object{{"source", "response timings"},
                         {"requests_with_timings", 12},
                         {"requests_without_timings", 0},
                         {"prompt_tokens_computed", computed},
                         {"prompt_tokens_cached", cached},
-                        {"prefill_rate", json::object{{"p50", prefill_p50}}},
+                        {"prompt_cached_fraction",
+                         cached + computed > 0 ? json::value(static_cast<double>(cached) /
+                                                             static_cast<double>(cached + computed))
+                                               : json::value(nullptr)},
+                        {"predicted_tokens", 12 * 32},
+                        {"prompt_ms", median(std::nullopt)},
+                        {"prefill_rate", median(prefill_p50)},
                         {"prefill_tokens_per_s", 1.1 * prefill_p50},
-                        {"decode_rate_per_user", json::object{{"p50", decode_p50}}},
+                        {"decode_rate_per_user", median(decode_p50)},
                         {"draft_tokens", 40},
                         {"draft_tokens_accepted", 20},
                         {"spec_decode_acceptance_rate", 0.5}});
   set_path(r.summary_json, "server.spec_decode_acceptance_rate", 0.25);
+  retype(r);
 }
 
 /// Sequential requests (concurrency 1): request i is sent when i − 1 is done; `e2e_ms[i]` its

@@ -35,10 +35,18 @@ TEST(ServerMetrics, PrefixCacheCountersGiveTheHitRateWhenNoRequestCounted) {
   EXPECT_TRUE(cache->at("requests").is_null());
   // No counters, no lookups, or more hits than lookups (not believed): nothing.
   EXPECT_FALSE(prefix_cache_from_counters(server_section("", "")));
-  EXPECT_FALSE(prefix_cache_from_counters(
-      json::object{{"prefix_cache_queries", 0.0}, {"prefix_cache_hits", 0.0}}));
-  EXPECT_FALSE(prefix_cache_from_counters(
-      json::object{{"prefix_cache_queries", 10.0}, {"prefix_cache_hits", 11.0}}));
+  const auto counted = [](double queries, double hits) {
+    json::object s = server_section("", "");
+    s["prefix_cache_queries"] = queries;
+    s["prefix_cache_hits"] = hits;
+    return s;
+  };
+  EXPECT_FALSE(prefix_cache_from_counters(counted(0.0, 0.0)));
+  EXPECT_FALSE(prefix_cache_from_counters(counted(10.0, 11.0)));
+  EXPECT_TRUE(prefix_cache_from_counters(counted(10.0, 10.0)));
+  // A section it cannot have written: the typed reader names the key.
+  EXPECT_THROW(prefix_cache_from_counters(json::object{{"prefix_cache_queries", 10.0}}),
+               std::runtime_error);
 }
 
 TEST(ServerMetrics, LlamaCppCacheNBecomesTheCachedCountWhenUsageHasNone) {

@@ -216,7 +216,15 @@ TEST(ProtocolPlan, EngineTimedFiguresSitBesideTheClientsNamedAsTheEngines) {
   c.server_timings.decode_rate_per_user.p50 = 45.0;
   c.server_timings.prompt_tokens_cached = 60;
   c.server_timings.acceptance_rate = 0.7;
-  c.summary_file.server = json::object{{"spec_decode_acceptance_rate", 0.65}};
+  c.summary_file.server = json::object{{"source", "/metrics"},
+                                       {"dialect", "vllm"},
+                                       {"prompt_tokens", 100.0},
+                                       {"generation_tokens", 64.0},
+                                       {"preemptions", 0.0},
+                                       {"prefix_cache_hit_rate", nullptr},
+                                       {"spec_decode_acceptance_rate", 0.65},
+                                       {"counter_reset", false},
+                                       {"counters", json::object{}}};
   for (const protocol::ProtocolPlan& plan :
        {ladder, protocol::plan_real({}, shared(), stream_of(1)),
         protocol::plan_speed({}, {"fr"}, shared(), std::nullopt)}) {
