@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compare/board.h"
+#include "metrics/registry.h"
 
 namespace dyno::compare {
 
@@ -89,20 +90,8 @@ std::optional<std::size_t> median_repetition(const std::vector<std::optional<dou
 }
 
 std::optional<double> selection_metric(const RunRecord& run, const std::string& metric) {
-  static const std::map<std::string, std::string> paths = {
-      {"output_tokens_per_s", "throughput.output_tokens_per_s"},
-      {"requests_per_s", "throughput.requests_per_s"},
-      {"input_tokens_per_s", "throughput.input_tokens_per_s"},
-      {"decode_tokens_per_s", "throughput.decode_tokens_per_s"},
-      {"goodput_requests_per_s", "throughput.goodput_requests_per_s"},
-      {"ttft_p50_ms", "latency_ms.ttft.p50"},
-      {"tpot_p50_ms", "latency_ms.tpot.p50"},
-      {"e2e_p50_ms", "latency_ms.e2e.p50"},
-      {"decode_rate_p50", "rates_tok_s.decode_rate_per_user.p50"},
-      {"prefill_rate_p50", "rates_tok_s.prefill_rate_client.p50"}};
-  const auto it = paths.find(metric);
-  if (it == paths.end() || !run.has_summary()) return std::nullopt;
-  return number_at(run.summary_json, it->second);
+  if (!run.has_summary()) return std::nullopt;
+  return metrics::selection_value(run.summary->figures, metric);
 }
 
 }  // namespace dyno::compare

@@ -392,4 +392,28 @@ const char* to_string(Source s) {
   return "client";
 }
 
+const std::vector<SelectionMetric>& selection_metrics() {
+  static const std::vector<SelectionMetric> metrics = {
+      {"output_tokens_per_s", "throughput.output_tokens_per_s", ""},
+      {"requests_per_s", "throughput.requests_per_s", ""},
+      {"input_tokens_per_s", "throughput.input_tokens_per_s", ""},
+      {"decode_tokens_per_s", "throughput.decode_tokens_per_s", ""},
+      {"goodput_requests_per_s", "throughput.goodput_requests_per_s", ""},
+      {"ttft_p50_ms", "latency_ms.ttft", "p50"},
+      {"tpot_p50_ms", "latency_ms.tpot", "p50"},
+      {"e2e_p50_ms", "latency_ms.e2e", "p50"},
+      {"decode_rate_p50", "rates_tok_s.decode_rate_per_user", "p50"},
+      {"prefill_rate_p50", "rates_tok_s.prefill_rate_client", "p50"}};
+  return metrics;
+}
+
+std::optional<double> selection_value(const Summary& s, std::string_view name) {
+  for (const SelectionMetric& m : selection_metrics()) {
+    if (m.name != name) continue;
+    const Figure* f = find_figure(m.path);
+    return f != nullptr ? value_of(s, *f, m.stat) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
 }  // namespace dyno::metrics

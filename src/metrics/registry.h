@@ -131,6 +131,20 @@ std::optional<double> statistic(const Distribution& d, std::string_view stat);
 /// record holds it: nullopt when absent, non-finite, or `f` is not typed (see `typed`).
 std::optional<double> value_of(const Summary& s, const Figure& f, std::string_view stat = {});
 
+/// A figure a protocol campaign may pick its median repetition by (`--select`, the campaign
+/// file's `selection.metric`; docs/protocols.md): its name there, and the registry figure and
+/// statistic it is. The campaign and a board's cross-check of the campaign's choice read it here.
+struct SelectionMetric {
+  std::string_view name;  ///< e.g. "ttft_p50_ms"
+  std::string_view path;  ///< the figure's path, e.g. "latency_ms.ttft"
+  std::string_view stat;  ///< of a distribution, e.g. "p50"; "" otherwise
+};
+const std::vector<SelectionMetric>& selection_metrics();
+
+/// The value of the selection metric `name` in a typed summary; nullopt when the summary has
+/// none, or `name` is not a selection metric.
+std::optional<double> selection_value(const Summary& s, std::string_view name);
+
 const char* to_string(Direction d);
 const char* to_string(Section s);
 const char* to_string(Source s);

@@ -17,29 +17,11 @@ namespace json = boost::json;
 
 namespace {
 
-/// The metrics a selection rule may name (all figures of docs/metrics.md).
-const std::vector<std::string> kMetrics = {
-    "output_tokens_per_s",    "requests_per_s",  "input_tokens_per_s", "decode_tokens_per_s",
-    "goodput_requests_per_s", "ttft_p50_ms",     "tpot_p50_ms",        "e2e_p50_ms",
-    "decode_rate_p50",        "prefill_rate_p50"};
-
-std::optional<double> metric_of(const metrics::Summary& s, const std::string& name) {
-  if (name == "output_tokens_per_s") return s.output_tokens_per_s;
-  if (name == "requests_per_s") return s.requests_per_s;
-  if (name == "input_tokens_per_s") return s.input_tokens_per_s;
-  if (name == "decode_tokens_per_s") return s.decode_tokens_per_s;
-  if (name == "goodput_requests_per_s") return s.goodput_requests_per_s;
-  if (name == "ttft_p50_ms") return s.ttft_ms.p50;
-  if (name == "tpot_p50_ms") return s.tpot_ms.p50;
-  if (name == "e2e_p50_ms") return s.e2e_ms.p50;
-  if (name == "decode_rate_p50") return s.decode_rate_per_user.p50;
-  if (name == "prefill_rate_p50") return s.prefill_rate_client.p50;
-  return std::nullopt;
-}
-
 std::string metric_list() {
   std::string out;
-  for (const auto& m : kMetrics) out += (out.empty() ? "" : ", ") + m;
+  for (const metrics::SelectionMetric& m : metrics::selection_metrics()) {
+    out += (out.empty() ? "" : ", ") + std::string(m.name);
+  }
   return out;
 }
 
@@ -87,7 +69,9 @@ ProtocolCampaign::ProtocolCampaign(const ProtocolPlan& plan, std::string label)
       user_selected_(!plan.rep.select.empty()),
       started_(std::chrono::system_clock::now()),
       id_(record::make_run_id(started_, plan.name)) {
-  if (std::find(kMetrics.begin(), kMetrics.end(), metric_) == kMetrics.end()) {
+  const auto& known = metrics::selection_metrics();
+  if (std::none_of(known.begin(), known.end(),
+                   [&](const metrics::SelectionMetric& m) { return m.name == metric_; })) {
     throw UsageError("--select: unknown metric '" + metric_ + "'; use one of " + metric_list());
   }
 }
@@ -163,7 +147,7 @@ json::object ProtocolCampaign::cell_json(const CellResult& c, json::object& head
       if (it == values.end()) it = values.insert(values.end(), {std::string(kv.key()), {}});
       if (kv.value().is_number()) it->second.push_back(kv.value().to_number<double>());
     }
-    const auto m = metric_of(rep.summary, c.metric);
+    const auto m = metrics::selection_value(rep.summary, c.metric);
     if (m && std::isfinite(*m)) ranked.emplace_back(*m, i);
     runs.push_back(json::object{{"run_id", rep.run_id},
                                 {"status", rep.status},

@@ -160,4 +160,52 @@ TEST(RegistryTest, EveryFigureOfSummaryJsonIsInItsSchema) {
 }
 
 }  // namespace
+TEST(RegistryTest, EverySelectionMetricIsATypedFigureAndReadsItsValue) {
+  Summary s;
+  s.output_tokens_per_s = 812.5;
+  s.ttft_ms.p50 = 41.0;
+  s.decode_rate_per_user.p50 = 55.5;
+  std::set<std::string_view> names;
+  for (const SelectionMetric& m : selection_metrics()) {
+    SCOPED_TRACE(std::string(m.name));
+    EXPECT_TRUE(names.insert(m.name).second) << "named twice";
+    const Figure* f = find_figure(m.path);
+    ASSERT_NE(f, nullptr);
+    EXPECT_TRUE(typed(*f));
+    EXPECT_EQ(f->distribution, !m.stat.empty());
+    if (f->distribution) {
+      // The statistic is one a distribution has: it reads what statistic() reads.
+      Distribution d;
+      d.p50 = 1.0;
+      EXPECT_EQ(statistic(d, m.stat), 1.0);
+    }
+  }
+  EXPECT_EQ(selection_value(s, "output_tokens_per_s"), 812.5);
+  EXPECT_EQ(selection_value(s, "ttft_p50_ms"), 41.0);
+  EXPECT_EQ(selection_value(s, "decode_rate_p50"), 55.5);
+  EXPECT_FALSE(selection_value(s, "tpot_p50_ms"));      // absent in this summary
+  EXPECT_FALSE(selection_value(s, "latency_ms.ttft"));  // not a selection name
+
+  // The campaign file's schema and docs/protocols.md list the same names, in the same order.
+  std::ifstream in(std::string(DYNO_SOURCE_DIR) + "/docs/schema/campaign.schema.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const boost::json::value schema = boost::json::parse(text.str());
+  const boost::json::array& listed = schema.at("$defs").at("metric").at("enum").as_array();
+  std::ifstream docs(std::string(DYNO_SOURCE_DIR) + "/docs/protocols.md");
+  std::stringstream doc_text;
+  doc_text << docs.rdbuf();
+  const std::string protocols = doc_text.str();
+  const std::size_t select = protocols.find("`--select METRIC`");
+  ASSERT_NE(select, std::string::npos);
+  std::size_t at = select;
+  ASSERT_EQ(listed.size(), selection_metrics().size());
+  for (std::size_t i = 0; i < listed.size(); ++i) {
+    const std::string_view name = selection_metrics()[i].name;
+    EXPECT_EQ(listed[i].as_string(), name);
+    at = protocols.find("`" + std::string(name) + "`", at);
+    EXPECT_NE(at, std::string::npos) << name << " is not listed under --select, in order";
+  }
+}
+
 }  // namespace dyno::metrics
