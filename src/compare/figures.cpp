@@ -58,14 +58,6 @@ std::optional<double> device_figure(const RunRecord& run,
   return out;
 }
 
-metrics::Slo slo_of(const json::object& manifest) {
-  metrics::Slo slo;
-  slo.ttft_s = number_at(manifest, "slo.ttft_s");
-  slo.tpot_s = number_at(manifest, "slo.tpot_s");
-  slo.e2e_s = number_at(manifest, "slo.e2e_s");
-  return slo;
-}
-
 }  // namespace
 
 const std::vector<MetricDef>& metric_catalog() {
@@ -119,7 +111,6 @@ const MetricDef* find_metric(const std::string& key) {
 
 std::optional<double> read_figure(const MetricDef& m, const RunRecord& run) {
   if (!run.has_summary()) return std::nullopt;
-  const json::object& s = run.summary_json;
   if (m.key == "power_mean_w") {
     const std::optional<record::EnergySection> e = run.summary->energy_section();
     return e ? metrics::mean_power_w(e->energy_j, e->window_s.value_or(0)) : std::nullopt;
@@ -129,17 +120,18 @@ std::optional<double> read_figure(const MetricDef& m, const RunRecord& run) {
     return device_figure(run, &record::EnergyDevice::temperature_p95_c, true);
   }
   // A figure the typed summary holds is read from it, the engine's from the typed `server`
-  // section; the telemetry's (the `energy` section's own numbers) from the summary as written.
-  if (m.figure != nullptr && metrics::typed(*m.figure)) {
-    return metrics::value_of(run.summary->figures, *m.figure, m.stat);
-  }
-  if (m.figure != nullptr && m.figure->formula.empty() && m.figure->path.starts_with("server.")) {
+  // section, the telemetry's from the typed `energy` section.
+  if (m.figure == nullptr || !m.figure->formula.empty()) return std::nullopt;
+  if (metrics::typed(*m.figure)) return metrics::value_of(run.summary->figures, *m.figure, m.stat);
+  if (m.figure->path.starts_with("server.")) {
     const std::optional<record::ServerSection> server = record::server_section(*run.summary);
     return server ? record::server_figure(*server, m.figure->path, m.stat) : std::nullopt;
   }
-  std::optional<double> v = number_at(s, m.source);
-  if (v && !std::isfinite(*v)) v.reset();
-  return v;
+  if (m.figure->path.starts_with("energy.") && m.stat.empty()) {
+    const std::optional<record::EnergySection> e = run.summary->energy_section();
+    return e ? record::energy_figure(*e, m.figure->path) : std::nullopt;
+  }
+  return std::nullopt;
 }
 
 bool has_engine_figure(const RunRecord& run) {
@@ -301,7 +293,7 @@ std::optional<Sample> Sample::of(const MetricDef& m, const RunRecord& run) {
     case Resample::kServiceRate: {
       const auto w = service_window_s(traces);
       if (!w) return std::nullopt;
-      const metrics::Slo slo = slo_of(run.manifest_json);
+      const metrics::Slo& slo = run.manifest.slo;
       if (m.key == "goodput_requests_per_s" && !slo.any()) return std::nullopt;
       std::vector<double> num, den;
       bool any = false;

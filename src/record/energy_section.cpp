@@ -1,5 +1,7 @@
 #include "record/energy_section.h"
 
+#include <cmath>
+
 #include "record/object_reader.h"
 
 namespace dyno::record {
@@ -54,6 +56,24 @@ EnergySection energy_section_from_json(const boost::json::object& energy, const 
     e.devices.push_back(std::move(x));
   }
   return e;
+}
+
+std::optional<double> energy_figure(const EnergySection& energy, std::string_view path) {
+  constexpr std::string_view kSection = "energy.";
+  if (!path.starts_with(kSection)) return std::nullopt;
+  const std::string_view key = path.substr(kSection.size());
+  std::optional<double> v;
+  if (key == "window_s") v = energy.window_s;
+  if (key == "energy_j") v = energy.energy_j;
+  if (key == "output_tokens_per_j") v = energy.output_tokens_per_j;
+  if (key == "joules_per_output_token") v = energy.joules_per_output_token;
+  if (key == "idle_subtracted_joules_per_output_token") {
+    v = energy.idle_subtracted_joules_per_output_token;
+  }
+  if (key == "power_peak_w") v = energy.power_peak_w;
+  if (key == "output_tokens") v = energy.output_tokens;
+  if (key == "vram_peak_bytes") v = energy.vram_peak_bytes;
+  return v && std::isfinite(*v) ? v : std::nullopt;
 }
 
 }  // namespace dyno::record

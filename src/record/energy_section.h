@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dyno::record {
@@ -53,5 +54,10 @@ struct EnergySection {
 /// is not a string"), a std::runtime_error.
 EnergySection energy_section_from_json(const boost::json::object& energy,
                                        const std::string& file = "summary.json");
+
+/// A figure of the section by its metric-registry path ("energy.energy_j",
+/// "energy.joules_per_output_token", …: metrics/registry.cpp); nullopt when the section does not
+/// hold it, it is not finite, or `path` names no number of the section itself.
+std::optional<double> energy_figure(const EnergySection& energy, std::string_view path);
 
 }  // namespace dyno::record

@@ -208,4 +208,17 @@ TEST(RegistryTest, EverySelectionMetricIsATypedFigureAndReadsItsValue) {
   }
 }
 
+TEST(RegistryTest, EveryBoardFigureHasATypedReader) {
+  // compare::read_figure reads a board figure from the typed summary, its typed `server`
+  // section (record/server_section.h) or its typed `energy` section (record/energy_section.h),
+  // or derives it by its formula; a figure on a board in none of these would read as absent.
+  for (const Figure& f : figures()) {
+    if (f.board.empty()) continue;
+    SCOPED_TRACE(f.path);
+    const bool engine = f.path.starts_with("server.");
+    const bool energy = f.path.starts_with("energy.") && !f.distribution;
+    EXPECT_TRUE(typed(f) || engine || energy || !f.formula.empty());
+  }
+}
+
 }  // namespace dyno::metrics

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "metrics/registry.h"
 #include "record/manifest.h"
 #include "record/record_json.h"
 #include "record/record_reader.h"
@@ -178,6 +179,16 @@ TEST(SummaryFile, TheEnergySectionReadsTypedAsWritten) {
     EXPECT_EQ(e->energy_j.has_value(), !j.at("energy_j").is_null());
     if (e->energy_j) {
       EXPECT_EQ(*e->energy_j, j.at("energy_j").to_number<double>());
+    }
+    // Every registry figure of the section, by its path, is the number the JSON holds.
+    for (const dyno::metrics::Figure& f : dyno::metrics::figures()) {
+      if (!f.path.starts_with("energy.") || !f.formula.empty()) continue;
+      const json::value* v = j.if_contains(f.path.substr(std::string("energy.").size()));
+      const std::optional<double> read = dyno::record::energy_figure(*e, f.path);
+      ASSERT_EQ(read.has_value(), v != nullptr && v->is_number()) << f.path;
+      if (read) {
+        EXPECT_EQ(*read, v->to_number<double>()) << f.path;
+      }
     }
     if (!e->measured()) continue;
     ++measured;
