@@ -9,13 +9,12 @@
 
 #include <boost/json.hpp>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "metrics/registry.h"
 #include "record/record_schema.h"
+#include "record/run_writer.h"
 #include "record/summary_file.h"
 
 namespace {
@@ -30,10 +29,7 @@ using dyno::record::ServerSection;
 fs::path source_root() { return fs::path(DYNO_SOURCE_DIR); }
 
 json::object parse_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str()).as_object();
+  return json::parse(dyno::record::read_file(p)).as_object();
 }
 
 /// A distribution as summary.json writes one, `count` null when `count` < 0.
@@ -364,10 +360,7 @@ TEST(ServerSection, EverySummaryTheRepositoryKeepsReads) {
     if (e.path().extension() != ".json") continue;
     json::value doc;
     try {
-      std::ifstream in(e.path());
-      std::stringstream ss;
-      ss << in.rdbuf();
-      doc = json::parse(ss.str());
+      doc = json::parse(dyno::record::read_file(e.path()));
     } catch (const std::exception&) {
       continue;  // a fixture that is meant not to parse
     }
