@@ -38,7 +38,7 @@ RunHeadline headline(const session::EngineSession& engine, const session::CellSp
   head.slo_text = cell.slo_text;
   head.server_timings = out.server_timings;
   const record::SummaryFile& summary = out.summary_file;
-  if (const std::optional<record::ServerSection> s = record::server_section(summary); s) {
+  if (const std::optional<record::ServerSection> s = record::server_section_of(summary.server); s) {
     head.metrics_acceptance_rate = s->spec_decode_acceptance_rate;
   }
   if (const std::optional<record::EnergySection> e = summary.energy_section(); e && e->energy_j) {

@@ -43,7 +43,7 @@ struct LoadedCell {
 // Engine and model as the record names them: name, version, the sim's parameters (minus the
 // profile's name, which is its file's stem), the model id and fingerprint.
 std::string identity_of(const record::Manifest& manifest) {
-  const record::EngineSection engine = record::engine_section(manifest);
+  const record::EngineSection engine = record::engine_section_from_json(manifest.engine);
   json::object id;
   id["name"] = engine.name ? json::value(*engine.name) : json::value();
   id["version"] = engine.version ? json::value(*engine.version) : json::value();
@@ -108,7 +108,7 @@ LoadedCell load_cell(const fs::path& dir) {
   } catch (const std::invalid_argument&) {
     throw UsageError(run + ": no completed measured request with its times and token counts");
   }
-  const record::EngineSection engine = record::engine_section(m);
+  const record::EngineSection engine = record::engine_section_from_json(m.engine);
   out.engine = engine.name.value_or("");
   if (out.engine.empty()) out.engine = "(unnamed engine)";
   if (engine.version && !engine.version->empty()) out.engine += " " + *engine.version;

@@ -38,7 +38,8 @@ std::string text_of(const json::value& v) {
 }
 
 json::value commit_of(const RunRecord& r) {
-  const std::optional<record::EngineSourceRef> s = record::engine_section(r.manifest).source;
+  const std::optional<record::EngineSourceRef> s =
+      record::engine_section_from_json(r.manifest.engine).source;
   return s && s->commit && !s->commit->empty() ? json::value(*s->commit) : json::value(nullptr);
 }
 

@@ -151,7 +151,8 @@ bool states_no_gpu(const RunRecord& r) {
   const record::HardwareIdentity& hw = r.manifest.hardware;
   if (!hw.gpus.empty()) return false;
   if (r.imported()) return !hw.unknown_reason("gpus").has_value();
-  const std::optional<record::TelemetrySection> t = record::telemetry_section(r.manifest);
+  const std::optional<record::TelemetrySection> t =
+      record::telemetry_section_of(r.manifest.telemetry);
   return t && t->mode != "off";
 }
 
@@ -179,7 +180,8 @@ json::value gpu_list(const RunRecord& r, const char* check) {
 }
 
 std::string gpu_note(const RunRecord& r) {
-  const std::optional<record::TelemetrySection> t = record::telemetry_section(r.manifest);
+  const std::optional<record::TelemetrySection> t =
+      record::telemetry_section_of(r.manifest.telemetry);
   if (t && t->mode == "off") return "no GPU in the record: telemetry was off (--telemetry off)";
   return "no GPU identity in the record (no GPU telemetry source saw one; see dyno doctor)";
 }
@@ -187,7 +189,8 @@ std::string gpu_note(const RunRecord& r) {
 /// Why a record has no engine commit or dirty flag: the reason it gives, else that no engine
 /// source was recorded (only an engine launched from a spec with a `checkout` has one).
 std::string engine_source_note(const RunRecord& r) {
-  const std::optional<record::EngineSourceRef> source = record::engine_section(r.manifest).source;
+  const std::optional<record::EngineSourceRef> source =
+      record::engine_section_from_json(r.manifest.engine).source;
   if (!source) {
     return "no engine source in the record (only an engine launched from an engine spec with "
            "a checkout records one)";
@@ -212,7 +215,7 @@ constexpr const char* kSimulatedModel = "simulated by dyno (embedded dyno-sim: n
 
 /// A record of `dyno run`'s embedded simulated engine (engine.reached.kind embedded-sim).
 bool embedded_sim(const RunRecord& r) {
-  return record::engine_section(r.manifest).reached.kind == "embedded-sim";
+  return record::engine_section_from_json(r.manifest.engine).reached.kind == "embedded-sim";
 }
 
 bool missing(const json::value& v);
@@ -249,7 +252,8 @@ json::value value_of(const RunRecord& r, const std::string& check) {
   if (check == "harness") return or_null(m.harness.executable_sha256);
   if (check == "dirty_sources") return json::value(m.harness.git_dirty);
   if (check == "engine_dirty_sources" || check == "engine_commit") {
-    const std::optional<record::EngineSourceRef> s = record::engine_section(m).source;
+    const std::optional<record::EngineSourceRef> s =
+        record::engine_section_from_json(m.engine).source;
     if (!s) return nullptr;
     return check == "engine_commit" ? or_null(s->commit) : or_null(s->dirty);
   }
@@ -276,7 +280,7 @@ std::string note_of(const RunRecord& r, const std::string& check) {
     }
     if (check == "engine_dirty_sources" || check == "engine_commit") {
       return origin + ": " +
-             record::engine_section(r.manifest)
+             record::engine_section_from_json(r.manifest.engine)
                  .unknown.get("source")
                  .value_or("not in the imported file");
     }

@@ -124,7 +124,8 @@ std::optional<double> read_figure(const MetricDef& m, const RunRecord& run) {
   if (m.figure == nullptr || !m.figure->formula.empty()) return std::nullopt;
   if (metrics::typed(*m.figure)) return metrics::value_of(run.summary->figures, *m.figure, m.stat);
   if (m.figure->path.starts_with("server.")) {
-    const std::optional<record::ServerSection> server = record::server_section(*run.summary);
+    const std::optional<record::ServerSection> server =
+        record::server_section_of(run.summary->server);
     return server ? record::server_figure(*server, m.figure->path, m.stat) : std::nullopt;
   }
   if (m.figure->path.starts_with("energy.") && m.stat.empty()) {

@@ -121,7 +121,8 @@ json::object with_engine_figures(json::object figures, const session::CellOutcom
         s.prompt_tokens_cached ? json::value(*s.prompt_tokens_cached) : json::value(nullptr);
     if (s.acceptance_rate) figures["draft_acceptance_timings"] = *s.acceptance_rate;
   }
-  if (const std::optional<record::ServerSection> server = record::server_section(c.summary_file);
+  if (const std::optional<record::ServerSection> server =
+          record::server_section_of(c.summary_file.server);
       server && server->spec_decode_acceptance_rate) {
     figures["draft_acceptance_metrics"] = *server->spec_decode_acceptance_rate;
   }

@@ -177,17 +177,10 @@ SamplingSection sampling_section_from_json(const boost::json::object& sampling,
   return s;
 }
 
-EngineSection engine_section(const Manifest& manifest) {
-  return engine_section_from_json(manifest.engine);
-}
-
-std::optional<TelemetrySection> telemetry_section(const Manifest& manifest) {
-  if (!manifest.telemetry) return std::nullopt;
-  return telemetry_section_from_json(*manifest.telemetry);
-}
-
-SamplingSection sampling_section(const Manifest& manifest) {
-  return sampling_section_from_json(manifest.workload.sampling);
+std::optional<TelemetrySection> telemetry_section_of(
+    const std::optional<boost::json::object>& telemetry) {
+  if (!telemetry) return std::nullopt;
+  return telemetry_section_from_json(*telemetry);
 }
 
 }  // namespace dyno::record

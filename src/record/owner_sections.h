@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "record/manifest.h"
 #include "record/manifest_sections.h"
 
 namespace dyno::record {
@@ -157,9 +156,8 @@ TelemetrySection telemetry_section_from_json(const boost::json::object& telemetr
 SamplingSection sampling_section_from_json(const boost::json::object& sampling,
                                            const std::string& path = "workload.sampling");
 
-/// A manifest's sections, read from what it holds (checked when the manifest was read).
-EngineSection engine_section(const Manifest& manifest);
-std::optional<TelemetrySection> telemetry_section(const Manifest& manifest);
-SamplingSection sampling_section(const Manifest& manifest);
+/// A manifest's `telemetry` (Manifest::telemetry) read typed; nullopt before the run ended.
+std::optional<TelemetrySection> telemetry_section_of(
+    const std::optional<boost::json::object>& telemetry);
 
 }  // namespace dyno::record

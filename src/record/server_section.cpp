@@ -136,9 +136,9 @@ ServerSection server_section_from_json(const boost::json::object& server, const 
   return s;
 }
 
-std::optional<ServerSection> server_section(const SummaryFile& file) {
-  if (!file.server) return std::nullopt;
-  return server_section_from_json(*file.server);
+std::optional<ServerSection> server_section_of(const std::optional<boost::json::object>& server) {
+  if (!server) return std::nullopt;
+  return server_section_from_json(*server);
 }
 
 std::optional<double> server_figure(const ServerSection& server, std::string_view path,

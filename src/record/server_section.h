@@ -7,7 +7,8 @@
 // record's server figures — boards (compare/figures.cpp), the cell's console headline
 // (app/cell_report.cpp), the protocols' cell figures (protocol/plans.cpp) — reads it here.
 // SummaryFile keeps the section as written (its `server`), so writing what was read gives the
-// same bytes; server_section(file) reads it typed on demand, as energy_section() does energy.
+// same bytes; server_section_of(file.server) reads it typed on demand, as energy_section() does
+// energy.
 #pragma once
 
 #include <boost/json/object.hpp>
@@ -19,7 +20,6 @@
 #include <vector>
 
 #include "metrics/stats.h"
-#include "record/summary_file.h"
 
 namespace dyno::record {
 
@@ -94,9 +94,10 @@ struct ServerSection {
 ServerSection server_section_from_json(const boost::json::object& server,
                                        const std::string& file = "summary.json");
 
-/// `server` of a summary read typed; nullopt without one. summary_file_from_json has checked
-/// it; a section a writer set wrong throws std::runtime_error naming the key.
-std::optional<ServerSection> server_section(const SummaryFile& file);
+/// A summary's `server` (SummaryFile::server) read typed; nullopt without one.
+/// summary_file_from_json has checked it; a section a writer set wrong throws
+/// std::runtime_error naming the key.
+std::optional<ServerSection> server_section_of(const std::optional<boost::json::object>& server);
 
 /// A figure of the section by its metric registry path (metrics/registry.h) — a number, e.g.
 /// "server.spec_decode_acceptance_rate" or "server.timings.prefill_tokens_per_s", or a

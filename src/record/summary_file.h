@@ -43,7 +43,7 @@ struct SummaryFile {
   std::vector<std::string> unknown_counts;
   ClientExtra client;
   /// `energy` and `server` as their owners write them, absent in a file that lacks them; read
-  /// typed by energy_section() and record::server_section(file) (server_section.h).
+  /// typed by energy_section() and record::server_section_of(server) (server_section.h).
   std::optional<boost::json::object> energy;
   std::optional<boost::json::object> server;
   /// `prefix_cache` read from the engine's /metrics counters (source "metrics") when no

@@ -62,7 +62,7 @@ Inline per_arm(const Board& bd, const std::string& what, Describe describe) {
 // ---- what one run was, from its manifest and summary -----------------------------------
 
 std::string describe_engine(const RunRecord& r) {
-  const record::EngineSection e = record::engine_section(r.manifest);
+  const record::EngineSection e = record::engine_section_from_json(r.manifest.engine);
   std::string d = e.name.value_or("unidentified engine") + " " +
                   e.version.value_or("(version unknown)") + " (" + e.reached.kind + ")";
   if (const auto p = e.sim_profile_name()) d += ", profile " + *p;
@@ -155,7 +155,8 @@ std::string describe_harness(const RunRecord& r) {
 std::string describe_telemetry(const RunRecord& r) {
   const std::optional<record::EnergySection> e =
       r.summary ? r.summary->energy_section() : std::nullopt;
-  const std::optional<record::TelemetrySection> tm = record::telemetry_section(r.manifest);
+  const std::optional<record::TelemetrySection> tm =
+      record::telemetry_section_of(r.manifest.telemetry);
   return (tm ? tm->mode : std::string("unknown")) + ", energy " +
          (e && e->energy_j ? "scope " + e->scope.value_or("?") : "not measured");
 }

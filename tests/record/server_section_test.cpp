@@ -22,8 +22,8 @@ namespace {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using dyno::record::server_figure;
-using dyno::record::server_section;
 using dyno::record::server_section_from_json;
+using dyno::record::server_section_of;
 using dyno::record::ServerSection;
 
 fs::path source_root() { return fs::path(DYNO_SOURCE_DIR); }
@@ -162,7 +162,7 @@ TEST(ServerSection, EveryFormTheSchemaAllowsReads) {
     const auto problems = dyno::record::record_schema("summary").validate(doc);
     ASSERT_TRUE(problems.empty()) << problems.front().pointer << ": " << problems.front().message;
     const dyno::record::SummaryFile f = dyno::record::summary_file_from_json(doc);
-    const std::optional<ServerSection> s = server_section(f);
+    const std::optional<ServerSection> s = server_section_of(f.server);
     ASSERT_TRUE(s);
     EXPECT_EQ(s->source.has_value(), !server.at("source").is_null());
     EXPECT_EQ(s->reason.has_value(), server.contains("reason"));
@@ -351,7 +351,7 @@ TEST(ServerSection, AFigureByItsRegistryPathIsTheNumberTheJsonHolds) {
 TEST(ServerSection, ASummaryWithoutOneHasNone) {
   json::object doc = summary_with(json::object{});
   doc.erase("server");
-  EXPECT_FALSE(server_section(dyno::record::summary_file_from_json(doc)));
+  EXPECT_FALSE(server_section_of(dyno::record::summary_file_from_json(doc).server));
 }
 
 TEST(ServerSection, EverySummaryTheRepositoryKeepsReads) {
