@@ -23,8 +23,8 @@ namespace json = boost::json;
 namespace {
 
 /// The console's headline of a finished cell.
-RunHeadline headline(const session::EngineSession& engine, const session::CellSpec& cell,
-                     const session::CellOutcome& out) {
+RunHeadline headline(const engine_session::EngineSession& engine,
+                     const engine_session::CellSpec& cell, const engine_session::CellOutcome& out) {
   const bool stream = out.streamed;
   RunHeadline head;
   head.run_id = out.run_id;
@@ -51,7 +51,7 @@ RunHeadline headline(const session::EngineSession& engine, const session::CellSp
 }
 
 /// The exit code of a cell, with the message that explains a failure on stderr.
-int cell_exit_code(const session::CellOutcome& out, const std::string& engine_name,
+int cell_exit_code(const engine_session::CellOutcome& out, const std::string& engine_name,
                    double error_budget) {
   if (out.engine_crashed) {
     std::cerr << "dyno: engine " << engine_name << " " << out.crash->describe()
@@ -85,20 +85,20 @@ int cell_exit_code(const session::CellOutcome& out, const std::string& engine_na
 
 }  // namespace
 
-session::CellOutcome run_and_show(session::EngineSession& engine, const session::CellSpec& cell,
-                                  const RunOptions& o, const std::atomic<bool>& stop,
-                                  bool print_summary) {
+engine_session::CellOutcome run_and_show(engine_session::EngineSession& engine,
+                                         const engine_session::CellSpec& cell, const RunOptions& o,
+                                         const std::atomic<bool>& stop, bool print_summary) {
   const ConsoleStyle style = detect_style(o.console.color, o.console.quiet);
   ProgressBar bar(style.progress);
-  session::CellHooks hooks;
+  engine_session::CellHooks hooks;
   hooks.on_progress = [&bar](const load::Progress& p, double measured_s) {
     bar.update(p, measured_s);
   };
   hooks.on_load_done = [&bar] { bar.finish(); };
   // --index, else DYNO_INDEX_URL (a malformed one is a warning when the run is indexed).
   const std::string index_url = o.record.index ? *o.record.index : store::index_url_from_env();
-  session::CellOutcome out =
-      session::run_cell(engine, cell, o.record.runs_root, index_url, stop, hooks);
+  engine_session::CellOutcome out =
+      engine_session::run_cell(engine, cell, o.record.runs_root, index_url, stop, hooks);
   if (print_summary) {
     if (o.console.json) {
       json::object printed = record::summary_file_to_json(out.summary_file);

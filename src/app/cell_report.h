@@ -1,20 +1,21 @@
-// A cell run for a person: session::run_cell with the progress bar, then the cell's table (or
-// JSON), its warnings and, when it failed, why; and its exit code.
+// A cell run for a person: engine_session::run_cell with the progress bar, then the cell's table
+// (or JSON), its warnings and, when it failed, why; and its exit code.
 #pragma once
 
 #include <atomic>
 
 #include "app/run_options.h"
-#include "session/engine_session.h"
-#include "session/run_cell.h"
+#include "engine_session/engine_session.h"
+#include "engine_session/run_cell.h"
 
 namespace dyno::app {
 
 /// Runs `cell` (its record under --runs-root) and shows it; `print_summary`: the per-run table
 /// (or JSON with --json) on stdout — protocols print one table for the campaign instead. Sets
 /// and returns the outcome with its exit code (kExitOk, kExitRunFailed, kExitInterrupted).
-session::CellOutcome run_and_show(session::EngineSession& engine, const session::CellSpec& cell,
-                                  const RunOptions& options, const std::atomic<bool>& stop,
-                                  bool print_summary = true);
+engine_session::CellOutcome run_and_show(engine_session::EngineSession& engine,
+                                         const engine_session::CellSpec& cell,
+                                         const RunOptions& options, const std::atomic<bool>& stop,
+                                         bool print_summary = true);
 
 }  // namespace dyno::app

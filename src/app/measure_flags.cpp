@@ -4,7 +4,7 @@
 
 #include "app/flag_values.h"
 #include "app/signals.h"
-#include "session/cell_plan.h"
+#include "engine_session/cell_plan.h"
 #include "store/index_url.h"
 
 namespace dyno::app {
@@ -190,7 +190,7 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
 
 RunOptions start_measuring(RunOptions o) {
   install_stop_signals();
-  o.stream = session::with_engine_extra_body(o.target, std::move(o.stream));
+  o.stream = engine_session::with_engine_extra_body(o.target, std::move(o.stream));
   return o;
 }
 

@@ -9,15 +9,15 @@
 #include "app/console.h"
 #include "app/flag_values.h"
 #include "app/signals.h"
+#include "engine_session/cell_plan.h"
+#include "engine_session/run_limits.h"
+#include "engine_session/stream.h"
 #include "load/plan.h"
 #include "protocol/campaign.h"
 #include "record/campaign_file.h"
 #include "record/record_json.h"
 #include "record/run_writer.h"
 #include "scrub/redact.h"
-#include "session/cell_plan.h"
-#include "session/run_limits.h"
-#include "session/stream.h"
 
 namespace dyno::app {
 
@@ -73,22 +73,23 @@ std::string number_text(double v) {
 
 /// What every protocol checks first: the shared flags, the close context, the API.
 protocol::Shared shared_flags(const RunOptions& o) {
-  session::validate_target(o.target, o.telemetry);
+  engine_session::validate_target(o.target, o.telemetry);
   set_close_context({o.telemetry.mode, o.telemetry.period_ms});
   protocol::Shared shared;
-  shared.api = session::parse_api(o.target.api);
+  shared.api = engine_session::parse_api(o.target.api);
   shared.load = o.load;
   shared.stream = o.stream;
   shared.record = o.record;
   // Checked before the engine starts, as each cell applies them (load::plan,
-  // session::cell_from_flags).
+  // engine_session::cell_from_flags).
   (void)load::plan(o.load);
-  (void)session::checked_extra_body(o.stream, shared.api, !o.target.no_stream);
+  (void)engine_session::checked_extra_body(o.stream, shared.api, !o.target.no_stream);
   return shared;
 }
 
-session::EngineSession make_engine(const RunOptions& o, workload::Api api) {
-  return session::EngineSession(o.target, o.telemetry, o.load.seed, api, install_stop_signals());
+engine_session::EngineSession make_engine(const RunOptions& o, workload::Api api) {
+  return engine_session::EngineSession(o.target, o.telemetry, o.load.seed, api,
+                                       install_stop_signals());
 }
 
 /// One row per cell, one column per figure: the selected repetition's value (a run's own
@@ -133,12 +134,12 @@ void print_table(const protocol::ProtocolCampaign& campaign, const protocol::Pro
 
 /// Runs `plan` against `engine` as a campaign, writes its file and prints its table (or JSON);
 /// returns the exit code.
-int run_campaign(session::EngineSession& engine, const protocol::ProtocolPlan& plan,
+int run_campaign(engine_session::EngineSession& engine, const protocol::ProtocolPlan& plan,
                  const RunOptions& o) {
   protocol::ProtocolCampaign campaign(plan, o.record.label);
   const std::atomic<bool>& stop = install_stop_signals();
   campaign.run(
-      [&](const session::CellSpec& spec) {
+      [&](const engine_session::CellSpec& spec) {
         return run_and_show(engine, spec, o, stop, /*print_summary=*/false);
       },
       [](const std::string& line) { std::cerr << line << "\n"; });
@@ -178,7 +179,7 @@ int sweep_command(const RunOptions& o, const SweepOptions& s) {
   for (double level : levels) (void)load::plan(o.load, protocol::sweep_cell_load(s, level));
   const double top = *std::max_element(levels.begin(), levels.end());
   if (open) {
-    session::warn_open_loop_descriptors(top, o.target);
+    engine_session::warn_open_loop_descriptors(top, o.target);
   } else {
     if (top * static_cast<double>(s.per_slot) > flags::kMaxRequests) {
       throw UsageError("--per-slot " + std::to_string(s.per_slot) + " x concurrency " +
@@ -186,12 +187,12 @@ int sweep_command(const RunOptions& o, const SweepOptions& s) {
                        std::to_string(flags::kMaxRequests) +
                        " requests a cell; lower --per-slot or --concurrencies");
     }
-    session::check_descriptors(static_cast<std::uint64_t>(top),
-                               "--concurrencies " + number_text(top), o.target);
+    engine_session::check_descriptors(static_cast<std::uint64_t>(top),
+                                      "--concurrencies " + number_text(top), o.target);
   }
-  const workload::RequestStream stream = session::build_stream(
+  const workload::RequestStream stream = engine_session::build_stream(
       o.stream, shared.api, o.load.seed, o.load.warmup + protocol::sweep_requests(s, levels));
-  session::EngineSession engine = make_engine(o, shared.api);
+  engine_session::EngineSession engine = make_engine(o, shared.api);
   return run_campaign(engine, protocol::plan_sweep(s, levels, shared, stream), o);
 }
 
@@ -202,9 +203,9 @@ int ladder_command(const RunOptions& o, const LadderOptions& l) {
       l.prefill_sizes.empty()
           ? std::vector<double>{}
           : parse_counts(l.prefill_sizes, "--prefill-sizes", 1, flags::kMaxTokens);
-  session::EngineSession engine = make_engine(o, shared.api);
+  engine_session::EngineSession engine = make_engine(o, shared.api);
   // Prompt lengths are exact (through the engine's /tokenize) when the engine has one.
-  std::optional<session::PromptCounter> counter;
+  std::optional<engine_session::PromptCounter> counter;
   try {
     counter.emplace(engine, o.target.timeout_s.value_or(30.0));
     workload::Request probe;
@@ -235,11 +236,12 @@ int ladder_command(const RunOptions& o, const LadderOptions& l) {
 int speed_command(const RunOptions& o, const SpeedOptions& sp) {
   const protocol::Shared shared = shared_flags(o);
   const std::vector<std::string> passes = parse_names(sp.passes, "--passes");
-  session::check_descriptors(sp.concurrency, "--burst " + std::to_string(sp.concurrency), o.target);
+  engine_session::check_descriptors(sp.concurrency, "--burst " + std::to_string(sp.concurrency),
+                                    o.target);
   std::optional<workload::RequestStream> file;
-  if (o.stream.file) file = session::stream_as_given(o.stream, shared.api, o.load.seed, 0);
+  if (o.stream.file) file = engine_session::stream_as_given(o.stream, shared.api, o.load.seed, 0);
   const protocol::ProtocolPlan plan = protocol::plan_speed(sp, passes, shared, file);
-  session::EngineSession engine = make_engine(o, shared.api);
+  engine_session::EngineSession engine = make_engine(o, shared.api);
   return run_campaign(engine, plan, o);
 }
 
@@ -250,8 +252,8 @@ int real_command(const RunOptions& o, const RealOptions& re) {
         "real needs --stream FILE: a prompt set whose requests are tagged case=<name>");
   }
   const workload::RequestStream stream =
-      session::stream_as_given(o.stream, shared.api, o.load.seed, 0);
-  session::EngineSession engine = make_engine(o, shared.api);
+      engine_session::stream_as_given(o.stream, shared.api, o.load.seed, 0);
+  engine_session::EngineSession engine = make_engine(o, shared.api);
   return run_campaign(engine, protocol::plan_real(re, shared, stream), o);
 }
 

@@ -9,10 +9,10 @@
 #include "app/console.h"
 #include "app/exit_codes.h"
 #include "app/runs_command.h"
+#include "engine_session/host_identity.h"
+#include "engine_session/run_cell.h"
 #include "error/registry.h"
 #include "json/json_text.h"
-#include "session/host_identity.h"
-#include "session/run_cell.h"
 #include "store/index_url.h"
 #include "store/run_index.h"
 #include "workload/scorer_spec.h"
@@ -102,7 +102,7 @@ int rescore_command(const RescoreCommandOptions& o, std::ostream& out, std::ostr
   ro.source = resolve_run(o.runs_root, o.run);
   ro.runs_root = o.runs_root;
   ro.label = o.label;
-  ro.harness = session::harness_identity();
+  ro.harness = engine_session::harness_identity();
   const record::RescoreOutcome outcome = record::rescore_run(ro);
   store::index_finished_run(o.runs_root, outcome.dir, err, store::index_url_from_env());
   if (o.json) {

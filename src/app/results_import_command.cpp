@@ -9,13 +9,13 @@
 #include "app/console.h"
 #include "app/exit_codes.h"
 #include "app/signals.h"
+#include "engine_session/host_identity.h"
+#include "engine_session/run_cell.h"
 #include "error/error.h"
 #include "error/registry.h"
 #include "interop/import_batch.h"
 #include "json/json_text.h"
 #include "record/run_writer.h"
-#include "session/host_identity.h"
-#include "session/run_cell.h"
 #include "store/index_url.h"
 #include "store/run_index.h"
 
@@ -102,7 +102,7 @@ int results_import_command(const ResultsImportOptions& o, std::ostream& out, std
   wo.model = o.model;
   wo.engine = o.engine;
   wo.api = o.api;
-  wo.harness = session::harness_identity();
+  wo.harness = engine_session::harness_identity();
   // The index, opened before the records arrive (a new runs root's index is made empty, not
   // "rebuilt" from the records being imported).
   const std::string index_url = store::index_url_from_env();

@@ -2,9 +2,9 @@
 // by CLI11): one config per module that uses it.
 #pragma once
 
+#include "engine_session/options.h"
 #include "load/options.h"
 #include "record/options.h"
-#include "session/options.h"
 #include "telemetry/options.h"
 #include "workload/stream_options.h"
 
@@ -18,7 +18,7 @@ struct ConsoleOptions {
 };
 
 struct RunOptions {
-  session::TargetOptions target;
+  engine_session::TargetOptions target;
   workload::StreamOptions stream;
   load::LoadOptions load;
   telemetry::TelemetryOptions telemetry;

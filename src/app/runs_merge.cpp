@@ -205,7 +205,7 @@ const char* merged_status(const metrics::Summary& s, bool interrupted) {
   return "ok";
 }
 
-/// The summary options a run of the whole load would have used (session/run_cell.cpp
+/// The summary options a run of the whole load would have used (engine_session/run_cell.cpp
 /// summarize_cell), the client cost the shards' together.
 metrics::SummaryOptions summary_options(const std::vector<ShardRecord>& shards) {
   const record::Manifest& first = shards.front().run.manifest;

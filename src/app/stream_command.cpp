@@ -9,7 +9,7 @@
 #include "app/flag_values.h"
 #include "app/run_command.h"
 #include "app/target_counter.h"
-#include "session/engine_session.h"
+#include "engine_session/engine_session.h"
 #include "workload/exact_prompt.h"
 #include "workload/request_stream.h"
 
@@ -74,7 +74,7 @@ namespace {
 namespace json = boost::json;
 
 workload::Api validate(const StreamMakeOptions& o) {
-  const workload::Api api = session::parse_api(o.api);
+  const workload::Api api = engine_session::parse_api(o.api);
   if (o.url && !o.model) throw UsageError("--model is required with --url");
   if (o.count == 0) throw UsageError("--count is required (or --sessions for a session stream)");
   if (o.input_tokens == 0) throw UsageError("--input-tokens is required");

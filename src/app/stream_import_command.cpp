@@ -8,9 +8,9 @@
 
 #include "app/flag_values.h"
 #include "app/run_command.h"
+#include "engine_session/engine_session.h"
 #include "error/registry.h"
 #include "json/json_text.h"
-#include "session/engine_session.h"
 #include "workload/import_sessions.h"
 #include "workload/request_stream.h"
 #include "workload/scoring.h"
@@ -91,7 +91,7 @@ int write_stream(const StreamImportOptions& o, const workload::RequestStream& st
 }
 
 workload::Api data_set_api(const StreamImportOptions& o) {
-  return session::parse_api(o.api.value_or("chat"));
+  return engine_session::parse_api(o.api.value_or("chat"));
 }
 
 // An import's errors name the file and line; "stream import: " says which command read it.

@@ -6,9 +6,9 @@ namespace dyno::app {
 
 namespace {
 
-session::TargetOptions target_of(const TargetFlags& f) {
+engine_session::TargetOptions target_of(const TargetFlags& f) {
   if (f.url && !f.model) throw UsageError("--model is required with --url");
-  session::TargetOptions t;
+  engine_session::TargetOptions t;
   t.url = f.url;
   t.model = f.model;
   t.api = f.api;
@@ -27,7 +27,7 @@ telemetry::TelemetryOptions no_telemetry() {
 }  // namespace
 
 TargetCounter::TargetCounter(const TargetFlags& flags, std::uint64_t seed)
-    : api_(session::parse_api(flags.api)),
+    : api_(engine_session::parse_api(flags.api)),
       telemetry_(no_telemetry()),
       session_(target_of(flags), telemetry_, seed, api_, never_stop_),
       count_(session_, flags.timeout_s) {}
@@ -46,8 +46,8 @@ std::string TargetCounter::describe(const std::string& api_name) {
 std::vector<workload::PromptTokenCounter> TargetCounter::parallel(std::size_t n, double timeout_s) {
   std::vector<workload::PromptTokenCounter> out;
   for (std::size_t i = 0; i < n; ++i) {
-    more_.push_back(std::make_unique<session::PromptCounter>(session_, timeout_s));
-    session::PromptCounter* c = more_.back().get();
+    more_.push_back(std::make_unique<engine_session::PromptCounter>(session_, timeout_s));
+    engine_session::PromptCounter* c = more_.back().get();
     out.emplace_back([c](const workload::Request& r) { return (*c)(r); });
   }
   return out;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "session/engine_session.h"
+#include "engine_session/engine_session.h"
 #include "telemetry/options.h"
 #include "workload/exact_prompt.h"
 #include "workload/request.h"
@@ -48,9 +48,9 @@ class TargetCounter {
   workload::Api api_;
   telemetry::TelemetryOptions telemetry_;
   std::atomic<bool> never_stop_{false};  // no engine is launched (no --engine here)
-  session::EngineSession session_;
-  session::PromptCounter count_;
-  std::vector<std::unique_ptr<session::PromptCounter>> more_;
+  engine_session::EngineSession session_;
+  engine_session::PromptCounter count_;
+  std::vector<std::unique_ptr<engine_session::PromptCounter>> more_;
 };
 
 }  // namespace dyno::app

@@ -56,7 +56,8 @@ struct StreamFacts {
 struct LoadPlan {
   /// What the runner gets: the shape (closed loop, open-loop schedule or replay), requests,
   /// duration, warm-up, client threads, unreachable-after, shard and start time. The record's
-  /// keeps (--keep-outputs, --no-chunk-times) are the record flags' (session::cell_from_flags).
+  /// keeps (--keep-outputs, --no-chunk-times) are the record flags'
+  /// (engine_session::cell_from_flags).
   LoadConfig config;
   std::uint64_t seed = 0;  ///< --seed
   double error_budget = 0.05;

@@ -298,7 +298,7 @@ void Run::note_reachability(const metrics::Trace& t) {
   u.sent = measured_sent_;
   result_.unreachable = std::move(u);
   stop_sending();
-  // Connects still in flight were never sent (session/run_cell.cpp says so). Cancelled from
+  // Connects still in flight were never sent (engine_session/run_cell.cpp says so). Cancelled from
   // the loop, not from inside this request's terminal callback.
   loop_.post([this] {
     target_.cancel_all();

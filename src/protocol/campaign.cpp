@@ -50,7 +50,7 @@ namespace {
 /// power over the window, the peak of the summed power of the devices in scope (summary
 /// energy.power_peak_w: one instant's sum, not the sum of each device's peak), output tokens
 /// per J.
-void add_energy_figures(const session::CellOutcome& c, json::object& figures) {
+void add_energy_figures(const engine_session::CellOutcome& c, json::object& figures) {
   const std::optional<record::EnergySection> e = c.summary_file.energy_section();
   if (!e || !e->energy_j) return;
   const record::EnergySection& en = *e;
@@ -93,7 +93,7 @@ void ProtocolCampaign::run_cell(const CellPlan& cell, const CellRunner& run,
   result.metric = !cell.metric.empty() && !user_selected_ ? cell.metric : metric_;
   const std::uint32_t repeat = plan_.rep.repeat;
   for (std::uint32_t r = 0; r < repeat && !stopped_; ++r) {
-    session::CellSpec spec = cell.spec_for(r);
+    engine_session::CellSpec spec = cell.spec_for(r);
     spec.campaign = id_;
     spec.label = label_;
     spec.protocol.name = plan_.name;
@@ -109,7 +109,7 @@ void ProtocolCampaign::run_cell(const CellPlan& cell, const CellRunner& run,
       line += " (repetition " + std::to_string(r + 1) + " of " + std::to_string(repeat) + ")";
     }
     say(line);
-    session::CellOutcome out = run(spec);
+    engine_session::CellOutcome out = run(spec);
     if (out.interrupted) stopped_ = true;
     if (out.engine_crashed) {
       stopped_ = true;  // the engine is gone: no later cell can be measured
@@ -137,7 +137,7 @@ json::object ProtocolCampaign::cell_json(const CellResult& c, json::object& head
   std::vector<std::pair<std::string, std::vector<double>>> values;
   std::vector<json::object> rep_figures;
   for (std::size_t i = 0; i < c.reps.size(); ++i) {
-    const session::CellOutcome& rep = c.reps[i];
+    const engine_session::CellOutcome& rep = c.reps[i];
     json::object figs = plan_.figures(rep);
     add_energy_figures(rep, figs);  // every protocol's cells, when energy was measured
     rep_figures.push_back(figs);

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "engine_session/run_cell.h"
 #include "protocol/plan.h"
-#include "session/run_cell.h"
 
 namespace dyno::protocol {
 
@@ -24,7 +24,7 @@ namespace dyno::protocol {
 boost::json::object figure_spread(std::vector<double> values, const boost::json::value& selected);
 
 /// Runs one cell spec into a record and returns its outcome (the command shows it).
-using CellRunner = std::function<session::CellOutcome(const session::CellSpec&)>;
+using CellRunner = std::function<engine_session::CellOutcome(const engine_session::CellSpec&)>;
 
 class ProtocolCampaign {
  public:
@@ -57,7 +57,7 @@ class ProtocolCampaign {
     std::vector<std::string> key;  // its place in `headline`
     boost::json::object params;
     std::string metric;  // the selection metric of this cell
-    std::vector<session::CellOutcome> reps;
+    std::vector<engine_session::CellOutcome> reps;
   };
 
   void run_cell(const CellPlan& cell, const CellRunner& run,

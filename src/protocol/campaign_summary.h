@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "session/run_cell.h"
+#include "engine_session/run_cell.h"
 
 namespace dyno::protocol {
 
 /// One repetition of one cell, as the roll-ups see it.
 struct CellRep {
   std::string cell;  ///< the cell's name
-  const session::CellOutcome* outcome = nullptr;
+  const engine_session::CellOutcome* outcome = nullptr;
 };
 
 /// Puts `figures` at the nested `key` of `headline` ({"fr", "solo"} → headline.fr.solo); null

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "engine_session/run_cell.h"
 #include "load/options.h"
 #include "load/plan.h"
 #include "metrics/summary.h"
 #include "record/options.h"
-#include "session/run_cell.h"
 #include "workload/request.h"
 #include "workload/request_stream.h"
 #include "workload/stream_options.h"
@@ -57,7 +57,7 @@ struct RealOptions {
 };
 
 /// The flags every cell of a protocol shares, applied to each cell as `dyno run` applies them
-/// (load::plan, then session::cell_from_flags).
+/// (load::plan, then engine_session::cell_from_flags).
 struct Shared {
   workload::Api api = workload::Api::kChat;
   load::LoadOptions load;  ///< arrival, burstiness, seed, warm-up, client threads, error budget…
@@ -66,14 +66,14 @@ struct Shared {
 };
 
 /// A protocol's figures of one repetition of a cell (each protocol's own names).
-using Figures = std::function<boost::json::object(const session::CellOutcome&)>;
+using Figures = std::function<boost::json::object(const engine_session::CellOutcome&)>;
 
 struct CellPlan {
   std::string name;            ///< e.g. "c8", "decode@8000", "fr/solo"
   boost::json::object params;  ///< the campaign file's cell params
   std::string metric;          ///< replaces the protocol's primary metric ("" = keep it)
   /// The spec of repetition r (0-based); called just before it runs.
-  std::function<session::CellSpec(std::uint32_t)> spec_for;
+  std::function<engine_session::CellSpec(std::uint32_t)> spec_for;
   /// Where the cell's headline figures sit in the campaign file's `headline` (nested keys):
   /// a pass and its part for speed ({"fr", "solo"}), the kind and size for ladder
   /// ({"decode", "8000"}), the case for real; empty: the cell's name.

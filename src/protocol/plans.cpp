@@ -6,13 +6,13 @@
 #include <sstream>
 
 #include "engine/server_timings.h"
+#include "engine_session/cell_plan.h"
+#include "engine_session/stream.h"
 #include "error/error.h"
 #include "load/schedule.h"
 #include "protocol/plan.h"
 #include "record/record_json.h"
 #include "record/server_section.h"
-#include "session/cell_plan.h"
-#include "session/stream.h"
 #include "workload/exact_prompt.h"
 #include "workload/synthetic.h"
 
@@ -37,10 +37,11 @@ json::array to_array(const std::vector<double>& values) {
 }
 
 /// A cell spec over `requests` with the load `shape`: the shared flags applied as `dyno run`
-/// applies them (load::plan, session::cell_from_flags).
-session::CellSpec cell_over(std::vector<workload::Request> requests, std::string source,
-                            const load::CellLoad& shape, const Shared& o) {
-  session::CellSpec spec = session::cell_from_flags(load::plan(o.load, shape), o.stream, o.record);
+/// applies them (load::plan, engine_session::cell_from_flags).
+engine_session::CellSpec cell_over(std::vector<workload::Request> requests, std::string source,
+                                   const load::CellLoad& shape, const Shared& o) {
+  engine_session::CellSpec spec =
+      engine_session::cell_from_flags(load::plan(o.load, shape), o.stream, o.record);
   spec.requests = std::move(requests);
   spec.stream_source = std::move(source);
   return spec;
@@ -48,9 +49,9 @@ session::CellSpec cell_over(std::vector<workload::Request> requests, std::string
 
 /// A closed-loop cell spec over `requests`: `count` measured at `concurrency`, `warmup`
 /// discarded requests first.
-session::CellSpec closed_cell(std::vector<workload::Request> requests, std::string source,
-                              std::uint32_t concurrency, std::uint64_t count, const Shared& o,
-                              std::uint64_t warmup = 0) {
+engine_session::CellSpec closed_cell(std::vector<workload::Request> requests, std::string source,
+                                     std::uint32_t concurrency, std::uint64_t count,
+                                     const Shared& o, std::uint64_t warmup = 0) {
   load::CellLoad shape;
   shape.concurrency = concurrency;
   shape.requests = count;
@@ -60,12 +61,12 @@ session::CellSpec closed_cell(std::vector<workload::Request> requests, std::stri
 
 /// closed_cell over `requests` as a stream gave them: the cell's hash is theirs, taken before
 /// the flags fill sampling defaults (as `dyno run`'s is).
-session::CellSpec given_cell(std::vector<workload::Request> requests, std::string source,
-                             std::uint32_t concurrency, std::uint64_t count, const Shared& o,
-                             std::uint64_t warmup = 0) {
+engine_session::CellSpec given_cell(std::vector<workload::Request> requests, std::string source,
+                                    std::uint32_t concurrency, std::uint64_t count, const Shared& o,
+                                    std::uint64_t warmup = 0) {
   const std::string sha = workload::stream_sha256(requests);
-  session::fill_sampling_defaults(requests, o.stream);
-  session::CellSpec spec =
+  engine_session::fill_sampling_defaults(requests, o.stream);
+  engine_session::CellSpec spec =
       closed_cell(std::move(requests), std::move(source), concurrency, count, o, warmup);
   spec.stream_sha256 = sha;
   return spec;
@@ -97,7 +98,7 @@ workload::RequestStream synthetic(const Shared& o, std::uint64_t count, std::int
   syn.output_tokens = output_tokens;
   syn.seed = o.load.seed * 1'000'003ull + salt;
   workload::RequestStream stream = workload::make_synthetic_stream(syn);
-  session::add_extra_body(stream, o.stream);  // sampling defaults: fill_sampling_defaults
+  engine_session::add_extra_body(stream, o.stream);  // sampling defaults: fill_sampling_defaults
   return stream;
 }
 
@@ -112,7 +113,7 @@ std::uint64_t salt_of(const std::string& text) {
 /// (medians of its own rates), `cached_prompt_tokens` and `draft_acceptance_timings`; when its
 /// /metrics counted drafts, `draft_acceptance_metrics`; always `tokens_per_event`. Named so
 /// that none is read as a client figure.
-json::object with_engine_figures(json::object figures, const session::CellOutcome& c) {
+json::object with_engine_figures(json::object figures, const engine_session::CellOutcome& c) {
   const engine::ServerTimingFigures& s = c.server_timings;
   if (s.with_timings > 0) {
     figures["server_prefill_tok_s"] = num(s.prefill_rate.p50);
@@ -131,7 +132,7 @@ json::object with_engine_figures(json::object figures, const session::CellOutcom
 }
 
 /// A cell whose every repetition is `spec`.
-CellPlan same_cell(std::string name, json::object params, session::CellSpec spec,
+CellPlan same_cell(std::string name, json::object params, engine_session::CellSpec spec,
                    std::string metric = "") {
   return CellPlan{std::move(name), std::move(params), std::move(metric),
                   [spec = std::move(spec)](std::uint32_t) { return spec; }};
@@ -175,7 +176,7 @@ ProtocolPlan plan_sweep(const SweepOptions& s, const std::vector<double>& levels
                              {"request_stream_sha256", stream.sha256}};
   plan.params["values"] = to_array(levels);
   if (open) plan.params["rate_duration_s"] = s.rate_duration_s;
-  plan.figures = [](const session::CellOutcome& c) {
+  plan.figures = [](const engine_session::CellOutcome& c) {
     const auto& m = c.summary;
     return json::object{{"requests_ok", m.requests_ok},
                         {"achieved_concurrency", num(m.achieved_concurrency)},
@@ -193,7 +194,7 @@ ProtocolPlan plan_sweep(const SweepOptions& s, const std::vector<double>& levels
       o.stream.file ? std::nullopt : std::optional<std::int64_t>(o.stream.input_tokens);
   for (double level : levels) {
     const load::CellLoad shape = sweep_cell_load(s, level);
-    session::CellSpec spec = cell_over(stream.requests, stream.source, shape, o);
+    engine_session::CellSpec spec = cell_over(stream.requests, stream.source, shape, o);
     spec.stream_sha256 = stream.sha256;
     spec.requested_input_tokens = requested;
     if (open) {
@@ -215,7 +216,7 @@ namespace {
 
 /// Computed prompt tokens: what the engine had to prefill (llama.cpp's timings.prompt_n, or
 /// usage prompt − cached tokens), when every completed request says.
-std::optional<double> computed_prompt_tokens(const session::CellOutcome& c) {
+std::optional<double> computed_prompt_tokens(const engine_session::CellOutcome& c) {
   std::optional<double> computed;
   for (const auto& t : c.traces) {
     if (!t.measured() || !t.ok()) continue;
@@ -240,7 +241,7 @@ ProtocolPlan plan_ladder(const LadderOptions& l, const std::vector<double>& dept
                              {"decode_tokens", l.decode_tokens},
                              {"prompt_lengths", count ? "exact" : "approximate"}};
   if (count) plan.params["tokenizer"] = tokenizer;
-  plan.figures = [](const session::CellOutcome& c) {
+  plan.figures = [](const engine_session::CellOutcome& c) {
     const auto& m = c.summary;
     return with_engine_figures(
         json::object{{"input_tokens", num(m.input_tokens.p50)},
@@ -269,14 +270,15 @@ ProtocolPlan plan_ladder(const LadderOptions& l, const std::vector<double>& dept
         eo.output_tokens = max_tokens;
         eo.seed = o.load.seed * 1'000'003ull + *salt;
         stream = workload::make_exact_stream(eo, count);
-        session::add_extra_body(stream, o.stream);
+        engine_session::add_extra_body(stream, o.stream);
         if (after_count) after_count();  // the cell runs next: hold no idle connection
       } else {
         stream = synthetic(o, n, tokens, max_tokens, *salt);
       }
       const std::string given = stream.sha256;
-      session::fill_sampling_defaults(stream.requests, o.stream);
-      session::CellSpec spec = closed_cell(stream.requests, stream.source, 1, 1, o, o.load.warmup);
+      engine_session::fill_sampling_defaults(stream.requests, o.stream);
+      engine_session::CellSpec spec =
+          closed_cell(stream.requests, stream.source, 1, 1, o, o.load.warmup);
       spec.stream_sha256 = given;
       spec.sampling["max_tokens"] = max_tokens;
       if (max_tokens > 1) spec.sampling["ignore_eos"] = true;
@@ -320,7 +322,7 @@ std::vector<workload::Request> tagged(const workload::RequestStream& file,
   return out;
 }
 
-json::object speed_figures(const session::CellOutcome& c) {
+json::object speed_figures(const engine_session::CellOutcome& c) {
   const auto& m = c.summary;
   const auto seconds = [](std::optional<double> ms) {
     return ms ? std::optional<double>(*ms / 1000.0) : std::nullopt;
@@ -378,7 +380,7 @@ ProtocolPlan plan_speed(const SpeedOptions& sp, const std::vector<std::string>& 
                              {"warmup_requests", std::max<std::uint64_t>(1, o.load.warmup)}};
   const std::optional<std::int64_t> requested =
       file ? std::nullopt : std::optional<std::int64_t>(o.stream.input_tokens);
-  plan.figures = [](const session::CellOutcome& c) {
+  plan.figures = [](const engine_session::CellOutcome& c) {
     return with_engine_figures(speed_figures(c), c);
   };
   bool first = true;
@@ -387,7 +389,7 @@ ProtocolPlan plan_speed(const SpeedOptions& sp, const std::vector<std::string>& 
     // Solo: one streamed request; the session's warm-up (--warmup requests, at least one)
     // goes before the first.
     const std::uint64_t warmup = first ? std::max<std::uint64_t>(1, o.load.warmup) : 0;
-    session::CellSpec solo =
+    engine_session::CellSpec solo =
         given_cell(with_warmup({reqs.front()}, warmup), "pass:" + pass, 1, 1, o, warmup);
     solo.requested_input_tokens = requested;
     plan.cells.push_back(
@@ -396,7 +398,8 @@ ProtocolPlan plan_speed(const SpeedOptions& sp, const std::vector<std::string>& 
     first = false;
     std::vector<workload::Request> burst;
     for (std::uint32_t i = 0; i < sp.concurrency; ++i) burst.push_back(reqs[i % reqs.size()]);
-    session::CellSpec agg = given_cell(burst, "pass:" + pass, sp.concurrency, sp.concurrency, o);
+    engine_session::CellSpec agg =
+        given_cell(burst, "pass:" + pass, sp.concurrency, sp.concurrency, o);
     agg.requested_input_tokens = requested;
     agg.stream_cycles = sp.concurrency > reqs.size();  // the burst repeats the pass's prompts
     plan.cells.push_back(same_cell(
@@ -422,7 +425,7 @@ ProtocolPlan plan_real(const RealOptions& re, const Shared& o,
   plan.rep = re.rep;
   plan.primary = "decode_rate_p50";
   plan.params = json::object{{"cases", order.size()}, {"request_stream_sha256", stream.sha256}};
-  plan.figures = [](const session::CellOutcome& c) {
+  plan.figures = [](const engine_session::CellOutcome& c) {
     const auto& m = c.summary;
     return with_engine_figures(
         json::object{{"input_tokens", num(m.input_tokens.p50)},

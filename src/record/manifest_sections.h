@@ -2,7 +2,7 @@
 // the dyno that measured (`harness`, also `derived_from.harness`), the model (`model`), the
 // machine (`hardware`, its `gpus[]` entries) and the protocol that ran the record
 // (`workload.protocol`). Each is written in the order its producers write it —
-// session/host_identity.cpp, session/engine_session.cpp, telemetry/energy_report.cpp,
+// engine_session/host_identity.cpp, engine_session/engine_session.cpp, telemetry/energy_report.cpp,
 // interop/result_import.cpp, app/run_command.cpp, protocol/campaign.cpp — and a key the schema
 // leaves optional is written only when set, so a record read and written again gives the same
 // bytes. A key this dyno does not know (the schema allows none) is kept in `extra`, written

@@ -1,7 +1,7 @@
 // manifest.json's sections whose shape another module owns, read typed (docs/record.md,
 // docs/schema/manifest.schema.json): `engine` (written by the engine session and the imports:
-// session/engine_session.cpp, interop/result_import.cpp), `telemetry` (telemetry/
-// energy_report.cpp) and `workload.sampling` (the cell's flags: session/run_cell.cpp). Their
+// engine_session/engine_session.cpp, interop/result_import.cpp), `telemetry` (telemetry/
+// energy_report.cpp) and `workload.sampling` (the cell's flags: engine_session/run_cell.cpp). Their
 // owners write them as JSON (a sim profile, an engine's arguments and what a server says about
 // itself are open by design); every reader outside record/ reads them here, and
 // manifest_from_json checks each one when manifest.json is read, so a malformed section fails

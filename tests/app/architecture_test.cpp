@@ -75,7 +75,7 @@ std::map<std::string, std::set<std::string>> documented(const std::set<std::stri
   std::map<std::string, std::set<std::string>> rows;
   std::istringstream in(read(kSource / "docs" / "architecture.md"));
   std::string line;
-  const std::regex row(R"(^\| `([a-z]+)/` \|.*\| ([^|]*) \|\s*$)");
+  const std::regex row(R"(^\| `([a-z_]+)/` \|.*\| ([^|]*) \|\s*$)");
   const std::regex word(R"(`?[a-z_]+`?)");
   while (std::getline(in, line)) {
     std::smatch m;

@@ -32,9 +32,9 @@ json::object device(const char* source, int index, double energy, double peak, d
                       {"flags", std::move(flags)}};
 }
 
-session::CellOutcome measured(const std::string& id, double window_s, double energy_j,
-                              double peak_w, std::int64_t tokens, json::array devices) {
-  session::CellOutcome o;
+engine_session::CellOutcome measured(const std::string& id, double window_s, double energy_j,
+                                     double peak_w, std::int64_t tokens, json::array devices) {
+  engine_session::CellOutcome o;
   o.run_id = id;
   o.status = "ok";
   o.summary_file.energy = json::object{
@@ -53,7 +53,7 @@ TEST(CampaignSummary, SessionTelemetrySumsEnergyOverTheMeasuredWindowsOnly) {
   const auto b = measured(
       "run-b", 4.0, 1400.0, 410.0, 900,
       json::array{device("nvml", 0, 900, 260, 67, 1700), device("nvml", 1, 500, 170, 60, 1760)});
-  session::CellOutcome off;  // telemetry off: energy without a window
+  engine_session::CellOutcome off;  // telemetry off: energy without a window
   off.run_id = "run-c";
   off.summary_file.energy = json::object{{"energy_j", nullptr}, {"reason", "telemetry off"}};
   const json::object t =
@@ -78,7 +78,7 @@ TEST(CampaignSummary, SessionTelemetrySumsEnergyOverTheMeasuredWindowsOnly) {
 }
 
 TEST(CampaignSummary, NoTelemetryGivesAReason) {
-  session::CellOutcome off;
+  engine_session::CellOutcome off;
   off.summary_file.energy = json::object{{"energy_j", nullptr}, {"reason", "telemetry off"}};
   const json::object t = protocol::session_telemetry({{"c1", &off}});
   EXPECT_EQ(t.at("windows").to_number<int>(), 0);
@@ -134,8 +134,8 @@ TEST(CampaignSummary, HeadlineKeysAreStablePerProtocol) {
   protocol::ProtocolCampaign campaign(plan, "");
   int n = 0;
   campaign.run(
-      [&](const session::CellSpec&) {
-        session::CellOutcome out;
+      [&](const engine_session::CellSpec&) {
+        engine_session::CellOutcome out;
         out.run_id = "run-" + std::to_string(n++);
         out.status = "ok";
         out.summary.output_tokens_per_s = 100.0 + n;
@@ -181,8 +181,8 @@ TEST(CampaignSummary, ReadinessOfALaunchedEngineComesFromItsLaunch) {
   const protocol::ProtocolPlan plan = protocol::plan_real(re, shared, stream);
   protocol::ProtocolCampaign campaign(plan, "");
   campaign.run(
-      [](const session::CellSpec&) {
-        session::CellOutcome out;
+      [](const engine_session::CellSpec&) {
+        engine_session::CellOutcome out;
         out.run_id = "run-0";
         out.status = "ok";
         out.summary.decode_rate_per_user.p50 = 40.0;

@@ -57,7 +57,7 @@ TEST(ProtocolPlan, SweepHasOneClosedCellPerConcurrency) {
   EXPECT_EQ(plan.primary, "output_tokens_per_s");
   EXPECT_EQ(names(plan), (std::vector<std::string>{"c1", "c4", "c8"}));
   EXPECT_EQ(plan.params.at("request_stream_sha256"), json::value(stream.sha256));
-  const session::CellSpec c8 = plan.cells[2].spec_for(0);
+  const engine_session::CellSpec c8 = plan.cells[2].spec_for(0);
   EXPECT_EQ(c8.load.concurrency, 8u);
   EXPECT_EQ(*c8.load.requests, 64u);
   EXPECT_EQ(c8.load.warmup, 2u);
@@ -73,7 +73,7 @@ TEST(ProtocolPlan, SweepOverRatesHasOpenLoopCellsOfAFixedDuration) {
   s.rate_duration_s = 3;
   const protocol::ProtocolPlan plan = protocol::plan_sweep(s, {2.5}, shared(), stream_of(40));
   ASSERT_EQ(names(plan), std::vector<std::string>{"r2.5"});
-  const session::CellSpec r = plan.cells[0].spec_for(0);
+  const engine_session::CellSpec r = plan.cells[0].spec_for(0);
   EXPECT_TRUE(r.load.open_loop);
   EXPECT_FALSE(r.load.requests.has_value());
   EXPECT_DOUBLE_EQ(*r.load.duration_s, 3.0);
@@ -108,7 +108,7 @@ TEST(ProtocolPlan, LadderRepetitionsNeverRepeatAPrompt) {
     for (std::uint32_t r = 0; r < 3; ++r) hashes.insert(cell.spec_for(r).stream_sha256);
   }
   EXPECT_EQ(hashes.size(), 9u);
-  const session::CellSpec decode = plan.cells[1].spec_for(0);
+  const engine_session::CellSpec decode = plan.cells[1].spec_for(0);
   EXPECT_EQ(decode.sampling.at("max_tokens"), 32);
   EXPECT_EQ(decode.sampling.at("ignore_eos"), true);
   EXPECT_EQ(plan.cells[2].spec_for(0).sampling.at("max_tokens"), 1);
@@ -121,8 +121,8 @@ TEST(ProtocolPlan, SpeedRepeatsAPassesPromptsForItsDriftPass) {
       protocol::plan_speed(sp, {"fr", "en", "fr2"}, shared(), std::nullopt);
   EXPECT_EQ(names(plan), (std::vector<std::string>{"fr/solo", "fr/agg", "en/solo", "en/agg",
                                                    "fr2/solo", "fr2/agg"}));
-  const session::CellSpec fr = plan.cells[0].spec_for(0);
-  const session::CellSpec fr2 = plan.cells[4].spec_for(0);
+  const engine_session::CellSpec fr = plan.cells[0].spec_for(0);
+  const engine_session::CellSpec fr2 = plan.cells[4].spec_for(0);
   EXPECT_EQ(fr.load.warmup, 2u);  // the session's --warmup (at least one), before the first solo
   EXPECT_EQ(fr.requests.size(), 3u);
   EXPECT_EQ(fr2.load.warmup, 0u);
@@ -146,7 +146,7 @@ TEST(ProtocolPlan, RealHasOneCellPerCase) {
   const protocol::ProtocolPlan plan = protocol::plan_real({}, shared(), stream);
   EXPECT_EQ(names(plan), (std::vector<std::string>{"a", "b"}));
   // --warmup 2: two discarded requests (8 tokens each) before the first case only.
-  const session::CellSpec a = plan.cells[0].spec_for(0);
+  const engine_session::CellSpec a = plan.cells[0].spec_for(0);
   EXPECT_EQ(a.requests.size(), 4u);
   EXPECT_EQ(a.load.warmup, 2u);
   EXPECT_EQ(a.load.requests.value_or(0), 2u);
@@ -176,7 +176,7 @@ TEST(ProtocolPlan, EveryCellOfEveryProtocolTakesTheSharedFlagsAsRunDoes) {
   for (const auto& plan : plans) {
     for (const auto& cell : plan.cells) {
       SCOPED_TRACE(plan.name + " " + cell.name);
-      const session::CellSpec c = cell.spec_for(0);
+      const engine_session::CellSpec c = cell.spec_for(0);
       EXPECT_EQ(c.load.client_threads, 3u);
       EXPECT_EQ(c.load.unreachable_after_s, 4.0);
       EXPECT_FALSE(c.load.keep_event_times);
@@ -187,7 +187,7 @@ TEST(ProtocolPlan, EveryCellOfEveryProtocolTakesTheSharedFlagsAsRunDoes) {
       EXPECT_EQ(c.slo_text, "ttft=900ms");
       EXPECT_EQ(json::serialize(c.extra_body), R"({"cache_prompt":false})");
       // Synthetic prompts get the fields here; a --stream's get them when it is read
-      // (session::stream_as_given).
+      // (engine_session::stream_as_given).
       if (plan.name == "ladder" || plan.name == "speed") {
         for (const auto& r : c.requests) EXPECT_EQ(r.extra_body, R"({"cache_prompt":false})");
       }
@@ -200,7 +200,7 @@ TEST(ProtocolPlan, EveryCellOfEveryProtocolTakesTheSharedFlagsAsRunDoes) {
 }
 
 TEST(ProtocolPlan, EngineTimedFiguresSitBesideTheClientsNamedAsTheEngines) {
-  session::CellOutcome c;
+  engine_session::CellOutcome c;
   c.summary.decode_rate_per_user.p50 = 40.0;
   c.summary.tokens_per_event = 2.5;
   const auto ladder = protocol::plan_ladder({}, {0}, {}, shared(), {}, "");
@@ -249,10 +249,10 @@ TEST(ProtocolCampaign, SelectsTheMedianRepetitionAndKeepsEveryRun) {
   std::size_t n = 0;
   std::vector<std::string> said;
   campaign.run(
-      [&](const session::CellSpec& spec) {
+      [&](const engine_session::CellSpec& spec) {
         EXPECT_EQ(spec.label, "ladder");
         EXPECT_EQ(*spec.campaign, campaign.id());
-        session::CellOutcome out;
+        engine_session::CellOutcome out;
         out.run_id = "run-" + std::to_string(n);
         out.status = "ok";
         out.summary.decode_rate_per_user.p50 = rates[n++];
@@ -281,9 +281,9 @@ TEST(ProtocolCampaign, StopsAtAnInterruptAndCallsAFailedCellPartial) {
     protocol::ProtocolCampaign campaign(plan, "mine");
     std::size_t runs = 0;
     campaign.run(
-        [&](const session::CellSpec& spec) {
+        [&](const engine_session::CellSpec& spec) {
           EXPECT_EQ(spec.label, "mine");
-          session::CellOutcome out;
+          engine_session::CellOutcome out;
           out.status = ++runs == 1 ? "failed" : "ok";
           return out;
         },
@@ -294,8 +294,8 @@ TEST(ProtocolCampaign, StopsAtAnInterruptAndCallsAFailedCellPartial) {
   protocol::ProtocolCampaign campaign(plan, "");
   std::size_t runs = 0;
   campaign.run(
-      [&](const session::CellSpec&) {
-        session::CellOutcome out;
+      [&](const engine_session::CellSpec&) {
+        engine_session::CellOutcome out;
         out.status = "interrupted";
         out.interrupted = ++runs == 2;
         return out;

@@ -20,8 +20,8 @@ using dyno::record::pretty_json;
 
 json::object parse(const char* text) { return json::parse(text).as_object(); }
 
-/// A measured run's manifest sections, as session/host_identity.cpp and
-/// session/engine_session.cpp write them: a GGUF model, one GPU with details.
+/// A measured run's manifest sections, as engine_session/host_identity.cpp and
+/// engine_session/engine_session.cpp write them: a GGUF model, one GPU with details.
 json::object manifest_with_sections() {
   dyno::record::Manifest m;
   m.run_id = "20261202T101500Z-0123ab";

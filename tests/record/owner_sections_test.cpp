@@ -23,7 +23,7 @@ using dyno::record::TelemetrySection;
 
 json::object parse(const char* text) { return json::parse(text).as_object(); }
 
-/// A launched engine with its source checkout, as session/engine_session.cpp writes it.
+/// A launched engine with its source checkout, as engine_session/engine_session.cpp writes it.
 constexpr const char* kLaunched = R"json({
   "name": "llama.cpp", "version": "b4000",
   "reached": {"kind": "launched", "scheme": "http", "path": "/v1"},

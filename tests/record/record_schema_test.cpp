@@ -129,7 +129,7 @@ TEST(RecordSchema, GoldenRequestLineConforms) {
 
 TEST(RecordSchema, GoldenSummaryConformsOnceTheSessionsKeysAreAdded) {
   // The golden file holds summary_to_json's part; the session adds identity, the client's
-  // connection count, energy and server (src/session/run_cell.cpp).
+  // connection count, energy and server (src/engine_session/run_cell.cpp).
   json::object summary{{"schema_version", dyno::record::kSchemaVersion},
                        {"run_id", "20260101T000000Z-abcdef"},
                        {"status", "partial"}};

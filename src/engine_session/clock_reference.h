@@ -8,7 +8,7 @@
 
 #include "record/manifest.h"
 
-namespace dyno::session {
+namespace dyno::engine_session {
 
 /// The largest offset from the reference that a run accepts: one day. Clocks that NTP keeps
 /// agree within milliseconds; a larger offset is a clock set wrong (a dead RTC battery: 1970),
@@ -25,4 +25,4 @@ record::ClockReference clock_reference_before(const std::string& address);
 /// `r.after_error` says why instead. Never throws: the run's record is worth keeping.
 void clock_reference_after(record::ClockReference& r);
 
-}  // namespace dyno::session
+}  // namespace dyno::engine_session

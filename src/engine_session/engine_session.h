@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "engine_session/options.h"
 #include "error/error.h"
 #include "load/runner.h"
 #include "metrics/summary.h"
 #include "record/manifest_sections.h"
-#include "session/options.h"
 #include "sim/profile.h"
 #include "telemetry/energy_report.h"
 #include "telemetry/options.h"
@@ -33,7 +33,7 @@ namespace dyno::engine {
 class LaunchedEngine;
 }
 
-namespace dyno::session {
+namespace dyno::engine_session {
 
 /// The API key, from DYNO_API_KEY or OPENAI_API_KEY only (never a flag: flags end up in shell
 /// history and process lists). It is never written anywhere.
@@ -136,4 +136,4 @@ class PromptCounter {
   transport::TokenizeClient client_;
 };
 
-}  // namespace dyno::session
+}  // namespace dyno::engine_session

@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <string>
 
+#include "engine_session/options.h"
 #include "error/error.h"
-#include "session/options.h"
 
-namespace dyno::session {
+namespace dyno::engine_session {
 
 /// Descriptors a run holds besides its connections: standard streams, the record's files, the
 /// event loop, telemetry readers, the run index, /metrics scrapes, a launched engine's log,
@@ -32,4 +32,4 @@ void check_descriptors(std::uint64_t connections, const std::string& flag,
 /// descriptors than the limit allows.
 void warn_open_loop_descriptors(double rate, const TargetOptions& target);
 
-}  // namespace dyno::session
+}  // namespace dyno::engine_session

@@ -1,4 +1,4 @@
-#include "session/engine_session.h"
+#include "engine_session/engine_session.h"
 
 #include <sys/resource.h>
 #include <time.h>
@@ -36,7 +36,7 @@
 #include "workload/scoring.h"
 #include "workload/synthetic.h"
 
-namespace dyno::session {
+namespace dyno::engine_session {
 
 namespace json = boost::json;
 
@@ -435,4 +435,4 @@ std::string EngineSession::display() const {
                    : config_.url.to_string();
 }
 
-}  // namespace dyno::session
+}  // namespace dyno::engine_session

@@ -9,7 +9,7 @@ namespace dyno::telemetry {
 class Monitor;
 }
 
-namespace dyno::session {
+namespace dyno::engine_session {
 
 /// The dyno that runs now, as a manifest's `harness` says it (name, version, git commit and
 /// dirty flag, build type, the executable's SHA-256, `unknown` reasons); computed once.
@@ -27,4 +27,4 @@ double cpu_seconds_this_thread();
 /// The whole process's peak resident memory, in bytes.
 double peak_rss_bytes();
 
-}  // namespace dyno::session
+}  // namespace dyno::engine_session

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-namespace dyno::session {
+namespace dyno::engine_session {
 
 struct TargetOptions {
   std::optional<std::string> url;
@@ -29,4 +29,4 @@ struct TargetOptions {
   bool embedded() const { return !url && !engine_spec && !plugin; }
 };
 
-}  // namespace dyno::session
+}  // namespace dyno::engine_session

@@ -13,15 +13,15 @@
 
 #include "engine/process.h"
 #include "engine/server_timings.h"
+#include "engine_session/engine_session.h"
 #include "load/runner.h"
 #include "metrics/summary.h"
 #include "metrics/trace.h"
 #include "record/manifest.h"
 #include "record/summary_file.h"
-#include "session/engine_session.h"
 #include "workload/request.h"
 
-namespace dyno::session {
+namespace dyno::engine_session {
 
 /// What varies between cells.
 struct CellSpec {
@@ -93,4 +93,4 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
                      const std::filesystem::path& runs_root, const std::string& index_url,
                      const std::atomic<bool>& stop, const CellHooks& hooks = {});
 
-}  // namespace dyno::session
+}  // namespace dyno::engine_session

@@ -1,6 +1,6 @@
 // One cell → one run record, in steps: make the target, open the record (its manifest says
 // `running`), measure, close the record (figures, evidence, the final manifest).
-#include "session/run_cell.h"
+#include "engine_session/run_cell.h"
 
 #include <algorithm>
 #include <boost/json.hpp>
@@ -15,6 +15,9 @@
 #include "engine/server_gauges.h"
 #include "engine/server_metrics.h"
 #include "engine/server_timings.h"
+#include "engine_session/cell_plan.h"
+#include "engine_session/clock_reference.h"
+#include "engine_session/host_identity.h"
 #include "record/manifest.h"
 #include "record/model_identity.h"
 #include "record/record_json.h"
@@ -22,9 +25,6 @@
 #include "record/run_writer.h"
 #include "record/summary_file.h"
 #include "scrub/redact.h"
-#include "session/cell_plan.h"
-#include "session/clock_reference.h"
-#include "session/host_identity.h"
 #include "sim/server.h"
 #include "store/run_index.h"
 #include "telemetry/energy_report.h"
@@ -34,7 +34,7 @@
 #include "workload/request_stream.h"
 #include "workload/scoring.h"
 
-namespace dyno::session {
+namespace dyno::engine_session {
 
 namespace json = boost::json;
 
@@ -601,4 +601,4 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
   return out;
 }
 
-}  // namespace dyno::session
+}  // namespace dyno::engine_session

@@ -1,4 +1,4 @@
-#include "session/clock_reference.h"
+#include "engine_session/clock_reference.h"
 
 #include <cmath>
 #include <sstream>
@@ -6,7 +6,7 @@
 #include "error/error.h"
 #include "transport/clock_probe.h"
 
-namespace dyno::session {
+namespace dyno::engine_session {
 
 namespace {
 
@@ -52,4 +52,4 @@ void clock_reference_after(record::ClockReference& r) {
   }
 }
 
-}  // namespace dyno::session
+}  // namespace dyno::engine_session

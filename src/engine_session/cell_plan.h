@@ -7,14 +7,14 @@
 #include <boost/json/object.hpp>
 #include <vector>
 
+#include "engine_session/options.h"
+#include "engine_session/run_cell.h"
 #include "load/plan.h"
 #include "record/options.h"
-#include "session/options.h"
-#include "session/run_cell.h"
 #include "workload/request.h"
 #include "workload/stream_options.h"
 
-namespace dyno::session {
+namespace dyno::engine_session {
 
 /// A cell without its requests: `load` (load::plan: the shape, counts, --seed, --error-budget,
 /// --slo, the console's load line, whether the stream cycles) with the record's keeps
@@ -44,4 +44,4 @@ boost::json::object checked_extra_body(const workload::StreamOptions& stream, wo
 void check_extra_body(const std::vector<workload::Request>& requests, workload::Api api,
                       bool streamed, bool allow_override);
 
-}  // namespace dyno::session
+}  // namespace dyno::engine_session

@@ -9,7 +9,7 @@
 #include "workload/request_stream.h"
 #include "workload/stream_options.h"
 
-namespace dyno::session {
+namespace dyno::engine_session {
 
 /// Σ prompt tokens of a synthetic stream (about 6 bytes each, held in memory twice).
 inline constexpr std::uint64_t kMaxSyntheticTokens = 100'000'000;
@@ -38,4 +38,4 @@ void fill_sampling_defaults(std::vector<workload::Request>& requests,
 workload::RequestStream build_stream(const workload::StreamOptions& options, workload::Api api,
                                      std::uint64_t seed, std::uint64_t synthetic_count);
 
-}  // namespace dyno::session
+}  // namespace dyno::engine_session

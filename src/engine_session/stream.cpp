@@ -1,4 +1,4 @@
-#include "session/stream.h"
+#include "engine_session/stream.h"
 
 #include <algorithm>
 #include <string>
@@ -7,7 +7,7 @@
 #include "workload/extra_body.h"
 #include "workload/synthetic.h"
 
-namespace dyno::session {
+namespace dyno::engine_session {
 
 void fill_sampling_defaults(std::vector<workload::Request>& requests,
                             const workload::StreamOptions& o) {
@@ -75,4 +75,4 @@ workload::RequestStream build_stream(const workload::StreamOptions& o, workload:
   return stream;
 }
 
-}  // namespace dyno::session
+}  // namespace dyno::engine_session

@@ -1,4 +1,4 @@
-#include "session/cell_plan.h"
+#include "engine_session/cell_plan.h"
 
 #include <algorithm>
 #include <boost/json/serialize.hpp>
@@ -9,7 +9,7 @@
 #include "transport/request_body.h"
 #include "workload/extra_body.h"
 
-namespace dyno::session {
+namespace dyno::engine_session {
 
 namespace json = boost::json;
 
@@ -101,4 +101,4 @@ void check_extra_body(const std::vector<workload::Request>& requests, workload::
   }
 }
 
-}  // namespace dyno::session
+}  // namespace dyno::engine_session

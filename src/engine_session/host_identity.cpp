@@ -1,4 +1,4 @@
-#include "session/host_identity.h"
+#include "engine_session/host_identity.h"
 
 #include <sys/resource.h>
 #include <time.h>
@@ -18,7 +18,7 @@
 #include "record/run_writer.h"
 #include "telemetry/energy_report.h"
 
-namespace dyno::session {
+namespace dyno::engine_session {
 
 namespace json = boost::json;
 
@@ -145,4 +145,4 @@ const record::HarnessIdentity& harness_identity() {
   return identity;
 }
 
-}  // namespace dyno::session
+}  // namespace dyno::engine_session

@@ -1,4 +1,4 @@
-#include "session/run_limits.h"
+#include "engine_session/run_limits.h"
 
 #include <sys/resource.h>
 
@@ -6,7 +6,7 @@
 #include <iostream>
 #include <limits>
 
-namespace dyno::session {
+namespace dyno::engine_session {
 
 namespace {
 
@@ -58,4 +58,4 @@ void warn_open_loop_descriptors(double rate, const TargetOptions& o) {
                "will be that slow\n";
 }
 
-}  // namespace dyno::session
+}  // namespace dyno::engine_session
