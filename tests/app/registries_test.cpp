@@ -23,6 +23,7 @@
 #include "engine/spec.h"
 #include "error/registry.h"
 #include "interop/import_formats.h"
+#include "metrics/registry.h"
 #include "record/run_writer.h"
 #include "report/board_charts.h"
 #include "workload/scoring.h"
@@ -343,6 +344,24 @@ TEST(ChartKinds, EachKindIsARowOfDocsCompareMdsChartTableInOrder) {
     ASSERT_NE(found, std::string::npos);
     EXPECT_GE(found, at);
     at = found;
+  }
+}
+
+TEST(MetricRegistry, DocsCompareMdsEngineTableListsEveryEngineBoardFigure) {
+  // docs/compare.md "Engine-timed figures": a row per board view of the engine's section, with
+  // its label and its place in summary.json, as the registry defines them.
+  const std::string text = read(kSource / "docs/compare.md");
+  const std::size_t table = text.find("| key | label | from `summary.json` | delta |");
+  ASSERT_NE(table, std::string::npos);
+  const std::string rows = text.substr(table, text.find("\n\n", table) - table);
+  for (const metrics::Figure& f : metrics::figures()) {
+    for (const metrics::BoardView& v : f.board) {
+      if (v.section != metrics::Section::kEngine) continue;
+      SCOPED_TRACE(v.key);
+      const std::size_t row = rows.find("| `" + v.key + "` | " + v.label + " | `" + f.path);
+      EXPECT_NE(row, std::string::npos)
+          << "no row `" << v.key << "` | " << v.label << " | `" << f.path << "…";
+    }
   }
 }
 
