@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "digest/digest.h"
-#include "json/json_text.h"
 #include "json/utf8.h"
 #include "metrics/registry.h"
 #include "record/record_json.h"
@@ -32,7 +31,6 @@ using record::Manifest;
 using record::manifest_to_json;
 using record::RunWriter;
 using record::summary_to_json;
-using record::trace_to_json;
 using record::write_sha256sums;
 
 namespace fs = std::filesystem;
@@ -292,16 +290,16 @@ ImportOutcome write_imported_record(const ImportedResult& r, const ImportEvidenc
       if (shared.empty()) shared = copy;
     }
     if (r.source.timing != "summary_only") {
-      std::string lines;
+      // requests.jsonl the way every record writes it (the writer's appender, trace_line).
       for (metrics::Trace t : r.traces) {
         // A tool keeps what the server sent, a secret it echoed included: never into a record.
         scrub_imported_text(t.output_text);
         scrub_imported_text(t.error_message);
         scrub_imported_text(t.request_id);
-        lines += json_text::compact(trace_to_json(t, true)) + "\n";
+        writer.append_request(std::move(t));
       }
-      writer.write_text("requests.jsonl", lines);
     }
+    writer.flush_requests();
     const std::vector<std::string> absent =
         r.source.timing == "summary_only" ? r.absent_counts : std::vector<std::string>{};
     writer.write_json("summary.json",
@@ -309,7 +307,6 @@ ImportOutcome write_imported_record(const ImportedResult& r, const ImportEvidenc
                           m.run_id, m.status, summary, *m.source, r.engine_timings, absent)));
     writer.write_json("manifest.json", manifest_to_json(m));
     if (r.source.timing == "summary_only") {
-      writer.flush_requests();
       fs::remove(writer.dir() / "requests.jsonl");  // the writer opens it; nothing is in it
     }
     // The evidence's digest is known: no need to read it again (22 MB × 2,000 records).
