@@ -234,7 +234,7 @@ json::object ProtocolCampaign::document(const json::object& engine, const std::s
       {"model", model},
       {"vram_after_load", vram_after_load},
       {"headline", std::move(headline)},
-      {"session_telemetry", session_telemetry(reps)},
+      {"session_telemetry", engine_session_telemetry(reps)},
       {"energy_flags", energy_flags(reps)},
       {"warnings", cell_warnings(reps)},
       {"caveats", cell_caveats(reps)},

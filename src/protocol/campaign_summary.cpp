@@ -97,7 +97,7 @@ void put_headline(json::object& headline, const std::vector<std::string>& key,
   (*at)[key.back()] = std::move(figures);
 }
 
-json::object session_telemetry(const std::vector<CellRep>& reps) {
+json::object engine_session_telemetry(const std::vector<CellRep>& reps) {
   std::size_t windows = 0, with_energy = 0;
   double covered_s = 0, energy_window_s = 0;
   std::optional<double> energy, output_tokens, power_peak, vram_peak;

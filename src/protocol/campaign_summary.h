@@ -29,7 +29,7 @@ void put_headline(boost::json::object& headline, const std::vector<std::string>&
 /// (the highest window's), output tokens per joule, the VRAM peak, and per device its energy,
 /// peak power, temperature maxima and the range of its median clocks. `{windows: 0, reason}`
 /// when no cell measured telemetry.
-boost::json::object session_telemetry(const std::vector<CellRep>& reps);
+boost::json::object engine_session_telemetry(const std::vector<CellRep>& reps);
 
 /// Every device flag of every repetition's energy section ({cell, run_id, device, flag}, e.g.
 /// energy_sources_disagree on nvml:0 in fr/solo).

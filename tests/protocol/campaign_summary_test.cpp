@@ -57,7 +57,7 @@ TEST(CampaignSummary, SessionTelemetrySumsEnergyOverTheMeasuredWindowsOnly) {
   off.run_id = "run-c";
   off.summary_file.energy = json::object{{"energy_j", nullptr}, {"reason", "telemetry off"}};
   const json::object t =
-      protocol::session_telemetry({{"fr/solo", &a}, {"fr/agg", &b}, {"en/solo", &off}});
+      protocol::engine_session_telemetry({{"fr/solo", &a}, {"fr/agg", &b}, {"en/solo", &off}});
   EXPECT_EQ(t.at("windows").to_number<int>(), 2);
   EXPECT_DOUBLE_EQ(t.at("covered_s").as_double(), 6.0);
   EXPECT_DOUBLE_EQ(t.at("energy_j").as_double(), 2000.0);
@@ -80,7 +80,7 @@ TEST(CampaignSummary, SessionTelemetrySumsEnergyOverTheMeasuredWindowsOnly) {
 TEST(CampaignSummary, NoTelemetryGivesAReason) {
   engine_session::CellOutcome off;
   off.summary_file.energy = json::object{{"energy_j", nullptr}, {"reason", "telemetry off"}};
-  const json::object t = protocol::session_telemetry({{"c1", &off}});
+  const json::object t = protocol::engine_session_telemetry({{"c1", &off}});
   EXPECT_EQ(t.at("windows").to_number<int>(), 0);
   EXPECT_TRUE(t.contains("reason"));
   EXPECT_FALSE(t.contains("energy_j"));
