@@ -29,8 +29,8 @@ telemetry::TelemetryOptions no_telemetry() {
 TargetCounter::TargetCounter(const TargetFlags& flags, std::uint64_t seed)
     : api_(engine_session::parse_api(flags.api)),
       telemetry_(no_telemetry()),
-      session_(target_of(flags), telemetry_, seed, api_, never_stop_),
-      count_(session_, flags.timeout_s) {}
+      engine_session_(target_of(flags), telemetry_, seed, api_, never_stop_),
+      count_(engine_session_, flags.timeout_s) {}
 
 std::string TargetCounter::describe(const std::string& api_name) {
   std::string out;
@@ -46,7 +46,7 @@ std::string TargetCounter::describe(const std::string& api_name) {
 std::vector<workload::PromptTokenCounter> TargetCounter::parallel(std::size_t n, double timeout_s) {
   std::vector<workload::PromptTokenCounter> out;
   for (std::size_t i = 0; i < n; ++i) {
-    more_.push_back(std::make_unique<engine_session::PromptCounter>(session_, timeout_s));
+    more_.push_back(std::make_unique<engine_session::PromptCounter>(engine_session_, timeout_s));
     engine_session::PromptCounter* c = more_.back().get();
     out.emplace_back([c](const workload::Request& r) { return (*c)(r); });
   }

@@ -34,9 +34,9 @@ class TargetCounter {
   TargetCounter(const TargetFlags& flags, std::uint64_t seed);
   std::int64_t operator()(const workload::Request& request) { return count_(request); }
   workload::Api api() const { return api_; }
-  std::string engine() const { return session_.display(); }
-  bool embedded() { return session_.embedded() != nullptr; }
-  const std::string& model() const { return session_.model(); }
+  std::string engine() const { return engine_session_.display(); }
+  bool embedded() { return engine_session_.embedded() != nullptr; }
+  const std::string& model() const { return engine_session_.model(); }
   const char* flavor() { return count_.flavor(); }
   /// "no --url: …" when the embedded sim counts, then "tokenizer: … /tokenize (…), model …".
   std::string describe(const std::string& api_name);
@@ -48,7 +48,7 @@ class TargetCounter {
   workload::Api api_;
   telemetry::TelemetryOptions telemetry_;
   std::atomic<bool> never_stop_{false};  // no engine is launched (no --engine here)
-  engine_session::EngineSession session_;
+  engine_session::EngineSession engine_session_;
   engine_session::PromptCounter count_;
   std::vector<std::unique_ptr<engine_session::PromptCounter>> more_;
 };
