@@ -47,12 +47,7 @@ EnergySection energy_section_from_json(const boost::json::object& energy, const 
     x.clock_memory_median_mhz = d.opt_number("clock_memory_median_mhz");
     x.utilization_mean_pct = d.opt_number("utilization_mean_pct");
     x.memory_used_peak_bytes = d.opt_number("memory_used_peak_bytes");
-    if (d.has("flags")) {
-      for (const boost::json::value& f : d.array("flags")) {
-        if (!f.is_string()) d.fail(d.name("flags") + "[]", "is not a string");
-        x.flags.emplace_back(f.get_string());
-      }
-    }
+    if (d.has("flags")) x.flags = d.strings("flags");
     e.devices.push_back(std::move(x));
   }
   return e;

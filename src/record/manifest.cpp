@@ -371,10 +371,7 @@ Manifest manifest_from_json(const json::object& object) {
     if (!code) malformed("warnings[].code", "is '" + name + "', not a warning this dyno knows");
     m.warnings.push_back({*code, wr.string("message"), wr.string("hint")});
   }
-  for (const json::value& f : r.array("scrubbed_fields")) {
-    if (!f.is_string()) malformed("scrubbed_fields[]", "is not a string");
-    m.scrubbed_fields.emplace_back(f.as_string());
-  }
+  m.scrubbed_fields = r.strings("scrubbed_fields");
   for (const json::value& e : r.array("evidence")) {
     if (!e.is_object()) malformed("evidence[]", "is not an object");
     const Reader er(e.as_object(), "evidence[]", "manifest.json");

@@ -195,10 +195,7 @@ DeviceEntry device_from_json(const json::object& o, const std::string& path) {
   g.driver = r.opt_string("driver");
   g.memory_total_bytes = r.opt_int("memory_total_bytes");
   g.power_limit_w = r.opt_number("power_limit_w");
-  for (const json::value& c : r.array("capabilities")) {
-    if (!c.is_string()) r.fail(r.name("capabilities") + "[]", "is not a string");
-    g.capabilities.emplace_back(c.get_string());
-  }
+  g.capabilities = r.strings("capabilities");
   if (r.has("details")) g.details = text_map_from(r.object("details"));
   g.extra = extra_keys(o, {"vendor", "kind", "index", "name", "uuid", "pci_bus_id", "driver",
                            "memory_total_bytes", "power_limit_w", "capabilities", "details"});

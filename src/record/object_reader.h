@@ -74,6 +74,22 @@ class ObjectReader {
     if (v == nullptr || v->is_null()) return std::nullopt;
     return boolean(key);
   }
+  /// A number the schema requires: present and not null.
+  double number(const char* key) const {
+    (void)at(key);
+    const std::optional<double> v = opt_number(key);
+    if (!v) fail(name(key), "is null");
+    return *v;
+  }
+  /// An array of strings.
+  std::vector<std::string> strings(const char* key) const {
+    std::vector<std::string> out;
+    for (const boost::json::value& v : array(key)) {
+      if (!v.is_string()) fail(name(key) + "[]", "is not a string");
+      out.emplace_back(v.get_string());
+    }
+    return out;
+  }
   std::optional<std::int64_t> opt_int(const char* key) const {
     const boost::json::value* v = o_.if_contains(key);
     if (v == nullptr || v->is_null()) return std::nullopt;

@@ -8,22 +8,6 @@ namespace {
 
 constexpr const char* kFile = "manifest.json";
 
-double number(const ObjectReader& r, const char* key) {
-  (void)r.at(key);
-  const std::optional<double> v = r.opt_number(key);
-  if (!v) r.fail(r.name(key), "is null");
-  return *v;
-}
-
-std::vector<std::string> strings(const ObjectReader& r, const char* key) {
-  std::vector<std::string> out;
-  for (const boost::json::value& v : r.array(key)) {
-    if (!v.is_string()) r.fail(r.name(key) + "[]", "is not a string");
-    out.emplace_back(v.get_string());
-  }
-  return out;
-}
-
 EngineReached reached_from(const ObjectReader& r) {
   EngineReached e;
   e.kind = r.string("kind");
@@ -63,24 +47,24 @@ EngineLaunchRef launch_from(const ObjectReader& r) {
   l.spec_file = r.string("spec_file");
   l.spec_sha256 = r.string("spec_sha256");
   l.preset = r.opt_string("preset");
-  l.argv = strings(r, "argv");
+  l.argv = r.strings("argv");
   l.env = text_map_from(r.object("env"));
   l.workdir = r.opt_string("workdir");
   l.container_image = r.opt_string("container_image");
   l.port = r.integer("port");
   l.launched_at = r.string("launched_at");
-  l.ready_s = number(r, "ready_s");
-  l.probe_ready_s = number(r, "probe_ready_s");
+  l.ready_s = r.number("ready_s");
+  l.probe_ready_s = r.number("probe_ready_s");
   l.first_request_s = r.opt_number("first_request_s");
   const ObjectReader ready = r.object("ready");
   l.ready.http_path = ready.opt_string("http_path");
   l.ready.http_status = ready.integer("http_status");
   l.ready.log_line = ready.opt_string("log_line");
-  l.ready.timeout_s = number(ready, "timeout_s");
+  l.ready.timeout_s = ready.number("timeout_s");
   l.ready.first_request = ready.boolean("first_request");
   const ObjectReader stop = r.object("stop");
   l.stop.signal = stop.string("signal");
-  l.stop.grace_s = number(stop, "grace_s");
+  l.stop.grace_s = stop.number("grace_s");
   l.cell_index = r.uint("cell_index");
   l.shared_by_cells = r.boolean("shared_by_cells");
   l.log = r.string("log");
@@ -134,7 +118,7 @@ TelemetrySection telemetry_section_from_json(const boost::json::object& telemetr
   TelemetrySection t;
   t.mode = r.string("mode");
   const ObjectReader period = r.object("period_ms");
-  t.period_ms.requested = number(period, "requested");
+  t.period_ms.requested = period.number("requested");
   t.period_ms.achieved_mean = period.opt_number("achieved_mean");
   t.period_ms.achieved_p99 = period.opt_number("achieved_p99");
   t.read_errors = r.opt_uint("read_errors");
@@ -156,10 +140,10 @@ TelemetrySection telemetry_section_from_json(const boost::json::object& telemetr
   if (!r.is_null("idle_baseline")) {
     const ObjectReader idle = r.object("idle_baseline");
     IdleBaseline baseline;
-    baseline.duration_s = number(idle, "duration_s");
+    baseline.duration_s = idle.number("duration_s");
     for (const boost::json::value& v : idle.array("devices")) {
       const ObjectReader d = idle.element(v, "devices");
-      baseline.devices.push_back({d.string("source"), d.integer("device"), number(d, "power_w")});
+      baseline.devices.push_back({d.string("source"), d.integer("device"), d.number("power_w")});
     }
     t.idle_baseline = std::move(baseline);
   }
