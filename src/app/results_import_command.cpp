@@ -2,7 +2,6 @@
 
 #include <CLI/CLI.hpp>
 #include <boost/json.hpp>
-#include <filesystem>
 #include <memory>
 #include <sstream>
 
@@ -10,12 +9,10 @@
 #include "app/exit_codes.h"
 #include "app/signals.h"
 #include "engine_session/host_identity.h"
-#include "engine_session/run_cell.h"
 #include "error/error.h"
 #include "error/registry.h"
 #include "interop/import_batch.h"
 #include "json/json_text.h"
-#include "record/run_writer.h"
 #include "store/index_url.h"
 #include "store/run_index.h"
 
@@ -48,7 +45,6 @@ void add_results_import_options(CLI::App& cmd, ResultsImportOptions& o) {
   cmd.add_flag("--json", o.json, "print what was imported as JSON on stdout");
 }
 
-namespace fs = std::filesystem;
 namespace json = boost::json;
 
 std::string render_imports(const std::vector<ImportedRun>& runs, const std::string& format) {
