@@ -102,6 +102,7 @@ void Canvas::text_vertical_end(std::string_view text, double x, double y, Rgb co
 
 std::string Canvas::ellipsize(std::string_view text, double max_width) {
   if (text_width(text) <= max_width) return std::string(text);
+  shortened_.emplace_back(text);
   static constexpr std::string_view kEllipsis = "\xE2\x80\xA6";
   // Cut at UTF-8 character boundaries (never inside a multi-byte sequence).
   std::string_view s = text;

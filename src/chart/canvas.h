@@ -79,6 +79,9 @@ class Canvas {
 
   /// `text` shortened with "…" to fit max_width in the current font (UTF-8 safe).
   std::string ellipsize(std::string_view text, double max_width);
+  /// The texts ellipsize() had to shorten on this canvas, in drawing order: a label a reader
+  /// cannot read whole (tests hold every board chart to none).
+  const std::vector<std::string>& shortened() const { return shortened_; }
 
   void set_colour(Rgb c, double alpha = 1.0);
   void fill_rect(const Rect& r, Rgb c, double alpha = 1.0);
@@ -91,6 +94,7 @@ class Canvas {
 
  private:
   cairo_t* cr_;
+  std::vector<std::string> shortened_;
   double size_ = 12.0;
 };
 

@@ -196,6 +196,10 @@ Size default_size(const Chart& chart);
 std::string render(const Chart& chart, Format format, int width, int height);
 std::string render(const Chart& chart, Format format);  ///< at default_size(chart)
 
+/// The texts (titles, labels, legend names) the chart at width × height cannot show whole
+/// and draws shortened with "…"; empty when every text fits. Same checks as render().
+std::vector<std::string> shortened_texts(const Chart& chart, int width, int height);
+
 /// Makes an SVG document from render() fit for inlining into HTML next to other charts:
 /// drops the XML declaration and prefixes every id and every reference to one (`id="`,
 /// `href="#`, `url(#`) with `id_prefix` + "-". The prefix must match [A-Za-z][A-Za-z0-9_-]*

@@ -13,7 +13,6 @@ namespace {
 
 constexpr double kMaxCellW = 170.0;
 constexpr double kMaxCellH = 64.0;
-constexpr double kMaxColumnLabel = 240.0;  // upright column labels are cut beyond this
 constexpr Rgb kMissing{0.93, 0.93, 0.93};
 constexpr Rgb kHatch{0.74, 0.74, 0.74};
 
@@ -145,13 +144,6 @@ Layout heatmap_layout(Canvas& c, const Heatmap& h, double width, double height, 
   l.bottom = bottom;
   l.column_title_y = bottom + 4.0;
 
-  // Row labels, right-aligned against the grid; at most 30% of the width.
-  c.set_font(font::kLegend);
-  const double label_h = c.line_height();
-  for (const std::string& r : h.rows) l.row_label_w = std::max(l.row_label_w, c.text_width(r));
-  l.row_label_w = std::min(l.row_label_w, width * 0.3);
-  l.grid_left = left + l.row_label_w + 10.0;
-
   // Colour bar block: gap, bar, tick labels, title (turned), and the end captions.
   l.ticks = bar_ticks(l.limit, h.format);
   c.set_font(font::kTick);
@@ -167,6 +159,16 @@ Layout heatmap_layout(Canvas& c, const Heatmap& h, double width, double height, 
   block_w = std::max(block_w, 24.0 + caption_w);
   const double grid_right_max = width - kMargin - block_w;
 
+  // Row labels, right-aligned against the grid: whole, unless that leaves the columns less
+  // than 40 px each (default_size() makes room for them).
+  c.set_font(font::kLegend);
+  const double label_h = c.line_height();
+  for (const std::string& r : h.rows) l.row_label_w = std::max(l.row_label_w, c.text_width(r));
+  l.row_label_w = std::min(
+      l.row_label_w,
+      std::max(width * 0.3, grid_right_max - left - 10.0 - 40.0 * static_cast<double>(ncols)));
+  l.grid_left = left + l.row_label_w + 10.0;
+
   l.cell_w = std::min(kMaxCellW,
                       std::max(8.0, (grid_right_max - l.grid_left) / static_cast<double>(ncols)));
   c.set_font(font::kLegend);
@@ -175,10 +177,14 @@ Layout heatmap_layout(Canvas& c, const Heatmap& h, double width, double height, 
     column_label_w = std::max(column_label_w, c.text_width(col));
   }
   l.horizontal = column_label_w <= l.cell_w - 6.0;
+  // Upright labels whole, unless that leaves the rows less than 24 px each (default_size()
+  // makes room for them).
+  l.grid_top = top + 4.0;
   l.column_label_h = l.horizontal
                          ? label_h + 8.0
-                         : std::min({column_label_w, kMaxColumnLabel, height * 0.4}) + 10.0;
-  l.grid_top = top + 4.0;
+                         : std::min(column_label_w + 10.0,
+                                    std::max(height * 0.4, bottom - l.grid_top -
+                                                               24.0 * static_cast<double>(nrows)));
   l.cell_h = std::min(kMaxCellH, std::max(8.0, (bottom - l.column_label_h - l.grid_top) /
                                                    static_cast<double>(nrows)));
   l.grid_w = l.cell_w * static_cast<double>(ncols);
@@ -390,10 +396,9 @@ Size heatmap_default_size(const Heatmap& h) {
   const double cols = static_cast<double>(h.columns.size());
   const double rows = static_cast<double>(h.rows.size());
   const double left = kMargin + (h.row_title.empty() ? 0.0 : axis_title_h + 8.0);
-  const double width =
-      left + std::min(row_label_w, 300.0) + 10.0 + 100.0 * cols + block_w + kMargin;
-  const double column_labels =
-      column_label_w <= 94.0 ? 26.0 : std::min(column_label_w, kMaxColumnLabel) + 10.0;
+  // Room for every label whole: rows and upright columns are never shortened at this size.
+  const double width = left + row_label_w + 10.0 + 100.0 * cols + block_w + kMargin;
+  const double column_labels = column_label_w <= 94.0 ? 26.0 : column_label_w + 10.0;
   double notes = h.note.empty() ? 0.0 : 17.0;
   if (any_missing(h)) notes += 17.0;
   const double header = 70.0 + (h.subtitle.empty() ? 0.0 : 18.0);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -42,7 +43,8 @@ struct Overloaded : F... {
   using F::operator()...;
 };
 
-void draw(cairo_t* cr, const Chart& chart, int width, int height) {
+/// Draws the chart; returns the texts that had to be shortened to fit.
+std::vector<std::string> draw(cairo_t* cr, const Chart& chart, int width, int height) {
   Canvas canvas(cr);
   const double w = width;
   const double h = height;
@@ -51,6 +53,7 @@ void draw(cairo_t* cr, const Chart& chart, int width, int height) {
                  [&](const auto& c) { detail::draw_xy(canvas, detail::to_figure(c), w, h); },
              },
              chart);
+  return canvas.shortened();
 }
 
 std::string join(const std::vector<std::string>& items) {
@@ -66,39 +69,59 @@ std::string join(const std::vector<std::string>& items) {
 // The words a screen reader (and a text search) finds in the SVG: cairo writes glyphs as
 // outlines, so the chart's text is otherwise only pictures.
 std::pair<std::string, std::string> describe(const Chart& chart) {
-  return std::visit(Overloaded{
-                        [](const Heatmap& h) {
-                          std::string d = h.subtitle.empty() ? "" : h.subtitle + ". ";
-                          d += "Heatmap. Rows" +
-                               (h.row_title.empty() ? "" : " (" + h.row_title + ")") + ": " +
-                               join(h.rows) + ". Columns" +
-                               (h.column_title.empty() ? "" : " (" + h.column_title + ")") + ": " +
-                               join(h.columns) + ".";
-                          if (!h.scale_title.empty()) d += " Colour: " + h.scale_title + ".";
-                          if (!h.note.empty()) d += " " + h.note;
-                          return std::pair{h.title, d};
-                        },
-                        [](const auto& c) {
-                          const detail::XyFigure f = detail::to_figure(c);
-                          std::string d = f.subtitle.empty() ? "" : f.subtitle + ". ";
-                          d += "x axis: " + axis_label(f.x) + ". y axis: " + axis_label(f.y) + ".";
-                          std::vector<std::string> names;
-                          std::vector<std::string> panels;
-                          for (const Panel& p : f.panels) {
-                            panels.push_back(p.title);
-                            for (const Series& s : p.series) {
-                              if (std::find(names.begin(), names.end(), s.name) == names.end()) {
-                                names.push_back(s.name);
-                              }
-                            }
-                          }
-                          if (!names.empty()) d += " Series: " + join(names) + ".";
-                          if (f.panels.size() > 1) d += " Panels: " + join(panels) + ".";
-                          for (const std::string& n : f.notes) d += " " + n;
-                          return std::pair{f.title, d};
-                        },
-                    },
-                    chart);
+  return std::visit(
+      Overloaded{
+          [](const Heatmap& h) {
+            std::string d = h.subtitle.empty() ? "" : h.subtitle + ". ";
+            d += "Heatmap. Rows" + (h.row_title.empty() ? "" : " (" + h.row_title + ")") + ": " +
+                 join(h.rows) + ". Columns" +
+                 (h.column_title.empty() ? "" : " (" + h.column_title + ")") + ": " +
+                 join(h.columns) + ".";
+            if (!h.scale_title.empty()) d += " Colour: " + h.scale_title + ".";
+            // Every cell's value and label, so a reader without the picture
+            // (and a test) has what the colours say.
+            std::vector<std::string> cells;
+            for (std::size_t r = 0; r < h.values.size(); ++r) {
+              for (std::size_t k = 0; k < h.values[r].size(); ++k) {
+                const std::optional<double>& v = h.values[r][k];
+                std::string cell =
+                    h.rows[r] + " × " + h.columns[k] + ": " +
+                    (v && std::isfinite(*v) ? format_value(*v, h.format) : std::string("n/a"));
+                if (!h.cell_labels.empty() && !h.cell_labels[r][k].empty()) {
+                  cell += " " + h.cell_labels[r][k];
+                }
+                cells.push_back(std::move(cell));
+              }
+            }
+            if (!cells.empty()) {
+              std::string list;
+              for (const std::string& c : cells) list += (list.empty() ? "" : "; ") + c;
+              d += " Cells: " + list + ".";
+            }
+            if (!h.note.empty()) d += " " + h.note;
+            return std::pair{h.title, d};
+          },
+          [](const auto& c) {
+            const detail::XyFigure f = detail::to_figure(c);
+            std::string d = f.subtitle.empty() ? "" : f.subtitle + ". ";
+            d += "x axis: " + axis_label(f.x) + ". y axis: " + axis_label(f.y) + ".";
+            std::vector<std::string> names;
+            std::vector<std::string> panels;
+            for (const Panel& p : f.panels) {
+              panels.push_back(p.title);
+              for (const Series& s : p.series) {
+                if (std::find(names.begin(), names.end(), s.name) == names.end()) {
+                  names.push_back(s.name);
+                }
+              }
+            }
+            if (!names.empty()) d += " Series: " + join(names) + ".";
+            if (f.panels.size() > 1) d += " Panels: " + join(panels) + ".";
+            for (const std::string& n : f.notes) d += " " + n;
+            return std::pair{f.title, d};
+          },
+      },
+      chart);
 }
 
 // cairo names some SVG elements after process-wide counters (`surface66` for the root group
@@ -277,15 +300,28 @@ Size default_size(const Chart& chart) {
   return {width, height};
 }
 
-std::string render(const Chart& chart, Format format, int width, int height) {
+/// What render() and shortened_texts() refuse: a size out of range, a malformed heatmap.
+static void check_drawable(const Chart& chart, int width, int height) {
   if (width < 64 || height < 64 || width > kMaxSide || height > kMaxSide) {
     throw std::invalid_argument("chart size " + std::to_string(width) + "x" +
                                 std::to_string(height) + " is outside 64.." +
                                 std::to_string(kMaxSide) + " px per side");
   }
   if (const auto* h = std::get_if<Heatmap>(&chart)) detail::check_heatmap(*h);
+}
+
+std::string render(const Chart& chart, Format format, int width, int height) {
+  check_drawable(chart, width, height);
   return format == Format::kSvg ? render_svg(chart, width, height)
                                 : render_png(chart, width, height);
+}
+
+std::vector<std::string> shortened_texts(const Chart& chart, int width, int height) {
+  check_drawable(chart, width, height);
+  SurfacePtr surface(cairo_recording_surface_create(CAIRO_CONTENT_COLOR, nullptr));
+  check(cairo_surface_status(surface.get()), "creating the recording surface");
+  ContextPtr cr(cairo_create(surface.get()));
+  return draw(cr.get(), chart, width, height);
 }
 
 std::string render(const Chart& chart, Format format) {

@@ -41,6 +41,11 @@ const Check* Comparison::check(const std::string& name) const {
   return nullptr;
 }
 
+bool Cell::judged_by(const std::string& metric) const {
+  const auto own = own_figures(level_kind, prefill_figure);
+  return std::find(own.begin(), own.end(), metric) != own.end();
+}
+
 const ArmCell* Cell::arm(const std::string& arm_name) const {
   for (const auto& a : arms) {
     if (a.arm == arm_name) return &a;
@@ -379,6 +384,17 @@ class Builder {
                 {"run_id", r.run_id}, {"code", code}, {"message", message}, {"hint", w.hint}});
       }
     }
+    if (power_disagreement(r)) {
+      const std::optional<double> mean = read_figure(*find_metric("power_mean_w"), r);
+      const std::optional<double> peak = read_figure(*find_metric("power_peak_w"), r);
+      add(cell.id, ac.arm, "power_disagreement",
+          "run " + r.run_id + ": the mean power, " + fixed_text(mean.value_or(0), 1) +
+              " W (the energy counter over the window), exceeds the peak of the power samples, " +
+              fixed_text(peak.value_or(0), 1) + " W: the two sources disagree",
+          json::object{{"run_id", r.run_id},
+                       {"power_mean_w", mean.value_or(0)},
+                       {"power_peak_w", peak.value_or(0)}});
+    }
     // The record's figures must be what its requests give (the bootstrap resamples those).
     for (const auto& m : metric_catalog()) {
       const auto s = Sample::of(m, r);
@@ -447,6 +463,11 @@ class Builder {
       select(cell, ac);
       run_findings(cell, ac);
     }
+    std::vector<const RunRecord*> every_run;
+    for (const auto& ac : cell.arms) {
+      for (const auto& r : ac.runs) every_run.push_back(r.get());
+    }
+    cell.prefill_figure = prefill_figure(every_run);
     const ArmCell* base = cell.arm(b_.baseline);
     for (const auto& ac : cell.arms) {
       if (ac.arm == b_.baseline) continue;
@@ -508,9 +529,10 @@ class Builder {
     }
     for (const auto& m : metric_catalog()) {
       if (m.direction == Direction::kNone || !shown(m, b_.engine_figures)) continue;
+      if (!measures(m, cell.level_kind)) continue;
       if (m.key == "accuracy" && !not_comparable.empty()) continue;
       Delta d = compare_metric(m, cell, ac, base, o_.bootstrap);
-      if (is_headline(m, cell.level_kind) && d.verdict != Verdict::kWin) {
+      if (cell.judged_by(m.key) && d.verdict != Verdict::kWin) {
         std::string text = m.label + ": " + ac.arm + " vs " + b_.baseline + " ";
         if (d.value) text += signed_pct(*d.value);
         if (d.low && d.high) text += " [" + signed_pct(*d.low) + ", " + signed_pct(*d.high) + "]";

@@ -177,7 +177,12 @@ struct Cell {
   std::optional<double> level;  ///< the x value of charts (concurrency, rate, tokens)
   std::vector<ArmCell> arms;    ///< in board arm order, only arms with runs here
   std::vector<Comparison> comparisons;  ///< every non-baseline arm present, vs the baseline
+  /// The cell's prefill figure, a metric key (prefill_figure(): the engine-timed rate when
+  /// every run of the cell has it, else the client's per-request p50).
+  std::string prefill_figure;
   const ArmCell* arm(const std::string& arm_name) const;
+  /// Whether the cell is judged by `metric` (own_figures() of its kind and prefill figure).
+  bool judged_by(const std::string& metric) const;
 };
 
 /// A run that is part of no comparison, and why (never dropped silently).

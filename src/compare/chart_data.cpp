@@ -64,8 +64,15 @@ std::vector<Series> figure_series(const Board& board, const std::string& metric)
 }
 
 std::vector<DeltaPoint> delta_grid(const Board& board, const std::string& metric) {
+  return delta_grid(board, [&metric](const Cell&) { return metric; });
+}
+
+std::vector<DeltaPoint> delta_grid(const Board& board,
+                                   const std::function<std::string(const Cell&)>& key_of) {
   std::vector<DeltaPoint> out;
   for (const auto& c : board.cells) {
+    const std::string metric = key_of(c);
+    if (metric.empty()) continue;
     for (const auto& cmp : c.comparisons) {
       DeltaPoint p;
       p.cell = c.id;
@@ -76,6 +83,7 @@ std::vector<DeltaPoint> delta_grid(const Board& board, const std::string& metric
       p.level = c.level;
       p.arm = cmp.arm;
       p.baseline = cmp.baseline;
+      p.metric = metric;
       p.compared = cmp.status == ComparisonStatus::kCompared;
       const auto it = cmp.deltas.find(metric);
       if (it != cmp.deltas.end()) p.delta = it->second;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,12 +44,18 @@ struct DeltaPoint {
   std::optional<double> level;
   std::string arm;
   std::string baseline;
+  std::string metric;     ///< the figure's key
   bool compared = false;  ///< false: the cell failed a required check (no delta)
   Delta delta;
 };
 
 /// `metric`'s delta of every comparison, in board cell order.
 std::vector<DeltaPoint> delta_grid(const Board& board, const std::string& metric);
+
+/// The delta of every comparison in the figure `key_of` names for its cell (a metric key; ""
+/// leaves the cell out), in board cell order: a heatmap of the figure each cell is judged by.
+std::vector<DeltaPoint> delta_grid(const Board& board,
+                                   const std::function<std::string(const Cell&)>& key_of);
 
 struct TradeoffPoint {
   std::string cell;

@@ -6,6 +6,7 @@
 #include "metrics/registry.h"
 #include "metrics/stats.h"
 #include "metrics/summary.h"
+#include "record/llamacpp_timings.h"
 #include "record/server_section.h"
 
 namespace dyno::compare {
@@ -92,10 +93,29 @@ const std::vector<MetricDef>& metric_catalog() {
   return catalog;
 }
 
-bool is_headline(const MetricDef& metric, const std::string& level_kind) {
-  if (level_kind == "decode_tokens") return metric.key == "decode_rate_per_user_p50";
-  if (level_kind == "prefill_tokens") return metric.key == "prefill_rate_client_p50";
-  return metric.headline;
+std::string prefill_figure(const std::vector<const RunRecord*>& runs) {
+  const MetricDef* engine = find_metric(kEnginePrefillKey);
+  const bool all_engine = engine != nullptr && !runs.empty() &&
+                          std::all_of(runs.begin(), runs.end(), [engine](const RunRecord* r) {
+                            return read_figure(*engine, *r).has_value();
+                          });
+  return all_engine ? kEnginePrefillKey : kClientPrefillKey;
+}
+
+bool measures(const MetricDef& m, const std::string& level_kind) {
+  const bool ladder = level_kind == "decode_tokens" || level_kind == "prefill_tokens";
+  return !ladder || (m.resample != Resample::kServiceRate && m.resample != Resample::kDecodeRate);
+}
+
+std::vector<std::string> own_figures(const std::string& level_kind, const std::string& prefill) {
+  if (level_kind == "decode_tokens") return {"decode_rate_per_user_p50"};
+  if (level_kind == "prefill_tokens") return {prefill};
+  std::vector<std::string> out;
+  for (const MetricDef& m : metric_catalog()) {
+    if (m.headline) out.push_back(m.key);
+  }
+  out.push_back(prefill);
+  return out;
 }
 
 bool shown(const MetricDef& m, bool engine_figures) {
@@ -116,6 +136,13 @@ std::optional<double> read_figure(const MetricDef& m, const RunRecord& run) {
     return e ? metrics::mean_power_w(e->energy_j, e->window_s.value_or(0)) : std::nullopt;
   }
   if (m.key == "power_p95_w") return device_figure(run, &record::EnergyDevice::power_p95_w, false);
+  if (m.key == "power_peak_w") {
+    // The peak of the devices' summed power at one instant; a record without it has each
+    // device's peak, whose sum bounds it from above.
+    const std::optional<record::EnergySection> e = run.summary->energy_section();
+    if (e && e->power_peak_w) return e->power_peak_w;
+    return device_figure(run, &record::EnergyDevice::power_peak_w, false);
+  }
   if (m.key == "temperature_p95_c") {
     return device_figure(run, &record::EnergyDevice::temperature_p95_c, true);
   }
@@ -133,6 +160,11 @@ std::optional<double> read_figure(const MetricDef& m, const RunRecord& run) {
     return e ? record::energy_figure(*e, m.figure->path) : std::nullopt;
   }
   return std::nullopt;
+}
+
+bool power_disagreement(const RunRecord& run) {
+  return metrics::power_sources_disagree(read_figure(*find_metric("power_mean_w"), run),
+                                         read_figure(*find_metric("power_peak_w"), run));
 }
 
 bool has_engine_figure(const RunRecord& run) {
@@ -200,7 +232,8 @@ Sample Sample::ratio(Resample kind, std::vector<double> num, std::vector<double>
 }
 
 bool Sample::is_ratio() const {
-  return kind_ == Resample::kServiceRate || kind_ == Resample::kDecodeRate;
+  return kind_ == Resample::kServiceRate || kind_ == Resample::kDecodeRate ||
+         kind_ == Resample::kEnginePrefill;
 }
 
 std::size_t Sample::size() const { return is_ratio() ? num_.size() : values_.size(); }
@@ -337,6 +370,25 @@ std::optional<Sample> Sample::of(const MetricDef& m, const RunRecord& run) {
       if (num.empty()) return std::nullopt;
       const double window = metrics::union_length(std::move(spans)) * 1e-9;
       return Sample::ratio(m.resample, std::move(num), std::move(den), window);
+    }
+    case Resample::kEnginePrefill: {
+      // As engine::server_timing_figures sums them: the prompt tokens each completed measured
+      // request's engine computed over its prompt time; the window is their sum, so the
+      // ratio is Σ tokens / Σ time.
+      std::vector<double> num, den;
+      double total = 0;
+      for (const auto& t : traces) {
+        if (!t.measured() || !t.ok() || t.server_timings_json.empty()) continue;
+        const auto x = record::parse_llamacpp_timings(t.server_timings_json);
+        if (!x || !x->prompt_n || *x->prompt_n < 1 || !x->prompt_ms || !(*x->prompt_ms > 0)) {
+          continue;
+        }
+        num.push_back(static_cast<double>(*x->prompt_n));
+        den.push_back(*x->prompt_ms * 1e-3);
+        total += den.back();
+      }
+      if (num.empty()) return std::nullopt;
+      return Sample::ratio(m.resample, std::move(num), std::move(den), total);
     }
     case Resample::kPercentile:
     case Resample::kJitter:

@@ -44,12 +44,27 @@ struct MetricDef {
 /// figures (metrics::figures()), one MetricDef each.
 const std::vector<MetricDef>& metric_catalog();
 
-/// Whether `metric` is a headline figure of a cell of `level_kind` (Cell::level_kind): counted
-/// at a glance, a non-win a finding. A ladder cell measures one request, so its headline is
-/// what the ladder measures — per-user decode rate for a decode cell ("decode_tokens"),
-/// per-user prefill rate for a prefill cell ("prefill_tokens") — not the aggregate rates,
-/// which are MetricDef::headline for every other cell.
-bool is_headline(const MetricDef& metric, const std::string& level_kind);
+/// The keys of the two prefill figures a board judges a cell by: the engine's own rate
+/// (engine-timed prompt tokens over the engine's prompt time) and the client's per-request p50
+/// (input tokens over TTFT).
+inline constexpr const char* kEnginePrefillKey = "server_prefill_tokens_per_s";
+inline constexpr const char* kClientPrefillKey = "prefill_rate_client_p50";
+
+/// A cell's prefill figure (docs/compare.md "A cell's own figures"): the engine-timed prefill
+/// rate when every run given has it, else the client's per-request prefill rate.
+std::string prefill_figure(const std::vector<const RunRecord*>& runs);
+
+/// Whether a cell of `level_kind` (Cell::level_kind) measures `metric` at all: a ladder cell is
+/// one request, so the aggregate rates over a service window (output, input, request and
+/// decode tok/s, goodput) are that request's own latency inverted, and are not compared.
+bool measures(const MetricDef& metric, const std::string& level_kind);
+
+/// The figures a cell of `level_kind` is judged by, whose prefill figure is `prefill`
+/// (prefill_figure()): counted at a glance, coloured in its heatmap, bold in the tables, a
+/// non-win a finding. A ladder decode cell by its per-user decode rate, a ladder prefill cell
+/// by its prefill figure, every other cell by the aggregate output, request and decode rates
+/// (the registry's headline views) and its prefill figure.
+std::vector<std::string> own_figures(const std::string& level_kind, const std::string& prefill);
 
 /// Whether a board shows `metric` at all: the engine-timed section's figures (Section::kEngine)
 /// only when some run on it has an engine-reported figure (Board::engine_figures).
@@ -61,6 +76,10 @@ const MetricDef* find_metric(const std::string& key);
 /// The figure as the record states it (summary.json; a few derived from its energy section,
 /// see docs/metrics.md). nullopt when the record has no such figure.
 std::optional<double> read_figure(const MetricDef& metric, const RunRecord& run);
+
+/// Whether the run's mean power (power_mean_w: its energy counter over the window) exceeds the
+/// peak of its power samples (power_peak_w): metrics::power_sources_disagree.
+bool power_disagreement(const RunRecord& run);
 
 /// Whether the record holds any figure the engine reported (a catalog entry with an
 /// engine_source).

@@ -23,7 +23,7 @@ std::optional<Tally> tally(const Board& board, const std::string& arm, const Met
   std::vector<double> deltas;
   for (const auto& [cell, cmp] : board.comparisons()) {
     if (cmp->arm != arm || cmp->status != ComparisonStatus::kCompared) continue;
-    if (!is_headline(m, cell->level_kind)) continue;
+    if (!cell->judged_by(m.key)) continue;
     const auto it = cmp->deltas.find(m.key);
     if (it == cmp->deltas.end() || it->second.summary_only != summary_only) continue;
     const Delta& d = it->second;
@@ -67,7 +67,7 @@ std::vector<Tally> win_tallies(const Board& board) {
     for (const auto& m : metric_catalog()) {
       // A headline figure of some cell on the board: the aggregate rates, a ladder's rates.
       const bool any = std::any_of(board.cells.begin(), board.cells.end(),
-                                   [&](const Cell& c) { return is_headline(m, c.level_kind); });
+                                   [&](const Cell& c) { return c.judged_by(m.key); });
       if (!any) continue;
       const std::optional<Tally> intervals = tally(board, arm, m, false);
       const std::optional<Tally> points = tally(board, arm, m, true);

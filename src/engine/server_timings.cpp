@@ -5,7 +5,7 @@
 #include <sstream>
 #include <vector>
 
-#include "engine/llamacpp_timings.h"
+#include "record/llamacpp_timings.h"
 #include "record/record_json.h"
 
 namespace dyno::engine {
@@ -20,15 +20,15 @@ ServerTimingFigures server_timing_figures(std::span<const metrics::Trace> traces
   bool any_cached = false, any_drafts = false;
   for (const metrics::Trace& t : traces) {
     if (!t.measured() || !t.ok()) continue;
-    const std::optional<LlamaCppTimings> timings =
+    const std::optional<record::LlamaCppTimings> timings =
         t.server_timings_json.empty() ? std::nullopt
-                                      : parse_llamacpp_timings(t.server_timings_json);
+                                      : record::parse_llamacpp_timings(t.server_timings_json);
     if (!timings) {
       ++f.without_timings;
       continue;
     }
     ++f.with_timings;
-    const LlamaCppTimings& x = *timings;
+    const record::LlamaCppTimings& x = *timings;
     if (x.prompt_n) f.prompt_tokens_computed += *x.prompt_n;
     if (x.cache_n) {
       cached += *x.cache_n;
@@ -105,7 +105,7 @@ std::optional<metrics::Warning> prefill_gap_warning(const ServerTimingFigures& f
 
 std::optional<std::int64_t> computed_prompt_tokens(const metrics::Trace& t) {
   if (!t.server_timings_json.empty()) {
-    if (const auto timings = parse_llamacpp_timings(t.server_timings_json);
+    if (const auto timings = record::parse_llamacpp_timings(t.server_timings_json);
         timings && timings->prompt_n) {
       return timings->prompt_n;
     }
@@ -185,7 +185,7 @@ std::vector<metrics::Caveat> timing_caveats(std::span<const metrics::Trace> trac
 void cached_tokens_from_timings(std::vector<metrics::Trace>& traces) {
   for (metrics::Trace& t : traces) {
     if (t.cached_input_tokens || t.server_timings_json.empty()) continue;
-    const auto timings = parse_llamacpp_timings(t.server_timings_json);
+    const auto timings = record::parse_llamacpp_timings(t.server_timings_json);
     if (!timings) continue;
     if (timings->cache_n) {
       t.cached_input_tokens = *timings->cache_n;

@@ -124,8 +124,8 @@ std::vector<Figure> make_figures() {
                        true));
   f.push_back(on_board(importable(value("throughput.input_tokens_per_s", "tok/s", Q::kRate,
                                         D::kHigher, kRunFigures, &Sm::input_tokens_per_s)),
-                       6, "input_tokens_per_s", "Prefill tok/s (aggregate)", S::kPrefill,
-                       R::kServiceRate, 1, true));
+                       6, "input_tokens_per_s", "Input tok/s (aggregate)", S::kPrefill,
+                       R::kServiceRate, 1));
   f.push_back(on_board(importable(value("throughput.requests_per_s", "req/s", Q::kRate, D::kHigher,
                                         kRunFigures, &Sm::requests_per_s)),
                        1, "requests_per_s", "Req/s", S::kThroughput, R::kServiceRate, 2, true));
@@ -220,7 +220,7 @@ std::vector<Figure> make_figures() {
                                                Q::kRate, D::kHigher, client, kTimings),
                                            "response timings")),
                          16, "server_prefill_tokens_per_s", "Prefill tok/s (engine-timed)",
-                         S::kEngine, R::kNone, 1));
+                         S::kEngine, R::kEnginePrefill, 1));
     Figure d = engine(
         fig("server.timings.decode_rate_per_user", "tok/s", Q::kRate, D::kHigher, client, kTimings),
         "response timings");
@@ -255,25 +255,28 @@ std::vector<Figure> make_figures() {
                25, "vram_peak_bytes", "Peak VRAM", S::kGpu, R::kNone, 0));
   f.push_back(on_board(derived(fig("power_mean_w", "W", Q::kPhysical, D::kNone, telemetry, kBoards),
                                "energy.energy_j / energy.window_s"),
-                       26, "power_mean_w", "Power mean", S::kGpu, R::kNone, 1));
+                       26, "power_mean_w", "Power mean (energy counter)", S::kGpu, R::kNone, 1));
+  f.push_back(on_board(derived(fig("power_peak_w", "W", Q::kPhysical, D::kNone, telemetry, kBoards),
+                               "energy.power_peak_w, else Σ energy.devices[in scope].power_peak_w"),
+                       27, "power_peak_w", "Power peak (power samples)", S::kGpu, R::kNone, 1));
   f.push_back(on_board(derived(fig("power_p95_w", "W", Q::kPhysical, D::kNone, telemetry, kBoards),
                                "Σ energy.devices[in scope].power_p95_w"),
-                       27, "power_p95_w", "Power p95", S::kGpu, R::kNone, 1));
+                       28, "power_p95_w", "Power p95 (power samples)", S::kGpu, R::kNone, 1));
   f.push_back(
       on_board(derived(fig("temperature_p95_c", "°C", Q::kPhysical, D::kNone, telemetry, kBoards),
                        "max energy.devices[gpu].temperature_p95_c"),
-               28, "temperature_p95_c", "Temperature p95", S::kGpu, R::kNone, 0));
-  f.push_back(on_board(fig("energy.energy_j", "J", Q::kPhysical, D::kNone, telemetry, kEnergy), 29,
+               29, "temperature_p95_c", "Temperature p95", S::kGpu, R::kNone, 0));
+  f.push_back(on_board(fig("energy.energy_j", "J", Q::kPhysical, D::kNone, telemetry, kEnergy), 30,
                        "energy_j", "Energy", S::kEnergy, R::kNone, 1));
   f.push_back(on_board(
       fig("energy.joules_per_output_token", "J/tok", Q::kPhysical, D::kLower, telemetry, kEnergy),
-      30, "joules_per_output_token", "Energy per output token, gross", S::kEnergy, R::kNone, 4));
+      31, "joules_per_output_token", "Energy per output token, gross", S::kEnergy, R::kNone, 4));
   f.push_back(on_board(fig("energy.idle_subtracted_joules_per_output_token", "J/tok", Q::kPhysical,
                            D::kLower, telemetry, kEnergy),
-                       31, "idle_subtracted_joules_per_output_token",
+                       32, "idle_subtracted_joules_per_output_token",
                        "Energy per output token, net of idle", S::kEnergy, R::kNone, 4));
   f.push_back(on_board(
-      fig("energy.output_tokens_per_j", "tok/J", Q::kPhysical, D::kHigher, telemetry, kEnergy), 32,
+      fig("energy.output_tokens_per_j", "tok/J", Q::kPhysical, D::kHigher, telemetry, kEnergy), 33,
       "output_tokens_per_j", "Output tokens per joule", S::kEnergy, R::kNone, 3));
   return f;
 }
@@ -314,6 +317,10 @@ std::string_view leaf(const Figure& f) {
 std::optional<double> mean_power_w(std::optional<double> energy_j, double window_s) {
   if (!energy_j || !(window_s > 0)) return std::nullopt;
   return *energy_j / window_s;
+}
+
+bool power_sources_disagree(std::optional<double> mean_w, std::optional<double> peak_w) {
+  return mean_w && peak_w && *mean_w > *peak_w;
 }
 
 bool typed(const Figure& f) {

@@ -52,8 +52,11 @@ enum class Resample {
   kDecodeRate,   ///< Σ (out − 1) / decode union, resampled as a ratio over decode spans
   kPercentile,   ///< a percentile of per-request values
   kJitter,       ///< p95 − p50 of per-request values
-  kMean,         ///< the mean of per-request values
-  kNone,         ///< no per-request form (energy, VRAM): intervals only over repetitions
+  /// Σ prompt tokens the engine computed / Σ its prompt time, resampled as a ratio of the
+  /// requests' own `timings` (llama.cpp's prompt_n over prompt_ms)
+  kEnginePrefill,
+  kMean,  ///< the mean of per-request values
+  kNone,  ///< no per-request form (energy, VRAM): intervals only over repetitions
 };
 
 /// One figure as a board shows it (a distribution may be shown as several: TTFT p50 and p99).
@@ -119,6 +122,12 @@ std::string_view leaf(const Figure& f);
 /// a run's, a campaign's; docs/metrics.md "Energy and power"): energy_j / window_s; nullopt
 /// without an energy figure or with an empty window.
 std::optional<double> mean_power_w(std::optional<double> energy_j, double window_s);
+
+/// Whether a mean power (the energy counter over the window, mean_power_w) exceeds the peak
+/// of the power samples over the same window: a mean cannot exceed a peak of the same source,
+/// so the two sources disagree (a counter that counts what the samples miss, averaged
+/// readings, a window mismatch). Shown with both figures and their sources, never silently.
+bool power_sources_disagree(std::optional<double> mean_w, std::optional<double> peak_w);
 
 /// Whether the typed summary holds `f` (one of value, count, dist is set).
 bool typed(const Figure& f);

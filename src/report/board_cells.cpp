@@ -56,8 +56,9 @@ std::string delta_text(const MetricDef& m, const Delta& d) {
   return s;
 }
 
-TableCell delta_cell(const Comparison& cmp, const std::string& key) {
+TableCell delta_cell(const compare::Cell& cell, const Comparison& cmp, const std::string& key) {
   if (cmp.status != ComparisonStatus::kCompared) return cell_text("not compared");
+  if (!compare::measures(metric(key), cell.level_kind)) return cell_text("one request");
   if (key == "accuracy" && !cmp.quality.accuracy_comparable) {
     return cell_text("not comparable: " + cmp.quality.accuracy_reason);
   }
@@ -65,7 +66,8 @@ TableCell delta_cell(const Comparison& cmp, const std::string& key) {
   if (it == cmp.deltas.end() || !it->second.value) return cell_text("n/a");
   const Delta& d = it->second;
   TableCell tc;
-  tc.content = {Span{delta_text(metric(key), d), d.verdict == Verdict::kWin, false}};
+  tc.content = {
+      Span{delta_text(metric(key), d), d.verdict == Verdict::kWin && cell.judged_by(key), false}};
   tc.sort_key = d.value;
   return tc;
 }

@@ -234,7 +234,8 @@ std::string verdict_label(const compare::Delta& d) {
 /// cell not compared, nothing for one without a comparison.
 void add_heatmap_row(chart::Heatmap& h, const std::vector<compare::DeltaPoint>& grid,
                      const std::string& model, const std::string& arm,
-                     const std::vector<HeatColumn>& columns) {
+                     const std::vector<HeatColumn>& columns,
+                     const std::function<std::string(const std::string&)>& source_of) {
   std::vector<std::optional<double>> values;
   std::vector<std::string> labels;
   for (const auto& k : columns) {
@@ -252,7 +253,9 @@ void add_heatmap_row(chart::Heatmap& h, const std::vector<compare::DeltaPoint>& 
       continue;
     }
     values.push_back(it->delta.value);
-    labels.push_back(verdict_label(it->delta));
+    std::string label = verdict_label(it->delta);
+    if (source_of && it->delta.value) label += (label.empty() ? "" : " · ") + source_of(it->metric);
+    labels.push_back(std::move(label));
   }
   h.values.push_back(std::move(values));
   h.cell_labels.push_back(std::move(labels));
@@ -260,24 +263,42 @@ void add_heatmap_row(chart::Heatmap& h, const std::vector<compare::DeltaPoint>& 
 
 /// A delta heatmap: which figure, and the cells it is drawn for.
 struct HeatSpec {
-  std::string metric;  ///< catalogue key
   std::string stem;
   std::string title;         ///< "Output throughput"
-  std::string figure;        ///< "output tok/s", "aggregate prefill tok/s"
+  std::string figure;        ///< "output tok/s", "prefill tok/s"
   std::string short_figure;  ///< the colour bar's title, short enough for one row: "prefill tok/s"
   std::string field;         ///< the record field, "summary.json throughput.output_tokens_per_s"
   Section section = Section::kThroughput;
-  /// A ladder cell of this kind does not measure the figure (a prefill cell's one output
-  /// token; a decode cell's prompt is its context): left out.
-  std::string other_kind;
+  /// The figure's key in a cell, "" for a cell not judged by it (compare::Cell::judged_by):
+  /// a heatmap colours only what the cell's tally and findings count.
+  std::function<std::string(const compare::Cell&)> key_of;
+  /// The source a cell's label names when the key varies by cell ("engine", "client"); empty
+  /// when it does not.
+  std::function<std::string(const std::string&)> source_of;
 };
 
-void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b, const HeatSpec& spec) {
-  const auto in = [&spec](const compare::Cell& c) { return c.level_kind != spec.other_kind; };
-  std::vector<compare::DeltaPoint> grid;
-  for (auto& p : compare::delta_grid(b, spec.metric)) {
-    if (p.level_kind != spec.other_kind) grid.push_back(std::move(p));
+/// The kinds of cell a heatmap leaves out, as a sentence ("" when it leaves none out).
+std::string left_out(const Board& b, const HeatSpec& spec) {
+  std::vector<std::string> kinds;
+  for (const auto& c : b.cells) {
+    if (c.comparisons.empty() || !spec.key_of(c).empty()) continue;
+    const std::string k = c.level_kind == "decode_tokens"    ? "ladder decode cells"
+                          : c.level_kind == "prefill_tokens" ? "ladder prefill cells"
+                                                             : "cells of " + c.protocol;
+    if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
   }
+  if (kinds.empty()) return "";
+  std::string out;
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == kinds.size() ? " and " : ", ") + kinds[i];
+  }
+  out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
+  return out + " are left out: they are judged by another figure (docs/compare.md). ";
+}
+
+void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b, const HeatSpec& spec) {
+  const auto in = [&spec](const compare::Cell& c) { return !spec.key_of(c).empty(); };
+  const std::vector<compare::DeltaPoint> grid = compare::delta_grid(b, spec.key_of);
   if (grid.empty()) return;
   std::vector<std::string> arms;  // non-baseline arms with a comparison, board order
   for (const auto& a : b.arms) {
@@ -320,7 +341,7 @@ void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b, con
   for (const auto& k : columns) h.columns.push_back(k.label);
   for (const auto& [model, arm] : rows) {
     h.rows.push_back(defuse(several_arms ? model + " · " + arm : model));
-    add_heatmap_row(h, grid, model, arm, columns);
+    add_heatmap_row(h, grid, model, arm, columns, spec.source_of);
   }
   std::string caption = "Δ " + spec.figure + " (" + spec.field + ") = (arm / " + b.baseline +
                         " − 1) · 100 of the selected runs in every compared cell (positive: the "
@@ -328,11 +349,7 @@ void add_heatmap(std::vector<BoardChart>& out, Stems& stems, const Board& b, con
                         conf +
                         " bootstrap interval; hatched n/a: not compared (a required check failed) "
                         "or no runs. ";
-  if (std::any_of(b.cells.begin(), b.cells.end(),
-                  [&spec](const compare::Cell& c) { return c.level_kind == spec.other_kind; })) {
-    caption += "Ladder " + spec.other_kind.substr(0, spec.other_kind.find('_')) +
-               " cells are left out: they do not measure this figure. ";
-  }
+  caption += left_out(b, spec);
   caption += runs_phrase(
       b, cells_where(b, [&in](const compare::Cell& c) { return !c.comparisons.empty() && in(c); }));
   out.push_back({stems.take(spec.stem), h.title, caption, spec.section, std::move(h)});
@@ -421,15 +438,20 @@ void add_cdfs(std::vector<BoardChart>& out, Stems& stems, const Board& b, const 
     std::vector<const compare::Cell*> cells;
     for (const auto& cell : b.cells) {
       if (cell.model != model) continue;
-      cells.push_back(&cell);
       chart::CdfPanel p;
       p.title = cell_label(b, cell);
+      // A distribution needs more than one request: a cell of one request per arm (a
+      // ladder's) is drawn as points over its level instead (ttft-by-…, e2e-by-…).
+      bool several = false;
       for (const auto& s : samples) {
         if (s.cell != cell.id) continue;
         const auto& v = s.*(k.values);
-        any = any || !v.empty();
+        several = several || v.size() > 1;
         p.samples.push_back({arm_name(b, s.arm), v, arm_style(b, s.arm)});
       }
+      if (!several) continue;
+      any = true;
+      cells.push_back(&cell);
       c.panels.push_back(std::move(p));
     }
     if (!any) continue;
@@ -593,22 +615,50 @@ void decode_per_user_by_context(const Board& b, ChartSet& s) {
                    [](const std::string& k) { return ladder_kind(k) && k != "prefill_tokens"; }});
 }
 
+/// The key of `metric` for a cell judged by it, else "".
+std::function<std::string(const compare::Cell&)> judged(std::string metric) {
+  return [metric = std::move(metric)](const compare::Cell& c) {
+    return c.judged_by(metric) ? metric : std::string();
+  };
+}
+
 void delta_heatmap(const Board& b, ChartSet& s) {
-  add_heatmap(
-      s.charts, s.stems, b,
-      {"output_tokens_per_s", "delta-heatmap", "Output throughput", "output tok/s", "output tok/s",
-       "summary.json throughput.output_tokens_per_s", Section::kThroughput, "prefill_tokens"});
+  add_heatmap(s.charts, s.stems, b,
+              {"delta-heatmap",
+               "Output throughput",
+               "output tok/s",
+               "output tok/s",
+               "summary.json throughput.output_tokens_per_s",
+               Section::kThroughput,
+               judged("output_tokens_per_s"),
+               {}});
+}
+
+/// A ladder's decode cells, one request each, are judged by their per-user decode rate.
+void decode_delta_heatmap(const Board& b, ChartSet& s) {
+  add_heatmap(s.charts, s.stems, b,
+              {"decode-delta-heatmap",
+               "Per-user decode rate",
+               "per-user decode tok/s p50",
+               "decode tok/s",
+               "summary.json rates_tok_s.decode_rate_per_user.p50",
+               Section::kThroughput,
+               judged("decode_rate_per_user_p50"),
+               {}});
 }
 
 void serving_tradeoff(const Board& b, ChartSet& s) { add_tradeoff(s.charts, s.stems, b); }
 
-void prefill_by_level(const Board& b, ChartSet& s) {
-  add_line_charts(
-      s.charts, s.stems, b,
-      {"input_tokens_per_s", "prefill-by", "Prefill throughput vs",
-       "Aggregate prefill (input) tok/s of each arm; higher is better", tok_s("Aggregate prefill"),
-       "Aggregate prefill tok/s (summary.json throughput.input_tokens_per_s)", Section::kPrefill,
-       load_kind});
+/// Aggregate input tok/s: a rate of requests (Σ input tokens over the service window), never
+/// called prefill.
+void input_by_level(const Board& b, ChartSet& s) {
+  add_line_charts(s.charts, s.stems, b,
+                  {"input_tokens_per_s", "input-throughput-by", "Input throughput vs",
+                   "Aggregate input tok/s of each arm (Σ input tokens over the service window: "
+                   "a rate of requests, not of prefill); higher is better",
+                   tok_s("Aggregate input"),
+                   "Aggregate input tok/s (summary.json throughput.input_tokens_per_s)",
+                   Section::kPrefill, load_kind});
 }
 
 void prefill_per_user_by_level(const Board& b, ChartSet& s) {
@@ -622,7 +672,24 @@ void prefill_per_user_by_level(const Board& b, ChartSet& s) {
                    Section::kPrefill, load_kind});
 }
 
+/// A ladder's prefill cells over prompt size, in their prefill figure: the engine-timed rate
+/// when every such cell has it, else the client's.
 void prefill_per_user_by_prompt(const Board& b, ChartSet& s) {
+  const bool engine = std::all_of(b.cells.begin(), b.cells.end(), [](const compare::Cell& c) {
+    return c.level_kind != "prefill_tokens" || c.prefill_figure == compare::kEnginePrefillKey;
+  });
+  const auto kinds = [](const std::string& k) { return ladder_kind(k) && k != "decode_tokens"; };
+  if (engine) {
+    add_line_charts(s.charts, s.stems, b,
+                    {compare::kEnginePrefillKey, "prefill-per-user-by", "Prefill rate vs",
+                     "The engine's own prefill rate of one request at each prompt size; higher "
+                     "is better",
+                     tok_s("Prefill, engine-timed"),
+                     "The engine-timed prefill rate, the prompt tokens the engine computed over "
+                     "its prompt time (summary.json server.timings.prefill_tokens_per_s)",
+                     Section::kPrefill, kinds});
+    return;
+  }
   add_line_charts(s.charts, s.stems, b,
                   {"prefill_rate_client_p50", "prefill-per-user-by", "Per-user prefill rate vs",
                    "Median input tokens / TTFT of one request at each prompt size (network "
@@ -630,15 +697,23 @@ void prefill_per_user_by_prompt(const Board& b, ChartSet& s) {
                    tok_s("Per-user prefill, p50"),
                    "The median per-request prefill rate, input tokens / TTFT (summary.json "
                    "rates_tok_s.prefill_rate_client.p50; the ladder's prefill_tok_s)",
-                   Section::kPrefill,
-                   [](const std::string& k) { return ladder_kind(k) && k != "decode_tokens"; }});
+                   Section::kPrefill, kinds});
 }
 
 void prefill_delta_heatmap(const Board& b, ChartSet& s) {
-  add_heatmap(s.charts, s.stems, b,
-              {"input_tokens_per_s", "prefill-delta-heatmap", "Prefill throughput",
-               "aggregate prefill tok/s", "prefill tok/s",
-               "summary.json throughput.input_tokens_per_s", Section::kPrefill, "decode_tokens"});
+  add_heatmap(
+      s.charts, s.stems, b,
+      {"prefill-delta-heatmap", "Prefill rate", "prefill tok/s", "prefill tok/s",
+       "the cell's prefill figure: summary.json server.timings.prefill_tokens_per_s where every "
+       "run of the cell has it (engine-timed), else rates_tok_s.prefill_rate_client.p50 (the "
+       "client's input tokens / TTFT per request, median); each cell's label names its source",
+       Section::kPrefill,
+       [](const compare::Cell& c) {
+         return c.judged_by(c.prefill_figure) ? c.prefill_figure : std::string();
+       },
+       [](const std::string& key) {
+         return key == compare::kEnginePrefillKey ? std::string("engine") : std::string("client");
+       }});
 }
 
 void e2e_latency_cdf(const Board& b, ChartSet& s) {
@@ -651,6 +726,29 @@ void ttft_cdf(const Board& b, ChartSet& s) {
   add_cdfs(s.charts, s.stems, b,
            {"ttft-cdf", "Time to first token", "Time to first token",
             "time to first token (sent to the first token)", &compare::LatencySamples::ttft_ms});
+}
+
+/// A ladder cell is one request: its latency is a point at its level, not a distribution.
+void ttft_by_ladder_level(const Board& b, ChartSet& s) {
+  add_line_charts(s.charts, s.stems, b,
+                  {"ttft_p50_ms", "ttft-by", "Time to first token vs",
+                   "The one request of each arm's selected run in each ladder cell; lower is "
+                   "better",
+                   chart::Axis{.title = "Time to first token", .unit = "ms", .include_zero = true},
+                   "Time to first token, sent to the first token, of the cell's one request "
+                   "(summary.json latency_ms.ttft.p50)",
+                   Section::kLatency, ladder_kind});
+}
+
+void e2e_by_ladder_level(const Board& b, ChartSet& s) {
+  add_line_charts(s.charts, s.stems, b,
+                  {"e2e_p50_ms", "e2e-by", "End-to-end latency vs",
+                   "The one request of each arm's selected run in each ladder cell; lower is "
+                   "better",
+                   chart::Axis{.title = "End-to-end latency", .unit = "ms", .include_zero = true},
+                   "End-to-end latency, sent to done, of the cell's one request (summary.json "
+                   "latency_ms.e2e.p50)",
+                   Section::kLatency, ladder_kind});
 }
 
 void power_timeline(const Board& b, ChartSet& s) {
@@ -684,14 +782,17 @@ std::span<const ChartKind> chart_kinds() {
        .describe = "a ladder's decode cells: per-user decode tok/s p50 vs context depth",
        .add = decode_per_user_by_context},
       {.name = "delta-heatmap",
-       .describe = "Δ output tok/s per model (× arm) and cell, labelled win/tie/loss",
+       .describe = "Δ output tok/s per model (× arm) and cell judged by it, labelled win/tie/loss",
        .add = delta_heatmap},
+      {.name = "decode-delta-heatmap",
+       .describe = "Δ per-user decode tok/s p50 of a ladder's decode cells",
+       .add = decode_delta_heatmap},
       {.name = "serving-tradeoff",
        .describe = "aggregate output tok/s vs per-user decode tok/s, points by level",
        .add = serving_tradeoff},
-      {.name = "prefill-by-<level>",
-       .describe = "aggregate prefill tok/s vs concurrency or rate",
-       .add = prefill_by_level},
+      {.name = "input-throughput-by-<level>",
+       .describe = "aggregate input tok/s (a rate of requests, not prefill) vs concurrency or rate",
+       .add = input_by_level},
       {.name = "prefill-per-user-by-<level>",
        .describe = "per-user prefill tok/s p50 vs concurrency or rate",
        .add = prefill_per_user_by_level},
@@ -699,14 +800,21 @@ std::span<const ChartKind> chart_kinds() {
        .describe = "a ladder's prefill cells: per-user prefill tok/s p50 vs prompt size",
        .add = prefill_per_user_by_prompt},
       {.name = "prefill-delta-heatmap",
-       .describe = "Δ aggregate prefill tok/s, laid out as delta-heatmap",
+       .describe = "Δ each cell's prefill figure (engine-timed, else the client's p50), "
+                   "labelled with its source",
        .add = prefill_delta_heatmap},
       {.name = "e2e-latency-cdf",
-       .describe = "CDF of end-to-end latency, one panel per cell",
+       .describe = "CDF of end-to-end latency, one panel per cell of more than one request",
        .add = e2e_latency_cdf},
       {.name = "ttft-cdf",
-       .describe = "CDF of time to first token, one panel per cell",
+       .describe = "CDF of time to first token, one panel per cell of more than one request",
        .add = ttft_cdf},
+      {.name = "ttft-by-<ladder-level>",
+       .describe = "a ladder's one-request cells: time to first token vs prompt size or depth",
+       .add = ttft_by_ladder_level},
+      {.name = "e2e-by-<ladder-level>",
+       .describe = "a ladder's one-request cells: end-to-end latency vs prompt size or depth",
+       .add = e2e_by_ladder_level},
       {.name = "power-timeline",
        .describe = "power of each device over each selected run, when telemetry exists",
        .add = power_timeline},

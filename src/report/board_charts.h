@@ -42,17 +42,21 @@ std::span<const ChartKind> chart_kinds();
 ///   throughput-by-<level>     output tok/s vs concurrency or rate, one panel per model
 ///   decode-per-user-by-<level>  per-user decode tok/s p50 vs concurrency or rate (decode
 ///                             scaling), or vs a ladder's context depth (decode cells)
-///   delta-heatmap             Δ output tok/s per model (× arm) and cell, labelled win/tie/loss
+///   delta-heatmap             Δ output tok/s per model (× arm) and cell judged by it
+///   decode-delta-heatmap      Δ per-user decode tok/s p50 of the cells judged by it (a
+///                             ladder's decode cells)
 ///   serving-tradeoff[-<lvl>]  aggregate output tok/s vs per-user decode tok/s, points by level
-///   prefill-by-<level>        aggregate prefill tok/s vs concurrency or rate
-///   prefill-per-user-by-<level>  per-user prefill tok/s p50 vs concurrency or rate, or vs a
-///                             ladder's prompt size (prefill cells)
-///   prefill-delta-heatmap     Δ aggregate prefill tok/s, laid out as delta-heatmap
-///   e2e-latency-cdf[-<model>], ttft-cdf[-<model>]     latency CDFs, one panel per cell
+///   input-throughput-by-<level>  aggregate input tok/s (a rate of requests) vs concurrency or rate
+///   prefill-per-user-by-<level>  per-user prefill tok/s p50 vs concurrency or rate, or a
+///                             ladder's prefill figure vs its prompt size (prefill cells)
+///   prefill-delta-heatmap     Δ each cell's prefill figure, labelled with its source
+///   e2e-latency-cdf[-<model>], ttft-cdf[-<model>]     latency CDFs, one panel per cell of
+///                             more than one request
+///   ttft-by-<ladder-level>, e2e-by-<ladder-level>    a ladder's one-request cells as points
 ///   power-timeline[-<model>], energy-timeline[-<model>]  per device, when telemetry exists
-/// A ladder's cells (one request each) get no aggregate or load chart: its x axes are ordinal
-/// (depth 0 shown, levels evenly spaced), its prefill cells are left out of delta-heatmap and
-/// its decode cells out of prefill-delta-heatmap.
+/// Every heatmap colours a cell only by a figure the cell is judged by (compare::Cell::
+/// judged_by). A ladder's cells (one request each) get no aggregate or load chart: its x axes
+/// are ordinal (depth 0 shown, levels evenly spaced).
 /// `<model>` (a slug of the model name) is appended when the board has several models; a chart
 /// with more panels than fit one image is split into parts (`-2`, `-3`, …). Charts without
 /// anything to draw (no telemetry, no compared cell) are left out. Series keep their arm's

@@ -226,7 +226,7 @@ class Builder {
       std::vector<std::string> nonwins;
       for (const auto& [cl, cmp] : of_arm(bd_, tl.arm)) {
         if (cmp->status != ComparisonStatus::kCompared) continue;
-        if (!compare::is_headline(m, cl->level_kind)) continue;  // what the tally counts
+        if (!cl->judged_by(tl.metric)) continue;  // what the tally counts
         const auto it = cmp->deltas.find(tl.metric);
         if (it == cmp->deltas.end() || it->second.summary_only != points_only) continue;
         const bool ahead = points_only ? it->second.value && *it->second.value > 0
@@ -332,7 +332,9 @@ class Builder {
         {t("Output tok/s is Σ output tokens of the completed requests over the service window; "
            "req/s the completed requests over the same window; decode tok/s the tokens after "
            "each first token over the union of decode intervals (docs/metrics.md). Each Δ "
-           "shows the delta, its interval in brackets and the verdict.")},
+           "shows the delta, its interval in brackets and the verdict, in bold when it is a win "
+           "in a figure the cell is judged by (a ladder cell, one request, by its own rate; "
+           "docs/compare.md).")},
         header, numeric, [this, goodput](const Cell& cl, const Comparison& cmp) {
           const ArmCell* a = cl.arm(cmp.arm);
           const ArmCell* bs = cl.arm(bd_.baseline);
@@ -340,11 +342,11 @@ class Builder {
                                      cell_text(cl.name, cl.level),
                                      value_cell(a, "output_tokens_per_s"),
                                      value_cell(bs, "output_tokens_per_s"),
-                                     delta_cell(cmp, "output_tokens_per_s"),
-                                     delta_cell(cmp, "requests_per_s"),
-                                     delta_cell(cmp, "decode_tokens_per_s"),
-                                     delta_cell(cmp, "decode_rate_per_user_p50")};
-          if (goodput) row.push_back(delta_cell(cmp, "goodput_requests_per_s"));
+                                     delta_cell(cl, cmp, "output_tokens_per_s"),
+                                     delta_cell(cl, cmp, "requests_per_s"),
+                                     delta_cell(cl, cmp, "decode_tokens_per_s"),
+                                     delta_cell(cl, cmp, "decode_rate_per_user_p50")};
+          if (goodput) row.push_back(delta_cell(cl, cmp, "goodput_requests_per_s"));
           row.push_back(cell_text(number(fig(a, "achieved_concurrency"), 2) + " / " +
                                   number(fig(bs, "achieved_concurrency"), 2)));
           return row;
@@ -354,23 +356,32 @@ class Builder {
   void prefill() {
     per_arm_tables(
         Part::kPrefill, "Prefill",
-        {t("Aggregate prefill tok/s is Σ input tokens of the completed requests over the "
-           "service window; per user, each request's input tokens over its time to first token "
-           "(client side: it includes queueing and the network).")},
-        {"Model", "Cell", "{A} prefill tok/s", "{B} prefill tok/s", "Prefill Δ", "{A} per user p50",
-         "{B} per user p50", "Per user p50 Δ"},
-        {false, false, true, true, true, true, true, true},
+        {t("A cell's prefill figure is the engine's own prefill rate where every run of the cell "
+           "has it (the prompt tokens the engine computed over its prompt time, from each "
+           "response's timings; summary.json server.timings.prefill_tokens_per_s), else the "
+           "client's per-request prefill rate, input tokens over the time to first token "
+           "(median; it includes queueing and the network; rates_tok_s.prefill_rate_client). "
+           "Its source is named in each row. Input tok/s (aggregate) is Σ input tokens of the "
+           "completed requests over the service window: a rate of requests, not of prefill "
+           "(on one request stream its Δ is the req/s Δ).")},
+        {"Model", "Cell", "Prefill figure", "{A} prefill tok/s", "{B} prefill tok/s", "Prefill Δ",
+         "{A} input tok/s (aggregate)", "{B} input tok/s (aggregate)", "Input tok/s Δ"},
+        {false, false, false, true, true, true, true, true, true},
         [this](const Cell& cl, const Comparison& cmp) {
           const ArmCell* a = cl.arm(cmp.arm);
           const ArmCell* bs = cl.arm(bd_.baseline);
-          return std::vector<TableCell>{cell_text(cl.model),
-                                        cell_text(cl.name, cl.level),
-                                        value_cell(a, "input_tokens_per_s"),
-                                        value_cell(bs, "input_tokens_per_s"),
-                                        delta_cell(cmp, "input_tokens_per_s"),
-                                        value_cell(a, "prefill_rate_client_p50"),
-                                        value_cell(bs, "prefill_rate_client_p50"),
-                                        delta_cell(cmp, "prefill_rate_client_p50")};
+          const std::string& key = cl.prefill_figure;
+          return std::vector<TableCell>{
+              cell_text(cl.model),
+              cell_text(cl.name, cl.level),
+              cell_text(key == compare::kEnginePrefillKey ? "engine-timed"
+                                                          : "client, per request p50"),
+              value_cell(a, key),
+              value_cell(bs, key),
+              delta_cell(cl, cmp, key),
+              value_cell(a, "input_tokens_per_s"),
+              value_cell(bs, "input_tokens_per_s"),
+              delta_cell(cl, cmp, "input_tokens_per_s")};
         });
   }
 
@@ -404,11 +415,11 @@ class Builder {
                         fig(bs, "e2e_p50_ms")),
               value_cell(a, "e2e_jitter_ms"),
               value_cell(bs, "e2e_jitter_ms"),
-              delta_cell(cmp, "ttft_p50_ms"),
-              delta_cell(cmp, "tpot_p50_ms"),
-              delta_cell(cmp, "e2e_p50_ms"),
-              delta_cell(cmp, "e2e_p99_ms"),
-              delta_cell(cmp, "e2e_jitter_ms")};
+              delta_cell(cl, cmp, "ttft_p50_ms"),
+              delta_cell(cl, cmp, "tpot_p50_ms"),
+              delta_cell(cl, cmp, "e2e_p50_ms"),
+              delta_cell(cl, cmp, "e2e_p99_ms"),
+              delta_cell(cl, cmp, "e2e_jitter_ms")};
         });
   }
 
@@ -449,7 +460,7 @@ class Builder {
               cell_text(cl.name, cl.level),
               cell_text(correct_text(q.correct_arm, q.scored_arm), q.accuracy_arm),
               cell_text(correct_text(q.correct_baseline, q.scored_baseline), q.accuracy_baseline),
-              delta_cell(cmp, "accuracy"),
+              delta_cell(cl, cmp, "accuracy"),
               cell_text(number(q.output_mean_arm, 1) + " / " + number(q.output_mean_baseline, 1)),
               cell_text(q.output_mean_gap_pct ? number(q.output_mean_gap_pct, 1) + " %" : "n/a",
                         q.output_mean_gap_pct),
@@ -501,7 +512,11 @@ class Builder {
                                    cell_text(a.arm)};
         for (const auto& k : keys) {
           if (fig(&a, k)) any = true;
-          row.push_back(value_cell(&a, k));
+          TableCell cell = value_cell(&a, k);
+          if (k == "power_mean_w" && compare::power_disagreement(a.run())) {
+            cell.content.push_back(Span{" above the peak: the sources disagree", true, false});
+          }
+          row.push_back(std::move(cell));
         }
         tb.rows.push_back(std::move(row));
       }
@@ -530,11 +545,15 @@ class Builder {
     Section& s = section("GPU operating figures");
     s.blocks.push_back(paragraph(
         {t("Over each run's service window, from its telemetry: peak VRAM summed over the "
-           "GPUs, mean power (energy over the window) and p95 power of the devices in the "
-           "energy scope, the hottest GPU's p95 temperature. Shown, not compared.")}));
+           "GPUs; power of the devices in the energy scope: the mean from the energy counter "
+           "(energy over the window), the peak and the p95 from the power samples (the peak "
+           "of their sum at one instant, the sum of each device's p95); the hottest GPU's p95 "
+           "temperature. A mean above the peak means the two sources disagree: it is marked "
+           "and is a finding. Shown, not compared.")}));
     place_figures(s, Part::kGpu);
-    arm_rows(s, {"vram_peak_bytes", "power_mean_w", "power_p95_w", "temperature_p95_c"},
-             "No run of this board recorded GPU operating figures" + no_energy_reason() + ".");
+    arm_rows(
+        s, {"vram_peak_bytes", "power_mean_w", "power_peak_w", "power_p95_w", "temperature_p95_c"},
+        "No run of this board recorded GPU operating figures" + no_energy_reason() + ".");
   }
 
   void energy() {
@@ -557,9 +576,9 @@ class Builder {
         tb.numeric = {false, false, true, true, true};
         for (const auto& [cl, cmp] : of_arm(bd_, arm)) {
           tb.rows.push_back({cell_text(cl->model), cell_text(cl->name, cl->level),
-                             delta_cell(*cmp, "joules_per_output_token"),
-                             delta_cell(*cmp, "idle_subtracted_joules_per_output_token"),
-                             delta_cell(*cmp, "output_tokens_per_j")});
+                             delta_cell(*cl, *cmp, "joules_per_output_token"),
+                             delta_cell(*cl, *cmp, "idle_subtracted_joules_per_output_token"),
+                             delta_cell(*cl, *cmp, "output_tokens_per_j")});
         }
         if (tb.rows.empty()) continue;
         doc_.sections.back().blocks.push_back(

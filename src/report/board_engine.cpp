@@ -87,17 +87,18 @@ std::optional<Section> engine_section(const Board& bd) {
     for (const auto& [cl, cmp] : bd.comparisons()) {
       if (cmp->arm != arm) continue;
       std::vector<TableCell> row{cell_text(cl->model), cell_text(cl->name, cl->level)};
-      for (const auto* m : compared) row.push_back(cells::delta_cell(*cmp, m->key));
+      for (const auto* m : compared) row.push_back(cells::delta_cell(*cl, *cmp, m->key));
       tb.rows.push_back(std::move(row));
     }
     if (tb.rows.empty()) continue;
     s.blocks.push_back(paragraph(
         {b(arm), t(" vs " + bd.baseline +
                    ", the engine's own rates (a delta only where both arms' engines reported "
-                   "the rate; an interval only over at least " +
+                   "the rate; the engine-timed prefill rate has an interval over the requests, "
+                   "from each response's timings; the per-request medians only over at least " +
                    std::to_string(bd.bootstrap.min_repetitions) +
                    " repetitions per arm, since the board keeps the engine's medians, not its "
-                   "per-response times):")}));
+                   "per-response rates):")}));
     s.blocks.push_back(table_block(std::move(tb)));
   }
   return s;

@@ -157,6 +157,9 @@ json::object cell_json(const Cell& c, bool engine_figures) {
                                        {"deltas", std::move(deltas)},
                                        {"quality", quality_json(cmp.quality)}});
   }
+  json::array judged_by;
+  for (const auto& k : compare::own_figures(c.level_kind, c.prefill_figure))
+    judged_by.push_back(json::value(k));
   return json::object{
       {"id", c.id},
       {"model", c.model},
@@ -164,6 +167,8 @@ json::object cell_json(const Cell& c, bool engine_figures) {
       {"cell", c.name},
       {"level_kind", c.level_kind.empty() ? json::value(nullptr) : json::value(c.level_kind)},
       {"level", num(c.level)},
+      {"prefill_figure", c.prefill_figure},
+      {"judged_by", std::move(judged_by)},
       {"arms", std::move(arms)},
       {"comparisons", std::move(comparisons)}};
 }

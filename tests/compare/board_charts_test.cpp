@@ -91,6 +91,8 @@ void expect_draws(const BoardChart& c) {
   const chart::Size got = png_size(f.png);
   EXPECT_EQ(got.width, want.width);
   EXPECT_EQ(got.height, want.height);
+  // Every title, label and legend name whole at the default size: nothing drawn with "…".
+  EXPECT_EQ(chart::shortened_texts(c.chart, want.width, want.height), std::vector<std::string>{});
   const chart::Size asked = png_size(chart::render(c.chart, chart::Format::kPng, 800, 500));
   EXPECT_EQ(asked.width, 800);
   EXPECT_EQ(asked.height, 500);
@@ -107,15 +109,15 @@ TEST_F(BoardCharts, TheFixtureBoardGetsEveryChart) {
   const compare::Board b = compare::build_board(testing::fixture_input(), testing::fixed_options());
   const auto charts = board_charts(b);
   EXPECT_EQ(stems(charts),
-            (std::vector<std::string>{"throughput-by-concurrency", "decode-per-user-by-concurrency",
-                                      "delta-heatmap", "serving-tradeoff", "prefill-by-concurrency",
-                                      "prefill-per-user-by-concurrency", "prefill-delta-heatmap",
-                                      "e2e-latency-cdf", "ttft-cdf", "power-timeline",
-                                      "energy-timeline"}));
+            (std::vector<std::string>{
+                "throughput-by-concurrency", "decode-per-user-by-concurrency", "delta-heatmap",
+                "serving-tradeoff", "input-throughput-by-concurrency",
+                "prefill-per-user-by-concurrency", "prefill-delta-heatmap", "e2e-latency-cdf",
+                "ttft-cdf", "power-timeline", "energy-timeline"}));
   EXPECT_EQ(by_stem(charts, "delta-heatmap").section, compare::Section::kThroughput);
   EXPECT_EQ(by_stem(charts, "decode-per-user-by-concurrency").section,
             compare::Section::kThroughput);
-  EXPECT_EQ(by_stem(charts, "prefill-by-concurrency").section, compare::Section::kPrefill);
+  EXPECT_EQ(by_stem(charts, "input-throughput-by-concurrency").section, compare::Section::kPrefill);
   EXPECT_EQ(by_stem(charts, "prefill-delta-heatmap").section, compare::Section::kPrefill);
   EXPECT_EQ(by_stem(charts, "ttft-cdf").section, compare::Section::kLatency);
   EXPECT_EQ(by_stem(charts, "power-timeline").section, compare::Section::kGpu);
@@ -158,10 +160,12 @@ TEST_F(BoardCharts, TheFixtureBoardGetsEveryChart) {
   EXPECT_NE(by_stem(charts, "delta-heatmap").caption.find("throughput.output_tokens_per_s"),
             std::string::npos);
 
-  // The prefill heatmap beside it: Δ aggregate prefill tok/s, the same layout and scale rules.
+  // The prefill heatmap beside it: Δ each cell's prefill figure (here the client's: the fixture's
+  // engine reported no timings), labelled with its source, the same layout and scale rules.
   const BoardChart& prefill_heat = by_stem(charts, "prefill-delta-heatmap");
   const auto& ph = std::get<chart::Heatmap>(prefill_heat.chart);
-  const auto prefill_grid = compare::delta_grid(b, "input_tokens_per_s");
+  for (const auto& c : b.cells) EXPECT_EQ(c.prefill_figure, "prefill_rate_client_p50");
+  const auto prefill_grid = compare::delta_grid(b, "prefill_rate_client_p50");
   ASSERT_EQ(prefill_grid.size(), 2u);
   EXPECT_EQ(ph.rows, h.rows);
   EXPECT_EQ(ph.columns, h.columns);
@@ -172,23 +176,22 @@ TEST_F(BoardCharts, TheFixtureBoardGetsEveryChart) {
     const compare::Verdict v = prefill_grid[k].delta.verdict;
     ASSERT_TRUE(v == compare::Verdict::kWin || v == compare::Verdict::kTie ||
                 v == compare::Verdict::kLoss);
-    EXPECT_EQ(ph.cell_labels[0][k], compare::to_string(v));
+    EXPECT_EQ(ph.cell_labels[0][k], std::string(compare::to_string(v)) + " · client");
   }
   EXPECT_EQ(ph.scale_title, "Δ prefill tok/s (%)");
-  EXPECT_NE(ph.subtitle.find("Δ aggregate prefill tok/s in % of slow"), std::string::npos)
-      << ph.subtitle;
-  EXPECT_NE(ph.title.find("Prefill throughput"), std::string::npos) << ph.title;
+  EXPECT_NE(ph.subtitle.find("Δ prefill tok/s in % of slow"), std::string::npos) << ph.subtitle;
+  EXPECT_NE(ph.title.find("Prefill rate"), std::string::npos) << ph.title;
   EXPECT_EQ(ph.min_limit, h.min_limit);
   EXPECT_EQ(ph.positive_label, h.positive_label);
-  EXPECT_NE(prefill_heat.caption.find("Δ aggregate prefill tok/s (summary.json "
-                                      "throughput.input_tokens_per_s)"),
-            std::string::npos)
+  EXPECT_NE(prefill_heat.caption.find("rates_tok_s.prefill_rate_client.p50"), std::string::npos)
       << prefill_heat.caption;
+  EXPECT_EQ(prefill_heat.caption.find("input_tokens_per_s"), std::string::npos);
   EXPECT_NE(prefill_heat.caption.find("20261130T004322Z"), std::string::npos);
   {
-    // Both arms here sent the same tokens, so Δ prefill equals Δ output: plant another one.
+    // The heatmap draws the cell's prefill figure, not the aggregate input rate: plant both.
     compare::Board planted = b;
-    planted.cells[1].comparisons[0].deltas["input_tokens_per_s"].value = -12.5;
+    planted.cells[1].comparisons[0].deltas["prefill_rate_client_p50"].value = -12.5;
+    planted.cells[1].comparisons[0].deltas["input_tokens_per_s"].value = 99.0;
     const auto again = board_charts(planted);
     const auto& planted_heat =
         std::get<chart::Heatmap>(by_stem(again, "prefill-delta-heatmap").chart);
@@ -347,7 +350,7 @@ TEST_F(BoardCharts, DrawFromOneModelAndCellToTenModelsAndEightCells) {
                                      "decode-per-user-by-concurrency",
                                      "delta-heatmap",
                                      "serving-tradeoff",
-                                     "prefill-by-concurrency",
+                                     "input-throughput-by-concurrency",
                                      "prefill-per-user-by-concurrency",
                                      "prefill-delta-heatmap"};
     for (const char* kind : {"e2e-latency-cdf", "ttft-cdf"}) {
@@ -471,10 +474,11 @@ TEST_F(BoardCharts, ALadderPlotsDecodeOverDepthAndPrefillOverPromptSize) {
   const auto charts = board_charts(b);
   // No aggregate or load charts: a ladder sends one request per cell.
   EXPECT_EQ(stems(charts),
-            (std::vector<std::string>{"decode-per-user-by-context", "delta-heatmap",
+            (std::vector<std::string>{"decode-per-user-by-context", "decode-delta-heatmap",
                                       "prefill-per-user-by-prompt", "prefill-delta-heatmap",
                                       "e2e-latency-cdf-model-0", "e2e-latency-cdf-model-1",
-                                      "ttft-cdf-model-0", "ttft-cdf-model-1"}));
+                                      "ttft-cdf-model-0", "ttft-cdf-model-1", "ttft-by-context",
+                                      "ttft-by-prompt", "e2e-by-context", "e2e-by-prompt"}));
 
   // Decode: per-user decode tok/s p50 (the ladder's decode_tok_s) over the context depth,
   // depth 0 included, on an ordinal axis; one line per arm, one panel per model.
@@ -528,8 +532,9 @@ TEST_F(BoardCharts, ALadderPlotsDecodeOverDepthAndPrefillOverPromptSize) {
   }
   EXPECT_NE(prefill.caption.find("rates_tok_s.prefill_rate_client.p50"), std::string::npos);
 
-  // The heatmaps keep to the cells that measure their figure, named as the ladder names them.
-  const auto& h = std::get<chart::Heatmap>(by_stem(charts, "delta-heatmap").chart);
+  // The heatmaps keep to the cells judged by their figure, named as the ladder names them:
+  // decode cells by their per-user decode rate, prefill cells by their prefill figure.
+  const auto& h = std::get<chart::Heatmap>(by_stem(charts, "decode-delta-heatmap").chart);
   EXPECT_EQ(h.columns,
             (std::vector<std::string>{"decode@0", "decode@8000", "decode@16000", "decode@32000"}));
   EXPECT_FALSE(h.values[1][1].has_value());  // model-1 has no decode@8000
@@ -620,6 +625,16 @@ TEST(LadderBoard, TalliesAndNonWinsCountWhatALadderMeasures) {
   EXPECT_EQ(prefill.compared, 3u);  // the prefill cells only
   EXPECT_EQ(prefill.losses, 3u);    // arm a prefills slower
   EXPECT_GE(decode.wins, 3u);       // ...and decodes faster at depth
+  // One request: the aggregate rates over a service window are not compared at all.
+  for (const auto& c : b.cells) {
+    for (const auto& cmp : c.comparisons) {
+      for (const char* k :
+           {"output_tokens_per_s", "requests_per_s", "decode_tokens_per_s", "input_tokens_per_s"}) {
+        EXPECT_EQ(cmp.deltas.count(k), 0u) << c.id << " " << k;
+      }
+      EXPECT_EQ(cmp.deltas.count("ttft_p50_ms"), 1u) << c.id;
+    }
+  }
   for (const auto& f : b.findings) {
     if (f.type != "nonwin") continue;
     const std::string metric(f.data.at("metric").as_string());

@@ -6,8 +6,8 @@
 #include <optional>
 #include <string_view>
 
-#include "engine/llamacpp_timings.h"
 #include "fuzz/fuzz_check.h"
+#include "record/llamacpp_timings.h"
 
 namespace {
 
@@ -21,7 +21,7 @@ void check_time(const std::optional<double>& ms) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  const auto t = dyno::engine::parse_llamacpp_timings(text);
+  const auto t = dyno::record::parse_llamacpp_timings(text);
   if (!t) return 0;
   check_count(t->cache_n);
   check_count(t->prompt_n);

@@ -34,7 +34,7 @@ const std::vector<std::string> kCharts = {"throughput-by-concurrency",
                                           "decode-per-user-by-concurrency",
                                           "delta-heatmap",
                                           "serving-tradeoff",
-                                          "prefill-by-concurrency",
+                                          "input-throughput-by-concurrency",
                                           "prefill-per-user-by-concurrency",
                                           "prefill-delta-heatmap",
                                           "e2e-latency-cdf",
@@ -354,10 +354,15 @@ TEST_F(Report, ALadderBoardPlotsDecodeOverDepthAndPrefillOverPromptSize) {
                          "fast=label=fast", "--arm", "slow=label=slow", "--allow-unresolved"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Decode over context depth (depth 0 among them), prefill over prompt size; no aggregate or
-  // load chart for cells of one request.
-  const std::vector<std::string> charts = {
-      "decode-per-user-by-context", "delta-heatmap",   "prefill-per-user-by-prompt",
-      "prefill-delta-heatmap",      "e2e-latency-cdf", "ttft-cdf"};
+  // load chart for cells of one request, and their latency as points over the level, not CDFs.
+  const std::vector<std::string> charts = {"decode-per-user-by-context",
+                                           "decode-delta-heatmap",
+                                           "prefill-per-user-by-prompt",
+                                           "prefill-delta-heatmap",
+                                           "ttft-by-context",
+                                           "ttft-by-prompt",
+                                           "e2e-by-context",
+                                           "e2e-by-prompt"};
   const json::object ledger =
       json::parse(Child::slurp((board / "board.json").string())).as_object();
   std::vector<std::string> stems;

@@ -1,8 +1,8 @@
-#include "engine/llamacpp_timings.h"
+#include "record/llamacpp_timings.h"
 
 #include <gtest/gtest.h>
 
-namespace dyno::engine {
+namespace dyno::record {
 namespace {
 
 TEST(LlamaCppTimings, ReadsAResponsesTimings) {
@@ -50,4 +50,4 @@ TEST(LlamaCppTimings, AbsentNullAndOddFieldsStayAbsent) {
 }
 
 }  // namespace
-}  // namespace dyno::engine
+}  // namespace dyno::record

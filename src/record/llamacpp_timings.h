@@ -12,7 +12,7 @@
 #include <optional>
 #include <string_view>
 
-namespace dyno::engine {
+namespace dyno::record {
 
 /// The fields dyno reads; each is nullopt when absent, null or of the wrong type. The derived
 /// `*_per_token_ms` / `*_per_second` fields are not read: dyno derives its own rates.
@@ -31,4 +31,4 @@ struct LlamaCppTimings {
 /// finite non-negative numbers; any other value leaves its field nullopt.
 std::optional<LlamaCppTimings> parse_llamacpp_timings(std::string_view json_text);
 
-}  // namespace dyno::engine
+}  // namespace dyno::record

@@ -1,10 +1,10 @@
-#include "engine/llamacpp_timings.h"
+#include "record/llamacpp_timings.h"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 #include <cmath>
 
-namespace dyno::engine {
+namespace dyno::record {
 
 namespace json = boost::json;
 
@@ -42,4 +42,4 @@ std::optional<LlamaCppTimings> parse_llamacpp_timings(std::string_view json_text
   return t;
 }
 
-}  // namespace dyno::engine
+}  // namespace dyno::record
