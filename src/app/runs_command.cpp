@@ -628,6 +628,7 @@ RunsCli::RunsCli(CLI::App& runs) : runs_(&runs) {
   verify_->add_option("runs", o_.ids,
                       "run ids, unique prefixes, run directories, campaign ids or campaign files");
   verify_->add_flag("--all", o_.all, "every run and every campaign under --runs-root");
+  add_index(*verify_, o_);  // the record digests it remembers
   verify_->add_flag("--json", o_.json, "print the reports as JSON");
 
   rm_ = runs_->add_subcommand("rm", "remove runs (their directories and index rows)");

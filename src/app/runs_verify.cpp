@@ -4,12 +4,18 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <map>
+#include <memory>
 #include <system_error>
 
 #include "app/console.h"
 #include "app/exit_codes.h"
+#include "digest/digest.h"
+#include "protocol/campaign_check.h"
 #include "record/campaign_file.h"
 #include "record/record_json.h"
+#include "record/record_reader.h"
+#include "record/run_record.h"
 #include "record/run_verify.h"
 
 namespace dyno::app {
@@ -74,7 +80,7 @@ json::object report_json(const Target& t, const record::VerifyReport& rep) {
                  {"ok", rep.ok()},
                  {"files_checked", rep.files_checked},
                  {"problems", std::move(problems)}};
-  if (t.campaign) o["notes"] = std::move(notes);
+  o["notes"] = std::move(notes);
   return o;
 }
 
@@ -94,6 +100,112 @@ void print_report(const Target& t, const record::VerifyReport& rep, std::ostream
   for (const auto& n : rep.notes) out << "        note: " << terminal_text(n, true) << "\n";
 }
 
+/// The run index as the witness of the records it indexed: a record whose SHA256SUMS is no
+/// longer the one the index remembers was changed (and re-checksummed) after dyno wrote it.
+/// Opened only when there is one (--index, DYNO_INDEX_URL, or <runs-root>/index.sqlite), for
+/// runs under the runs root; it never fails a record for being unable to answer (a note).
+class IndexWitness {
+ public:
+  IndexWitness(const RunsOptions& o, std::ostream& err)
+      : root_(o.runs_root), url_(resolve_index_url(o.index)), err_(err) {}
+
+  void check(const Target& t, record::VerifyReport& rep) {
+    std::error_code ec;
+    if (!fs::equivalent(t.path.parent_path(), root_, ec)) return;  // a record outside the store
+    if (!open(rep)) return;
+    std::optional<store::RunRow> row;
+    try {
+      row = index_->find(t.name);
+    } catch (const std::exception& e) {
+      rep.notes.push_back("the run index could not be read: " + std::string(e.what()));
+      return;
+    }
+    if (!row) {
+      rep.notes.push_back("the run index (" + index_->name() +
+                          ") does not hold this run: no remembered digest to compare");
+      return;
+    }
+    if (!row->record_sha256) {
+      rep.notes.push_back("the run index (" + index_->name() +
+                          ") remembers no digest of this record (indexed before dyno "
+                          "remembered digests): a change re-checksummed since cannot be seen");
+      return;
+    }
+    std::string now;
+    try {
+      now = digest::sha256_hex_file(t.path / "SHA256SUMS");
+    } catch (const digest::FileError&) {
+      return;  // no SHA256SUMS: verify_run_dir has said so
+    }
+    if (now != *row->record_sha256) {
+      rep.problems.push_back(
+          {"index", "SHA256SUMS",
+           "sha256 " + now + " is not " + *row->record_sha256 + ", the digest the run index (" +
+               index_->name() +
+               ") remembers from when dyno indexed the record: the record changed after it "
+               "was written"});
+    }
+  }
+
+ private:
+  bool open(record::VerifyReport& rep) {
+    if (tried_) return index_ != nullptr;
+    tried_ = true;
+    std::error_code ec;
+    if (url_.empty() && !fs::is_regular_file(root_ / store::kIndexFileName, ec)) return false;
+    try {
+      index_ = std::make_unique<store::RunIndex>(root_, err_, url_);
+    } catch (const std::exception& e) {
+      rep.notes.push_back("the run index could not be opened: " + std::string(e.what()));
+    }
+    return index_ != nullptr;
+  }
+
+  fs::path root_;
+  std::string url_;
+  std::ostream& err_;
+  bool tried_ = false;
+  std::unique_ptr<store::RunIndex> index_;
+};
+
+/// A campaign whose files and records verify: its headline, session telemetry and energy flags
+/// recomputed from the records it pins (protocol/campaign_check.h), each member that differs a
+/// problem naming the campaign, the member and both values. A file whose own digest was
+/// recomputed after a figure was forged fails here.
+void recompute_rollups(const Target& t, record::VerifyReport& rep) {
+  if (!rep.ok()) return;  // the records it pins are not the ones it was made from
+  try {
+    const json::object doc = record::read_record_json(t.path);
+    const fs::path root = t.path.parent_path().parent_path();
+    std::map<std::string, record::RunRecord> records;
+    for (const auto& c : doc.at("cells").as_array()) {
+      for (const auto& r : c.at("runs").as_array()) {
+        const std::string id(r.at("run_id").as_string());
+        records.emplace(id, record::read_run(root / id, {.requests = true, .integrity = false}));
+      }
+    }
+    std::size_t shown = 0, more = 0;
+    for (const auto& m : protocol::check_rollups(doc, records)) {
+      if (++shown > 12) {
+        ++more;
+        continue;
+      }
+      rep.problems.push_back({"recompute", "",
+                              "campaign " + t.name + ": " + m.member + " is " + m.in_file +
+                                  " in the file, " + m.recomputed +
+                                  " recomputed from the records it pins"});
+    }
+    if (more > 0) {
+      rep.problems.push_back({"recompute", "", std::to_string(more) + " more member(s) differ"});
+    }
+  } catch (const std::exception& e) {
+    rep.problems.push_back(
+        {"recompute", "",
+         "campaign " + t.name +
+             ": its roll-ups could not be recomputed from its records: " + e.what()});
+  }
+}
+
 bool glob_matches(const std::optional<std::string>& pattern, const std::string& value) {
   return !pattern || ::fnmatch(pattern->c_str(), value.c_str(), 0) == 0;
 }
@@ -109,11 +221,17 @@ bool in_dates(const store::RunFilter& f, const std::string& started) {
 
 int cmd_verify(const RunsOptions& o, std::ostream& out, std::ostream& err) {
   const std::vector<Target> all = targets(o);
+  IndexWitness index(o, err);
   std::size_t failed = 0, runs = 0, campaigns = 0, campaigns_failed = 0;
   json::array reports;
   for (const auto& t : all) {
-    const record::VerifyReport rep =
+    record::VerifyReport rep =
         t.campaign ? record::verify_campaign_file(t.path) : record::verify_run_dir(t.path);
+    if (t.campaign) {
+      recompute_rollups(t, rep);
+    } else {
+      index.check(t, rep);
+    }
     (t.campaign ? campaigns : runs) += 1;
     if (!rep.ok()) (t.campaign ? campaigns_failed : failed) += 1;
     if (o.json) {

@@ -131,14 +131,23 @@ void ProtocolCampaign::run_cell(const CellPlan& cell, const CellRunner& run,
 }
 
 json::object ProtocolCampaign::cell_json(const CellResult& c, json::object& headline) const {
+  return cell_document(plan_.figures, c.name, c.key, c.params, c.metric, selection_json(c.metric),
+                       c.reps, headline);
+}
+
+json::object cell_document(const Figures& figures, const std::string& name,
+                           const std::vector<std::string>& key, const json::object& params,
+                           const std::string& metric, const json::object& selection,
+                           const std::vector<engine_session::CellOutcome>& reps,
+                           json::object& headline) {
   std::vector<std::pair<double, std::size_t>> ranked;
   json::array runs;
   // Every figure, in the protocol's order, with the values it took over the repetitions.
   std::vector<std::pair<std::string, std::vector<double>>> values;
   std::vector<json::object> rep_figures;
-  for (std::size_t i = 0; i < c.reps.size(); ++i) {
-    const engine_session::CellOutcome& rep = c.reps[i];
-    json::object figs = plan_.figures(rep);
+  for (std::size_t i = 0; i < reps.size(); ++i) {
+    const engine_session::CellOutcome& rep = reps[i];
+    json::object figs = figures(rep);
     add_energy_figures(rep, figs);  // every protocol's cells, when energy was measured
     rep_figures.push_back(figs);
     for (const auto& kv : figs) {
@@ -147,12 +156,12 @@ json::object ProtocolCampaign::cell_json(const CellResult& c, json::object& head
       if (it == values.end()) it = values.insert(values.end(), {std::string(kv.key()), {}});
       if (kv.value().is_number()) it->second.push_back(kv.value().to_number<double>());
     }
-    const auto m = metrics::selection_value(rep.summary, c.metric);
+    const auto m = metrics::selection_value(rep.summary, metric);
     if (m && std::isfinite(*m)) ranked.emplace_back(*m, i);
     runs.push_back(json::object{{"run_id", rep.run_id},
                                 {"status", rep.status},
                                 {"record_sha256", rep.record_sha256},
-                                {c.metric, num(m)},
+                                {metric, num(m)},
                                 {"figures", figs}});
   }
   json::value selected = nullptr;
@@ -161,7 +170,7 @@ json::object ProtocolCampaign::cell_json(const CellResult& c, json::object& head
     // The median repetition by the declared metric (the lower middle one for an even count).
     std::sort(ranked.begin(), ranked.end());
     const std::size_t pick = ranked[(ranked.size() - 1) / 2].second;
-    selected = c.reps[pick].run_id;
+    selected = reps[pick].run_id;
     selected_figures = &rep_figures[pick];
   }
   json::object spreads;
@@ -170,11 +179,11 @@ json::object ProtocolCampaign::cell_json(const CellResult& c, json::object& head
         selected_figures != nullptr ? selected_figures->if_contains(k) : nullptr;
     spreads[k] = figure_spread(v, mine != nullptr ? *mine : json::value(nullptr));
   }
-  put_headline(headline, c.key,
+  put_headline(headline, key,
                selected_figures != nullptr ? json::value(*selected_figures) : json::value(nullptr));
-  return json::object{{"cell", c.name},
-                      {"params", c.params},
-                      {"selection", selection_json(c.metric)},
+  return json::object{{"cell", name},
+                      {"params", params},
+                      {"selection", selection},
                       {"runs", std::move(runs)},
                       {"selected_run", selected},
                       {"figures", std::move(spreads)}};

@@ -23,6 +23,17 @@ namespace dyno::protocol {
 /// (null when it is not a finite number).
 boost::json::object figure_spread(std::vector<double> values, const boost::json::value& selected);
 
+/// A cell's member of the campaign file (`cells[i]`: its runs with their figures, the selected
+/// repetition — the median by `metric` —, the figures' spreads) from its repetitions' outcomes,
+/// with the selected figures put at `key` in `headline`. The one definition ProtocolCampaign
+/// and the campaign check (campaign_check.h) share.
+boost::json::object cell_document(const Figures& figures, const std::string& name,
+                                  const std::vector<std::string>& key,
+                                  const boost::json::object& params, const std::string& metric,
+                                  const boost::json::object& selection,
+                                  const std::vector<engine_session::CellOutcome>& reps,
+                                  boost::json::object& headline);
+
 /// Runs one cell spec into a record and returns its outcome (the command shows it).
 using CellRunner = std::function<engine_session::CellOutcome(const engine_session::CellSpec&)>;
 

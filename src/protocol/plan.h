@@ -90,6 +90,14 @@ struct ProtocolPlan {
   std::vector<CellPlan> cells;
 };
 
+/// The figures of one repetition of a cell of `protocol` (sweep, ladder, speed, real): the one
+/// definition the plans and the campaign check (campaign_check.h) share; empty for another name.
+Figures protocol_figures(const std::string& protocol);
+
+/// Where a cell's figures sit in the campaign file's `headline`: speed's "<pass>/<part>" →
+/// {pass, part}, ladder's "<kind>@<tokens>" → {kind, tokens}, any other cell → {its name}.
+std::vector<std::string> headline_key(const std::string& protocol, const std::string& cell);
+
 /// Sweep: one closed-loop cell per level of `levels` (a concurrency: max(min_requests,
 /// per_slot·C) requests each), or with sweep.rates one open-loop cell per rate (rate_duration_s
 /// each), over `stream` cyclically. The caller checked the levels against the flags' limits.

@@ -176,18 +176,7 @@ ProtocolPlan plan_sweep(const SweepOptions& s, const std::vector<double>& levels
                              {"request_stream_sha256", stream.sha256}};
   plan.params["values"] = to_array(levels);
   if (open) plan.params["rate_duration_s"] = s.rate_duration_s;
-  plan.figures = [](const engine_session::CellOutcome& c) {
-    const auto& m = c.summary;
-    return json::object{{"requests_ok", m.requests_ok},
-                        {"achieved_concurrency", num(m.achieved_concurrency)},
-                        {"output_tokens_per_s", num(m.output_tokens_per_s)},
-                        {"requests_per_s", num(m.requests_per_s)},
-                        {"ttft_p50_ms", num(m.ttft_ms.p50)},
-                        {"ttft_p99_ms", num(m.ttft_ms.p99)},
-                        {"tpot_p50_ms", num(m.tpot_ms.p50)},
-                        {"e2e_p50_ms", num(m.e2e_ms.p50)},
-                        {"error_rate", num(m.error_rate)}};
-  };
+  plan.figures = protocol_figures(plan.name);
   // Synthetic prompts are about one token a word: the record says when the engine counted
   // otherwise (input_length_differs).
   const std::optional<std::int64_t> requested =
@@ -241,16 +230,7 @@ ProtocolPlan plan_ladder(const LadderOptions& l, const std::vector<double>& dept
                              {"decode_tokens", l.decode_tokens},
                              {"prompt_lengths", count ? "exact" : "approximate"}};
   if (count) plan.params["tokenizer"] = tokenizer;
-  plan.figures = [](const engine_session::CellOutcome& c) {
-    const auto& m = c.summary;
-    return with_engine_figures(
-        json::object{{"input_tokens", num(m.input_tokens.p50)},
-                     {"computed_prompt_tokens", num(computed_prompt_tokens(c))},
-                     {"ttft_ms", num(m.ttft_ms.p50)},
-                     {"prefill_tok_s", num(m.prefill_rate_client.p50)},
-                     {"decode_tok_s", num(m.decode_rate_per_user.p50)}},
-        c);
-  };
+  plan.figures = protocol_figures(plan.name);
   // A repetition sends a prompt no earlier request sent, so a prefix cache cannot answer it
   // (the salt counts every prompt made, in the order the cells run).
   auto salt = std::make_shared<std::uint64_t>(0);
@@ -291,14 +271,14 @@ ProtocolPlan plan_ladder(const LadderOptions& l, const std::vector<double>& dept
     plan.cells.push_back(CellPlan{"decode@" + std::to_string(tokens),
                                   json::object{{"kind", "decode"}, {"target_tokens", tokens}}, "",
                                   cell_for(tokens, l.decode_tokens)});
-    plan.cells.back().key = {"decode", std::to_string(tokens)};
+    plan.cells.back().key = headline_key(plan.name, plan.cells.back().name);
   }
   for (double size : sizes) {
     const auto tokens = static_cast<std::int64_t>(size);
     plan.cells.push_back(CellPlan{"prefill@" + std::to_string(tokens),
                                   json::object{{"kind", "prefill"}, {"target_tokens", tokens}},
                                   "prefill_rate_p50", cell_for(tokens, 1)});
-    plan.cells.back().key = {"prefill", std::to_string(tokens)};
+    plan.cells.back().key = headline_key(plan.name, plan.cells.back().name);
   }
   return plan;
 }
@@ -380,9 +360,7 @@ ProtocolPlan plan_speed(const SpeedOptions& sp, const std::vector<std::string>& 
                              {"warmup_requests", std::max<std::uint64_t>(1, o.load.warmup)}};
   const std::optional<std::int64_t> requested =
       file ? std::nullopt : std::optional<std::int64_t>(o.stream.input_tokens);
-  plan.figures = [](const engine_session::CellOutcome& c) {
-    return with_engine_figures(speed_figures(c), c);
-  };
+  plan.figures = protocol_figures(plan.name);
   bool first = true;
   for (const auto& pass : passes) {
     const auto& reqs = prompts[pass];
@@ -394,7 +372,7 @@ ProtocolPlan plan_speed(const SpeedOptions& sp, const std::vector<std::string>& 
     solo.requested_input_tokens = requested;
     plan.cells.push_back(
         same_cell(pass + "/solo", json::object{{"pass", pass}, {"part", "solo"}}, solo));
-    plan.cells.back().key = {pass, "solo"};
+    plan.cells.back().key = headline_key(plan.name, plan.cells.back().name);
     first = false;
     std::vector<workload::Request> burst;
     for (std::uint32_t i = 0; i < sp.concurrency; ++i) burst.push_back(reqs[i % reqs.size()]);
@@ -405,7 +383,7 @@ ProtocolPlan plan_speed(const SpeedOptions& sp, const std::vector<std::string>& 
     plan.cells.push_back(same_cell(
         pass + "/agg",
         json::object{{"pass", pass}, {"part", "aggregate"}, {"concurrency", sp.concurrency}}, agg));
-    plan.cells.back().key = {pass, "agg"};
+    plan.cells.back().key = headline_key(plan.name, plan.cells.back().name);
   }
   return plan;
 }
@@ -425,17 +403,7 @@ ProtocolPlan plan_real(const RealOptions& re, const Shared& o,
   plan.rep = re.rep;
   plan.primary = "decode_rate_p50";
   plan.params = json::object{{"cases", order.size()}, {"request_stream_sha256", stream.sha256}};
-  plan.figures = [](const engine_session::CellOutcome& c) {
-    const auto& m = c.summary;
-    return with_engine_figures(
-        json::object{{"input_tokens", num(m.input_tokens.p50)},
-                     {"output_tokens", num(m.output_tokens.p50)},
-                     {"ttft_ms", num(m.ttft_ms.p50)},
-                     {"decode_tok_s", num(m.decode_rate_per_user.p50)},
-                     {"e2e_s", num(m.e2e_ms.p50 ? std::optional<double>(*m.e2e_ms.p50 / 1000.0)
-                                                : std::nullopt)}},
-        c);
-  };
+  plan.figures = protocol_figures(plan.name);
   // --warmup N: N discarded requests (the first case's first prompt, 8 tokens each) before
   // the first case.
   bool first = true;
@@ -448,6 +416,62 @@ ProtocolPlan plan_real(const RealOptions& re, const Shared& o,
                   given_cell(with_warmup(reqs, warmup), stream.source, 1, reqs.size(), o, warmup)));
   }
   return plan;
+}
+
+Figures protocol_figures(const std::string& protocol) {
+  if (protocol == "sweep") {
+    return [](const engine_session::CellOutcome& c) {
+      const auto& m = c.summary;
+      return json::object{{"requests_ok", m.requests_ok},
+                          {"achieved_concurrency", num(m.achieved_concurrency)},
+                          {"output_tokens_per_s", num(m.output_tokens_per_s)},
+                          {"requests_per_s", num(m.requests_per_s)},
+                          {"ttft_p50_ms", num(m.ttft_ms.p50)},
+                          {"ttft_p99_ms", num(m.ttft_ms.p99)},
+                          {"tpot_p50_ms", num(m.tpot_ms.p50)},
+                          {"e2e_p50_ms", num(m.e2e_ms.p50)},
+                          {"error_rate", num(m.error_rate)}};
+    };
+  }
+  if (protocol == "ladder") {
+    return [](const engine_session::CellOutcome& c) {
+      const auto& m = c.summary;
+      return with_engine_figures(
+          json::object{{"input_tokens", num(m.input_tokens.p50)},
+                       {"computed_prompt_tokens", num(computed_prompt_tokens(c))},
+                       {"ttft_ms", num(m.ttft_ms.p50)},
+                       {"prefill_tok_s", num(m.prefill_rate_client.p50)},
+                       {"decode_tok_s", num(m.decode_rate_per_user.p50)}},
+          c);
+    };
+  }
+  if (protocol == "speed") {
+    return [](const engine_session::CellOutcome& c) {
+      return with_engine_figures(speed_figures(c), c);
+    };
+  }
+  if (protocol == "real") {
+    return [](const engine_session::CellOutcome& c) {
+      const auto& m = c.summary;
+      return with_engine_figures(
+          json::object{{"input_tokens", num(m.input_tokens.p50)},
+                       {"output_tokens", num(m.output_tokens.p50)},
+                       {"ttft_ms", num(m.ttft_ms.p50)},
+                       {"decode_tok_s", num(m.decode_rate_per_user.p50)},
+                       {"e2e_s", num(m.e2e_ms.p50 ? std::optional<double>(*m.e2e_ms.p50 / 1000.0)
+                                                  : std::nullopt)}},
+          c);
+    };
+  }
+  return {};
+}
+
+std::vector<std::string> headline_key(const std::string& protocol, const std::string& cell) {
+  // speed: "<pass>/solo" and "<pass>/agg"; ladder: "<kind>@<tokens>".
+  const char sep = protocol == "speed" ? '/' : protocol == "ladder" ? '@' : '\0';
+  const std::size_t at = sep == '\0' ? std::string::npos : cell.rfind(sep);
+  if (at == std::string::npos) return {cell};
+  return {cell.substr(0, at), cell.substr(at + 1)};
 }
 
 }  // namespace dyno::protocol

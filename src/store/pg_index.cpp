@@ -207,6 +207,7 @@ class PgIndex final : public IndexBackend {
   void ensure_schema(std::ostream& warnings);
   std::string outdated_reason() { return schema_outdated_reason(conn_); }
   void create_schema();
+  void migrate_from_1();
   std::vector<RunRow> rows_of(const Result& r) const;
 
   std::string root_;  ///< the runs root's canonical path: the rows' `root`
@@ -220,6 +221,7 @@ void PgIndex::ensure_schema(std::ostream& warnings) {
   conn_.exec("SELECT pg_advisory_xact_lock(hashtextextended('dyno run index schema', 0))");
   const bool present =
       std::string(conn_.exec("SELECT to_regclass('dyno_meta') IS NOT NULL").text(0, 0)) == "t";
+  if (present) migrate_from_1();
   if (!present) {
     create_schema();
     opened_ = IndexOpened::new_root;
@@ -233,6 +235,16 @@ void PgIndex::ensure_schema(std::ostream& warnings) {
     opened_ = IndexOpened::new_root;  // first use of this runs root here: index all its runs
   }
   txn.commit();
+}
+
+/// A schema of version 1 gains the `record_sha256` column in place (its rows null), so the
+/// digests other dyno processes remembered are kept. Called in ensure_schema's transaction.
+void PgIndex::migrate_from_1() {
+  const Result v = conn_.exec("SELECT value FROM dyno_meta WHERE key = 'schema_version'");
+  if (v.rows() != 1 || v.null(0, 0) || std::string_view(v.text(0, 0)) != "1") return;
+  conn_.exec("ALTER TABLE dyno_runs ADD COLUMN IF NOT EXISTS record_sha256 TEXT COLLATE \"C\"");
+  conn_.exec("UPDATE dyno_meta SET value = $1 WHERE key = 'schema_version'",
+             {schema_version_text()});
 }
 
 void PgIndex::create_schema() {

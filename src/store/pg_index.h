@@ -17,9 +17,10 @@ namespace dyno::store {
 /// The version of dyno's PostgreSQL tables. An older schema (or none) is recreated and every
 /// runs root re-indexed from its directories (the index is a cache); a newer one is refused,
 /// so dyno versions sharing a database do not drop each other's tables.
-/// 1: the columns of kIndexSchemaVersion 4 plus `root`.
-inline constexpr int kPgIndexSchemaVersion = 1;
-static_assert(kIndexSchemaVersion == 4, "a new index layout needs a new kPgIndexSchemaVersion");
+/// 1: the columns of kIndexSchemaVersion 4 plus `root`; 2: `record_sha256` (a schema of
+/// version 1 gains it in place, its rows null).
+inline constexpr int kPgIndexSchemaVersion = 2;
+static_assert(kIndexSchemaVersion == 5, "a new index layout needs a new kPgIndexSchemaVersion");
 
 /// Connects to the database `url` names (libpq: the URL, PG* variables, ~/.pgpass) and makes
 /// sure dyno's tables are there at kPgIndexSchemaVersion. Throws IndexError naming the URL

@@ -20,6 +20,12 @@ namespace json = boost::json;
 
 namespace {
 
+/// A row read again keeps the record digest the index remembers (the digest of the record
+/// when dyno first indexed it): a record changed since is not taken as the truth by a listing.
+void keep_remembered_digest(RunRow& row, const std::optional<RunRow>& before) {
+  if (before && before->record_sha256) row.record_sha256 = before->record_sha256;
+}
+
 void require_root(const fs::path& runs_root) {
   std::error_code ec;
   if (!fs::is_directory(runs_root, ec)) {
@@ -116,6 +122,7 @@ SyncStats RunIndex::sync() {
       continue;
     }
     rows.push_back(read_run_row(root_ / name));
+    if (it != known.end()) keep_remembered_digest(rows.back(), backend_->find(name));
   }
   std::vector<std::string> drop;
   for (const auto& [id, again] : known) {
@@ -127,8 +134,17 @@ SyncStats RunIndex::sync() {
 }
 
 std::size_t RunIndex::rebuild() {
+  std::map<std::string, RunRow> before;  // what the index remembers (nothing when recovered)
+  RunFilter all;
+  all.sort = "id";
+  for (RunRow& row : backend_->list(all)) before.emplace(row.run_id, std::move(row));
   std::vector<RunRow> rows;
-  for (const auto& name : run_directory_names(root_)) rows.push_back(read_run_row(root_ / name));
+  for (const auto& name : run_directory_names(root_)) {
+    rows.push_back(read_run_row(root_ / name));
+    const auto it = before.find(name);
+    keep_remembered_digest(rows.back(),
+                           it == before.end() ? std::nullopt : std::optional<RunRow>(it->second));
+  }
   backend_->write_rows(rows, {}, true);
   return rows.size();
 }
@@ -157,7 +173,7 @@ void index_finished_run(const fs::path& runs_root, const fs::path& run_dir, std:
                         const std::string& index_url) noexcept {
   try {
     RunIndex index(runs_root, warnings, index_url, run_dir.filename().string());
-    if (!index.rebuilt()) index.upsert(run_dir);  // a rebuild has just read it
+    index.upsert(run_dir);  // its digest as written now, even where a rebuild kept an older one
   } catch (const std::exception& e) {
     try {
       // Messages about a URL carry it redacted already; this is a second guard.

@@ -61,12 +61,15 @@ class RunIndex {
   /// Brings the index in line with the directories, comparing names: adds directories it does
   /// not know, drops rows whose directory is gone, and reads again the runs it holds as
   /// running or unreadable or with a problem, and those whose manifest.json or summary.json
-  /// changed since they were read (files_stamp), so no figure is shown from a stale cache.
+  /// changed since they were read (files_stamp), so no figure is shown from a stale cache; a
+  /// run read again keeps the record digest the index remembers.
   SyncStats sync();
-  /// Drops every row and indexes every directory again; returns the number of runs.
+  /// Drops every row and indexes every directory again, keeping the record digests the index
+  /// remembers; returns the number of runs.
   std::size_t rebuild();
   /// Indexes (inserts or replaces) one run directory under the root and updates the
-  /// duplicate marks.
+  /// duplicate marks. The row's record digest is the record's now: call it only where dyno
+  /// wrote the record (sync() and rebuild() keep the digest the index remembers).
   void upsert(const std::filesystem::path& run_dir);
   /// Removes a run's row (not its directory).
   void remove(const std::string& run_id);

@@ -167,6 +167,13 @@ RunRow read_run_row(const fs::path& run_dir) {
   r.status = "unreadable";
   r.engine_args = "{}";
   r.files_stamp = files_stamp(run_dir);  // before reading: a change meanwhile shows next time
+  try {
+    std::error_code ec;
+    if (fs::is_regular_file(run_dir / "SHA256SUMS", ec)) {
+      r.record_sha256 = digest::sha256_hex_file(run_dir / "SHA256SUMS");
+    }
+  } catch (const digest::FileError&) {  // unreadable: no digest to remember
+  }
   json::object m;
   try {
     m = parse_object(run_dir / "manifest.json");

@@ -18,8 +18,9 @@ namespace dyno::store {
 
 /// Version of the index's own table layout (PRAGMA user_version). An index of another version
 /// is dropped and rebuilt: it is only a cache.
-/// 3: the duplicate key holds the protocol cell; 4: the `source` column (imported records)
-inline constexpr int kIndexSchemaVersion = 4;
+/// 3: the duplicate key holds the protocol cell; 4: the `source` column (imported records);
+/// 5: the `record_sha256` column (an index of version 4 gains it in place, its rows null)
+inline constexpr int kIndexSchemaVersion = 5;
 inline constexpr const char* kIndexFileName = "index.sqlite";
 /// Serialises opening, recovering and rebuilding the index between processes (flock).
 inline constexpr const char* kIndexLockName = "index.lock";
@@ -70,6 +71,11 @@ struct RunRow {
   /// summary.json (files_stamp()). sync() reads a run again when they changed; not in
   /// row_to_json (bookkeeping of the cache, not a fact about the run).
   std::string files_stamp;
+  /// The sha256 of the record's SHA256SUMS (what a campaign file pins) as the index first saw
+  /// it: read_run_row gives the digest now; RunIndex keeps a digest it remembers when it reads
+  /// the run again (sync, rebuild) and replaces it only in upsert (dyno wrote the record). null
+  /// without SHA256SUMS, and in rows indexed before dyno remembered digests.
+  std::optional<std::string> record_sha256;
 };
 
 /// The stamp of a run directory's manifest.json and summary.json as they are now (a file
@@ -156,6 +162,7 @@ void for_each_field(Row& r, F&& f) {
   f("duplicate_of", r.duplicate_of);
   f("problem", r.problem);
   f("files_stamp", r.files_stamp);
+  f("record_sha256", r.record_sha256);  // last: an index of version 4 gains it in place
 }
 
 /// "run_id, started_at, …" in table order.

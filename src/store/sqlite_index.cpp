@@ -68,6 +68,19 @@ class IndexLock {
   int fd_ = -1;
 };
 
+/// The database's PRAGMA user_version (-1 when it cannot be read).
+int user_version(sqlite3* db) {
+  int version = -1;
+  sqlite3_exec(
+      db, "PRAGMA user_version",
+      [](void* out, int, char** values, char**) {
+        *static_cast<int*>(out) = values[0] != nullptr ? std::atoi(values[0]) : -1;
+        return 0;
+      },
+      &version, nullptr);
+  return version;
+}
+
 /// Why an opened database is not a usable index ("" when it is).
 std::string unusable_reason(sqlite3* db) {
   std::string result;
@@ -89,14 +102,7 @@ std::string unusable_reason(sqlite3* db) {
     return message;
   }
   if (!result.empty()) return "corrupt: " + result;
-  int version = -1;
-  sqlite3_exec(
-      db, "PRAGMA user_version",
-      [](void* out, int, char** values, char**) {
-        *static_cast<int*>(out) = values[0] != nullptr ? std::atoi(values[0]) : -1;
-        return 0;
-      },
-      &version, nullptr);
+  const int version = user_version(db);
   if (version != kIndexSchemaVersion) {
     return "index layout version " + std::to_string(version) + ", this dyno uses " +
            std::to_string(kIndexSchemaVersion);
@@ -155,6 +161,7 @@ class SqliteIndex final : public IndexBackend {
  private:
   void open_checked(std::ostream& warnings);
   void create_schema();
+  void migrate_from_4();
 
   fs::path root_;
   fs::path file_;
@@ -174,6 +181,7 @@ void SqliteIndex::open_checked(std::ostream& warnings) {
       throw IndexError("cannot open " + file_.string() + ": " + reason);
     }
     sqlite3_busy_timeout(db_, 30000);
+    migrate_from_4();
     const std::string reason = unusable_reason(db_);
     if (!reason.empty()) {
       sqlite3_close(db_);
@@ -203,6 +211,21 @@ void SqliteIndex::open_checked(std::ostream& warnings) {
   exec(db_, "PRAGMA journal_mode=WAL", file_);
   exec(db_, "PRAGMA synchronous=NORMAL", file_);
   if (opened_ != IndexOpened::existing) create_schema();
+}
+
+/// An index of layout version 4 gains the `record_sha256` column in place (its rows null: what
+/// they remember cannot be made up), so the digests remembered later are not dropped with it.
+/// Anything else unusable is left to unusable_reason.
+void SqliteIndex::migrate_from_4() {
+  const int version = user_version(db_);
+  if (version != 4) return;
+  try {
+    Transaction txn(db_, file_);
+    exec(db_, "ALTER TABLE runs ADD COLUMN record_sha256 TEXT", file_);
+    exec(db_, "PRAGMA user_version = " + std::to_string(kIndexSchemaVersion), file_);
+    txn.commit();
+  } catch (const IndexError&) {  // not the table of version 4: unusable_reason says why
+  }
 }
 
 void SqliteIndex::create_schema() {

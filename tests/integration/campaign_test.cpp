@@ -127,6 +127,54 @@ TEST_F(Campaigns, TheCampaignFileStandsAloneAndVerifies) {
   EXPECT_NE(all.out.find("1 of 1 campaigns verify"), std::string::npos) << all.out;
 }
 
+/// The campaign file's text with its self-digest made to match again, as a forger would: the
+/// text without the last member hashed, that member put back with the new digest.
+std::string resigned(const std::string& text) {
+  const std::size_t at = text.rfind(",\n  \"sha256\": \"");
+  EXPECT_NE(at, std::string::npos);
+  const std::string body = text.substr(0, at) + "\n}\n";
+  return text.substr(0, at) + ",\n  \"sha256\": \"" + dyno::workload::test::openssl_sha256(body) +
+         "\"\n}\n";
+}
+
+TEST_F(Campaigns, AForgedHeadlineWithARecomputedDigestIsRefused) {
+  const json::object doc = speed_campaign();
+  const std::string id(doc.at("campaign_id").as_string());
+  const fs::path file = root() / "campaigns" / (id + ".json");
+  const std::string original = Child::slurp(file.string());
+  EXPECT_EQ(resigned(original), original);  // the forger's digest is the writer's
+  const Outcome ok = dyno({"runs", "verify", id, "--runs-root", root().string()});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+
+  // headline.fr.solo.tok_s forged, the file's digest recomputed: the file agrees with itself,
+  // not with the records it pins.
+  std::string forged = original;
+  const std::size_t h = forged.find("\"headline\": {");
+  const std::size_t at = forged.find("\"tok_s\": ", h);
+  ASSERT_NE(at, std::string::npos);
+  forged.insert(at + 9, "9");
+  write_file(file, resigned(forged));
+  const Outcome a = dyno({"runs", "verify", id, "--runs-root", root().string()});
+  EXPECT_EQ(a.exit_code, 3) << a.out;
+  EXPECT_EQ(a.out.find("sha256 does not match"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("recompute: campaign " + id + ": headline.fr.solo.tok_s is 9"),
+            std::string::npos)
+      << a.out;
+  EXPECT_NE(a.out.find("recomputed from the records it pins"), std::string::npos) << a.out;
+  EXPECT_NE(a.err.find("1 campaign fails verification"), std::string::npos) << a.err;
+
+  // The session's telemetry forged the same way: named too.
+  std::string hot = original;
+  const std::size_t t = hot.find("\"session_telemetry\": {");
+  const std::size_t e = hot.find("\"energy_j\": ", t);
+  ASSERT_NE(e, std::string::npos);
+  hot.insert(e + 12, "1");
+  write_file(file, resigned(hot));
+  const Outcome b = dyno({"runs", "verify", id, "--runs-root", root().string()});
+  EXPECT_EQ(b.exit_code, 3) << b.out;
+  EXPECT_NE(b.out.find("session_telemetry.energy_j is "), std::string::npos) << b.out;
+}
+
 TEST_F(Campaigns, AChangedCampaignOrAChangedRecordFailsVerification) {
   const json::object doc = speed_campaign();
   const std::string id(doc.at("campaign_id").as_string());
@@ -150,8 +198,9 @@ TEST_F(Campaigns, AChangedCampaignOrAChangedRecordFailsVerification) {
   EXPECT_NE(b.out.find("re-formatted"), std::string::npos) << b.out;
   write_file(file, original);
 
-  // A record rewritten after the campaign, its own SHA256SUMS made to match again: the run
-  // verifies alone, the campaign that pinned it does not.
+  // A record rewritten after the campaign, its own SHA256SUMS made to match again: its files
+  // agree with each other, but the run index remembers the record's digest from when dyno
+  // wrote it (the witness, named), and the campaign that pinned it fails too.
   const std::string run(
       doc.at("cells").as_array()[1].at("runs").as_array()[0].at("run_id").as_string());
   const fs::path run_dir = root() / run;
@@ -165,7 +214,20 @@ TEST_F(Campaigns, AChangedCampaignOrAChangedRecordFailsVerification) {
               (dir_ / "resum.out").string(), (dir_ / "resum.err").string());
   ASSERT_EQ(resum.wait(), 0) << resum.err();
   const Outcome alone = dyno({"runs", "verify", run, "--runs-root", root().string()});
-  EXPECT_EQ(alone.exit_code, 0) << alone.out;
+  EXPECT_EQ(alone.exit_code, 3) << alone.out;
+  EXPECT_NE(alone.out.find("index: SHA256SUMS: sha256 "), std::string::npos) << alone.out;
+  EXPECT_NE(alone.out.find("the digest the run index (" + (root() / "index.sqlite").string() +
+                           ") remembers"),
+            std::string::npos)
+      << alone.out;
+  // A listing reads the changed record again and still remembers the digest.
+  ASSERT_EQ(dyno({"runs", "list", "--runs-root", root().string()}).exit_code, 0);
+  EXPECT_EQ(dyno({"runs", "verify", run, "--runs-root", root().string()}).exit_code, 3);
+  // Without an index the record's files are all there is: it verifies, and a note says why.
+  fs::rename(root() / "index.sqlite", dir_ / "index.sqlite");
+  const Outcome bare = dyno({"runs", "verify", run, "--runs-root", root().string()});
+  EXPECT_EQ(bare.exit_code, 0) << bare.out;
+  fs::rename(dir_ / "index.sqlite", root() / "index.sqlite");
   const Outcome c = dyno({"runs", "verify", id, "--runs-root", root().string()});
   EXPECT_EQ(c.exit_code, 3);
   EXPECT_NE(c.out.find(run + "/SHA256SUMS"), std::string::npos) << c.out;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -226,4 +227,39 @@ TEST_F(PgRuns, BadUrlsAndUnreachableServersAreClearErrorsWithoutThePassword) {
     EXPECT_EQ(terminal_.find(secret), std::string::npos) << terminal_;
     EXPECT_EQ(all_files(root_).find(secret), std::string::npos) << secret;
   }
+}
+
+TEST_F(PgRuns, TheIndexRemembersEachRecordsDigestAndAnOldSchemaGainsItInPlace) {
+  const std::string a = run("2");
+  const fs::path dir = root_ / a;
+  // The record edited and re-checksummed: its files agree, the index does not.
+  {
+    std::ifstream in(dir / "summary.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string summary = text.str();
+    const std::size_t at = summary.find("\"input_total\": ");
+    ASSERT_NE(at, std::string::npos);
+    summary.insert(at + 15, "9");
+    std::ofstream(dir / "summary.json", std::ios::trunc) << summary;
+  }
+  Child resum({"/bin/sh", "-c",
+               "cd '" + dir.string() +
+                   "' && sha256sum $(grep -o '[^ ]*$' SHA256SUMS) > S && mv S SHA256SUMS"},
+              (dir_ / "resum.out").string(), (dir_ / "resum.err").string());
+  ASSERT_EQ(resum.wait(), 0) << resum.err();
+  Result r = dyno({"runs", "verify", a, "--runs-root", root_.string(), "--index", url_});
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("index: SHA256SUMS: sha256 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the digest the run index ("), std::string::npos) << r.out;
+  // An index of schema version 1 (no digests) gains the column in place: its rows remember
+  // nothing, so the record is not failed for it, and a note says what cannot be checked.
+  pg_->exec(db_, "ALTER TABLE dyno_runs DROP COLUMN record_sha256");
+  pg_->exec(db_, "UPDATE dyno_meta SET value = '1' WHERE key = 'schema_version'");
+  r = dyno({"runs", "verify", a, "--runs-root", root_.string(), "--index", url_});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("remembers no digest of this record"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("recreated"), std::string::npos) << r.err;
+  EXPECT_EQ(pg_->exec(db_, "SELECT value FROM dyno_meta WHERE key = 'schema_version'"), "2");
+  EXPECT_EQ(rows_in_db(), "1");
 }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "digest/digest.h"
 #include "record/record_fixture.h"
 #include "record/run_verify.h"
 #include "record/run_writer.h"
@@ -166,6 +167,55 @@ TEST(RunIndex, RebuildsAnIndexWithAnotherLayout) {
   EXPECT_TRUE(index.rebuilt());
   EXPECT_EQ(index.ids().size(), 3u);
   EXPECT_NE(warn.str().find("layout version 99"), std::string::npos) << warn.str();
+}
+
+TEST(RunIndex, RemembersEachRecordsDigestAcrossSyncAndRebuild) {
+  TempDir tmp;
+  write_three(tmp.path());
+  const std::string id = "20261101T100000Z-aaaaaa";
+  const fs::path sums = tmp.path() / id / "SHA256SUMS";
+  std::ostringstream warn;
+  RunIndex index(tmp.path(), warn);
+  const std::string first = dyno::digest::sha256_hex_file(sums);
+  ASSERT_EQ(index.find(id)->record_sha256, first);
+  // The record changed (its summary rewritten, SHA256SUMS made to match again): a listing
+  // reads the row again, and the index still remembers the digest it first saw.
+  json::object summary = sample_summary(id, 999.0, 50.0);
+  write_run(tmp.path(), sample_manifest(id, "2026-11-01T10:00:00.000Z"), summary);
+  ASSERT_NE(dyno::digest::sha256_hex_file(sums), first);
+  EXPECT_EQ(index.sync().refreshed, 1u);
+  EXPECT_EQ(index.find(id)->output_tokens_per_s, 999.0);  // the figures are the record's now
+  EXPECT_EQ(index.find(id)->record_sha256, first);
+  index.rebuild();
+  EXPECT_EQ(index.find(id)->record_sha256, first);
+  // upsert is dyno writing the record: the digest is the record's as it is now.
+  index.upsert(tmp.path() / id);
+  EXPECT_EQ(index.find(id)->record_sha256, dyno::digest::sha256_hex_file(sums));
+}
+
+TEST(RunIndex, AnIndexOfLayoutFourGainsTheDigestColumnInPlace) {
+  TempDir tmp;
+  write_three(tmp.path());
+  {
+    std::ostringstream warn;
+    RunIndex index(tmp.path(), warn);
+  }
+  {
+    sqlite3* h = nullptr;
+    ASSERT_EQ(sqlite3_open((tmp.path() / "index.sqlite").c_str(), &h), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(h, "ALTER TABLE runs DROP COLUMN record_sha256; PRAGMA user_version = 4",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(h);
+  }
+  std::ostringstream warn;
+  RunIndex index(tmp.path(), warn);
+  EXPECT_FALSE(index.rebuilt());
+  EXPECT_EQ(warn.str(), "");
+  EXPECT_EQ(index.ids().size(), 3u);
+  EXPECT_EQ(query_text(tmp.path() / "index.sqlite", "PRAGMA user_version"), "5");
+  // Its rows remember no digest: what the index never saw cannot be made up.
+  EXPECT_FALSE(index.find("20261101T100000Z-aaaaaa")->record_sha256.has_value());
 }
 
 TEST(RunIndex, OpeningAHealthyIndexNeitherRebuildsNorWarns) {
