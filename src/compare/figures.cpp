@@ -131,18 +131,12 @@ const MetricDef* find_metric(const std::string& key) {
 
 std::optional<double> read_figure(const MetricDef& m, const RunRecord& run) {
   if (!run.has_summary()) return std::nullopt;
-  if (m.key == "power_mean_w") {
+  if (m.key == "power_mean_w" || m.key == "power_peak_w") {
     const std::optional<record::EnergySection> e = run.summary->energy_section();
-    return e ? metrics::mean_power_w(e->energy_j, e->window_s.value_or(0)) : std::nullopt;
+    if (!e) return std::nullopt;
+    return m.key == "power_mean_w" ? e->mean_power_w() : e->peak_power_w();
   }
   if (m.key == "power_p95_w") return device_figure(run, &record::EnergyDevice::power_p95_w, false);
-  if (m.key == "power_peak_w") {
-    // The peak of the devices' summed power at one instant; a record without it has each
-    // device's peak, whose sum bounds it from above.
-    const std::optional<record::EnergySection> e = run.summary->energy_section();
-    if (e && e->power_peak_w) return e->power_peak_w;
-    return device_figure(run, &record::EnergyDevice::power_peak_w, false);
-  }
   if (m.key == "temperature_p95_c") {
     return device_figure(run, &record::EnergyDevice::temperature_p95_c, true);
   }
@@ -163,10 +157,10 @@ std::optional<double> read_figure(const MetricDef& m, const RunRecord& run) {
 }
 
 bool power_disagreement(const RunRecord& run) {
-  return metrics::power_sources_disagree(read_figure(*find_metric("power_mean_w"), run),
-                                         read_figure(*find_metric("power_peak_w"), run));
+  const std::optional<record::EnergySection> e =
+      run.summary ? run.summary->energy_section() : std::nullopt;
+  return e && e->power_sources_disagree();
 }
-
 bool has_engine_figure(const RunRecord& run) {
   for (const auto& m : metric_catalog()) {
     if (!m.engine_source.empty() && read_figure(m, run)) return true;

@@ -156,6 +156,7 @@ json::object engine_session_telemetry(const std::vector<CellRep>& reps) {
       {"output_tokens_per_j", num(per_j)},
       {"power_mean_w", num(mean_w)},
       {"power_peak_w", num(power_peak)},
+      {"power_sources_disagree", metrics::power_sources_disagree(mean_w, power_peak)},
       {"vram_peak_bytes", num(vram_peak)},
       {"devices", std::move(devs)}};
 }
@@ -172,6 +173,16 @@ json::array energy_flags(const std::vector<CellRep>& reps) {
         out.push_back(json::object{
             {"cell", r.cell}, {"run_id", r.outcome->run_id}, {"device", device}, {"flag", f}});
       }
+    }
+    // The window's mean power (its energy counter) above the peak of its power samples: the
+    // two sources disagree; both figures given.
+    if (e->power_sources_disagree()) {
+      out.push_back(json::object{{"cell", r.cell},
+                                 {"run_id", r.outcome->run_id},
+                                 {"device", "scope:" + e->scope.value_or("?")},
+                                 {"flag", "power_mean_above_peak"},
+                                 {"power_mean_w", num(e->mean_power_w())},
+                                 {"power_peak_w", num(e->peak_power_w())}});
     }
   }
   return out;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "metrics/registry.h"
 #include "record/object_reader.h"
 
 namespace dyno::record {
@@ -9,6 +10,23 @@ namespace dyno::record {
 bool EnergySection::in_scope(const EnergyDevice& d) const {
   if (!scope) return false;
   return *scope == "gpu" ? d.kind == "gpu" : d.kind == "cpu-package";
+}
+
+std::optional<double> EnergySection::mean_power_w() const {
+  return metrics::mean_power_w(energy_j, window_s.value_or(0));
+}
+
+std::optional<double> EnergySection::peak_power_w() const {
+  if (power_peak_w) return power_peak_w;
+  std::optional<double> sum;
+  for (const EnergyDevice& d : devices) {
+    if (in_scope(d) && d.power_peak_w) sum = sum.value_or(0) + *d.power_peak_w;
+  }
+  return sum;
+}
+
+bool EnergySection::power_sources_disagree() const {
+  return metrics::power_sources_disagree(mean_power_w(), peak_power_w());
 }
 
 EnergySection energy_section_from_json(const boost::json::object& energy, const std::string& file) {

@@ -48,6 +48,14 @@ struct EnergySection {
   bool measured() const { return window.has_value(); }
   /// Whether a device is in the section's scope: GPUs when the scope is gpu, else CPU packages.
   bool in_scope(const EnergyDevice& d) const;
+  /// The mean power, the energy counter over the window (metrics::mean_power_w).
+  std::optional<double> mean_power_w() const;
+  /// The peak power of the power samples: `power_peak_w` (their sum at one instant), else
+  /// (a record without it) the sum of the in-scope devices' peaks, an upper bound of it.
+  std::optional<double> peak_power_w() const;
+  /// Whether mean_power_w() exceeds peak_power_w(): the energy counter and the power samples
+  /// disagree (metrics::power_sources_disagree).
+  bool power_sources_disagree() const;
 };
 
 /// Reads the section; `file` names the file in errors ("summary.json: energy.devices[].kind
