@@ -45,6 +45,10 @@ void add_ladder_flags(CLI::App& cmd, LadderOptions& o) {
   cmd.add_option("--decode-tokens", o.decode_tokens, "output tokens of a decode cell")
       ->transform(flags::integer(2, flags::kMaxTokens))
       ->capture_default_str();
+  cmd.add_option("--prefill-decode-tokens", o.prefill_decode_tokens,
+                 "output tokens of a prefill cell (its figure stays the prefill rate)")
+      ->transform(flags::integer(1, flags::kMaxTokens))
+      ->capture_default_str();
   add_repeat_flags(cmd, o.rep);
 }
 

@@ -43,6 +43,7 @@ struct LadderOptions {
   std::string depths = "0,8000,16000,32000";    ///< decode cells: context depth in tokens
   std::string prefill_sizes = "512,2048,8192";  ///< prefill-only cells: prompt size
   std::int64_t decode_tokens = 256;             ///< output tokens of a decode cell
+  std::int64_t prefill_decode_tokens = 1;       ///< output tokens of a prefill cell
   RepeatOptions rep{3, ""};
 };
 
