@@ -159,9 +159,10 @@ int cmd_list_campaigns(const RunsOptions& o, std::ostream& out, std::ostream& er
   std::vector<record::CampaignRow> rows;
   for (const auto& id : record::campaign_ids(root)) {
     record::CampaignRow r = record::read_campaign_row(record::campaigns_dir(root) / (id + ".json"));
-    if (!glob_matches(f.campaign, r.campaign_id) || !glob_matches(f.protocol, r.protocol) ||
-        !glob_matches(f.status, r.status) || !glob_matches(f.engine, r.engine) ||
-        !glob_matches(f.model, r.model) || !in_dates(f, r.started_at)) {
+    if (!(glob_matches(f.campaign, r.campaign_id) || glob_matches(f.campaign, r.name)) ||
+        !glob_matches(f.protocol, r.protocol) || !glob_matches(f.status, r.status) ||
+        !glob_matches(f.engine, r.engine) || !glob_matches(f.model, r.model) ||
+        !in_dates(f, r.started_at)) {
       continue;
     }
     rows.push_back(std::move(r));
@@ -177,10 +178,11 @@ int cmd_list_campaigns(const RunsOptions& o, std::ostream& out, std::ostream& er
     return kExitOk;
   }
   std::vector<std::vector<std::string>> table{
-      {"CAMPAIGN", "STARTED", "STATUS", "PROTOCOL", "ENGINE", "MODEL", "CELLS", "RUNS"}};
+      {"CAMPAIGN", "NAME", "STARTED", "STATUS", "PROTOCOL", "ENGINE", "MODEL", "CELLS", "RUNS"}};
   for (const auto& r : rows) {
-    table.push_back({r.campaign_id, r.started_at.substr(0, 19), r.status, r.protocol, r.engine,
-                     r.model, std::to_string(r.cells), std::to_string(r.runs)});
+    table.push_back({r.campaign_id, r.name.empty() ? "-" : r.name, r.started_at.substr(0, 19),
+                     r.status, r.protocol, r.engine, r.model, std::to_string(r.cells),
+                     std::to_string(r.runs)});
   }
   out << render_table(table, "");
   out << rows.size() << (rows.size() == 1 ? " campaign" : " campaigns") << "\n";

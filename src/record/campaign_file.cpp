@@ -216,8 +216,10 @@ CampaignRow read_campaign_row(const fs::path& file) {
     row.problem = e.what();
     return row;
   }
+  row.name = text_at(doc, {"name"});
   row.started_at = text_at(doc, {"started_at"});
   row.status = text_at(doc, {"status"});
+  row.user_status = text_at(doc, {"user_status"});
   row.protocol = text_at(doc, {"protocol", "name"});
   row.engine = text_at(doc, {"engine", "name"});
   row.model = text_at(doc, {"model"});
@@ -232,9 +234,14 @@ CampaignRow read_campaign_row(const fs::path& file) {
 }
 
 json::object campaign_row_to_json(const CampaignRow& row) {
+  const auto or_null = [](const std::string& s) {
+    return s.empty() ? json::value(nullptr) : json::value(s);
+  };
   return json::object{{"campaign_id", row.campaign_id},
+                      {"name", or_null(row.name)},
                       {"started_at", row.started_at},
                       {"status", row.status},
+                      {"user_status", or_null(row.user_status)},
                       {"protocol", row.protocol},
                       {"engine", row.engine},
                       {"model", row.model},

@@ -42,8 +42,10 @@ std::vector<std::string> campaign_ids(const std::filesystem::path& runs_root);
 /// says what was wrong, the rest is what could be read.
 struct CampaignRow {
   std::string campaign_id;
+  std::string name;  ///< the campaign's own name (--campaign-name), "" when none was given
   std::string started_at;
   std::string status;
+  std::string user_status;  ///< the status the user gave (--campaign-status), "" when none
   std::string protocol;
   std::string engine;  ///< engine.name
   std::string model;
