@@ -29,15 +29,9 @@ struct Target {
 /// A campaign named on the command line: the path of a campaign file (a name ending in
 /// .json), or the exact id of one under the runs root.
 std::optional<Target> as_campaign(const fs::path& root, const std::string& arg) {
-  std::error_code ec;
-  const fs::path p(arg);
-  if (p.extension() == ".json" && fs::is_regular_file(p, ec)) {
-    return Target{p, p.stem().string(), true};
-  }
-  if (arg.find('/') != std::string::npos) return std::nullopt;
-  const fs::path file = record::campaigns_dir(root) / (arg + ".json");
-  if (fs::is_regular_file(file, ec)) return Target{file, arg, true};
-  return std::nullopt;
+  const std::optional<fs::path> file = record::find_campaign_file(root, arg);
+  if (!file) return std::nullopt;
+  return Target{*file, file->stem().string(), true};
 }
 
 std::vector<Target> targets(const RunsOptions& o) {

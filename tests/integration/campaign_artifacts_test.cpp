@@ -191,3 +191,93 @@ TEST_F(CampaignArtifacts, OpenTopologyShapesAreRecordedAsGivenAndOthersRefused) 
     EXPECT_NE(o.err.find(key), std::string::npos) << bad << ": " << o.err;
   }
 }
+
+TEST_F(CampaignArtifacts, APublishedCampaignIsScrubbedRepinnedAndVerifiesWhereItWasPublished) {
+  const fs::path spec = sim_spec("gpus = [0]\np2p = true");
+  const Outcome run = dyno({"speed",
+                            "-q",
+                            "--json",
+                            "--telemetry",
+                            "off",
+                            "--runs-root",
+                            runs(),
+                            "--engine",
+                            spec.string(),
+                            "--passes",
+                            "a,b",
+                            "--burst",
+                            "2",
+                            "--output-tokens",
+                            "8",
+                            "--input-tokens",
+                            "8",
+                            "--evidence",
+                            (dir_ / "lab" / "energy.json").string(),
+                            "--notes",
+                            "launched from " + spec.string()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json::object doc = json::parse(run.out).as_object();
+  const std::string id(doc.at("campaign_id").as_string());
+  const std::int64_t port = doc.at("engine").at("launch").at("port").as_int64();
+  // The campaign repeats the launch line: the spec's absolute path and the port are in it.
+  const std::string original = Child::slurp((root() / "campaigns" / (id + ".json")).string());
+  ASSERT_NE(original.find(dir_.string()), std::string::npos);
+
+  const fs::path pub = dir_ / "public";
+  const Outcome p = dyno({"runs", "publish", id, "--out", pub.string(), "--runs-root", runs()});
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  EXPECT_NE(p.out.find("published campaign " + id), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("4 runs re-pinned"), std::string::npos) << p.out;
+
+  // No absolute path, port or host name in any published file.
+  char host[256] = {0};
+  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
+  const std::string hostname(host);
+  const std::regex port_re("(:|\"port\": |\")" + std::to_string(port) + "([^0-9]|$)");
+  std::size_t files = 0;
+  for (const auto& [path, text] : files_under(pub)) {
+    ++files;
+    EXPECT_EQ(text.find(dir_.string()), std::string::npos) << path;
+    EXPECT_EQ(text.find(DYNO_BINARY), std::string::npos) << path;
+    EXPECT_FALSE(std::regex_search(text, port_re)) << path << " holds port " << port;
+    if (hostname.size() >= 4 && hostname != "localhost") {
+      EXPECT_EQ(text.find(hostname), std::string::npos) << path << " holds " << hostname;
+    }
+  }
+  EXPECT_GT(files, 4u);
+
+  // Re-pinned to the published records, its changes listed, signed again.
+  const fs::path published = pub / "campaigns" / (id + ".json");
+  const json::object pdoc = read_json(published);
+  EXPECT_EQ(pdoc.at("engine").at("launch").at("port"), "<scrubbed:port>");
+  EXPECT_EQ(pdoc.at("evidence").at(0), "<scrubbed:path>");
+  bool lists_port = false;
+  for (const auto& f : pdoc.at("scrubbed_fields").as_array()) {
+    lists_port = lists_port || f == json::value(id + ".json#/engine/launch/port");
+  }
+  EXPECT_TRUE(lists_port) << pdoc.at("scrubbed_fields");
+  for (const auto& cell : pdoc.at("cells").as_array()) {
+    for (const auto& r : cell.at("runs").as_array()) {
+      const std::string rid(r.at("run_id").as_string());
+      EXPECT_EQ(r.at("record_sha256"),
+                json::value(dyno::digest::sha256_hex_file(pub / rid / "SHA256SUMS")));
+    }
+  }
+  const Outcome v = dyno({"runs", "verify", id, "--runs-root", pub.string()});
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  EXPECT_NE(v.out.find("ok      campaign " + id), std::string::npos) << v.out;
+  const Outcome all = dyno({"runs", "verify", "--all", "--runs-root", pub.string()});
+  EXPECT_EQ(all.exit_code, 0) << all.out << all.err;
+  // The original is as it was, and still verifies.
+  EXPECT_EQ(Child::slurp((root() / "campaigns" / (id + ".json")).string()), original);
+  EXPECT_EQ(dyno({"runs", "verify", id, "--runs-root", runs()}).exit_code, 0);
+
+  // Published again to the same place: refused, nothing changed; --in-place is not for a
+  // campaign.
+  const Outcome again = dyno({"runs", "publish", id, "--out", pub.string(), "--runs-root", runs()});
+  EXPECT_EQ(again.exit_code, 3) << again.out;
+  EXPECT_NE(again.err.find("already exists"), std::string::npos) << again.err;
+  const Outcome in_place = dyno({"runs", "publish", id, "--in-place", "--runs-root", runs()});
+  EXPECT_EQ(in_place.exit_code, 2) << in_place.err;
+  EXPECT_EQ(dyno({"runs", "verify", id, "--runs-root", pub.string()}).exit_code, 0);
+}
