@@ -303,9 +303,8 @@ class Checker {
 }  // namespace
 
 bool excused_by_scrubbing(const std::vector<std::string>& scrubbed_fields, const std::string& at) {
-  return std::any_of(scrubbed_fields.begin(), scrubbed_fields.end(), [&](const std::string& s) {
-    return s == at || s.rfind(at + "/", 0) == 0;
-  });
+  return std::any_of(scrubbed_fields.begin(), scrubbed_fields.end(),
+                     [&](const std::string& s) { return s == at || s.rfind(at + "/", 0) == 0; });
 }
 
 VerifyReport verify_run_dir(const fs::path& dir, bool schema) { return Checker(dir, schema).run(); }
