@@ -19,6 +19,21 @@ void add_repeat_flags(CLI::App& cmd, RepeatOptions& r) {
                  "the metric whose median repetition is selected (default: the protocol's)");
 }
 
+/// What the user declares of the campaign: recorded verbatim in the campaign file.
+void add_declared_flags(CLI::App& cmd, protocol::CampaignDeclared& d) {
+  cmd.add_option("--campaign-name", d.name,
+                 "the campaign's own name (letters, digits, '.', '_', '-'; at most 64)");
+  cmd.add_option("--notes", d.notes, "a free-text note kept in the campaign file (repeatable)")
+      ->allow_extra_args(false);
+  cmd.add_option("--campaign-status", d.status,
+                 "a status of your own for the campaign file (dyno's own is `status`)");
+  cmd.add_option("--hardware-label", d.hardware_label,
+                 "a short label for the hardware, e.g. 2x3090-nvlink");
+  cmd.add_option("--evidence", d.evidence,
+                 "a path or URL the campaign cites (repeatable; recorded as given, never read)")
+      ->allow_extra_args(false);
+}
+
 void add_sweep_flags(CLI::App& cmd, SweepOptions& o) {
   cmd.add_option("--concurrencies", o.concurrencies, "closed-loop cells, e.g. 1,2,4,8")
       ->capture_default_str();
@@ -34,6 +49,7 @@ void add_sweep_flags(CLI::App& cmd, SweepOptions& o) {
       ->transform(flags::seconds())
       ->capture_default_str();
   add_repeat_flags(cmd, o.rep);
+  add_declared_flags(cmd, o.declared);
 }
 
 void add_ladder_flags(CLI::App& cmd, LadderOptions& o) {
@@ -45,7 +61,12 @@ void add_ladder_flags(CLI::App& cmd, LadderOptions& o) {
   cmd.add_option("--decode-tokens", o.decode_tokens, "output tokens of a decode cell")
       ->transform(flags::integer(2, flags::kMaxTokens))
       ->capture_default_str();
+  cmd.add_option("--prefill-decode-tokens", o.prefill_decode_tokens,
+                 "output tokens of a prefill cell (its figure stays the prefill rate)")
+      ->transform(flags::integer(1, flags::kMaxTokens))
+      ->capture_default_str();
   add_repeat_flags(cmd, o.rep);
+  add_declared_flags(cmd, o.declared);
 }
 
 void add_speed_flags(CLI::App& cmd, SpeedOptions& o) {
@@ -56,9 +77,13 @@ void add_speed_flags(CLI::App& cmd, SpeedOptions& o) {
       ->transform(flags::integer(1, flags::kMaxConcurrency))
       ->capture_default_str();
   add_repeat_flags(cmd, o.rep);
+  add_declared_flags(cmd, o.declared);
 }
 
-void add_real_flags(CLI::App& cmd, RealOptions& o) { add_repeat_flags(cmd, o.rep); }
+void add_real_flags(CLI::App& cmd, RealOptions& o) {
+  add_repeat_flags(cmd, o.rep);
+  add_declared_flags(cmd, o.declared);
+}
 
 /// A protocol's flags as parsed: the shared measuring flags and its own.
 template <class P>

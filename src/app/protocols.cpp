@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <cctype>
 #include <iostream>
 #include <sstream>
 
@@ -10,14 +11,17 @@
 #include "app/flag_values.h"
 #include "app/signals.h"
 #include "engine_session/cell_plan.h"
+#include "engine_session/host_identity.h"
 #include "engine_session/run_limits.h"
 #include "engine_session/stream.h"
+#include "json/utf8.h"
 #include "load/plan.h"
 #include "protocol/campaign.h"
 #include "record/campaign_file.h"
 #include "record/record_json.h"
 #include "record/run_writer.h"
 #include "scrub/redact.h"
+#include "scrub/scrub.h"
 
 namespace dyno::app {
 
@@ -71,8 +75,50 @@ std::string number_text(double v) {
   return s.str();
 }
 
-/// What every protocol checks first: the shared flags, the close context, the API.
-protocol::Shared shared_flags(const RunOptions& o) {
+/// A text the user declares of a campaign: 1 to `max` bytes of well-formed UTF-8 without a
+/// control character (it is shown on terminals and boards as written).
+void check_declared_text(const std::string& flag, const std::string& v, std::size_t max) {
+  const auto bad = [&](const std::string& why) {
+    throw UsageError(flag + ": " + why + "; give 1 to " + std::to_string(max) +
+                     " bytes of printable text");
+  };
+  if (v.empty()) bad("an empty value");
+  if (v.size() > max) bad(std::to_string(v.size()) + " bytes is too long");
+  if (!utf8::is_valid(v)) bad("not well-formed UTF-8");
+  for (const char c : v) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) bad("a control character");
+  }
+}
+
+/// What the user declares of a campaign, checked before the engine starts (exit 2 naming the
+/// flag). The name is used where a file name or a terminal column may hold it: letters, digits,
+/// '.', '_' and '-', starting with a letter or digit.
+void check_declared(const protocol::CampaignDeclared& d) {
+  if (d.name) {
+    const std::string& n = *d.name;
+    const bool ok =
+        !n.empty() && n.size() <= 64 && std::isalnum(static_cast<unsigned char>(n[0])) &&
+        std::all_of(n.begin(), n.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+        });
+    if (!ok) {
+      throw UsageError("--campaign-name: '" + terminal_text(n, true) +
+                       "' is not a name; use 1 to 64 letters, digits, '.', '_' or '-', "
+                       "starting with a letter or digit (e.g. 2026-10-03-speed-en)");
+    }
+  }
+  if (d.notes.size() > 100) throw UsageError("--notes: at most 100 notes");
+  for (const auto& n : d.notes) check_declared_text("--notes", n, 4000);
+  if (d.status) check_declared_text("--campaign-status", *d.status, 200);
+  if (d.hardware_label) check_declared_text("--hardware-label", *d.hardware_label, 200);
+  if (d.evidence.size() > 1000) throw UsageError("--evidence: at most 1000 items");
+  for (const auto& e : d.evidence) check_declared_text("--evidence", e, 4096);
+}
+
+/// What every protocol checks first: the shared flags, what the user declares of the
+/// campaign, the close context, the API.
+protocol::Shared shared_flags(const RunOptions& o, const protocol::CampaignDeclared& declared) {
+  check_declared(declared);
   engine_session::validate_target(o.target, o.telemetry);
   set_close_context({o.telemetry.mode, o.telemetry.period_ms});
   protocol::Shared shared;
@@ -135,21 +181,27 @@ void print_table(const protocol::ProtocolCampaign& campaign, const protocol::Pro
 /// Runs `plan` against `engine` as a campaign, writes its file and prints its table (or JSON);
 /// returns the exit code.
 int run_campaign(engine_session::EngineSession& engine, const protocol::ProtocolPlan& plan,
-                 const RunOptions& o) {
-  protocol::ProtocolCampaign campaign(plan, o.record.label);
+                 const RunOptions& o, const protocol::CampaignDeclared& declared) {
+  protocol::ProtocolCampaign campaign(plan, o.record.label, declared);
   const std::atomic<bool>& stop = install_stop_signals();
   campaign.run(
       [&](const engine_session::CellSpec& spec) {
         return run_and_show(engine, spec, o, stop, /*print_summary=*/false);
       },
       [](const std::string& line) { std::cerr << line << "\n"; });
-  json::object doc = campaign.document(engine.engine_json(), engine.model(),
-                                       telemetry::vram_snapshot_json(engine.vram_after_load()));
+  json::object doc = campaign.document(
+      engine.engine_json(), engine.model(), telemetry::vram_snapshot_json(engine.vram_after_load()),
+      engine_session::hardware_identity(engine.monitor()).label.value_or(""));
   const std::filesystem::path dir = std::filesystem::path(o.record.runs_root) / "campaigns";
   std::filesystem::create_directories(dir);
   const std::filesystem::path file = dir / (campaign.id() + ".json");
   // engine.reported holds what the server answered: never the key, even if it echoed it.
   if (const auto& key = engine.target_config().api_key) scrub::redact_literals(doc, {*key});
+  {  // what every record's JSON goes through (RunWriter): notes and evidence are the user's text
+    json::value v = std::move(doc);
+    (void)scrub::redact_secrets(v);
+    doc = std::move(v.as_object());
+  }
   const std::string text = record::signed_campaign_text(doc);  // what runs verify checks
   record::write_file_atomic(file, text);
   if (o.console.json) {
@@ -167,7 +219,7 @@ int run_campaign(engine_session::EngineSession& engine, const protocol::Protocol
 }  // namespace
 
 int sweep_command(const RunOptions& o, const SweepOptions& s) {
-  const protocol::Shared shared = shared_flags(o);
+  const protocol::Shared shared = shared_flags(o, s.declared);
   const bool open = s.rates.has_value();
   const std::vector<double> levels =
       open ? parse_list(*s.rates, "--rates",
@@ -193,11 +245,11 @@ int sweep_command(const RunOptions& o, const SweepOptions& s) {
   const workload::RequestStream stream = engine_session::build_stream(
       o.stream, shared.api, o.load.seed, o.load.warmup + protocol::sweep_requests(s, levels));
   engine_session::EngineSession engine = make_engine(o, shared.api);
-  return run_campaign(engine, protocol::plan_sweep(s, levels, shared, stream), o);
+  return run_campaign(engine, protocol::plan_sweep(s, levels, shared, stream), o, s.declared);
 }
 
 int ladder_command(const RunOptions& o, const LadderOptions& l) {
-  const protocol::Shared shared = shared_flags(o);
+  const protocol::Shared shared = shared_flags(o, l.declared);
   const std::vector<double> depths = parse_counts(l.depths, "--depths", 0, flags::kMaxTokens);
   const std::vector<double> sizes =
       l.prefill_sizes.empty()
@@ -230,11 +282,11 @@ int ladder_command(const RunOptions& o, const LadderOptions& l) {
   }
   const protocol::ProtocolPlan plan = protocol::plan_ladder(
       l, depths, sizes, shared, count, tokenizer, [&counter] { counter->disconnect(); });
-  return run_campaign(engine, plan, o);
+  return run_campaign(engine, plan, o, l.declared);
 }
 
 int speed_command(const RunOptions& o, const SpeedOptions& sp) {
-  const protocol::Shared shared = shared_flags(o);
+  const protocol::Shared shared = shared_flags(o, sp.declared);
   const std::vector<std::string> passes = parse_names(sp.passes, "--passes");
   engine_session::check_descriptors(sp.concurrency, "--burst " + std::to_string(sp.concurrency),
                                     o.target);
@@ -242,11 +294,11 @@ int speed_command(const RunOptions& o, const SpeedOptions& sp) {
   if (o.stream.file) file = engine_session::stream_as_given(o.stream, shared.api, o.load.seed, 0);
   const protocol::ProtocolPlan plan = protocol::plan_speed(sp, passes, shared, file);
   engine_session::EngineSession engine = make_engine(o, shared.api);
-  return run_campaign(engine, plan, o);
+  return run_campaign(engine, plan, o, sp.declared);
 }
 
 int real_command(const RunOptions& o, const RealOptions& re) {
-  const protocol::Shared shared = shared_flags(o);
+  const protocol::Shared shared = shared_flags(o, re.declared);
   if (!o.stream.file) {
     throw UsageError(
         "real needs --stream FILE: a prompt set whose requests are tagged case=<name>");
@@ -254,7 +306,7 @@ int real_command(const RunOptions& o, const RealOptions& re) {
   const workload::RequestStream stream =
       engine_session::stream_as_given(o.stream, shared.api, o.load.seed, 0);
   engine_session::EngineSession engine = make_engine(o, shared.api);
-  return run_campaign(engine, protocol::plan_real(re, shared, stream), o);
+  return run_campaign(engine, protocol::plan_real(re, shared, stream), o, re.declared);
 }
 
 }  // namespace dyno::app

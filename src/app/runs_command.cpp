@@ -15,6 +15,7 @@
 #include "app/run_command.h"
 #include "app/runs_verify.h"
 #include "json/json_text.h"
+#include "record/campaign_file.h"
 #include "record/publish.h"
 #include "record/record_json.h"
 #include "record/run_writer.h"
@@ -398,10 +399,53 @@ int cmd_publish(const RunsOptions& o, std::ostream& out, std::ostream& err) {
   if (o.dry_run && !o.in_place && !o.out) throw UsageError("--dry-run needs --out or --in-place");
   const scrub::ScrubPolicy policy = build_policy(o);
   const std::string index_url = o.in_place && !o.dry_run ? resolve_index_url(o.index) : "";
-  std::vector<fs::path> dirs;
-  for (const auto& id : o.ids) dirs.push_back(resolve_run(o.runs_root, id));
+  std::vector<fs::path> dirs, campaigns;
+  for (const auto& id : o.ids) {
+    if (auto file = record::find_campaign_file(o.runs_root, id)) {
+      if (o.in_place || o.dry_run) {
+        throw UsageError("runs publish " + id +
+                         ": a campaign is published as a copy, with "
+                         "--out DIR (its runs are re-pinned there), not --in-place or --dry-run");
+      }
+      campaigns.push_back(*file);
+    } else {
+      dirs.push_back(resolve_run(o.runs_root, id));
+    }
+  }
   json::array results;
   int code = kExitOk;
+  for (const auto& file : campaigns) {
+    const std::string name = file.stem().string();
+    record::CampaignPublishOutcome res;
+    try {
+      res = record::publish_campaign(file, *o.out, policy);
+    } catch (const Error& e) {  // this campaign is not published; the others still are
+      err << "error: " << terminal_text(e.what()) << "\n";
+      code = kExitRunFailed;
+      continue;
+    }
+    if (o.json) {
+      json::array changed, runs;
+      for (const auto& c : res.changed) changed.push_back(json::value(c));
+      for (const auto& [run, r] : res.runs) {
+        runs.push_back(json::object{{"run_id", run}, {"changed", r.changed.size()}});
+      }
+      results.push_back(json::object{{"campaign_id", name},
+                                     {"file", res.file.string()},
+                                     {"policy", scrub::policy_to_json(policy)},
+                                     {"changed", std::move(changed)},
+                                     {"runs", std::move(runs)}});
+      continue;
+    }
+    out << "published campaign " << terminal_text(name, true) << " -> " << res.file.string() << ": "
+        << res.changed.size() << (res.changed.size() == 1 ? " place" : " places") << " changed, "
+        << res.runs.size() << (res.runs.size() == 1 ? " run" : " runs") << " re-pinned\n";
+    for (const auto& c : res.changed) out << "  " << terminal_text(c, true) << "\n";
+    for (const auto& [run, r] : res.runs) {
+      out << "  published " << run << ": " << r.changed.size()
+          << (r.changed.size() == 1 ? " place" : " places") << " changed\n";
+    }
+  }
   for (const auto& dir : dirs) {
     const std::string name = dir.filename().string();
     record::ScrubOutcome res;
@@ -645,7 +689,10 @@ RunsCli::RunsCli(CLI::App& runs) : runs_(&runs) {
       "publish", "scrub runs for publishing: a copy (--out DIR) or the record itself (--in-place)");
   add_root(*publish_, o_);
   add_index(*publish_, o_);
-  publish_->add_option("runs", o_.ids, "run ids, unique prefixes or run directories")->required();
+  publish_
+      ->add_option("runs", o_.ids,
+                   "run ids, unique prefixes, run directories, campaign ids or campaign files")
+      ->required();
   publish_->add_option("--out", o_.out, "write scrubbed copies to DIR/<run_id>/");
   publish_->add_flag("--in-place", o_.in_place, "scrub the records themselves");
   publish_->add_flag("--dry-run", o_.dry_run, "list what would change; write nothing");

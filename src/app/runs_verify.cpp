@@ -35,15 +35,9 @@ struct Target {
 /// A campaign named on the command line: the path of a campaign file (a name ending in
 /// .json), or the exact id of one under the runs root.
 std::optional<Target> as_campaign(const fs::path& root, const std::string& arg) {
-  std::error_code ec;
-  const fs::path p(arg);
-  if (p.extension() == ".json" && fs::is_regular_file(p, ec)) {
-    return Target{p, p.stem().string(), true};
-  }
-  if (arg.find('/') != std::string::npos) return std::nullopt;
-  const fs::path file = record::campaigns_dir(root) / (arg + ".json");
-  if (fs::is_regular_file(file, ec)) return Target{file, arg, true};
-  return std::nullopt;
+  const std::optional<fs::path> file = record::find_campaign_file(root, arg);
+  if (!file) return std::nullopt;
+  return Target{*file, file->stem().string(), true};
 }
 
 std::vector<Target> targets(const RunsOptions& o) {
@@ -277,9 +271,10 @@ int cmd_list_campaigns(const RunsOptions& o, std::ostream& out, std::ostream& er
   std::vector<record::CampaignRow> rows;
   for (const auto& id : record::campaign_ids(root)) {
     record::CampaignRow r = record::read_campaign_row(record::campaigns_dir(root) / (id + ".json"));
-    if (!glob_matches(f.campaign, r.campaign_id) || !glob_matches(f.protocol, r.protocol) ||
-        !glob_matches(f.status, r.status) || !glob_matches(f.engine, r.engine) ||
-        !glob_matches(f.model, r.model) || !in_dates(f, r.started_at)) {
+    if (!(glob_matches(f.campaign, r.campaign_id) || glob_matches(f.campaign, r.name)) ||
+        !glob_matches(f.protocol, r.protocol) || !glob_matches(f.status, r.status) ||
+        !glob_matches(f.engine, r.engine) || !glob_matches(f.model, r.model) ||
+        !in_dates(f, r.started_at)) {
       continue;
     }
     rows.push_back(std::move(r));
@@ -295,10 +290,11 @@ int cmd_list_campaigns(const RunsOptions& o, std::ostream& out, std::ostream& er
     return kExitOk;
   }
   std::vector<std::vector<std::string>> table{
-      {"CAMPAIGN", "STARTED", "STATUS", "PROTOCOL", "ENGINE", "MODEL", "CELLS", "RUNS"}};
+      {"CAMPAIGN", "NAME", "STARTED", "STATUS", "PROTOCOL", "ENGINE", "MODEL", "CELLS", "RUNS"}};
   for (const auto& r : rows) {
-    table.push_back({r.campaign_id, r.started_at.substr(0, 19), r.status, r.protocol, r.engine,
-                     r.model, std::to_string(r.cells), std::to_string(r.runs)});
+    table.push_back({r.campaign_id, r.name.empty() ? "-" : r.name, r.started_at.substr(0, 19),
+                     r.status, r.protocol, r.engine, r.model, std::to_string(r.cells),
+                     std::to_string(r.runs)});
   }
   out << render_table(table, "");
   out << rows.size() << (rows.size() == 1 ? " campaign" : " campaigns") << "\n";

@@ -372,14 +372,20 @@ void read_topology(const Reader& r, const json::object& topo) {
       r.fail(std::string("topology.") + k, "must be at least 1");
     }
   }
-  if (const json::value* g = topo.if_contains("gpus")) {
-    bool ok = g->is_array();
-    if (ok) {
+  if (const json::value* g = topo.if_contains("gpus")) {  // which GPUs, or how many
+    bool ok = g->is_array() || (g->is_int64() && g->as_int64() >= 1);
+    if (g->is_array()) {
       for (const auto& e : g->as_array()) ok = ok && e.is_int64() && e.as_int64() >= 0;
     }
-    if (!ok) r.fail("topology.gpus", "expected an array of GPU indices, e.g. [0, 1]");
+    if (!ok) {
+      r.fail("topology.gpus",
+             "expected an array of GPU indices, e.g. [0, 1], or a count of GPUs (1 or more)");
+    }
   }
-  r.boolean(topo, "p2p", "topology.p2p");
+  if (const json::value* v = topo.if_contains("p2p")) {  // whether, or how, GPUs talk directly
+    const bool ok = v->is_bool() || (v->is_string() && !v->as_string().empty());
+    if (!ok) r.fail("topology.p2p", "expected a boolean or a link kind, e.g. \"nvlink\"");
+  }
   for (const char* k : {"link", "split"}) {  // e.g. link = "nvlink", split = "row"
     if (const json::value* v = topo.if_contains(k); v != nullptr && !v->is_string()) {
       r.fail(std::string("topology.") + k, "expected a string, e.g. \"nvlink\"");
@@ -541,8 +547,9 @@ LaunchLine launch_line(const EngineSpec& spec, const LaunchValues& values) {
       }
     }
   }
+  // A list of indices picks the GPUs; a count (`gpus = 2`) says how many, not which.
   if (const json::value* gpus = spec.topology.if_contains("gpus");
-      gpus != nullptr && spec.env.count("CUDA_VISIBLE_DEVICES") == 0) {
+      gpus != nullptr && gpus->is_array() && spec.env.count("CUDA_VISIBLE_DEVICES") == 0) {
     line.env["CUDA_VISIBLE_DEVICES"] = value_text(*gpus);
   }
   for (const auto& a : spec.args) line.argv.push_back(fill(a));

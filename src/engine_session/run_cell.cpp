@@ -580,6 +580,7 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
   const telemetry::TelemetryOptions& t = engine.telemetry_options();
   manifest.telemetry = telemetry::telemetry_manifest(engine.monitor(), t.mode, t.period_ms,
                                                      engine.idle(), result.t0_steady_ns, cell_end);
+  out.telemetry = record::telemetry_section_of(manifest.telemetry);
 
   // 4. The record closed: summary.json, evidence, the final manifest, SHA256SUMS, the index.
   json::object summary_json = record::summary_file_to_json(

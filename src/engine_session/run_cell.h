@@ -18,6 +18,7 @@
 #include "metrics/summary.h"
 #include "metrics/trace.h"
 #include "record/manifest.h"
+#include "record/owner_sections.h"
 #include "record/summary_file.h"
 #include "workload/request.h"
 
@@ -71,6 +72,9 @@ struct CellOutcome {
   bool over_error_budget = false;  ///< error_rate > the cell's error budget
   /// summary.json as written, read back typed (record/summary_file.h: one reader).
   record::SummaryFile summary_file;
+  /// manifest.json's `telemetry` as written (the sampling period asked for and achieved),
+  /// read typed; nullopt when the record has none.
+  std::optional<record::TelemetrySection> telemetry;
   bool streamed = true;                        ///< the requests asked for streamed answers
   engine::ServerTimingFigures server_timings;  ///< from the responses' `timings`
   /// sha256 of the record's SHA256SUMS once it is closed: pins every file of the record (a

@@ -62,9 +62,11 @@ void add_energy_figures(const engine_session::CellOutcome& c, json::object& figu
 
 }  // namespace
 
-ProtocolCampaign::ProtocolCampaign(const ProtocolPlan& plan, std::string label)
+ProtocolCampaign::ProtocolCampaign(const ProtocolPlan& plan, std::string label,
+                                   CampaignDeclared declared)
     : plan_(plan),
       label_(label.empty() ? plan.name : std::move(label)),
+      declared_(std::move(declared)),
       metric_(plan.rep.select.empty() ? plan.primary : plan.rep.select),
       user_selected_(!plan.rep.select.empty()),
       started_(std::chrono::system_clock::now()),
@@ -221,7 +223,8 @@ json::object readiness(const json::object& engine_json) {
 }  // namespace
 
 json::object ProtocolCampaign::document(const json::object& engine, const std::string& model,
-                                        const json::value& vram_after_load) const {
+                                        const json::value& vram_after_load,
+                                        const std::string& hardware_detected) const {
   json::array cells;
   json::object headline;
   std::vector<CellRep> reps;
@@ -229,10 +232,21 @@ json::object ProtocolCampaign::document(const json::object& engine, const std::s
     cells.push_back(cell_json(c, headline));
     for (const auto& rep : c.reps) reps.push_back({c.name, &rep});
   }
+  const auto text_or_null = [](const std::optional<std::string>& v) {
+    return v ? json::value(*v) : json::value(nullptr);
+  };
+  const auto strings = [](const std::vector<std::string>& v) {
+    json::array a;
+    for (const std::string& s : v) a.push_back(json::value(s));
+    return a;
+  };
   return json::object{
       {"schema_version", record::kSchemaVersion},
       {"campaign_id", id_},
+      {"name", text_or_null(declared_.name)},
       {"status", status()},
+      {"user_status", text_or_null(declared_.status)},
+      {"notes", strings(declared_.notes)},
       {"started_at", record::iso8601_utc(started_)},
       {"ended_at", record::iso8601_utc(std::chrono::system_clock::now())},
       {"protocol",
@@ -241,6 +255,11 @@ json::object ProtocolCampaign::document(const json::object& engine, const std::s
       {"engine", engine},
       {"readiness", readiness(engine)},
       {"model", model},
+      {"hardware",
+       json::object{{"label", text_or_null(declared_.hardware_label)},
+                    {"detected", hardware_detected.empty() ? json::value(nullptr)
+                                                           : json::value(hardware_detected)}}},
+      {"evidence", strings(declared_.evidence)},
       {"vram_after_load", vram_after_load},
       {"headline", std::move(headline)},
       {"session_telemetry", engine_session_telemetry(reps)},

@@ -39,9 +39,10 @@ using CellRunner = std::function<engine_session::CellOutcome(const engine_sessio
 
 class ProtocolCampaign {
  public:
-  /// `label`: the records' label ("" = the protocol's name). Throws UsageError when --select
+  /// `label`: the records' label ("" = the protocol's name); `declared`: what the user says of
+  /// the campaign (checked by the command), recorded as given. Throws UsageError when --select
   /// names no known metric.
-  ProtocolCampaign(const ProtocolPlan& plan, std::string label);
+  ProtocolCampaign(const ProtocolPlan& plan, std::string label, CampaignDeclared declared = {});
 
   const std::string& id() const { return id_; }
   bool stopped() const { return stopped_; }
@@ -52,10 +53,12 @@ class ProtocolCampaign {
 
   /// The campaign document; `engine` and `model` are the engine session's (manifest.engine
   /// and the model requested), `vram_after_load` its per-GPU snapshot once the engine was
-  /// ready (null without GPUs). The writer adds its digest (record/campaign_file.h) once secrets
+  /// ready (null without GPUs), `hardware_detected` the hardware line the records' manifests
+  /// hold (hardware.label). The writer adds its digest (record/campaign_file.h) once secrets
   /// are taken out.
   boost::json::object document(const boost::json::object& engine, const std::string& model,
-                               const boost::json::value& vram_after_load) const;
+                               const boost::json::value& vram_after_load,
+                               const std::string& hardware_detected = "") const;
   /// ok | partial (a cell failed) | interrupted | engine_crashed.
   std::string status() const;
   /// The figures of the first repetition of each cell, in the protocol's order: the columns
@@ -78,6 +81,7 @@ class ProtocolCampaign {
 
   const ProtocolPlan& plan_;
   std::string label_;
+  CampaignDeclared declared_;
   std::string metric_;
   bool user_selected_;
   std::chrono::system_clock::time_point started_;

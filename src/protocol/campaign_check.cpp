@@ -35,6 +35,7 @@ engine_session::CellOutcome outcome_of(const record::RunRecord& r) {
   out.traces = r.traces;
   out.server_timings = engine::server_timing_figures(out.traces);
   out.record_sha256 = r.sums_sha256;
+  out.telemetry = record::telemetry_section_of(r.manifest.telemetry);
   return out;
 }
 

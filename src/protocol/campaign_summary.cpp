@@ -24,6 +24,14 @@ void keep_sum(std::optional<double>& acc, std::optional<double> v) {
   if (v) acc = acc.value_or(0) + *v;
 }
 
+void add_count(std::optional<std::int64_t>& acc, std::optional<std::int64_t> v) {
+  if (v) acc = acc.value_or(0) + *v;
+}
+
+json::value count(std::optional<std::int64_t> v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
+
 /// The smallest and largest of a figure over the windows (a median per window cannot be
 /// combined into one median).
 struct Range {
@@ -45,12 +53,14 @@ struct DeviceRollup {
   std::int64_t device = 0;
   std::string name;
   std::size_t windows = 0;
+  std::optional<std::int64_t> samples;
   std::optional<double> energy_j, power_peak_w, temp_max, temp_junction_max, temp_memory_max,
       memory_used_peak;
   Range clock_sm, clock_memory;
 
   void add(const record::EnergyDevice& d) {
     ++windows;
+    add_count(samples, d.samples);
     keep_sum(energy_j, d.energy_j);
     keep_max(power_peak_w, d.power_peak_w);
     keep_max(temp_max, d.temperature_max_c);
@@ -66,6 +76,7 @@ struct DeviceRollup {
                         {"device", device},
                         {"name", name},
                         {"windows", windows},
+                        {"samples", count(samples)},
                         {"energy_j", num(energy_j)},
                         {"power_peak_w", num(power_peak_w)},
                         {"temperature_max_c", num(temp_max)},
@@ -103,10 +114,25 @@ json::object engine_session_telemetry(const std::vector<CellRep>& reps) {
   std::optional<double> energy, output_tokens, power_peak, vram_peak;
   std::string scope;
   std::vector<DeviceRollup> devices;
+  std::map<std::string, std::size_t> sources;  // energy source → device windows in scope
+  std::optional<std::int64_t> samples;
+  std::optional<double> requested_ms;
+  bool one_request = true;  // every window asked for the same period
+  Range achieved_ms;
   for (const CellRep& r : reps) {
     const std::optional<record::EnergySection> e = measured_energy(r);
     if (!e) continue;
     ++windows;
+    if (const auto& t = r.outcome->telemetry) {
+      if (requested_ms && *requested_ms != t->period_ms.requested) one_request = false;
+      requested_ms = t->period_ms.requested;
+      achieved_ms.add(t->period_ms.achieved_mean);
+    }
+    for (const record::EnergyDevice& d : e->devices) {
+      if (!e->in_scope(d)) continue;
+      if (d.energy_source) ++sources[*d.energy_source];
+      add_count(samples, d.samples);
+    }
     const double w = e->window_s.value_or(0);
     covered_s += w;
     if (e->energy_j) {
@@ -142,6 +168,11 @@ json::object engine_session_telemetry(const std::vector<CellRep>& reps) {
   std::optional<double> per_j, mean_w;
   if (energy && *energy > 0 && output_tokens) per_j = *output_tokens / *energy;
   mean_w = metrics::mean_power_w(energy, energy_window_s);
+  json::object by_source;
+  for (const auto& [source, n] : sources) by_source[source] = n;
+  json::value energy_source = nullptr;
+  if (sources.size() == 1) energy_source = json::value(sources.begin()->first);
+  if (sources.size() > 1) energy_source = "mixed";
   return json::object{
       {"over",
        "the service window of every repetition of every cell: warm-up, loading, the idle "
@@ -151,6 +182,12 @@ json::object engine_session_telemetry(const std::vector<CellRep>& reps) {
       {"windows_with_energy", with_energy},
       {"energy_covered_s", energy_window_s},
       {"scope", scope.empty() ? json::value(nullptr) : json::value(scope)},
+      {"energy_source", std::move(energy_source)},
+      {"energy_sources", std::move(by_source)},
+      {"sampling",
+       json::object{{"period_ms_requested", one_request ? num(requested_ms) : json::value(nullptr)},
+                    {"period_ms_achieved_mean", achieved_ms.to_json()},
+                    {"samples", count(samples)}}},
       {"energy_j", num(energy)},
       {"output_tokens", num(output_tokens)},
       {"output_tokens_per_j", num(per_j)},

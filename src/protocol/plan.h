@@ -30,6 +30,17 @@ struct RepeatOptions {
   std::string select;  ///< "" = the protocol's primary metric
 };
 
+/// What the user declares of a campaign (docs/protocols.md, "What a campaign file says of
+/// itself"): recorded verbatim in the campaign file, never read or acted on. The command checks
+/// the values (exit 2 naming the flag).
+struct CampaignDeclared {
+  std::optional<std::string> name;            ///< --campaign-name: the campaign's own name
+  std::vector<std::string> notes;             ///< --notes, in order
+  std::optional<std::string> status;          ///< --campaign-status: the user's, never dyno's
+  std::optional<std::string> hardware_label;  ///< --hardware-label
+  std::vector<std::string> evidence;          ///< --evidence: paths or URLs, as given
+};
+
 struct SweepOptions {
   std::string concurrencies = "1,2,4,8";  ///< closed-loop cells
   std::optional<std::string> rates;       ///< open-loop cells instead (req/s)
@@ -37,23 +48,28 @@ struct SweepOptions {
   std::uint64_t per_slot = 8;             ///< k
   double rate_duration_s = 30.0;          ///< open-loop cells: how long each sends
   RepeatOptions rep;
+  CampaignDeclared declared;
 };
 
 struct LadderOptions {
   std::string depths = "0,8000,16000,32000";    ///< decode cells: context depth in tokens
   std::string prefill_sizes = "512,2048,8192";  ///< prefill-only cells: prompt size
   std::int64_t decode_tokens = 256;             ///< output tokens of a decode cell
+  std::int64_t prefill_decode_tokens = 1;       ///< output tokens of a prefill cell
   RepeatOptions rep{3, ""};
+  CampaignDeclared declared;
 };
 
 struct SpeedOptions {
   std::string passes = "main";    ///< named passes, e.g. "fr,en,fr2"
   std::uint32_t concurrency = 8;  ///< the aggregate burst
   RepeatOptions rep;
+  CampaignDeclared declared;
 };
 
 struct RealOptions {
   RepeatOptions rep;
+  CampaignDeclared declared;
 };
 
 /// The flags every cell of a protocol shares, applied to each cell as `dyno run` applies them

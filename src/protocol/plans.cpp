@@ -228,6 +228,7 @@ ProtocolPlan plan_ladder(const LadderOptions& l, const std::vector<double>& dept
   plan.params = json::object{{"depths", to_array(depths)},
                              {"prefill_sizes", to_array(sizes)},
                              {"decode_tokens", l.decode_tokens},
+                             {"prefill_decode_tokens", l.prefill_decode_tokens},
                              {"prompt_lengths", count ? "exact" : "approximate"}};
   if (count) plan.params["tokenizer"] = tokenizer;
   plan.figures = protocol_figures(plan.name);
@@ -268,16 +269,22 @@ ProtocolPlan plan_ladder(const LadderOptions& l, const std::vector<double>& dept
   };
   for (double depth : depths) {
     const auto tokens = static_cast<std::int64_t>(depth);
-    plan.cells.push_back(CellPlan{"decode@" + std::to_string(tokens),
-                                  json::object{{"kind", "decode"}, {"target_tokens", tokens}}, "",
-                                  cell_for(tokens, l.decode_tokens)});
+    plan.cells.push_back(CellPlan{
+        "decode@" + std::to_string(tokens),
+        json::object{
+            {"kind", "decode"}, {"target_tokens", tokens}, {"output_tokens", l.decode_tokens}},
+        "", cell_for(tokens, l.decode_tokens)});
     plan.cells.back().key = headline_key(plan.name, plan.cells.back().name);
   }
   for (double size : sizes) {
     const auto tokens = static_cast<std::int64_t>(size);
+    // Its figure is its prefill rate however many tokens it decodes (a lab's pp0 rows decode
+    // some): the selection metric stays prefill_rate_p50.
     plan.cells.push_back(CellPlan{"prefill@" + std::to_string(tokens),
-                                  json::object{{"kind", "prefill"}, {"target_tokens", tokens}},
-                                  "prefill_rate_p50", cell_for(tokens, 1)});
+                                  json::object{{"kind", "prefill"},
+                                               {"target_tokens", tokens},
+                                               {"output_tokens", l.prefill_decode_tokens}},
+                                  "prefill_rate_p50", cell_for(tokens, l.prefill_decode_tokens)});
     plan.cells.back().key = headline_key(plan.name, plan.cells.back().name);
   }
   return plan;

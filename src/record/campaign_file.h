@@ -35,6 +35,11 @@ std::optional<CampaignDigests> campaign_digests(const std::string& text);
 /// <runs-root>/campaigns.
 std::filesystem::path campaigns_dir(const std::filesystem::path& runs_root);
 
+/// The campaign file a command-line argument names: the path of a campaign file (a name ending
+/// in .json that is a file), or the exact id of one under `runs_root`; nullopt otherwise.
+std::optional<std::filesystem::path> find_campaign_file(const std::filesystem::path& runs_root,
+                                                        const std::string& arg);
+
 /// The campaign ids under a runs root (campaigns/<id>.json), sorted; empty without any.
 std::vector<std::string> campaign_ids(const std::filesystem::path& runs_root);
 
@@ -42,8 +47,10 @@ std::vector<std::string> campaign_ids(const std::filesystem::path& runs_root);
 /// says what was wrong, the rest is what could be read.
 struct CampaignRow {
   std::string campaign_id;
+  std::string name;  ///< the campaign's own name (--campaign-name), "" when none was given
   std::string started_at;
   std::string status;
+  std::string user_status;  ///< the status the user gave (--campaign-status), "" when none
   std::string protocol;
   std::string engine;  ///< engine.name
   std::string model;

@@ -65,6 +65,8 @@ EnergySection energy_section_from_json(const boost::json::object& energy, const 
     x.clock_memory_median_mhz = d.opt_number("clock_memory_median_mhz");
     x.utilization_mean_pct = d.opt_number("utilization_mean_pct");
     x.memory_used_peak_bytes = d.opt_number("memory_used_peak_bytes");
+    x.energy_source = d.opt_string("energy_source");
+    x.samples = d.opt_int("samples");
     if (d.has("flags")) x.flags = d.strings("flags");
     e.devices.push_back(std::move(x));
   }

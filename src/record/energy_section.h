@@ -27,6 +27,9 @@ struct EnergyDevice {
   std::optional<double> clock_sm_median_mhz, clock_memory_median_mhz;
   std::optional<double> utilization_mean_pct;
   std::optional<double> memory_used_peak_bytes;
+  /// Where energy_j came from: counter | power_instant | power_average (nullopt: no energy).
+  std::optional<std::string> energy_source;
+  std::optional<std::int64_t> samples;  ///< readings of the device in the window
   std::vector<std::string> flags;  ///< counter_reset, energy_sources_disagree, window_too_short
 };
 

@@ -10,6 +10,7 @@
 
 #include "digest/digest.h"
 #include "json/json_text.h"
+#include "record/campaign_file.h"
 #include "record/record_json.h"
 #include "record/record_reader.h"
 #include "record/run_verify.h"
@@ -235,6 +236,103 @@ ScrubOutcome publish_run(const fs::path& run_dir, const fs::path& out_root,
     fs::remove_all(tmp, ec);
     throw ScrubError("cannot move the scrubbed copy to " + dest.string() + ": " + cause);
   }
+  return out;
+}
+
+namespace {
+
+/// Every run a verified campaign file lists, in its order (cells[].runs[].run_id).
+std::vector<std::string> campaign_runs(const json::object& doc) {
+  std::vector<std::string> ids;
+  const json::value* cells = doc.if_contains("cells");
+  if (cells == nullptr || !cells->is_array()) return ids;
+  for (const auto& c : cells->get_array()) {
+    const json::value* runs = c.is_object() ? c.get_object().if_contains("runs") : nullptr;
+    if (runs == nullptr || !runs->is_array()) continue;
+    for (const auto& r : runs->get_array()) {
+      const json::value* id = r.is_object() ? r.get_object().if_contains("run_id") : nullptr;
+      if (id != nullptr && id->is_string()) ids.emplace_back(id->get_string());
+    }
+  }
+  return ids;
+}
+
+/// Each run of the campaign pinned to its published record.
+void repin(json::object& doc, const fs::path& out_root) {
+  for (auto& c : doc["cells"].as_array()) {
+    for (auto& r : c.as_object()["runs"].as_array()) {
+      json::object& run = r.as_object();
+      const std::string id(run.at("run_id").as_string());
+      run["record_sha256"] = digest::sha256_hex_file(out_root / id / "SHA256SUMS");
+    }
+  }
+}
+
+}  // namespace
+
+CampaignPublishOutcome publish_campaign(const fs::path& campaign_file, const fs::path& out_root,
+                                        const ScrubPolicy& policy) {
+  const std::string id = campaign_file.stem().string();
+  // Only a campaign that verifies is published: its pins are re-made for the scrubbed copies,
+  // and a campaign changed after it was written would otherwise be signed again.
+  const VerifyReport report = verify_campaign_file(campaign_file, /*schema=*/false);
+  if (!report.ok()) {
+    const VerifyProblem& p = report.problems.front();
+    throw ScrubError("campaign " + id + " does not verify (" +
+                     (p.path.empty() ? "" : p.path + ": ") + p.message +
+                     (report.problems.size() > 1
+                          ? "; and " + std::to_string(report.problems.size() - 1) + " more"
+                          : "") +
+                     "), so it is not published. `dyno runs verify " + id +
+                     "` lists every problem");
+  }
+  json::object doc = read_record_json(campaign_file);
+  const std::vector<std::string> runs = campaign_runs(doc);
+  if (runs.empty()) throw ScrubError("campaign " + id + " lists no run: nothing to publish");
+  CampaignPublishOutcome out;
+  out.file = campaigns_dir(out_root) / (id + ".json");
+  // Every destination free before anything is written.
+  std::error_code ec;
+  if (fs::exists(out.file, ec)) {
+    throw ScrubError(out.file.string() + " already exists; remove it or publish to another --out");
+  }
+  for (const auto& run : runs) {
+    if (fs::exists(out_root / run, ec)) {
+      throw ScrubError((out_root / run).string() + " (a run of campaign " + id +
+                       ") already exists; remove it or publish to another --out");
+    }
+  }
+  const fs::path root = campaign_file.parent_path().parent_path();
+  for (const auto& run : runs)
+    out.runs.emplace_back(run, publish_run(root / run, out_root, policy));
+
+  // The file scrubbed as a record's JSON is, with what every run's manifest names (its host
+  // name, its GPU UUIDs); its bookkeeping — scrubbed_fields, the pins, the digest — after.
+  doc.erase(kCampaignDigestKey);
+  json::value v = doc;
+  std::set<std::string> pointers;
+  for (const auto& run : runs) {
+    Scrubber(policy, read_record_json(root / run / "manifest.json")).scrub_json(v, pointers);
+  }
+  json::object& scrubbed = v.as_object();
+  repin(scrubbed, out_root);
+  std::set<std::string> all;
+  for (const auto& p : pointers) all.insert(id + ".json#" + p);
+  out.changed.assign(all.begin(), all.end());
+  if (const auto* old = scrubbed.if_contains("scrubbed_fields");
+      old != nullptr && old->is_array()) {
+    for (const auto& e : old->get_array()) {
+      if (e.is_string()) all.insert(std::string(e.get_string()));
+    }
+  }
+  json::array list;
+  for (const auto& c : all) list.push_back(json::value(c));
+  scrubbed.erase("scrubbed_fields");
+  scrubbed["scrubbed_fields"] = std::move(list);
+  fs::create_directories(campaigns_dir(out_root), ec);
+  if (ec)
+    throw ScrubError("cannot create " + campaigns_dir(out_root).string() + ": " + ec.message());
+  write_file_atomic(out.file, signed_campaign_text(std::move(scrubbed)));
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "scrub/scrub.h"
@@ -33,5 +34,25 @@ ScrubOutcome scrub_run_dir(const std::filesystem::path& dir, const scrub::ScrubP
 /// destination exists.
 ScrubOutcome publish_run(const std::filesystem::path& run_dir,
                          const std::filesystem::path& out_root, const scrub::ScrubPolicy& policy);
+
+/// What publishing a campaign did.
+struct CampaignPublishOutcome {
+  std::filesystem::path file;  ///< the published campaign file, <out_root>/campaigns/<id>.json
+  std::vector<std::string> changed;  ///< the campaign file's changes: "<id>.json#<JSON pointer>"
+  /// Each run the campaign lists, in its order: its id and what publishing it changed.
+  std::vector<std::pair<std::string, ScrubOutcome>> runs;
+};
+
+/// Publishes a campaign (docs/store.md, "Publishing a campaign"): every run its file lists is
+/// published into `out_root` as publish_run does, then the campaign file is scrubbed like a
+/// record's JSON (with every listed run's host name and GPU UUIDs), its changes listed in its
+/// `scrubbed_fields`, each run re-pinned to its published record (`record_sha256`: the sha256 of
+/// the published SHA256SUMS) and the file signed again, so `dyno runs verify` of the campaign
+/// under `out_root` passes. The campaign file is written last: a publish that fails part way
+/// leaves no campaign file. Throws ScrubError when the campaign does not verify, lists no run,
+/// or a destination exists.
+CampaignPublishOutcome publish_campaign(const std::filesystem::path& campaign_file,
+                                        const std::filesystem::path& out_root,
+                                        const scrub::ScrubPolicy& policy);
 
 }  // namespace dyno::record

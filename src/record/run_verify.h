@@ -35,6 +35,11 @@ struct VerifyReport {
 /// before it re-signs a record).
 VerifyReport verify_run_dir(const std::filesystem::path& dir, bool schema = true);
 
+/// Whether a schema problem at `at` ("<file>#<JSON pointer>") is a value scrubbing replaced:
+/// `at` is in `scrubbed_fields`, or holds one of them (an object or array: anyOf reports there).
+/// Such a value ("<scrubbed:port>") is not held to its schema.
+bool excused_by_scrubbing(const std::vector<std::string>& scrubbed_fields, const std::string& at);
+
 /// The SHA256SUMS part of verify_run_dir alone (checks "sha256sums" and "files"): every listed
 /// file's digest, nothing unlisted. What a board reads of a record's integrity (read_run).
 VerifyReport verify_run_sums(const std::filesystem::path& dir);

@@ -319,6 +319,22 @@ TEST(EngineSpec, TopologyTakesOpenKeysCheckedByType) {
   }
 }
 
+TEST(EngineSpec, TopologyTakesAGpuCountAndALinkKindAsGiven) {
+  // A lab's `gpus: 2`, `p2p: "nvlink"`: a count is not made into indices, so it sets no
+  // CUDA_VISIBLE_DEVICES; a list of indices does.
+  const EngineSpec count = parse_spec(
+      "name='s'\npreset='vllm'\nmodel='m'\n[topology]\ngpus=2\np2p='nvlink'\n", "s.toml");
+  EXPECT_EQ(count.topology.at("gpus"), 2);
+  EXPECT_EQ(count.topology.at("p2p"), "nvlink");
+  EXPECT_EQ(dyno::engine::launch_line(count, {9000, "/x/dyno"}).env.count("CUDA_VISIBLE_DEVICES"),
+            0u);
+  const EngineSpec list = parse_spec(
+      "name='s'\npreset='vllm'\nmodel='m'\n[topology]\ngpus=[0, 1]\np2p=true\n", "s.toml");
+  EXPECT_EQ(list.topology.at("p2p"), true);
+  EXPECT_EQ(dyno::engine::launch_line(list, {9000, "/x/dyno"}).env.at("CUDA_VISIBLE_DEVICES"),
+            "0,1");
+}
+
 TEST(EngineSpec, ErrorsNameTheFileLineKeyAndWhatToDo) {
   EXPECT_NE(spec_error("preset = 'vllm'\nmodel='m'\n").find("'name' is missing"),
             std::string::npos);
@@ -350,6 +366,12 @@ TEST(EngineSpec, ErrorsNameTheFileLineKeyAndWhatToDo) {
             std::string::npos);
   EXPECT_NE(spec_error("name='x'\npreset='vllm'\nmodel='m'\n[topology]\ngpus=['a']\n")
                 .find("topology.gpus"),
+            std::string::npos);
+  EXPECT_NE(spec_error("name='x'\npreset='vllm'\nmodel='m'\n[topology]\ngpus=0\n")
+                .find("topology.gpus: expected an array of GPU indices"),
+            std::string::npos);
+  EXPECT_NE(spec_error("name='x'\npreset='vllm'\nmodel='m'\n[topology]\np2p=1\n")
+                .find("topology.p2p: expected a boolean or a link kind"),
             std::string::npos);
   EXPECT_NE(spec_error("name = \n").find("s.toml:1:"), std::string::npos);
   try {

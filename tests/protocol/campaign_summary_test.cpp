@@ -77,6 +77,40 @@ TEST(CampaignSummary, SessionTelemetrySumsEnergyOverTheMeasuredWindowsOnly) {
   EXPECT_TRUE(d0.at("clock_memory_median_mhz").is_null());
 }
 
+TEST(CampaignSummary, EnergySourceAndSamplingComeFromTheRecords) {
+  const auto with = [](json::object d, const char* source, std::int64_t samples) {
+    d["energy_source"] = source;
+    d["samples"] = samples;
+    return d;
+  };
+  auto a = measured("run-a", 2.0, 600.0, 320.0, 300,
+                    json::array{with(device("nvml", 0, 400, 200, 61, 1800), "counter", 40),
+                                with(device("nvml", 1, 200, 150, 58, 1750), "counter", 41)});
+  auto b = measured("run-b", 4.0, 1400.0, 410.0, 900,
+                    json::array{with(device("nvml", 0, 900, 260, 67, 1700), "counter", 80),
+                                with(device("nvml", 1, 500, 170, 60, 1760), "power_instant", 79)});
+  a.telemetry = record::TelemetrySection{};
+  a.telemetry->period_ms = {50.0, 50.4, 61.0};
+  b.telemetry = record::TelemetrySection{};
+  b.telemetry->period_ms = {50.0, 51.2, 70.0};
+  json::object t = protocol::engine_session_telemetry({{"fr/solo", &a}, {"fr/agg", &b}});
+  // One card fell back to its power readings in one window: the session says mixed, and how.
+  EXPECT_EQ(t.at("energy_source"), "mixed");
+  EXPECT_EQ(t.at("energy_sources"), (json::object{{"counter", 3}, {"power_instant", 1}}));
+  const auto& s = t.at("sampling").as_object();
+  EXPECT_DOUBLE_EQ(s.at("period_ms_requested").as_double(), 50.0);
+  EXPECT_DOUBLE_EQ(s.at("period_ms_achieved_mean").at("min").as_double(), 50.4);
+  EXPECT_DOUBLE_EQ(s.at("period_ms_achieved_mean").at("max").as_double(), 51.2);
+  EXPECT_EQ(s.at("samples").as_int64(), 240);
+  EXPECT_EQ(t.at("devices").as_array()[0].at("samples").as_int64(), 120);
+  // Windows that asked for different periods have no one requested period; one source is named.
+  b.telemetry->period_ms.requested = 100.0;
+  t = protocol::engine_session_telemetry({{"fr/solo", &a}});
+  EXPECT_EQ(t.at("energy_source"), "counter");
+  t = protocol::engine_session_telemetry({{"fr/solo", &a}, {"fr/agg", &b}});
+  EXPECT_TRUE(t.at("sampling").at("period_ms_requested").is_null());
+}
+
 TEST(CampaignSummary, NoTelemetryGivesAReason) {
   engine_session::CellOutcome off;
   off.summary_file.energy = json::object{{"energy_j", nullptr}, {"reason", "telemetry off"}};

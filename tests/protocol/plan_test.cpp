@@ -112,6 +112,21 @@ TEST(ProtocolPlan, LadderRepetitionsNeverRepeatAPrompt) {
   EXPECT_EQ(decode.sampling.at("max_tokens"), 32);
   EXPECT_EQ(decode.sampling.at("ignore_eos"), true);
   EXPECT_EQ(plan.cells[2].spec_for(0).sampling.at("max_tokens"), 1);
+  EXPECT_EQ(plan.cells[1].params.at("output_tokens"), 32);
+  EXPECT_EQ(plan.cells[2].params.at("output_tokens"), 1);
+  EXPECT_EQ(plan.params.at("prefill_decode_tokens"), 1);
+}
+
+TEST(ProtocolPlan, LadderPrefillCellsMayDecodeAndKeepTheirPrefillMetric) {
+  protocol::LadderOptions l;
+  l.prefill_decode_tokens = 64;
+  const protocol::ProtocolPlan plan = protocol::plan_ladder(l, {0}, {50}, shared(), {}, "");
+  const engine_session::CellSpec prefill = plan.cells[1].spec_for(0);
+  EXPECT_EQ(prefill.sampling.at("max_tokens"), 64);
+  EXPECT_EQ(prefill.sampling.at("ignore_eos"), true);  // it decodes all 64
+  EXPECT_EQ(plan.cells[1].metric, "prefill_rate_p50");
+  EXPECT_EQ(plan.cells[1].params.at("output_tokens"), 64);
+  EXPECT_EQ(plan.params.at("prefill_decode_tokens"), 64);
 }
 
 TEST(ProtocolPlan, SpeedRepeatsAPassesPromptsForItsDriftPass) {
