@@ -10,6 +10,7 @@
 #include "protocol/campaign.h"
 #include "protocol/campaign_summary.h"
 #include "protocol/plan.h"
+#include "record/owner_sections.h"
 
 namespace dyno::protocol {
 
