@@ -510,7 +510,9 @@ class Builder {
       if (m.direction == Direction::kNone || !shown(m, b_.engine_figures)) continue;
       if (m.key == "accuracy" && !not_comparable.empty()) continue;
       Delta d = compare_metric(m, cell, ac, base, o_.bootstrap);
-      if (is_headline(m, cell.level_kind) && d.verdict != Verdict::kWin) {
+      // A summary-only pair has point deltas and no verdict to report: its "no interval" is
+      // the pair's kind (its imported_run finding names it), tallied on its own line.
+      if (is_headline(m, cell.level_kind) && d.verdict != Verdict::kWin && !d.summary_only) {
         std::string text = m.label + ": " + ac.arm + " vs " + b_.baseline + " ";
         if (d.value) text += signed_pct(*d.value);
         if (d.low && d.high) text += " [" + signed_pct(*d.low) + ", " + signed_pct(*d.high) + "]";

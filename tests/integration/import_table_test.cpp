@@ -72,7 +72,12 @@ TEST_F(ImportTable, ALedgerBecomesRecordsThatVerifyListAndPairCellByCell) {
     const json::object& cmp = c.at("comparisons").as_array()[0].as_object();
     const json::object& out = cmp.at("deltas").at("output_tokens_per_s").as_object();
     EXPECT_TRUE(out.at("summary_only").as_bool());
+    EXPECT_EQ(out.at("verdict").as_string(), "no_interval");
     EXPECT_GT(out.at("value").as_double(), 0) << board.out;  // sglang published more tok/s
+  }
+  // A summary-only pair's deltas are no verdicts: no nonwin finding for any of them.
+  for (const auto& f : b.at("findings").as_array()) {
+    EXPECT_NE(f.at("type").as_string(), "nonwin") << f;
   }
   EXPECT_EQ(cells, (std::vector<std::string>{"c1", "c8", "c32"})) << board.out;
   EXPECT_TRUE(b.at("unpaired").as_array().empty()) << board.out;
