@@ -256,8 +256,48 @@ class Builder {
                                    ? "the baseline (" + b_.baseline + ") has no run in this cell"
                                    : "no other arm has a run in this cell";
     for (const auto& a : c.arms) {
-      for (const auto& r : a.runs) b_.unpaired.push_back({a.arm, r->run_id, c.id, reason});
+      for (const auto& r : a.runs) {
+        if (!is_explicit && replaced(a.arm, *r)) continue;
+        b_.unpaired.push_back({a.arm, r->run_id, c.id, reason});
+      }
     }
+  }
+
+  /// Whether a spec cell put another run of `arm` in the place of `r`, which is then listed as
+  /// replaced by it (not unpaired): a derived record of it (dyno rescore: derived_from), else a
+  /// run of the same arm in r's model, protocol and cell (a rerun of that cell).
+  bool replaced(const std::string& arm, const RunRecord& r) {
+    const CellKey key{model_of(r, in_.model_aliases), protocol_of(r), cell_of(r)};
+    std::optional<ReplacedRun> rerun;
+    for (const Cell& ec : explicit_) {
+      const ArmCell* ac = ec.arm(arm);
+      if (ac == nullptr) continue;
+      for (const auto& x : ac->runs) {
+        const record::Manifest& m = x->manifest;
+        if (m.derived_from && m.derived_from->run_id == r.run_id) {
+          b_.replaced.push_back({arm, r.run_id, ec.id, x->run_id, "derived"});
+          announce(b_.replaced.back());
+          return true;
+        }
+        const CellKey xk{model_of(*x, in_.model_aliases), protocol_of(*x), cell_of(*x)};
+        if (!rerun && !(xk < key) && !(key < xk)) {
+          rerun = ReplacedRun{arm, r.run_id, ec.id, x->run_id, "rerun"};
+        }
+      }
+    }
+    if (!rerun) return false;
+    b_.replaced.push_back(*rerun);
+    announce(b_.replaced.back());
+    return true;
+  }
+
+  void announce(const ReplacedRun& x) {
+    add(x.cell, x.arm, "run_replaced",
+        "run " + x.run_id + " of " + x.arm + " is replaced by " + x.replaced_by +
+            (x.how == "derived" ? " (a derived record of it, dyno rescore)"
+                                : " (a rerun of its cell)") +
+            " by the board spec",
+        json::object{{"run_id", x.run_id}, {"replaced_by", x.replaced_by}, {"how", x.how}});
   }
 
   void sort_cells() {
@@ -279,6 +319,10 @@ class Builder {
     }
     std::stable_sort(b_.unpaired.begin(), b_.unpaired.end(),
                      [](const UnpairedRun& x, const UnpairedRun& y) {
+                       return std::tie(x.arm, x.run_id) < std::tie(y.arm, y.run_id);
+                     });
+    std::stable_sort(b_.replaced.begin(), b_.replaced.end(),
+                     [](const ReplacedRun& x, const ReplacedRun& y) {
                        return std::tie(x.arm, x.run_id) < std::tie(y.arm, y.run_id);
                      });
   }
@@ -532,7 +576,9 @@ class Builder {
       if (!measures(m, cell.level_kind)) continue;
       if (m.key == "accuracy" && !not_comparable.empty()) continue;
       Delta d = compare_metric(m, cell, ac, base, o_.bootstrap);
-      if (cell.judged_by(m.key) && d.verdict != Verdict::kWin) {
+      // A summary-only pair has point deltas and no verdict to report: its "no interval" is
+      // the pair's kind (its imported_run finding names it), tallied on its own line.
+      if (cell.judged_by(m.key) && d.verdict != Verdict::kWin && !d.summary_only) {
         std::string text = m.label + ": " + ac.arm + " vs " + b_.baseline + " ";
         if (d.value) text += signed_pct(*d.value);
         if (d.low && d.high) text += " [" + signed_pct(*d.low) + ", " + signed_pct(*d.high) + "]";

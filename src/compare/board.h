@@ -193,6 +193,18 @@ struct UnpairedRun {
   std::string reason;
 };
 
+/// A run a board spec cell puts another run in place of (docs/compare.md "Board spec file"):
+/// in no comparison, but not missing either.
+struct ReplacedRun {
+  std::string arm;
+  std::string run_id;
+  std::string cell;         ///< the spec cell that holds its replacement
+  std::string replaced_by;  ///< the run in its place
+  /// "derived": the replacement is a derived record of it (dyno rescore, derived_from);
+  /// "rerun": the replacement measured the same arm in the same model, protocol and cell.
+  std::string how;
+};
+
 struct Finding {
   std::string type;     ///< docs/compare.md "Findings"
   std::string cell;     ///< cell id, "" for board-wide findings
@@ -233,6 +245,7 @@ struct Board {
   std::map<std::string, std::vector<std::string>> selectors;  ///< by arm
   std::vector<Cell> cells;
   std::vector<UnpairedRun> unpaired;
+  std::vector<ReplacedRun> replaced;  ///< runs a spec cell replaced (not unpaired)
   std::vector<Finding> findings;
   /// Per non-baseline arm, per headline metric: the interval line, and a summary-only line
   /// when some pair has a summary-only run.

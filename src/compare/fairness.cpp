@@ -201,12 +201,14 @@ std::string engine_source_note(const RunRecord& r) {
   return "engine source: not in the record";
 }
 
-/// The checks an imported record cannot answer: its file does not keep the requests, the
-/// sampling or the warm-up, states its load without dyno's schedule (seed, arrival, limits),
-/// and was measured by another harness (the record's `harness` is the dyno that imported).
+/// The checks an imported record cannot answer: its file does not keep the sampling or the
+/// warm-up, states its load without dyno's schedule (seed, arrival, limits), and was measured
+/// by another harness (the record's `harness` is the dyno that imported), whose source tree
+/// it does not describe. The request stream's hash and the measuring harness's hash are
+/// answered when the file states them (a ledger's columns: workload.request_stream.sha256,
+/// source.harness_sha256).
 bool unanswered_by_import(const std::string& check) {
-  return check == "request_stream" || check == "sampling" || check == "load" || check == "warmup" ||
-         check == "harness" || check == "dirty_sources";
+  return check == "sampling" || check == "load" || check == "warmup" || check == "dirty_sources";
 }
 
 /// What an embedded simulated engine's model is, for its revision and fingerprint: no weights,
@@ -234,7 +236,11 @@ json::value value_of(const RunRecord& r, const std::string& check) {
     return json::value(r.summary->figures.requests_total);
   }
   if (check == "input_tokens") {
-    if (!typed || !r.summary->knows("tokens.input_total")) return nullptr;
+    // Written null when some request had no count (or a ledger gave none): unknown, not 0.
+    if (!typed || !r.summary->knows("tokens.input_total") ||
+        !r.summary->figures.input_tokens_complete) {
+      return nullptr;
+    }
     return json::value(r.summary->figures.input_tokens_total);
   }
   if (check == "sampling") return m.workload.sampling;
@@ -249,7 +255,9 @@ json::value value_of(const RunRecord& r, const std::string& check) {
   if (check == "driver" || check == "gpu_model" || check == "gpu_uuid") {
     return gpu_list(r, check.c_str());
   }
-  if (check == "harness") return or_null(m.harness.executable_sha256);
+  if (check == "harness") {
+    return r.imported() ? or_null(m.source->harness_sha256) : or_null(m.harness.executable_sha256);
+  }
   if (check == "dirty_sources") return json::value(m.harness.git_dirty);
   if (check == "engine_dirty_sources" || check == "engine_commit") {
     const std::optional<record::EngineSourceRef> s =
@@ -270,7 +278,10 @@ std::optional<std::string> model_unknown(const RunRecord& r, const std::string& 
 std::string note_of(const RunRecord& r, const std::string& check) {
   if (r.imported()) {
     const std::string origin = r.import_origin();
-    if (check == "harness" || check == "dirty_sources") {
+    if (check == "harness") {
+      return origin + ": measured by another harness, whose SHA-256 the file does not state";
+    }
+    if (check == "dirty_sources") {
       return origin + ": measured by another harness, not by a dyno executable";
     }
     if (check == "load") return origin + ": the file states its load, not dyno's schedule";
@@ -296,6 +307,9 @@ std::string note_of(const RunRecord& r, const std::string& check) {
   if (check == "driver" || check == "gpu_model" || check == "gpu_uuid") return gpu_note(r);
   if (check == "engine_dirty_sources" || check == "engine_commit") return engine_source_note(r);
   if (check == "dirty_sources") return "harness.git_dirty is not in the record";
+  if (check == "input_tokens") {
+    return "summary tokens.input_total is null (some request has no input token count)";
+  }
   return "not in the record";
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <optional>
@@ -345,6 +346,17 @@ std::optional<std::string> text_of(const Cell& c, const MapEntry& e) {
   }
   if (e.target == "api" && t != "chat" && t != "completions") {
     bad_cell(c, t, "is not an api dyno records; expected chat or completions");
+  }
+  if (e.target == "request_stream.sha256" || e.target == "harness.sha256") {
+    // A SHA-256 as dyno writes one: 64 hex digits, lower case ("sha256:" prefix allowed).
+    std::string h = t.starts_with("sha256:") ? t.substr(7) : t;
+    std::transform(h.begin(), h.end(), h.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    const bool hex = h.size() == 64 && std::all_of(h.begin(), h.end(), [](char ch) {
+                       return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+                     });
+    if (!hex) bad_cell(c, t, "is not a SHA-256 (64 hex digits); " + e.target + " is one");
+    t = h;
   }
   if (e.target == "protocol") {
     const bool ok = t[0] >= 'a' && t[0] <= 'z' && std::all_of(t.begin(), t.end(), [](char ch) {

@@ -76,7 +76,12 @@ const std::vector<std::pair<std::string, Kind>>& identities() {
       {"engine", Kind::text},
       {"engine.version", Kind::text},
       {"engine.commit", Kind::text},
+      {"model.revision", Kind::text},
       {"gpu", Kind::text},
+      {"gpu.uuid", Kind::text},
+      {"gpu.driver", Kind::text},
+      {"request_stream.sha256", Kind::text},
+      {"harness.sha256", Kind::text},
       {"label", Kind::text},
       {"concurrency", Kind::positive},
       {"rate", Kind::load_rate},
@@ -259,6 +264,31 @@ void fill_figures(ImportedResult& r, const RowValues& v, const RowFail& fail) {
   }
 }
 
+/// The items of a list cell ("GPU-a, GPU-b" or "GPU-a GPU-b"): split at commas and white
+/// space, empty items dropped.
+std::vector<std::string> split_list(const std::string& cell) {
+  std::vector<std::string> out;
+  std::string item;
+  for (const char c : cell + ",") {
+    if (c == ',' || c == ' ' || c == '\t' || c == ';') {
+      if (!item.empty()) out.push_back(std::move(item));
+      item.clear();
+    } else {
+      item += c;
+    }
+  }
+  return out;
+}
+
+/// "a", "a and b", "a, b and c".
+std::string and_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> figure_targets() {
@@ -339,6 +369,9 @@ ImportedResult result_of(const RowValues& v, const RowFail& fail) {
   r.engine_name = text(v, "engine");
   r.engine_version = text(v, "engine.version");
   r.engine_commit = text(v, "engine.commit");
+  r.model_revision = text(v, "model.revision");
+  r.request_stream_sha256 = text(v, "request_stream.sha256");
+  r.source.harness_sha256 = text(v, "harness.sha256");
   r.label = text(v, "label");
   if (const auto api = text(v, "api")) r.api = *api;
   r.pairs_as = text(v, "protocol");
@@ -346,30 +379,61 @@ ImportedResult result_of(const RowValues& v, const RowFail& fail) {
   r.load.imported = true;
   if (const auto c = count(v, "concurrency")) r.load.concurrency = *c;
   r.load.rate_per_s = get(v, "rate");
-  if (const auto gpu = text(v, "gpu")) {
-    // The ledger's GPU column names a model (and, written "8x H100", how many).
-    std::uint64_t n = 1;
-    std::string name = *gpu;
-    const std::size_t x = name.find_first_of("xX");
+  const std::optional<std::string> gpu = text(v, "gpu");
+  const std::vector<std::string> uuids = split_list(text(v, "gpu.uuid").value_or(""));
+  const std::optional<std::string> driver = text(v, "gpu.driver");
+  // The ledger's GPU column names a model (and, written "8x H100", how many); its UUID column
+  // names each GPU (a list: as many as the GPU column counts), its driver column every GPU's.
+  std::uint64_t n = uuids.empty() ? 1 : uuids.size();
+  std::optional<std::string> name;
+  if (gpu) {
+    n = 1;
+    name = *gpu;
+    const std::size_t x = name->find_first_of("xX");
     if (x != std::string::npos && x > 0 &&
-        std::all_of(name.begin(), name.begin() + static_cast<long>(x),
+        std::all_of(name->begin(), name->begin() + static_cast<long>(x),
                     [](char c) { return c >= '0' && c <= '9'; }) &&
         x <= 3) {
-      const std::string rest = name.substr(x + 1);
+      const std::string rest = name->substr(x + 1);
       const std::size_t start = rest.find_first_not_of(' ');
       if (start != std::string::npos) {
-        n = std::stoull(name.substr(0, x));
+        n = std::stoull(name->substr(0, x));
         name = rest.substr(start);
       }
     }
     if (n == 0 || n > 512) fail("gpu '" + *gpu + "': expected 1 to 512 GPUs");
+    if (!uuids.empty() && uuids.size() != n) {
+      fail("gpu.uuid names " + std::to_string(uuids.size()) + " GPU" +
+           (uuids.size() == 1 ? "" : "s") + " but gpu '" + *gpu + "' " + std::to_string(n));
+    }
+  }
+  if (driver && !gpu && uuids.empty()) {
+    fail("gpu.driver '" + *driver + "' but no gpu or gpu.uuid says how many GPUs it drives");
+  }
+  if (gpu || !uuids.empty()) {
+    if (uuids.size() > 512) fail("gpu.uuid: expected 1 to 512 GPUs");
     r.gpus.emplace();
     for (std::uint64_t i = 0; i < n; ++i) {
-      r.gpus->push_back(named_gpu(std::nullopt, i, name));
+      json::object g = named_gpu(std::nullopt, i, name.value_or(""));
+      if (!name) g["name"] = nullptr;
+      if (!uuids.empty()) g["uuid"] = uuids[i];
+      if (driver) g["driver"] = *driver;
+      r.gpus->push_back(std::move(g));
     }
-    r.gpus_unknown =
-        "the file names the GPU model only: vendor, uuid, PCI bus id, driver, memory and power "
-        "limit are not in the imported file";
+    std::vector<std::string> stated;
+    if (name) stated.push_back("model");
+    if (!uuids.empty()) stated.push_back("UUID");
+    if (driver) stated.push_back("driver");
+    std::vector<std::string> rest;
+    if (!name) rest.push_back("model");
+    rest.push_back("vendor");
+    if (uuids.empty()) rest.push_back("uuid");
+    rest.push_back("PCI bus id");
+    if (!driver) rest.push_back("driver");
+    rest.push_back("memory");
+    rest.push_back("power limit");
+    r.gpus_unknown = "the file names the GPU " + and_list(stated) + " only: " + and_list(rest) +
+                     " are not in the imported file";
   }
   fill_requests(r, v, fail);
   fill_figures(r, v, fail);

@@ -70,7 +70,10 @@ record::ModelIdentity model_identity(const ImportedResult& r, const ImportWriteO
   }
   record::ModelIdentity m;
   m.id = *id;
-  m.unknown = record::TextMap{{{"revision", kNotInFile}, {"fingerprint", kNotInFile}}};
+  m.revision = r.model_revision;
+  m.unknown = r.model_revision
+                  ? record::TextMap{{{"fingerprint", kNotInFile}}}
+                  : record::TextMap{{{"revision", kNotInFile}, {"fingerprint", kNotInFile}}};
   return m;
 }
 
@@ -263,6 +266,7 @@ ImportOutcome write_imported_record(const ImportedResult& r, const ImportEvidenc
   m.workload.api = import_api(r, o.api, file_name);
   m.workload.request_stream.source = "import:" + r.source.format + ":" + file_name;
   m.workload.request_stream.count = r.requests;
+  m.workload.request_stream.sha256 = r.request_stream_sha256.value_or("");
   m.load = r.load;
   m.load.imported = true;
   const std::string evidence = "evidence/" + file_name;

@@ -62,7 +62,10 @@ struct ImportedResult {
   // nullopt: not in the file (null with its reason in the record).
   std::optional<std::string> engine_version;  ///< engine.version
   std::optional<std::string> engine_commit;   ///< engine.source.commit (the build's commit)
-  std::optional<std::string> cpu_model;       ///< hardware.cpu_model
+  std::optional<std::string> model_revision;  ///< model.revision (a ledger's column)
+  /// workload.request_stream.sha256: the stream's canonical hash as the file states it.
+  std::optional<std::string> request_stream_sha256;
+  std::optional<std::string> cpu_model;  ///< hardware.cpu_model
   /// hardware.gpus (device_identity entries); nullopt: unknown, `gpus_unknown` says why.
   std::optional<boost::json::array> gpus;
   std::string gpus_unknown;

@@ -25,21 +25,23 @@ json::value or_null(const std::optional<T>& v) {
 
 using Reader = ObjectReader;
 
-json::object workload_to_json(const WorkloadSection& w) {
+/// `imported`: an imported record, whose file does not state dyno's warm-up (null, never 0).
+json::object workload_to_json(const WorkloadSection& w, bool imported) {
   const RequestStreamRef& s = w.request_stream;
   json::object o{
       {"protocol", protocol_to_json(w.protocol)},
       {"api", w.api},
       {"request_stream",
-       json::object{{"source", s.source},
-                    {"sha256", s.sha256.empty() ? json::value(nullptr) : json::value(s.sha256)},
-                    // 0 only in an imported record whose file does not say how many
-                    // requests (runs) it made: null.
-                    {"count", s.count == 0 && s.sha256.empty() ? json::value(nullptr)
-                                                               : json::value(s.count)},
-                    {"cycle", s.cycle}}},
+       json::object{
+           {"source", s.source},
+           {"sha256", s.sha256.empty() ? json::value(nullptr) : json::value(s.sha256)},
+           // 0 only in an imported record whose file does not say how many
+           // requests (runs) it made: null.
+           {"count", s.count == 0 && (s.sha256.empty() || imported) ? json::value(nullptr)
+                                                                    : json::value(s.count)},
+           {"cycle", s.cycle}}},
       {"sampling", w.sampling},
-      {"warmup_requests", w.warmup_requests}};
+      {"warmup_requests", imported ? json::value(nullptr) : json::value(w.warmup_requests)}};
   if (w.extra_body) o["extra_body"] = *w.extra_body;
   if (w.extra_body_override) o["extra_body_override"] = true;
   return o;
@@ -161,7 +163,7 @@ WorkloadSection workload_from(const Reader& r) {
   w.request_stream.cycle = s.raw().contains("cycle") && s.boolean("cycle");  // older records
   w.sampling = r.object_value("sampling");
   (void)sampling_section_from_json(w.sampling);  // checked here: its errors name the key
-  w.warmup_requests = r.uint("warmup_requests");
+  w.warmup_requests = r.opt_uint("warmup_requests").value_or(0);  // null: an import's
   if (r.raw().contains("extra_body")) w.extra_body = r.object_value("extra_body");
   w.extra_body_override =
       r.raw().contains("extra_body_override") && r.boolean("extra_body_override");
@@ -264,11 +266,13 @@ json::object derived_from_to_json(const DerivedFrom& d) {
 }
 
 json::object source_to_json(const ImportSource& s) {
-  return json::object{{"tool", s.tool},          {"tool_version", or_null(s.tool_version)},
-                      {"file", s.file},          {"sha256", s.sha256},
-                      {"format", s.format},      {"imported_at", s.imported_at},
-                      {"timing", s.timing},      {"file_fields", s.file_fields},
-                      {"part", or_null(s.part)}, {"evidence_redacted", s.evidence_redacted}};
+  json::object o{{"tool", s.tool},          {"tool_version", or_null(s.tool_version)},
+                 {"file", s.file},          {"sha256", s.sha256},
+                 {"format", s.format},      {"imported_at", s.imported_at},
+                 {"timing", s.timing},      {"file_fields", s.file_fields},
+                 {"part", or_null(s.part)}, {"evidence_redacted", s.evidence_redacted}};
+  if (s.harness_sha256) o["harness_sha256"] = *s.harness_sha256;
+  return o;
 }
 
 ImportSource source_from(const Reader& r) {
@@ -283,6 +287,7 @@ ImportSource source_from(const Reader& r) {
   s.file_fields = r.object_value("file_fields");
   s.part = r.opt_string("part");
   s.evidence_redacted = r.has("evidence_redacted") && r.boolean("evidence_redacted");
+  s.harness_sha256 = r.opt_string("harness_sha256");
   return s;
 }
 
@@ -320,7 +325,7 @@ json::object manifest_to_json(const Manifest& m) {
   o["engine"] = engine_to_json(m);
   o["model"] = model_to_json(m.model);
   o["hardware"] = hardware_to_json(m.hardware);
-  o["workload"] = workload_to_json(m.workload);
+  o["workload"] = workload_to_json(m.workload, m.source.has_value());
   o["load"] = load_to_json(m.load);
   if (m.shard) o["shard"] = shard_to_json(*m.shard);
   o["slo"] = json::object{{"ttft_s", number_or_null(m.slo.ttft_s)},

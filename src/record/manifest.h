@@ -192,6 +192,10 @@ struct ImportSource {
   /// The evidence copy had secrets redacted (scrub_secrets): its bytes, and so its digest,
   /// differ from the file's.
   bool evidence_redacted = false;
+  /// SHA-256 of the harness that measured, as the file states it (a ledger's harness hash,
+  /// `dyno import table --map …=harness.sha256`): what a board's harness check compares for
+  /// an imported record. nullopt: the file does not say.
+  std::optional<std::string> harness_sha256;
 };
 
 struct Manifest {

@@ -105,6 +105,7 @@ class Builder {
     }
     findings();
     unpaired();
+    replaced();
     if (kind_ == DocumentKind::kFull) files();
     return std::move(doc_);
   }
@@ -168,12 +169,17 @@ class Builder {
       (cmp->status == ComparisonStatus::kCompared ? compared : failed) += 1;
     }
     Inline line{b("Status:"), t(" "), c(bd_.status), t(".")};
-    line.push_back(t(" " + std::to_string(bd_.cells.size()) + " cell" +
-                     (bd_.cells.size() == 1 ? "" : "s") + " paired, " + std::to_string(compared) +
-                     " comparison" + (compared == 1 ? "" : "s") + " made, " +
-                     std::to_string(failed) + " not made (a required check failed), " +
-                     std::to_string(bd_.unpaired.size()) + " unpaired run" +
-                     (bd_.unpaired.size() == 1 ? "" : "s") + "."));
+    line.push_back(
+        t(" " + std::to_string(bd_.cells.size()) + " cell" + (bd_.cells.size() == 1 ? "" : "s") +
+          " paired, " + std::to_string(compared) + " comparison" + (compared == 1 ? "" : "s") +
+          " made, " + std::to_string(failed) + " not made (a required check failed), " +
+          std::to_string(bd_.unpaired.size()) + " unpaired run" +
+          (bd_.unpaired.size() == 1 ? "" : "s") +
+          (bd_.replaced.empty()
+               ? std::string()
+               : ", " + std::to_string(bd_.replaced.size()) + " run" +
+                     (bd_.replaced.size() == 1 ? "" : "s") + " replaced by the board spec") +
+          "."));
     if (!bd_.unresolved_checks.empty()) {
       std::vector<std::string> labels;
       for (const auto& n : bd_.unresolved_checks) labels.push_back(compare::check_def(n).label);
@@ -659,6 +665,23 @@ class Builder {
     for (const auto& u : bd_.unpaired) {
       tb.rows.push_back({cell_text(u.arm), TableCell{{c(u.run_id)}, std::nullopt},
                          cell_text(u.cell), cell_text(u.reason)});
+    }
+    s.blocks.push_back(table_block(std::move(tb)));
+  }
+
+  void replaced() {
+    if (bd_.replaced.empty()) return;
+    Section& s = section("Replaced runs");
+    s.blocks.push_back(paragraph(
+        {t("Runs selected for an arm that a board spec cell puts another run in place of:")}));
+    Table tb;
+    tb.header = {"Arm", "Run", "Replaced by", "Cell", "How"};
+    tb.numeric = {false, false, false, false, false};
+    for (const auto& x : bd_.replaced) {
+      tb.rows.push_back({cell_text(x.arm), TableCell{{c(x.run_id)}, std::nullopt},
+                         TableCell{{c(x.replaced_by)}, std::nullopt}, cell_text(x.cell),
+                         cell_text(x.how == "derived" ? "a derived record of it (dyno rescore)"
+                                                      : "a rerun of its cell")});
     }
     s.blocks.push_back(table_block(std::move(tb)));
   }

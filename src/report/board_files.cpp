@@ -324,6 +324,14 @@ std::string board_json(const Board& b, const std::vector<Figure>& figures) {
                      {"cell", u.cell.empty() ? json::value(nullptr) : json::value(u.cell)},
                      {"reason", u.reason}});
   }
+  json::array replaced;
+  for (const auto& x : b.replaced) {
+    replaced.push_back(json::object{{"arm", x.arm},
+                                    {"run_id", x.run_id},
+                                    {"cell", x.cell},
+                                    {"replaced_by", x.replaced_by},
+                                    {"how", x.how}});
+  }
   json::array findings;
   for (const auto& f : b.findings) {
     findings.push_back(
@@ -374,6 +382,7 @@ std::string board_json(const Board& b, const std::vector<Figure>& figures) {
       {"check_tallies", std::move(check_tallies)},
       {"cells", std::move(cells)},
       {"unpaired", std::move(unpaired)},
+      {"replaced", std::move(replaced)},
       {"findings", std::move(findings)}};
   return json_text::pretty(doc);
 }

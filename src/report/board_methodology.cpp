@@ -60,9 +60,34 @@ Inline per_arm(const Board& bd, const std::string& what, Describe describe) {
 }
 
 // ---- what one run was, from its manifest and summary -----------------------------------
+//
+// An imported record (manifest `source`) holds what its file stated and nothing else: what
+// the file did not state reads "not stated by <tool> file", never a value dyno would have
+// used itself (0 warm-up, a closed loop, a clean tree).
+
+/// "not stated by <tool> file" for an imported record; `fallback` for a dyno record.
+std::string unstated(const RunRecord& r, const std::string& fallback = "unknown") {
+  if (!r.imported()) return fallback;
+  const std::string& tool = r.manifest.source->tool;
+  return "not stated by " + (tool.empty() ? std::string("the imported") : tool) + " file";
+}
 
 std::string describe_engine(const RunRecord& r) {
   const record::EngineSection e = record::engine_section_from_json(r.manifest.engine);
+  if (r.imported()) {
+    std::string d = "engine " + e.name.value_or(unstated(r)) + ", version " +
+                    e.version.value_or(unstated(r)) + " (imported)";
+    d += ", engine args " +
+         (e.engine_args.empty() ? unstated(r) : compare::canonical_text(e.engine_args));
+    d += ", source commit " +
+         (e.source && e.source->commit ? short_hash(*e.source->commit) : unstated(r));
+    if (e.source && e.source->commit && e.source->dirty) {
+      d += *e.source->dirty ? " (modified tree)" : " (clean tree)";
+    } else if (e.source && e.source->commit) {
+      d += " (tree state " + unstated(r) + ")";
+    }
+    return d;
+  }
   std::string d = e.name.value_or("unidentified engine") + " " +
                   e.version.value_or("(version unknown)") + " (" + e.reached.kind + ")";
   if (const auto p = e.sim_profile_name()) d += ", profile " + *p;
@@ -76,8 +101,8 @@ std::string describe_engine(const RunRecord& r) {
 
 std::string describe_model(const RunRecord& r) {
   const record::ModelIdentity& m = r.manifest.model;
-  return m.id + ", revision " + m.revision.value_or("unknown") + ", fingerprint " +
-         short_hash(m.fingerprint.value_or("unknown"));
+  return m.id + ", revision " + m.revision.value_or(unstated(r)) + ", fingerprint " +
+         (m.fingerprint ? short_hash(*m.fingerprint) : unstated(r));
 }
 
 std::string describe_protocol(const RunRecord& r) {
@@ -93,17 +118,28 @@ std::string describe_protocol(const RunRecord& r) {
     }
     d += " (" + join(kv, ", ") + ")";
   }
+  if (r.imported()) {
+    d += ", paired as " + protocol.pairs_as.value_or("run") +
+         (protocol.cell ? " cell " + *protocol.cell : std::string());
+  }
   return d;
 }
 
 std::string describe_workload(const RunRecord& r) {
   const record::WorkloadSection& w = r.manifest.workload;
   const record::RequestStreamRef& s = w.request_stream;
-  return w.api + " API, stream " + s.source + " (sha256 " +
-         short_hash(s.sha256.empty() ? "unknown" : s.sha256) + ", " +
-         (s.count > 0 ? std::to_string(s.count) : "unknown") + " requests), sampling " +
-         compare::canonical_text(w.sampling) + ", " + std::to_string(w.warmup_requests) +
-         " warm-up";
+  std::string d =
+      w.api + " API, stream " + s.source + " (sha256 " +
+      (s.sha256.empty() ? unstated(r) : short_hash(s.sha256)) + ", " +
+      (s.count > 0 ? std::to_string(s.count) + " requests" : "requests " + unstated(r)) + ")";
+  if (r.imported()) {
+    // The file keeps neither dyno's sampling flags nor its warm-up.
+    return d + ", sampling " +
+           (w.sampling.empty() ? unstated(r) : compare::canonical_text(w.sampling)) + ", warm-up " +
+           unstated(r);
+  }
+  return d + ", sampling " + compare::canonical_text(w.sampling) + ", " +
+         std::to_string(w.warmup_requests) + " warm-up";
 }
 
 /// A figure of the load as the record states it ("unknown" when it does not).
@@ -114,6 +150,15 @@ std::string stated(const std::optional<T>& v, const std::string& fallback = "unk
 
 std::string describe_load(const RunRecord& r) {
   const record::LoadSection& l = r.manifest.load;
+  if (l.imported) {
+    // The load as the file states it; dyno's schedule (arrival, seed, limits) it has not.
+    std::vector<std::string> parts;
+    if (l.concurrency) parts.push_back("concurrency " + stated(l.concurrency));
+    if (l.rate_per_s) parts.push_back(stated(l.rate_per_s) + " req/s");
+    if (l.requests) parts.push_back(stated(l.requests) + " requests");
+    const std::string given = parts.empty() ? "load " + unstated(r) : join(parts, ", ");
+    return given + " (open or closed loop, arrivals, seed and limits " + unstated(r) + ")";
+  }
   if (l.replay) {
     return "replay of the stream's timestamps, time scale " +
            stated(std::optional(l.replay->time_scale)) + ", window from " +
@@ -130,14 +175,19 @@ std::string describe_load(const RunRecord& r) {
 
 std::string describe_hardware(const RunRecord& r) {
   const record::HardwareIdentity& hw = r.manifest.hardware;
-  std::string d = hw.cpu_model.value_or("unknown") + " (" +
-                  (hw.cpu_cores ? std::to_string(*hw.cpu_cores) : "unknown") + " cores)";
-  if (hw.gpus.empty()) return d + ", no GPU recorded";
+  std::string d =
+      hw.cpu_model.value_or(r.imported() ? "CPU " + unstated(r) : "unknown") + " (" +
+      (hw.cpu_cores ? std::to_string(*hw.cpu_cores) + " cores" : "cores " + unstated(r)) + ")";
+  if (hw.gpus.empty()) {
+    // An import states "no GPU" only with an empty list and no reason (fairness: no GPU).
+    const bool unknown = r.imported() && hw.unknown_reason("gpus").has_value();
+    return d + (unknown ? ", GPUs " + unstated(r) : ", no GPU recorded");
+  }
   std::map<std::string, int> names;
   std::set<std::string> drivers;
   for (const record::DeviceEntry& g : hw.gpus) {
-    names[g.name.value_or("unknown")] += 1;
-    drivers.insert(g.driver.value_or("unknown"));
+    names[g.name.value_or(r.imported() ? "GPU model " + unstated(r) : "unknown")] += 1;
+    drivers.insert(g.driver.value_or(unstated(r)));
   }
   std::vector<std::string> parts;
   for (const auto& [n, k] : names) parts.push_back(std::to_string(k) + "× " + n);
@@ -147,6 +197,13 @@ std::string describe_hardware(const RunRecord& r) {
 
 std::string describe_harness(const RunRecord& r) {
   const record::HarnessIdentity& h = r.manifest.harness;
+  if (r.imported()) {
+    // Another harness measured; the record's `harness` is the dyno that imported the file.
+    const record::ImportSource& s = *r.manifest.source;
+    return s.tool + " " + s.tool_version.value_or("(version " + unstated(r) + ")") + ", sha256 " +
+           (s.harness_sha256 ? short_hash(*s.harness_sha256) : unstated(r)) + "; imported by " +
+           h.name + " " + h.version;
+  }
   return h.name + " " + h.version + " at " + short_hash(h.git_commit) +
          (h.git_dirty ? " (modified tree)" : " (clean tree)") + ", executable sha256 " +
          short_hash(h.executable_sha256.value_or("unknown"));
@@ -157,11 +214,18 @@ std::string describe_telemetry(const RunRecord& r) {
       r.summary ? r.summary->energy_section() : std::nullopt;
   const std::optional<record::TelemetrySection> tm =
       record::telemetry_section_of(r.manifest.telemetry);
+  if (r.imported() && !tm && !(e && e->energy_j)) return unstated(r) + ", energy " + unstated(r);
   return (tm ? tm->mode : std::string("unknown")) + ", energy " +
          (e && e->energy_j ? "scope " + e->scope.value_or("?") : "not measured");
 }
 
 std::string describe_figures(const RunRecord& r) {
+  if (r.summary_only()) {
+    // The file's own figures, mapped onto dyno's definitions by the importer (or the user's
+    // --map): how the file computed them it does not say.
+    return "as stated by the " + r.manifest.source->tool + " file, read as " +
+           r.summary->figures.definition_set + "; percentile method " + unstated(r);
+  }
   // The method is the one summary.json's reader accepts (it is part of the definitions).
   return (r.summary ? r.summary->figures.definition_set : std::string("?")) +
          "; percentiles: " + record::kPercentileMethod;

@@ -4,6 +4,7 @@
 // cell by cell (same model, same load), as the ledger's publisher compared them; a ledger
 // without --map, or with a column that is not there, exits 2 and imports nothing.
 #include "integration/integration_fixture.h"
+#include "record/run_writer.h"
 
 using namespace dyno::integration;  // the fixture, fs, json, Child, read_json(l)
 
@@ -72,7 +73,12 @@ TEST_F(ImportTable, ALedgerBecomesRecordsThatVerifyListAndPairCellByCell) {
     const json::object& cmp = c.at("comparisons").as_array()[0].as_object();
     const json::object& out = cmp.at("deltas").at("output_tokens_per_s").as_object();
     EXPECT_TRUE(out.at("summary_only").as_bool());
+    EXPECT_EQ(out.at("verdict").as_string(), "no_interval");
     EXPECT_GT(out.at("value").as_double(), 0) << board.out;  // sglang published more tok/s
+  }
+  // A summary-only pair's deltas are no verdicts: no nonwin finding for any of them.
+  for (const auto& f : b.at("findings").as_array()) {
+    EXPECT_NE(f.at("type").as_string(), "nonwin") << f;
   }
   EXPECT_EQ(cells, (std::vector<std::string>{"c1", "c8", "c32"})) << board.out;
   EXPECT_TRUE(b.at("unpaired").as_array().empty()) << board.out;
@@ -173,6 +179,102 @@ TEST_F(ImportTable, NoMapOrAMissingColumnExitsTwoAndImportsNothing) {
             std::string::npos)
       << missing.err;
   EXPECT_EQ(record_count(), 0u);
+}
+
+TEST_F(ImportTable, ALedgersIdentitiesAreKeptSoThePairChecksResolveFromThem) {
+  // A lab's two-arm ledger: per cell the model revision, each GPU's UUID, the driver, the
+  // request stream's and the harness's SHA-256, the engine's commit, accuracy and the engine's
+  // own prefill rate. The pair checks then resolve from the records, and pass or fail by the
+  // values: beta's c8 row was measured on another GPU.
+  const std::string stream(64, 'a'), harness(64, 'b');
+  const fs::path ledger = fs::path(runs()).parent_path() / "lab.csv";
+  fs::create_directories(ledger.parent_path());
+  std::ofstream(ledger)
+      << "engine,model,revision,c,ok,out_tok_s,gpu,gpu_uuid,driver_version,stream,harness,"
+         "commit,accuracy,model_prefill\n"
+      << "alpha,m,r1,1,10,100,2x H100,GPU-1 GPU-2,570.86," << stream << ",sha256:" << harness
+      << ",aaaa111,0.5,1500\n"
+      << "alpha,m,r1,8,40,600,2x H100,GPU-1 GPU-2,570.86," << stream << "," << harness
+      << ",aaaa111,0.5,1400\n"
+      << "beta,m,r1,1,10,90,2x H100,\"GPU-1,GPU-2\",570.86," << stream << "," << harness
+      << ",bbbb222,0.25,1200\n"
+      << "beta,m,r1,8,40,500,2x H100,GPU-3 GPU-4,570.86," << stream << "," << harness
+      << ",bbbb222,0.25,\n";
+  std::vector<std::string> args{
+      "import",        "table",
+      ledger.string(), "--runs-root",
+      runs(),          "--api",
+      "chat",          "--json",
+      "--map",         "engine=engine",
+      "--map",         "model=model",
+      "--map",         "revision=model.revision",
+      "--map",         "c=concurrency",
+      "--map",         "ok=requests.ok",
+      "--map",         "out_tok_s=throughput.output_tokens_per_s",
+      "--map",         "gpu=gpu",
+      "--map",         "gpu_uuid=gpu.uuid",
+      "--map",         "driver_version=gpu.driver",
+      "--map",         "stream=request_stream.sha256",
+      "--map",         "harness=harness.sha256",
+      "--map",         "commit=engine.commit",
+      "--map",         "accuracy=quality.accuracy",
+      "--map",         "model_prefill=server.timings.prefill_tokens_per_s"};
+  const Outcome imp = dyno(args);
+  ASSERT_EQ(imp.exit_code, 0) << imp.err;
+  const json::array imported = json::parse(imp.out).as_array();
+  ASSERT_EQ(imported.size(), 4u);
+  const fs::path first = fs::path(runs()) / std::string(imported[0].at("run_id").as_string());
+  const json::object m = read_json(first / "manifest.json");
+  EXPECT_EQ(m.at("model").at("revision").as_string(), "r1");
+  EXPECT_EQ(m.at("workload").at("request_stream").at("sha256").as_string(), stream);
+  EXPECT_EQ(m.at("source").at("harness_sha256").as_string(), harness);  // "sha256:" dropped
+  EXPECT_TRUE(m.at("workload").at("warmup_requests").is_null());        // not stated: never 0
+  const json::array& gpus = m.at("hardware").at("gpus").as_array();
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[1].at("uuid").as_string(), "GPU-2");
+  EXPECT_EQ(gpus[1].at("driver").as_string(), "570.86");
+  EXPECT_EQ(gpus[1].at("name").as_string(), "H100");
+  for (const auto& row : imported) {
+    const std::string id(row.at("run_id").as_string());
+    const Outcome verify = dyno({"runs", "verify", id, "--runs-root", runs()});
+    EXPECT_EQ(verify.exit_code, 0) << id << "\n" << verify.out << verify.err;
+  }
+  const fs::path out = fs::path(runs()).parent_path() / "board";
+  const Outcome rep = dyno({"report", "--runs-root", runs(), "--arm", "alpha=engine=alpha", "--arm",
+                            "beta=engine=beta", "--baseline", "beta", "--allow-unresolved",
+                            "--report-only", "engine_commit", "--out", out.string()});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  const std::string readme = dyno::record::read_file(out / "README.md");
+  for (const char* check : {"request stream 2/2", "input tokens 0/2", "model revision 2/2",
+                            "driver 2/2", "GPU model 2/2", "GPU UUID 1/2 (1 differ) (reported)",
+                            "harness 2/2", "engine commit 0/2 (2 differ) (reported)"}) {
+    EXPECT_NE(readme.find(check), std::string::npos) << check << "\n" << readme;
+  }
+  // What the ledger did not state reads so in the Methodology, never dyno's own defaults.
+  EXPECT_NE(readme.find("warm-up not stated by table file"), std::string::npos) << readme;
+  EXPECT_NE(readme.find("concurrency 8 (open or closed loop, arrivals, seed and limits not "
+                        "stated by table file)"),
+            std::string::npos)
+      << readme;
+  EXPECT_EQ(readme.find("0 warm-up"), std::string::npos) << readme;
+  EXPECT_EQ(readme.find("closed loop, concurrency"), std::string::npos) << readme;
+  EXPECT_EQ(readme.find("clean tree"), std::string::npos) << readme;
+  EXPECT_NE(readme.find("table (version not stated by table file), sha256 bbbbbbbbbbbb"),
+            std::string::npos)
+      << readme;
+  const json::object bd = read_json(out / "board.json");
+  for (const auto& cell : bd.at("cells").as_array()) {
+    const json::object& cmp = cell.at("comparisons").as_array()[0].as_object();
+    EXPECT_EQ(cmp.at("quality").at("accuracy_delta_pp").as_double(), 25.0);
+  }
+  // The same file again: each row marked a duplicate of its first import, as before.
+  const Outcome again = dyno(args);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const json::array twice = json::parse(again.out).as_array();
+  ASSERT_EQ(twice.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(twice[i].at("duplicate_of"), imported[i].at("run_id")) << again.out;
+  }
 }
 
 }  // namespace

@@ -169,3 +169,85 @@ TEST_F(Rescore, AnUnknownScorerOrARunWithNothingToJudgeIsAUsageError) {
 }
 
 }  // namespace
+
+namespace {
+
+class Replaced : public Rescore {
+ protected:
+  /// `dyno report --spec` of arms a (label a) and b (label b) whose one spec cell holds
+  /// `a_run` for a and `b_run` for b; the board.json.
+  json::object board(const std::string& a_run, const std::string& b_run, const std::string& out) {
+    const fs::path spec = dir_ / (out + ".json");
+    std::ofstream(spec) << json::serialize(json::object{
+        {"baseline", "b"},
+        {"arms", json::array{json::object{{"name", "a"}, {"runs", "label=a"}},
+                             json::object{{"name", "b"}, {"runs", "label=b"}}}},
+        {"cells", json::array{json::object{{"name", "qa"},
+                                           {"runs", json::object{{"a", a_run}, {"b", b_run}}}}}}});
+    const Outcome rep = dyno(
+        {"report", "--spec", spec.string(), "--runs-root", runs(), "--out", (dir_ / out).string()});
+    EXPECT_EQ(rep.exit_code, 0) << rep.out << rep.err;
+    return read_json(dir_ / out / "board.json");
+  }
+};
+
+TEST_F(Replaced, ASpecCellsRescoredOrRerunRunCompletesTheBoardAndNamesWhatItReplaced) {
+  const fs::path qa = stream("qa.jsonl", {"x", "y", "z", "w"}, "exact");
+  const auto run = [&](const std::string& label) {
+    const Outcome o = run_dyno({"--stream", qa.string(), "-c", "1", "--label", label});
+    EXPECT_EQ(o.exit_code, 0) << o.err;
+    return o.run_dir.filename().string();
+  };
+  const std::string a = run("a");
+  const std::string b = run("b");
+  const Outcome r = dyno({"rescore", a, "--scorer", "normalized", "--runs-root", runs(), "--label",
+                          "fixed", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string fixed(json::parse(r.out).at("run_id").as_string());
+
+  // The rescored record in the original's place: the original is replaced, not unpaired.
+  json::object bd = board(fixed, b, "derived");
+  EXPECT_EQ(bd.at("status").as_string(), "complete") << bd;
+  EXPECT_TRUE(bd.at("unpaired").as_array().empty()) << bd.at("unpaired");
+  ASSERT_EQ(bd.at("replaced").as_array().size(), 1u) << bd;
+  const json::object& x = bd.at("replaced").as_array()[0].as_object();
+  EXPECT_EQ(x.at("run_id").as_string(), a);
+  EXPECT_EQ(x.at("replaced_by").as_string(), fixed);
+  EXPECT_EQ(x.at("how").as_string(), "derived");
+  EXPECT_EQ(x.at("arm").as_string(), "a");
+  EXPECT_EQ(x.at("cell").as_string(), "qa");
+  bool finding = false;
+  for (const auto& f : bd.at("findings").as_array()) {
+    EXPECT_NE(f.at("type").as_string(), "unpaired_runs") << f;
+    if (f.at("type").as_string() == "run_replaced") {
+      finding = true;
+      EXPECT_EQ(f.at("data").at("replaced_by").as_string(), fixed);
+    }
+  }
+  EXPECT_TRUE(finding) << bd.at("findings");
+  const std::string readme = dyno::record::read_file(dir_ / "derived" / "README.md");
+  EXPECT_NE(readme.find("## Replaced runs"), std::string::npos) << readme;
+  EXPECT_EQ(readme.find("## Unpaired runs"), std::string::npos) << readme;
+  EXPECT_NE(readme.find("1 run replaced by the board spec"), std::string::npos) << readme;
+
+  // A rerun of the cell (a second run of arm a) in the first one's place.
+  const std::string again = run("a");
+  bd = board(again, b, "rerun");
+  EXPECT_EQ(bd.at("status").as_string(), "complete") << bd;
+  EXPECT_TRUE(bd.at("unpaired").as_array().empty()) << bd.at("unpaired");
+  ASSERT_EQ(bd.at("replaced").as_array().size(), 1u) << bd;
+  EXPECT_EQ(bd.at("replaced").as_array()[0].at("run_id").as_string(), a);
+  EXPECT_EQ(bd.at("replaced").as_array()[0].at("replaced_by").as_string(), again);
+  EXPECT_EQ(bd.at("replaced").as_array()[0].at("how").as_string(), "rerun");
+
+  // A run of another cell stays unpaired: the board is then incomplete, as before.
+  const Outcome other = run_dyno({"--stream", qa.string(), "-c", "2", "--label", "a"});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  bd = board(again, b, "other");
+  EXPECT_EQ(bd.at("status").as_string(), "incomplete") << bd;
+  ASSERT_EQ(bd.at("unpaired").as_array().size(), 1u) << bd;
+  EXPECT_EQ(bd.at("unpaired").as_array()[0].at("run_id").as_string(),
+            other.run_dir.filename().string());
+}
+
+}  // namespace

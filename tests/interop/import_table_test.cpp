@@ -248,6 +248,45 @@ TEST(Table, BadMappingsAreRefusedListingWhatIsAllowed) {
   EXPECT_HAS(no_key, "the first row's keys: 'tool', 'tool_version'");
 }
 
+TEST(Table, LedgerIdentitiesAreCheckedAndKeptPerGpu) {
+  const std::string h(64, 'C');  // upper case: lowered
+  const std::vector<std::string> map{"m=model",
+                                     "g=gpu",
+                                     "u=gpu.uuid",
+                                     "d=gpu.driver",
+                                     "s=request_stream.sha256",
+                                     "h=harness.sha256",
+                                     "r=model.revision"};
+  const std::vector<ImportedResult> rs =
+      read_table("m,g,u,d,s,h,r\nx,2x A100,\"G-0, G-1\",550.1," + h + ",sha256:" + h + ",main\n",
+                 "t.csv", map);
+  ASSERT_EQ(rs.size(), 1u);
+  const ImportedResult& r = rs[0];
+  ASSERT_TRUE(r.gpus && r.gpus->size() == 2u);
+  EXPECT_EQ((*r.gpus)[0].at("uuid").as_string(), "G-0");
+  EXPECT_EQ((*r.gpus)[1].at("uuid").as_string(), "G-1");
+  EXPECT_EQ((*r.gpus)[1].at("driver").as_string(), "550.1");
+  EXPECT_EQ((*r.gpus)[1].at("name").as_string(), "A100");
+  EXPECT_EQ(r.gpus_unknown,
+            "the file names the GPU model, UUID and driver only: vendor, PCI bus id, memory and "
+            "power limit are not in the imported file");
+  EXPECT_EQ(r.request_stream_sha256, std::string(64, 'c'));
+  EXPECT_EQ(r.source.harness_sha256, std::string(64, 'c'));
+  EXPECT_EQ(r.model_revision, "main");
+  // UUIDs alone: one GPU each, model unknown.
+  const auto only = read_table("m,u\nx,G-0 G-1 G-2\n", "t.csv", {"m=model", "u=gpu.uuid"});
+  ASSERT_TRUE(only[0].gpus && only[0].gpus->size() == 3u);
+  EXPECT_TRUE((*only[0].gpus)[0].at("name").is_null());
+  // Refused: a hash that is not a SHA-256, UUIDs that are not one per GPU, a driver of no GPU.
+  EXPECT_HAS(error_of("m,s\nx,abc\n", {"m=model", "s=request_stream.sha256"}),
+             "t.csv:2: column 's': 'abc' is not a SHA-256 (64 hex digits); request_stream.sha256 "
+             "is one");
+  EXPECT_HAS(error_of("m,g,u\nx,2x A100,G-0\n", {"m=model", "g=gpu", "u=gpu.uuid"}),
+             "t.csv:2: gpu.uuid names 1 GPU but gpu '2x A100' 2");
+  EXPECT_HAS(error_of("m,d\nx,550\n", {"m=model", "d=gpu.driver"}),
+             "gpu.driver '550' but no gpu or gpu.uuid says how many GPUs it drives");
+}
+
 TEST(Table, BadFilesNameTheFileLineAndColumn) {
   const std::vector<std::string> map{"model=model", "concurrency=concurrency",
                                      "TTFT p50 (ms)=latency_ms.ttft.p50"};
