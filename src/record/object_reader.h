@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "metrics/stats.h"
+#include "scrub/scrub_text.h"
 
 namespace dyno::record {
 
@@ -53,6 +54,12 @@ class ObjectReader {
     return string(key);
   }
   bool has(const char* key) const { return o_.contains(key); }
+  /// A string that begins "<scrubbed:": the value a published record holds in place of a
+  /// scrubbed one (docs/store.md), whatever the field's own type.
+  bool scrubbed(const char* key) const {
+    const boost::json::value* v = o_.if_contains(key);
+    return v != nullptr && v->is_string() && scrub::text::is_marker(v->get_string());
+  }
   /// Present and null.
   bool is_null(const char* key) const {
     const boost::json::value* v = o_.if_contains(key);

@@ -51,7 +51,8 @@ EngineLaunchRef launch_from(const ObjectReader& r) {
   l.env = text_map_from(r.object("env"));
   l.workdir = r.opt_string("workdir");
   l.container_image = r.opt_string("container_image");
-  l.port = r.integer("port");
+  // A published record's port is a scrub marker: unknown.
+  if (!r.scrubbed("port")) l.port = r.integer("port");
   l.launched_at = r.string("launched_at");
   l.ready_s = r.number("ready_s");
   l.probe_ready_s = r.number("probe_ready_s");

@@ -64,7 +64,9 @@ struct EngineLaunchRef {
   std::vector<std::string> argv;      ///< secrets scrubbed
   TextMap env;                        ///< the spec's additions, secrets scrubbed
   std::optional<std::string> workdir, container_image;
-  std::int64_t port = 0;
+  /// The port it listened on; nullopt in a published record, where it is scrubbed
+  /// ("<scrubbed:port>", docs/store.md).
+  std::optional<std::int64_t> port;
   std::string launched_at;  ///< ISO 8601 UTC
   double ready_s = 0, probe_ready_s = 0;
   std::optional<double> first_request_s;

@@ -729,26 +729,28 @@ void ttft_cdf(const Board& b, ChartSet& s) {
 }
 
 /// A ladder cell is one request: its latency is a point at its level, not a distribution.
-void ttft_by_ladder_level(const Board& b, ChartSet& s) {
+/// `what` names the latency ("Time to first token"), `span` where it runs ("sent to the first
+/// token"), `path` its summary.json place.
+void latency_by_ladder_level(const Board& b, ChartSet& s, const std::string& metric,
+                             const std::string& stem, const std::string& what,
+                             const std::string& span, const std::string& path) {
   add_line_charts(s.charts, s.stems, b,
-                  {"ttft_p50_ms", "ttft-by", "Time to first token vs",
+                  {metric, stem, what + " vs",
                    "The one request of each arm's selected run in each ladder cell; lower is "
                    "better",
-                   chart::Axis{.title = "Time to first token", .unit = "ms", .include_zero = true},
-                   "Time to first token, sent to the first token, of the cell's one request "
-                   "(summary.json latency_ms.ttft.p50)",
+                   chart::Axis{.title = what, .unit = "ms", .include_zero = true},
+                   what + ", " + span + ", of the cell's one request (summary.json " + path + ")",
                    Section::kLatency, ladder_kind});
 }
 
+void ttft_by_ladder_level(const Board& b, ChartSet& s) {
+  latency_by_ladder_level(b, s, "ttft_p50_ms", "ttft-by", "Time to first token",
+                          "sent to the first token", "latency_ms.ttft.p50");
+}
+
 void e2e_by_ladder_level(const Board& b, ChartSet& s) {
-  add_line_charts(s.charts, s.stems, b,
-                  {"e2e_p50_ms", "e2e-by", "End-to-end latency vs",
-                   "The one request of each arm's selected run in each ladder cell; lower is "
-                   "better",
-                   chart::Axis{.title = "End-to-end latency", .unit = "ms", .include_zero = true},
-                   "End-to-end latency, sent to done, of the cell's one request (summary.json "
-                   "latency_ms.e2e.p50)",
-                   Section::kLatency, ladder_kind});
+  latency_by_ladder_level(b, s, "e2e_p50_ms", "e2e-by", "End-to-end latency", "sent to done",
+                          "latency_ms.e2e.p50");
 }
 
 void power_timeline(const Board& b, ChartSet& s) {

@@ -17,15 +17,7 @@ class CampaignArtifacts : public Integration {
   fs::path root() const { return dir_ / "runs"; }
 
   /// A fake GPU (tests/telemetry/fake_nvml) drawing 250 W.
-  fs::path gpu_trace() {
-    const fs::path path = dir_ / "trace.csv";
-    std::ofstream trace(path);
-    trace << "t_ms,energy_mJ,power_instant_mW,power_average_mW,mem_used_B,temp_C,sm_MHz,event\n";
-    for (long long t = 0; t <= 600000; t += 100) {
-      trace << t << "," << t * 250 << ",250000,250000,5000000000,60,1800,\n";
-    }
-    return path;
-  }
+  fs::path gpu_trace() { return fake_gpu_trace(250, 5000000000, 60, 60, 1800); }
 
   /// A spec launching this build's `dyno sim` with `topology` as its [topology] table.
   fs::path sim_spec(const std::string& topology) {

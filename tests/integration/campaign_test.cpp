@@ -17,16 +17,7 @@ class Campaigns : public Integration {
   fs::path root() const { return dir_ / "runs"; }
 
   /// A fake GPU (tests/telemetry/fake_nvml) drawing 300 W with 6 GB in use.
-  fs::path gpu_trace() {
-    const fs::path path = dir_ / "trace.csv";
-    std::ofstream trace(path);
-    trace << "t_ms,energy_mJ,power_instant_mW,power_average_mW,mem_used_B,temp_C,sm_MHz,event\n";
-    for (long long t = 0; t <= 600000; t += 100) {
-      trace << t << "," << t * 300 << ",300000,300000,6000000000," << (t < 2000 ? 60 : 64)
-            << ",1900,\n";
-    }
-    return path;
-  }
+  fs::path gpu_trace() { return fake_gpu_trace(300, 6000000000, 60, 64, 1900); }
 
   /// `dyno speed` on the embedded simulated engine with the fake GPU; dyno is started by a
   /// shell that hands it its own pid, so the fake reports the engine's process (dyno itself).

@@ -117,6 +117,21 @@ class Integration : public ::testing::Test {
     return o;
   }
 
+  /// A trace for the fake GPU (tests/telemetry/fake_nvml, FAKE_NVML_TRACE) in the test's
+  /// directory: `watts` drawn for ten minutes, `mem_bytes` in use, the SM clock at `sm_mhz`,
+  /// the temperature `temp_c`, then `temp_after_2s_c` from two seconds on.
+  fs::path fake_gpu_trace(long long watts, long long mem_bytes, int temp_c, int temp_after_2s_c,
+                          int sm_mhz) {
+    const fs::path path = dir_ / "trace.csv";
+    std::ofstream trace(path);
+    trace << "t_ms,energy_mJ,power_instant_mW,power_average_mW,mem_used_B,temp_C,sm_MHz,event\n";
+    for (long long t = 0; t <= 600000; t += 100) {
+      trace << t << "," << t * watts << "," << watts * 1000 << "," << watts * 1000 << ","
+            << mem_bytes << "," << (t < 2000 ? temp_c : temp_after_2s_c) << "," << sm_mhz << ",\n";
+    }
+    return path;
+  }
+
   /// Checks the invariants every record must satisfy; returns the request lines.
   std::vector<json::object> check_record(const fs::path& run) {
     EXPECT_TRUE(fs::exists(run / "manifest.json"));
