@@ -17,6 +17,7 @@
 #include "record/campaign_file.h"
 #include "record/record_json.h"
 #include "record/run_writer.h"
+#include "record/signature.h"
 #include "scrub/redact.h"
 
 namespace dyno::app {
@@ -152,6 +153,7 @@ int run_campaign(engine_session::EngineSession& engine, const protocol::Protocol
   if (const auto& key = engine.target_config().api_key) scrub::redact_literals(doc, {*key});
   const std::string text = record::signed_campaign_text(doc);  // what runs verify checks
   record::write_file_atomic(file, text);
+  if (o.record.signing_key) record::sign_campaign_file(file, *o.record.signing_key);
   if (o.console.json) {
     doc[record::kCampaignDigestKey] = record::campaign_digests(text)->recorded;
     doc["campaign_file"] = file.string();
