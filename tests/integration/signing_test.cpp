@@ -2,38 +2,14 @@
 // "Signatures", docs/store.md "Signatures"): --sign-key on `run` and a protocol, `runs verify`
 // with and without --verify-key, a re-checksummed edit caught, publishing, a board's
 // provenance, and key files refused.
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-
-#include <cstdio>
-
 #include "integration/integration_fixture.h"
+#include "integration/test_keys.h"
 
 using namespace dyno::integration;  // the fixture, fs, json, Child, read_json(l)
+using dyno::testing::KeyFiles;
+using dyno::testing::make_key;
 
 namespace {
-
-/// A key pair written as PEM files (made with OpenSSL's API, as `openssl genpkey` would).
-struct KeyFiles {
-  fs::path priv;
-  fs::path pub;
-};
-
-KeyFiles make_key(const fs::path& dir, const std::string& name, const char* algorithm = "ED25519") {
-  EVP_PKEY* key = std::string(algorithm) == "RSA"
-                      ? EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA", static_cast<size_t>(1024))
-                      : EVP_PKEY_Q_keygen(nullptr, nullptr, algorithm);
-  EXPECT_NE(key, nullptr);
-  KeyFiles k{dir / (name + ".pem"), dir / (name + ".pub.pem")};
-  FILE* f = std::fopen(k.priv.c_str(), "w");
-  PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
-  std::fclose(f);
-  f = std::fopen(k.pub.c_str(), "w");
-  PEM_write_PUBKEY(f, key);
-  std::fclose(f);
-  EVP_PKEY_free(key);
-  return k;
-}
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
