@@ -3,8 +3,10 @@
 #include <CLI/CLI.hpp>
 
 #include "app/flag_values.h"
+#include "app/sign_key_flag.h"
 #include "app/signals.h"
 #include "engine_session/cell_plan.h"
+#include "record/signature.h"
 #include "store/index_url.h"
 
 namespace dyno::app {
@@ -97,6 +99,7 @@ void add_common_flags(CLI::App& cmd, RunOptions& o) {
           },
           "URL"));
   cmd.add_option("--label", o.record.label, "a label added to the run id and the manifest");
+  add_sign_key_flag(cmd, o.record.sign_key, "each record and the campaign file");
   cmd.add_flag("--json", o.console.json, "print the summary as JSON on stdout");
   cmd.add_flag("--no-stream", o.target.no_stream, "ask for whole (non-streamed) responses");
   cmd.add_flag("--keep-outputs", o.record.keep_outputs, "keep every output text in requests.jsonl");
@@ -191,6 +194,7 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
 RunOptions start_measuring(RunOptions o) {
   install_stop_signals();
   o.stream = engine_session::with_engine_extra_body(o.target, std::move(o.stream));
+  o.record.signing_key = record::load_sign_key(o.record.sign_key);
   return o;
 }
 

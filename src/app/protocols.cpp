@@ -20,6 +20,7 @@
 #include "record/campaign_file.h"
 #include "record/record_json.h"
 #include "record/run_writer.h"
+#include "record/signature.h"
 #include "scrub/redact.h"
 #include "scrub/scrub.h"
 
@@ -204,6 +205,7 @@ int run_campaign(engine_session::EngineSession& engine, const protocol::Protocol
   }
   const std::string text = record::signed_campaign_text(doc);  // what runs verify checks
   record::write_file_atomic(file, text);
+  if (o.record.signing_key) record::sign_campaign_file(file, *o.record.signing_key);
   if (o.console.json) {
     doc[record::kCampaignDigestKey] = record::campaign_digests(text)->recorded;
     doc["campaign_file"] = file.string();

@@ -9,10 +9,12 @@
 #include "app/console.h"
 #include "app/exit_codes.h"
 #include "app/runs_command.h"
+#include "app/sign_key_flag.h"
 #include "engine_session/host_identity.h"
 #include "engine_session/run_cell.h"
 #include "error/registry.h"
 #include "json/json_text.h"
+#include "record/signature.h"
 #include "store/index_url.h"
 #include "store/run_index.h"
 #include "workload/scorer_spec.h"
@@ -33,6 +35,7 @@ void add_rescore_options(CLI::App& cmd, RescoreCommandOptions& o) {
   cmd.add_option("--label", o.label,
                  "the derived record's label (default: the run's label + \"-rescore\")");
   cmd.add_flag("--json", o.json, "print the before/after as JSON on stdout");
+  add_sign_key_flag(cmd, o.sign_key, "the derived record");
 }
 
 namespace json = boost::json;
@@ -95,6 +98,7 @@ json::object rescore_to_json(const record::RescoreOutcome& r) {
 }
 
 int rescore_command(const RescoreCommandOptions& o, std::ostream& out, std::ostream& err) {
+  const auto key = record::load_sign_key(o.sign_key);
   record::RescoreOptions ro;
   if (o.scorer) {
     ro.scorer = workload::parse_scorer_spec(*o.scorer, "--scorer");
@@ -104,6 +108,7 @@ int rescore_command(const RescoreCommandOptions& o, std::ostream& out, std::ostr
   ro.label = o.label;
   ro.harness = engine_session::harness_identity();
   const record::RescoreOutcome outcome = record::rescore_run(ro);
+  if (key) record::sign_record(outcome.dir, *key);
   store::index_finished_run(o.runs_root, outcome.dir, err, store::index_url_from_env());
   if (o.json) {
     out << json_text::pretty(rescore_to_json(outcome));

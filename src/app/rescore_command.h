@@ -20,6 +20,7 @@ struct RescoreCommandOptions {
   std::string runs_root = "runs";
   std::optional<std::string> label;
   bool json = false;
+  std::string sign_key;  ///< --sign-key: the derived record signed (docs/record.md "Signatures")
 };
 
 /// Adds `dyno rescore`'s argument and options to `cmd`.

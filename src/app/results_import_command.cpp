@@ -7,12 +7,14 @@
 
 #include "app/console.h"
 #include "app/exit_codes.h"
+#include "app/sign_key_flag.h"
 #include "app/signals.h"
 #include "engine_session/host_identity.h"
 #include "error/error.h"
 #include "error/registry.h"
 #include "interop/import_batch.h"
 #include "json/json_text.h"
+#include "record/signature.h"
 #include "store/index_url.h"
 #include "store/run_index.h"
 
@@ -43,6 +45,7 @@ void add_results_import_options(CLI::App& cmd, ResultsImportOptions& o) {
                  "(an AIPerf per-record export, a ledger without an api column)")
       ->check(CLI::IsMember({"chat", "completions"}));
   cmd.add_flag("--json", o.json, "print what was imported as JSON on stdout");
+  add_sign_key_flag(cmd, o.sign_key, "each imported record");
 }
 
 namespace json = boost::json;
@@ -99,6 +102,7 @@ int results_import_command(const ResultsImportOptions& o, std::ostream& out, std
   wo.engine = o.engine;
   wo.api = o.api;
   wo.harness = engine_session::harness_identity();
+  wo.signing_key = record::load_sign_key(o.sign_key);
   // The index, opened before the records arrive (a new runs root's index is made empty, not
   // "rebuilt" from the records being imported).
   const std::string index_url = store::index_url_from_env();

@@ -28,6 +28,7 @@ struct ResultsImportOptions {
   std::optional<std::string> api;  ///< --api: chat | completions, when a file does not say
   bool json = false;
   interop::ImportReadOptions read;  ///< --map
+  std::string sign_key;             ///< --sign-key: each record signed
 };
 
 /// Adds `dyno import`'s arguments and options to `cmd`; the format argument lists

@@ -14,11 +14,13 @@
 #include "app/index_flag.h"
 #include "app/run_command.h"
 #include "app/runs_verify.h"
+#include "app/sign_key_flag.h"
 #include "json/json_text.h"
 #include "record/campaign_file.h"
 #include "record/publish.h"
 #include "record/record_json.h"
 #include "record/run_writer.h"
+#include "record/signature.h"
 #include "scrub/scrub.h"
 
 namespace dyno::app {
@@ -398,6 +400,7 @@ int cmd_publish(const RunsOptions& o, std::ostream& out, std::ostream& err) {
   }
   if (o.dry_run && !o.in_place && !o.out) throw UsageError("--dry-run needs --out or --in-place");
   const scrub::ScrubPolicy policy = build_policy(o);
+  const auto key = record::load_sign_key(o.sign_key);
   const std::string index_url = o.in_place && !o.dry_run ? resolve_index_url(o.index) : "";
   std::vector<fs::path> dirs, campaigns;
   for (const auto& id : o.ids) {
@@ -452,10 +455,10 @@ int cmd_publish(const RunsOptions& o, std::ostream& out, std::ostream& err) {
     fs::path dest = dir;
     try {
       if (o.in_place || o.dry_run) {
-        res = record::scrub_run_dir(dir, policy, o.dry_run);
+        res = record::scrub_run_dir(dir, policy, o.dry_run, key.get());
       } else {
         dest = fs::path(*o.out) / name;
-        res = record::publish_run(dir, *o.out, policy);
+        res = record::publish_run(dir, *o.out, policy, key.get());
       }
     } catch (const Error& e) {  // this run is not published; the others still are
       err << "error: " << terminal_text(e.what()) << "\n";
@@ -476,7 +479,10 @@ int cmd_publish(const RunsOptions& o, std::ostream& out, std::ostream& err) {
                                      {"dry_run", o.dry_run},
                                      {"policy", scrub::policy_to_json(policy)},
                                      {"changed", std::move(changed)},
-                                     {"files_skipped", std::move(skipped)}});
+                                     {"files_skipped", std::move(skipped)},
+                                     {"signature", res.signed_again        ? "signed"
+                                                   : res.signature_dropped ? "dropped"
+                                                                           : "unchanged"}});
       continue;
     }
     out << (o.dry_run ? "would scrub " : o.in_place ? "scrubbed " : "published ") << name;
@@ -487,6 +493,11 @@ int cmd_publish(const RunsOptions& o, std::ostream& out, std::ostream& err) {
     for (const auto& s : res.files_skipped) {
       out << "  (binary file left as is: " << terminal_text(s, true) << ")\n";
     }
+    if (res.signature_dropped) {
+      out << "  (its SIGNATURE was removed: it signed the SHA256SUMS before scrubbing; sign the "
+             "scrubbed record with --sign-key)\n";
+    }
+    if (res.signed_again) out << "  (signed with --sign-key)\n";
   }
   if (o.json) out << record::pretty_json(results);
   return code;
@@ -673,6 +684,10 @@ RunsCli::RunsCli(CLI::App& runs) : runs_(&runs) {
                       "run ids, unique prefixes, run directories, campaign ids or campaign files");
   verify_->add_flag("--all", o_.all, "every run and every campaign under --runs-root");
   add_index(*verify_, o_);  // the record digests it remembers
+  verify_->add_option("--verify-key", o_.verify_key,
+                      "require every run and campaign to be signed by this Ed25519 public key "
+                      "(PEM); without it a signature is checked against the key it names, which "
+                      "says nothing of who signed (docs/store.md)");
   verify_->add_flag("--json", o_.json, "print the reports as JSON");
 
   rm_ = runs_->add_subcommand("rm", "remove runs (their directories and index rows)");
@@ -696,6 +711,9 @@ RunsCli::RunsCli(CLI::App& runs) : runs_(&runs) {
   publish_->add_option("--out", o_.out, "write scrubbed copies to DIR/<run_id>/");
   publish_->add_flag("--in-place", o_.in_place, "scrub the records themselves");
   publish_->add_flag("--dry-run", o_.dry_run, "list what would change; write nothing");
+  add_sign_key_flag(*publish_, o_.sign_key,
+                    "each scrubbed record (without it a signature over the old SHA256SUMS is "
+                    "removed)");
   publish_->add_option("--keep", o_.keep,
                        "categories left as they are: hosts, ports, paths, containers, volumes, "
                        "gpu-uuids (comma-separated)");

@@ -31,6 +31,7 @@ struct RunsOptions {
   bool campaigns = false;  ///< list campaign files instead of runs
   // verify
   bool all = false;
+  std::optional<std::string> verify_key;  ///< --verify-key PUB.pem: the signer required
   // publish
   std::optional<std::string> out;
   bool in_place = false;
@@ -40,6 +41,7 @@ struct RunsOptions {
   bool scrub_prompt_hashes = false;
   std::vector<std::string> scrub_strings;
   std::optional<std::string> policy_file;
+  std::string sign_key;  ///< --sign-key: re-sign what publishing rewrote
 };
 
 /// Registers the subcommands of `dyno runs` on `runs` (the command table made it), and runs

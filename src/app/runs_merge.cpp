@@ -10,6 +10,7 @@
 #include "app/flag_values.h"
 #include "app/merge_clock.h"
 #include "app/runs_command.h"
+#include "app/sign_key_flag.h"
 #include "engine/server_timings.h"
 #include "error/error.h"
 #include "metrics/summary.h"
@@ -19,6 +20,7 @@
 #include "record/run_record.h"
 #include "record/run_verify.h"
 #include "record/run_writer.h"
+#include "record/signature.h"
 #include "store/run_index.h"
 
 namespace dyno::app {
@@ -309,6 +311,7 @@ int merge_command(const MergeOptions& o, std::ostream& out, std::ostream& err) {
       o.max_clock_uncertainty_ms > 1e6) {
     throw UsageError("--max-clock-uncertainty-ms must be a number from 0 to 1000000");
   }
+  const auto key = record::load_sign_key(o.sign_key);
   const fs::path root = existing_root(o.runs_root);
   std::vector<ShardRecord> shards;
   for (const std::string& arg : o.runs) shards.push_back(read_shard(resolve_run(root, arg)));
@@ -348,6 +351,7 @@ int merge_command(const MergeOptions& o, std::ostream& out, std::ostream& err) {
   const json::object manifest_json = record::manifest_to_json(m);
   writer.write_json("manifest.json", manifest_json);
   writer.finalize(traces);
+  if (key) record::sign_record(writer.dir(), *key);
   store::index_finished_run(root, writer.dir(), err, index_url);
   if (o.json) {
     out << json::serialize(json::object{{"run_id", m.run_id},
@@ -407,6 +411,7 @@ RunsMergeCli::RunsMergeCli(CLI::App& runs) {
                      "the run index in PostgreSQL (default: $DYNO_INDEX_URL, else "
                      "<runs-root>/index.sqlite)");
   merge_->add_flag("--json", o_.json, "print {run_id, dir, merged_from} as JSON");
+  add_sign_key_flag(*merge_, o_.sign_key, "the merged record");
 }
 
 bool RunsMergeCli::parsed() const { return merge_->parsed(); }

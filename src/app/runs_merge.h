@@ -25,6 +25,7 @@ struct MergeOptions {
   std::string clock_method = "auto";      ///< auto | measured_offset | wall_clock
   std::optional<std::string> index;
   bool json = false;
+  std::string sign_key;  ///< --sign-key: the merged record signed (docs/record.md "Signatures")
 };
 
 /// Merges the shard records into a new record under the runs root and indexes it; prints the

@@ -11,6 +11,7 @@
 #include "app/console.h"
 #include "app/exit_codes.h"
 #include "digest/digest.h"
+#include "digest/signing.h"
 #include "protocol/campaign_check.h"
 #include "record/campaign_file.h"
 #include "record/record_json.h"
@@ -75,6 +76,7 @@ json::object report_json(const Target& t, const record::VerifyReport& rep) {
                  {"files_checked", rep.files_checked},
                  {"problems", std::move(problems)}};
   o["notes"] = std::move(notes);
+  o["signed_by"] = rep.signed_by.empty() ? json::value(nullptr) : json::value(rep.signed_by);
   return o;
 }
 
@@ -82,8 +84,8 @@ void print_report(const Target& t, const record::VerifyReport& rep, std::ostream
   const std::string what = (t.campaign ? "campaign " : "") + terminal_text(t.name, true);
   if (rep.ok()) {
     out << "ok      " << what << " (" << rep.files_checked
-        << (t.campaign ? " files of its runs match their SHA256SUMS)\n"
-                       : " files match SHA256SUMS)\n");
+        << (t.campaign ? " files of its runs match their SHA256SUMS" : " files match SHA256SUMS")
+        << (rep.signed_by.empty() ? "" : "; signed by key " + rep.signed_by) << ")\n";
   } else {
     out << "FAILED  " << what << "\n";
     for (const auto& p : rep.problems) {
@@ -214,13 +216,19 @@ bool in_dates(const store::RunFilter& f, const std::string& started) {
 }  // namespace
 
 int cmd_verify(const RunsOptions& o, std::ostream& out, std::ostream& err) {
+  // The signer required: the fingerprint of --verify-key's public key ("" = any or none).
+  const std::string signer =
+      o.verify_key
+          ? digest::key_fingerprint(about(
+                "--verify-key", [&] { return digest::public_key_from_pem_file(*o.verify_key); }))
+          : std::string();
   const std::vector<Target> all = targets(o);
   IndexWitness index(o, err);
   std::size_t failed = 0, runs = 0, campaigns = 0, campaigns_failed = 0;
   json::array reports;
   for (const auto& t : all) {
-    record::VerifyReport rep =
-        t.campaign ? record::verify_campaign_file(t.path) : record::verify_run_dir(t.path);
+    record::VerifyReport rep = t.campaign ? record::verify_campaign_file(t.path, true, signer)
+                                          : record::verify_run_dir(t.path, true, signer);
     if (t.campaign) {
       recompute_rollups(t, rep);
     } else {

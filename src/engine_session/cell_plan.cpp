@@ -28,6 +28,7 @@ CellSpec cell_from_flags(const load::LoadPlan& load, const workload::StreamOptio
   spec.load_text = load.text;
   spec.stream_cycles = load.cycles;
   spec.label = record.label;
+  spec.signing_key = record.signing_key;
   spec.sampling = json::object{{"temperature", stream.temperature}};
   if (stream.extra_body) {
     spec.extra_body =

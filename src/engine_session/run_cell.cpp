@@ -23,6 +23,7 @@
 #include "record/record_json.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
+#include "record/signature.h"
 #include "record/summary_file.h"
 #include "scrub/redact.h"
 #include "sim/server.h"
@@ -582,7 +583,8 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
                                                      engine.idle(), result.t0_steady_ns, cell_end);
   out.telemetry = record::telemetry_section_of(manifest.telemetry);
 
-  // 4. The record closed: summary.json, evidence, the final manifest, SHA256SUMS, the index.
+  // 4. The record closed: summary.json, evidence, the final manifest, SHA256SUMS, its
+  // signature (--sign-key), the index.
   json::object summary_json = record::summary_file_to_json(
       summary_document(engine, target, m, std::move(energy), writer, manifest, out));
   writer.write_json("summary.json", summary_json);
@@ -593,6 +595,7 @@ CellOutcome run_cell(EngineSession& engine, const CellSpec& cell,
   }
   writer.write_json("manifest.json", record::manifest_to_json(manifest));
   writer.finalize(result.traces);
+  if (cell.signing_key) record::sign_record(writer.dir(), *cell.signing_key);
   out.record_sha256 = digest::sha256_hex_file(writer.dir() / "SHA256SUMS");
   if (auto w = writer.invalid_utf8_warning()) out.summary.warnings.push_back(std::move(*w));
   store::index_finished_run(runs_root, writer.dir(), std::cerr,

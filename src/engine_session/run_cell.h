@@ -7,6 +7,7 @@
 #include <boost/json/object.hpp>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,10 @@
 #include "record/owner_sections.h"
 #include "record/summary_file.h"
 #include "workload/request.h"
+
+namespace dyno::digest {
+class SigningKey;
+}
 
 namespace dyno::engine_session {
 
@@ -55,6 +60,8 @@ struct CellSpec {
   /// --clock-ref: the clock measured against a reference before the load; run_cell measures
   /// again after it and writes both to the manifest's clock.reference.
   std::optional<record::ClockReference> clock_reference;
+  /// --sign-key: the record is signed once closed (record/signature.h); null: unsigned.
+  std::shared_ptr<const digest::SigningKey> signing_key;
 };
 
 struct CellOutcome {

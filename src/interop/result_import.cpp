@@ -15,6 +15,7 @@
 #include "record/record_json.h"
 #include "record/run_id.h"
 #include "record/run_writer.h"
+#include "record/signature.h"
 #include "record/summary_file.h"
 #include "scrub/scrub.h"
 #include "scrub/scrub_text.h"
@@ -315,6 +316,7 @@ ImportOutcome write_imported_record(const ImportedResult& r, const ImportEvidenc
     }
     // The evidence's digest is known: no need to read it again (22 MB × 2,000 records).
     write_sha256sums(writer.dir(), {{evidence, ev.kept_sha256}});
+    if (o.signing_key) record::sign_record(writer.dir(), *o.signing_key);
   } catch (...) {
     std::error_code ec;
     if (shared.string().starts_with(writer.dir().string() + "/")) shared.clear();

@@ -8,6 +8,7 @@
 #include <boost/json/object.hpp>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,10 @@
 #include "metrics/summary.h"
 #include "metrics/trace.h"
 #include "record/manifest.h"
+
+namespace dyno::digest {
+class SigningKey;
+}
 
 namespace dyno::interop {
 
@@ -91,6 +96,8 @@ struct ImportWriteOptions {
   std::optional<std::string> api;     ///< --api: the endpoint, when the file does not say
   record::HarnessIdentity harness;    ///< the dyno that imports (manifest `harness`)
   std::chrono::system_clock::time_point now = std::chrono::system_clock::now();
+  /// --sign-key: each record signed once written (record/signature.h); null: unsigned.
+  std::shared_ptr<const digest::SigningKey> signing_key;
 };
 
 struct ImportOutcome {

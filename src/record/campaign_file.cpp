@@ -10,6 +10,7 @@
 #include "record/record_reader.h"
 #include "record/record_schema.h"
 #include "record/run_writer.h"
+#include "record/signature.h"
 
 namespace dyno::record {
 
@@ -36,7 +37,8 @@ bool plain_name(const std::string& id) {
 
 class CampaignChecker {
  public:
-  CampaignChecker(const fs::path& file, bool schema) : file_(file), schema_(schema) {
+  CampaignChecker(const fs::path& file, bool schema, std::string required_signer)
+      : file_(file), schema_(schema), required_signer_(std::move(required_signer)) {
     report_.dir = file;
   }
 
@@ -62,6 +64,7 @@ class CampaignChecker {
       }
     }
     check_digest(doc);
+    check_signature_sidecar();
     check_runs(doc);
     return report_;
   }
@@ -95,6 +98,17 @@ class CampaignChecker {
           "sha256 does not match the file's content (recomputed " + d->computed +
               "): the campaign file was changed after it was written");
     }
+  }
+
+  void check_signature_sidecar() {
+    const fs::path sidecar = campaign_signature_path(file_);
+    const auto check = check_signature(sidecar, file_);
+    if (check && schema_) {
+      for (const auto& p : validate_signature_file(sidecar)) {
+        add("schema", p.file, (p.pointer.empty() ? std::string() : p.pointer + ": ") + p.message);
+      }
+    }
+    add_signature_check(report_, check, sidecar.filename().string(), required_signer_);
   }
 
   void check_runs(const json::object& doc) {
@@ -150,7 +164,7 @@ class CampaignChecker {
                 ", the digest the campaign recorded: the record changed after the campaign");
       }
     }
-    const VerifyReport run = verify_run_dir(dir, schema_);
+    const VerifyReport run = verify_run_dir(dir, schema_, required_signer_);
     report_.files_checked += run.files_checked;
     for (const auto& p : run.problems)
       add(p.check, id + (p.path.empty() ? "" : "/" + p.path), p.message);
@@ -158,6 +172,7 @@ class CampaignChecker {
 
   fs::path file_;
   bool schema_;
+  std::string required_signer_;
   VerifyReport report_;
 };
 
@@ -268,8 +283,9 @@ json::object campaign_row_to_json(const CampaignRow& row) {
                       {"problem", row.problem ? json::value(*row.problem) : json::value(nullptr)}};
 }
 
-VerifyReport verify_campaign_file(const fs::path& file, bool schema) {
-  return CampaignChecker(file, schema).run();
+VerifyReport verify_campaign_file(const fs::path& file, bool schema,
+                                  const std::string& required_signer) {
+  return CampaignChecker(file, schema, required_signer).run();
 }
 
 }  // namespace dyno::record

@@ -68,7 +68,12 @@ boost::json::object campaign_row_to_json(const CampaignRow& row);
 /// file is in (<root>/campaigns/<id>.json), its SHA256SUMS has the digest the campaign
 /// recorded, and it verifies itself (verify_run_dir; problems named "<run_id>/<file>").
 /// A file written before campaign files were signed (no digest, or runs without
-/// `record_sha256`) is not failed for it: a note says what could not be checked.
-VerifyReport verify_campaign_file(const std::filesystem::path& file, bool schema = true);
+/// `record_sha256`) is not failed for it: a note says what could not be checked. A signature
+/// sidecar (<id>.json.sig, record/signature.h), when there is one, must verify (check
+/// "signature"); report.signed_by is the campaign file's signer. `required_signer` (a key
+/// fingerprint, `runs verify --verify-key`): the campaign file and every record it pins must
+/// carry a valid signature by that key.
+VerifyReport verify_campaign_file(const std::filesystem::path& file, bool schema = true,
+                                  const std::string& required_signer = "");
 
 }  // namespace dyno::record

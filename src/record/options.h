@@ -1,9 +1,14 @@
-// Where runs are recorded and indexed and what their records keep (flags --runs-root, --index,
-// --label, --keep-outputs, --no-chunk-times).
+// Where runs are recorded and indexed, what their records keep and who signs them (flags
+// --runs-root, --index, --label, --keep-outputs, --no-chunk-times, --sign-key).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
+
+namespace dyno::digest {
+class SigningKey;
+}
 
 namespace dyno::record {
 
@@ -15,6 +20,11 @@ struct RecordOptions {
   std::string label;
   bool keep_outputs = false;    ///< answers' text in requests.jsonl
   bool no_chunk_times = false;  ///< no per-event times in requests.jsonl
+  /// --sign-key: a PEM Ed25519 private key; each record (and a protocol's campaign file) is
+  /// signed with it (record/signature.h). "" = unsigned.
+  std::string sign_key;
+  /// The key --sign-key names, read once before anything runs (load_sign_key; null: unsigned).
+  std::shared_ptr<const digest::SigningKey> signing_key;
 };
 
 }  // namespace dyno::record

@@ -15,6 +15,7 @@
 #include "record/record_reader.h"
 #include "record/run_verify.h"
 #include "record/run_writer.h"
+#include "record/signature.h"
 
 namespace dyno::record {
 
@@ -31,13 +32,13 @@ struct Rewrite {
   std::string text;
 };
 
-/// The record's files but SHA256SUMS and manifest.json, relative to `dir`, sorted.
+/// The record's files but SHA256SUMS, SIGNATURE and manifest.json, relative to `dir`, sorted.
 std::vector<std::string> files_to_scrub(const fs::path& dir) {
   std::vector<std::string> files;
   for (const auto& entry : fs::recursive_directory_iterator(dir)) {
     if (!entry.is_regular_file()) continue;
     const std::string rel = fs::relative(entry.path(), dir).generic_string();
-    if (rel == "SHA256SUMS" || rel == "manifest.json") continue;
+    if (rel == "SHA256SUMS" || rel == kSignatureFile || rel == "manifest.json") continue;
     files.push_back(rel);
   }
   std::sort(files.begin(), files.end());
@@ -131,7 +132,27 @@ void update_manifest(json::object& m, const std::set<std::string>& changed,
   m["scrubbed_fields"] = std::move(list);
 }
 
-ScrubOutcome scrub_dir(const fs::path& dir, const ScrubPolicy& policy, bool dry_run) {
+/// After a scrub: a SIGNATURE over an SHA256SUMS that changed is removed; with a key the record
+/// is signed (again).
+void resign(const fs::path& dir, const digest::SigningKey* key, bool sums_changed,
+            ScrubOutcome& out) {
+  std::error_code ec;
+  if (sums_changed && fs::exists(dir / kSignatureFile, ec) && key == nullptr) {
+    fs::remove(dir / kSignatureFile, ec);
+    if (ec) {
+      throw ScrubError("cannot remove " + (dir / kSignatureFile).string() +
+                       ", which signed SHA256SUMS before it was rewritten: " + ec.message());
+    }
+    out.signature_dropped = true;
+  }
+  if (key != nullptr) {
+    sign_record(dir, *key);
+    out.signed_again = true;
+  }
+}
+
+ScrubOutcome scrub_dir(const fs::path& dir, const ScrubPolicy& policy, bool dry_run,
+                       const digest::SigningKey* key) {
   ScrubOutcome out;
   // The record verified (require_verified): its manifest is an object of a known version.
   const json::object manifest = read_record_json(dir / "manifest.json");
@@ -156,7 +177,10 @@ ScrubOutcome scrub_dir(const fs::path& dir, const ScrubPolicy& policy, bool dry_
   scrubber.scrub_json(mv, pointers);
   for (const auto& p : pointers) changed.insert("manifest.json#" + p);
   out.changed.assign(changed.begin(), changed.end());
-  if (changed.empty()) return out;
+  if (changed.empty()) {
+    if (!dry_run) resign(dir, key, false, out);
+    return out;
+  }
 
   update_manifest(mv.as_object(), changed, rewrites);
   rewrites.push_back({"manifest.json", pretty_json(mv)});
@@ -166,6 +190,7 @@ ScrubOutcome scrub_dir(const fs::path& dir, const ScrubPolicy& policy, bool dry_
   try {
     for (const auto& r : rewrites) write_file_atomic(dir / r.rel, r.text);
     write_sha256sums(dir);
+    resign(dir, key, true, out);
   } catch (const RecordError& e) {
     throw ScrubError(std::string(e.what()) + " (the record is half scrubbed: scrub it again)");
   } catch (const digest::FileError& e) {  // a file SHA256SUMS covers could not be read
@@ -189,13 +214,14 @@ void require_verified(const fs::path& dir) {
 
 }  // namespace
 
-ScrubOutcome scrub_run_dir(const fs::path& dir, const ScrubPolicy& policy, bool dry_run) {
+ScrubOutcome scrub_run_dir(const fs::path& dir, const ScrubPolicy& policy, bool dry_run,
+                           const digest::SigningKey* key) {
   require_verified(dir);
-  return scrub_dir(dir, policy, dry_run);
+  return scrub_dir(dir, policy, dry_run, key);
 }
 
 ScrubOutcome publish_run(const fs::path& run_dir, const fs::path& out_root,
-                         const ScrubPolicy& policy) {
+                         const ScrubPolicy& policy, const digest::SigningKey* key) {
   require_verified(run_dir);
   const std::string name = run_dir.filename().string();
   const fs::path dest = out_root / name;
@@ -225,7 +251,7 @@ ScrubOutcome publish_run(const fs::path& run_dir, const fs::path& out_root,
   }
   ScrubOutcome out;
   try {
-    out = scrub_dir(tmp, policy, false);
+    out = scrub_dir(tmp, policy, false, key);
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;

@@ -10,6 +10,10 @@
 
 #include "scrub/scrub.h"
 
+namespace dyno::digest {
+class SigningKey;
+}
+
 namespace dyno::record {
 
 /// What scrubbing a run directory changed.
@@ -19,21 +23,28 @@ struct ScrubOutcome {
   std::vector<std::string> changed;
   std::vector<std::string> files_rewritten;  ///< relative paths
   std::vector<std::string> files_skipped;    ///< binary files left as they are
+  /// The record's SIGNATURE (record/signature.h) was removed: SHA256SUMS changed, so it no
+  /// longer held, and no key was given to sign again.
+  bool signature_dropped = false;
+  bool signed_again = false;  ///< signed with the key given, after the rewrite
 };
 
 /// Scrubs a finished run directory in place: rewrites each changed file atomically, adds the
 /// changes to manifest.scrubbed_fields (kept from earlier scrubs), updates the manifest's
-/// evidence digests and rewrites SHA256SUMS. With `dry_run` nothing is written. Throws
-/// ScrubError when the record does not verify (a record that was modified after it was
-/// finished is not re-signed) or cannot be read.
+/// evidence digests and rewrites SHA256SUMS. A SIGNATURE is removed when SHA256SUMS changed
+/// (it signed the old one) and, with `key` (--sign-key), the record is signed again with it
+/// (also when nothing changed); an unchanged record keeps its signature. With `dry_run` nothing
+/// is written. Throws ScrubError when the record does not verify (a record that was modified
+/// after it was finished is not re-signed) or cannot be read.
 ScrubOutcome scrub_run_dir(const std::filesystem::path& dir, const scrub::ScrubPolicy& policy,
-                           bool dry_run = false);
+                           bool dry_run = false, const digest::SigningKey* key = nullptr);
 
 /// Copies a run directory to <out_root>/<run name> and scrubs the copy; the copy appears
-/// under its name only when complete. Throws ScrubError when the run does not verify or the
-/// destination exists.
+/// under its name only when complete; its SIGNATURE as scrub_run_dir leaves it. Throws
+/// ScrubError when the run does not verify or the destination exists.
 ScrubOutcome publish_run(const std::filesystem::path& run_dir,
-                         const std::filesystem::path& out_root, const scrub::ScrubPolicy& policy);
+                         const std::filesystem::path& out_root, const scrub::ScrubPolicy& policy,
+                         const digest::SigningKey* key = nullptr);
 
 /// What publishing a campaign did.
 struct CampaignPublishOutcome {

@@ -10,6 +10,7 @@
 
 #include "record/embedded_schemas.h"
 #include "record/record_reader.h"
+#include "record/signature.h"
 
 namespace dyno::record {
 
@@ -157,6 +158,9 @@ std::vector<SchemaProblem> validate_run_dir(const fs::path& run_dir) {
   if (fs::exists(run_dir / "telemetry.jsonl")) {
     check_lines(run_dir / "telemetry.jsonl", "telemetry.jsonl", "telemetry", out);
   }
+  if (fs::exists(run_dir / kSignatureFile)) {
+    check_file(run_dir / kSignatureFile, kSignatureFile, "signature", out);
+  }
   return out;
 }
 
@@ -173,6 +177,12 @@ std::vector<SchemaProblem> validate_campaign_file(const fs::path& path) {
     return out;
   }
   check_file(path, file, "campaign", out);
+  return out;
+}
+
+std::vector<SchemaProblem> validate_signature_file(const fs::path& path) {
+  std::vector<SchemaProblem> out;
+  check_file(path, path.filename().string(), "signature", out);
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include "record/record_json.h"
 #include "record/record_schema.h"
 #include "record/run_writer.h"
+#include "record/signature.h"
 
 namespace dyno::record {
 
@@ -40,8 +41,9 @@ bool is_safe_relative(const std::string& name) {
 
 class Checker {
  public:
-  Checker(const fs::path& dir, bool schema, bool sums_only = false)
-      : schema_(schema), sums_only_(sums_only) {
+  Checker(const fs::path& dir, bool schema, bool sums_only = false,
+          std::string required_signer = "")
+      : schema_(schema), sums_only_(sums_only), required_signer_(std::move(required_signer)) {
     report_.dir = dir;
   }
 
@@ -53,6 +55,9 @@ class Checker {
     }
     check_sums();
     if (sums_only_) return report_;
+    add_signature_check(report_,
+                        check_signature(report_.dir / kSignatureFile, report_.dir / "SHA256SUMS"),
+                        kSignatureFile, required_signer_);
     check_manifest_and_summary();
     if (!summary_only_) check_requests();
     if (schema_) check_schema();
@@ -172,7 +177,7 @@ class Checker {
         add("files", rel, "not a regular file (a record holds only files and directories)");
         continue;
       }
-      if (rel == "SHA256SUMS" || listed.count(rel) != 0) continue;
+      if (rel == "SHA256SUMS" || rel == kSignatureFile || listed.count(rel) != 0) continue;
       add("files", rel, "not listed in SHA256SUMS (added after the record was finished)");
     }
   }
@@ -297,6 +302,7 @@ class Checker {
   bool schema_ = true;
   bool sums_only_ = false;  // verify_run_sums: the SHA256SUMS check alone
   bool summary_only_ = false;
+  std::string required_signer_;
   VerifyReport report_;
 };
 
@@ -307,7 +313,9 @@ bool excused_by_scrubbing(const std::vector<std::string>& scrubbed_fields, const
                      [&](const std::string& s) { return s == at || s.rfind(at + "/", 0) == 0; });
 }
 
-VerifyReport verify_run_dir(const fs::path& dir, bool schema) { return Checker(dir, schema).run(); }
+VerifyReport verify_run_dir(const fs::path& dir, bool schema, const std::string& required_signer) {
+  return Checker(dir, schema, false, required_signer).run();
+}
 
 VerifyReport verify_run_sums(const fs::path& dir) { return Checker(dir, false, true).run(); }
 

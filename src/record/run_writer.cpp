@@ -16,6 +16,7 @@
 #include "digest/digest.h"
 #include "json/json_text.h"
 #include "record/record_json.h"
+#include "record/signature.h"
 #include "scrub/redact.h"
 #include "scrub/scrub.h"
 
@@ -438,7 +439,7 @@ void write_sha256sums(const fs::path& dir, const std::map<std::string, std::stri
   for (const auto& entry : fs::recursive_directory_iterator(dir)) {
     if (!entry.is_regular_file()) continue;
     const std::string rel = fs::relative(entry.path(), dir).generic_string();
-    if (rel == "SHA256SUMS" || rel.ends_with(".tmp")) continue;
+    if (rel == "SHA256SUMS" || rel == kSignatureFile || rel.ends_with(".tmp")) continue;
     names.push_back(rel);
   }
   std::sort(names.begin(), names.end());

@@ -68,7 +68,8 @@ std::vector<std::filesystem::path> open_run_dirs();
 std::string read_file(const std::filesystem::path& path);
 
 /// Writes <dir>/SHA256SUMS ("<hex>  <path>" lines, sorted by path) over every regular file of
-/// the directory tree except SHA256SUMS itself and temporary "*.tmp" files. `known`: digests
+/// the directory tree except SHA256SUMS itself, the SIGNATURE that signs it (record/signature.h)
+/// and temporary "*.tmp" files. `known`: digests
 /// the caller has just written (relative path -> hex), taken as they are instead of reading
 /// the file again (an import's evidence, the same bytes in every record of its file).
 /// Throws digest::FileError when a file cannot be read, RecordError when SHA256SUMS cannot

@@ -6,6 +6,7 @@
 #include "digest/digest.h"
 #include "json/json_text.h"
 #include "record/run_writer.h"
+#include "record/signature.h"
 #include "report/board_document.h"
 #include "workload/csv.h"
 
@@ -93,7 +94,8 @@ json::object run_ref(const RunRecord& r) {
       {"sha256sums_sha256",
        r.sums_sha256.empty() ? json::value(nullptr) : json::value(r.sums_sha256)},
       {"intact", r.integrity_problems.empty()},
-      {"source", [&]() -> json::value {  // an imported run: which tool's file
+      {"signed_by", record::record_signer(r.dir)},  // a key fingerprint, "unsigned", "invalid"
+      {"source", [&]() -> json::value {             // an imported run: which tool's file
          if (!r.imported()) return nullptr;
          const record::ImportSource& s = *r.manifest.source;
          return json::object{{"tool", s.tool},          {"tool_version", or_null(s.tool_version)},

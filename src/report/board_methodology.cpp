@@ -12,6 +12,7 @@
 #include "compare/select.h"
 #include "record/owner_sections.h"
 #include "record/record_json.h"
+#include "record/signature.h"
 #include "report/document_blocks.h"
 #include "report/format.h"
 
@@ -308,6 +309,28 @@ Inline expectations_item(const Board& bd) {
             " checked, " + std::to_string(failed) + " failed.")};
 }
 
+/// Who signed the board's records (record/signature.h): each key by its fingerprint with its
+/// count, the unsigned and the invalid.
+Inline signatures_item(const Board& bd) {
+  std::map<std::string, std::size_t> by;
+  const std::vector<compare::RunPtr> runs = bd.runs();
+  for (const auto& r : runs) ++by[record::record_signer(r->dir)];
+  std::vector<std::string> parts;
+  for (const auto& [signer, n] : by) {
+    if (signer == "unsigned" || signer == "invalid") continue;
+    parts.push_back(std::to_string(n) + " signed by key " + short_hash(signer));
+  }
+  if (by.count("unsigned") != 0) parts.push_back(std::to_string(by["unsigned"]) + " unsigned");
+  if (by.count("invalid") != 0) {
+    parts.push_back(std::to_string(by["invalid"]) + " with a signature that does not verify");
+  }
+  return {b("Signatures: "),
+          t("of " + std::to_string(runs.size()) + " records, " + join(parts, ", ") +
+            " (Ed25519 over each record's SHA256SUMS; board.json names each run's key). A "
+            "signature shows a record unchanged since that key signed it; whose key it is, "
+            "`dyno runs verify --verify-key` checks.")};
+}
+
 }  // namespace
 
 Section methodology_section(const Board& board) {
@@ -329,6 +352,7 @@ Section methodology_section(const Board& board) {
                           "otherwise a tie; without an interval it is neither.")});
   items.push_back(fairness_item(board));
   if (board.expect.any()) items.push_back(expectations_item(board));
+  items.push_back(signatures_item(board));
   s.blocks.push_back(blocks::bullets(std::move(items)));
   return s;
 }

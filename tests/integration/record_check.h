@@ -11,7 +11,8 @@
 
 namespace dyno::testing {
 
-/// Every record under `runs_root` (each run directory, each campaign file under campaigns/)
+/// Every record under `runs_root` (each run directory, each campaign file under campaigns/ and
+/// its signature sidecar)
 /// conforms to the schemas (record::validate_run_dir, record::validate_campaign_file); each
 /// problem is a test failure naming the directory, file, line and JSON pointer.
 inline void expect_records_conform(const std::filesystem::path& runs_root) {
@@ -22,7 +23,10 @@ inline void expect_records_conform(const std::filesystem::path& runs_root) {
     std::vector<record::SchemaProblem> problems;
     if (e.path().filename() == "campaigns") {
       for (const auto& c : fs::directory_iterator(e.path())) {
-        for (auto& p : record::validate_campaign_file(c.path())) problems.push_back(p);
+        for (auto& p : c.path().extension() == ".sig" ? record::validate_signature_file(c.path())
+                                                      : record::validate_campaign_file(c.path())) {
+          problems.push_back(p);
+        }
       }
     } else {
       problems = record::validate_run_dir(e.path());

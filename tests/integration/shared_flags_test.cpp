@@ -1,9 +1,10 @@
 // Every measuring command honours every shared load flag exactly as `dyno run` does (issue 32:
 // `dyno sweep --client-threads 4` once recorded client.threads = 1): `run`, `sweep`, `ladder`,
 // `speed`, `real` and a campaign cell (`--scheduler local`), each against the embedded
-// simulated engine with the same shared flags, and every record they write checked. Also
-// --extra-body: checked as a JSON object, refused over fields dyno sets unless overridden,
-// recorded, and part of the request stream's hash.
+// simulated engine with the same shared flags, and every record they write checked (and signed:
+// --sign-key, verified against the public key). Also --extra-body: checked as a JSON object,
+// refused over fields dyno sets unless overridden, recorded, and part of the request stream's
+// hash.
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <stdexcept>
 #include <string>
@@ -19,6 +21,7 @@
 
 #include "integration/json_files.h"
 #include "integration/process.h"
+#include "integration/test_keys.h"
 #include "temp_dir.h"
 
 namespace {
@@ -104,12 +107,19 @@ class SharedFlags : public ::testing::Test {
     return r;
   }
 
-  /// `dyno <command> <own flags> <kShared> --runs-root R`.
+  /// `dyno <command> <own flags> <kShared> --sign-key K --runs-root R`: every record signed by
+  /// the key `signing_key()` made.
   Result measure(const std::string& command, std::vector<std::string> own) {
     std::vector<std::string> args = {command, "--runs-root", runs()};
     args.insert(args.end(), own.begin(), own.end());
     args.insert(args.end(), kShared.begin(), kShared.end());
+    args.insert(args.end(), {"--sign-key", signing_key().priv.string()});
     return dyno(args);
+  }
+
+  const dyno::testing::KeyFiles& signing_key() {
+    if (!key_) key_ = dyno::testing::make_key(dir_, "shared");
+    return *key_;
   }
 
   /// Every run directory under the runs root.
@@ -124,6 +134,7 @@ class SharedFlags : public ::testing::Test {
 
   fs::path dir_;
   std::unique_ptr<Child> sim_;
+  std::optional<dyno::testing::KeyFiles> key_;
 };
 
 double num(const json::value& v) { return v.to_number<double>(); }
@@ -193,7 +204,11 @@ TEST_F(SharedFlags, RunAndEveryProtocolRecordEveryFlag) {
     const auto recs = records();
     ASSERT_EQ(recs.size(), c.records) << c.name;
     std::uint64_t warmups = 0;
+    const Result verified = dyno({"runs", "verify", "--runs-root", runs(), "--all", "--verify-key",
+                                  signing_key().pub.string()});
+    EXPECT_EQ(verified.code, 0) << c.name << ": --sign-key\n" << verified.out << verified.err;
     for (const auto& run : recs) {
+      EXPECT_TRUE(fs::exists(run / "SIGNATURE")) << c.name << ": --sign-key";
       expect_shared(run, c.name);
       const auto n = read_json(run / "manifest.json").at("workload").at("warmup_requests");
       warmups += static_cast<std::uint64_t>(n.as_int64());
