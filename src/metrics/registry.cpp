@@ -320,7 +320,7 @@ std::optional<double> mean_power_w(std::optional<double> energy_j, double window
 }
 
 bool power_sources_disagree(std::optional<double> mean_w, std::optional<double> peak_w) {
-  return mean_w && peak_w && *mean_w > *peak_w;
+  return mean_w && peak_w && *mean_w > *peak_w * (1.0 + kPowerDisagreementMargin);
 }
 
 bool typed(const Figure& f) {

@@ -123,10 +123,16 @@ std::string_view leaf(const Figure& f);
 /// without an energy figure or with an empty window.
 std::optional<double> mean_power_w(std::optional<double> energy_j, double window_s);
 
+/// How far a mean power may stand above the peak before the sources are said to disagree: a
+/// counter's energy over a window is read at sample times, so its mean carries the window's
+/// edges (a constant 600 W reads 600.3 W over a few seconds at 100 ms); 1 %.
+inline constexpr double kPowerDisagreementMargin = 0.01;
+
 /// Whether a mean power (the energy counter over the window, mean_power_w) exceeds the peak
-/// of the power samples over the same window: a mean cannot exceed a peak of the same source,
-/// so the two sources disagree (a counter that counts what the samples miss, averaged
-/// readings, a window mismatch). Shown with both figures and their sources, never silently.
+/// of the power samples over the same window by more than kPowerDisagreementMargin: a mean
+/// cannot exceed a peak of the same source, so the two sources disagree (a counter that counts
+/// what the samples miss, averaged readings, a window mismatch). Shown with both figures and
+/// their sources, never silently.
 bool power_sources_disagree(std::optional<double> mean_w, std::optional<double> peak_w);
 
 /// Whether the typed summary holds `f` (one of value, count, dist is set).

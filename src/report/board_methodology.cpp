@@ -327,8 +327,8 @@ Inline signatures_item(const Board& bd) {
   return {b("Signatures: "),
           t("of " + std::to_string(runs.size()) + " records, " + join(parts, ", ") +
             " (Ed25519 over each record's SHA256SUMS; board.json names each run's key). A "
-            "signature shows a record unchanged since that key signed it; whose key it is, "
-            "`dyno runs verify --verify-key` checks.")};
+            "signature shows a record unchanged since that key signed it; whose key it is, "),
+          blocks::c("dyno runs verify --verify-key"), t(" checks.")};
 }
 
 }  // namespace

@@ -222,3 +222,20 @@ TEST(RegistryTest, EveryBoardFigureHasATypedReader) {
 }
 
 }  // namespace dyno::metrics
+
+namespace dyno::metrics {
+namespace {
+
+// A mean power above the peak of the samples: the energy counter and the power samples
+// disagree; within the counter's window edges (1 %) they do not.
+TEST(PowerSources, AMeanAboveThePeakBeyondTheMarginDisagrees) {
+  EXPECT_FALSE(power_sources_disagree(600.3, 600.0));  // a constant draw read at sample times
+  EXPECT_TRUE(power_sources_disagree(800.0, 600.0));
+  EXPECT_TRUE(power_sources_disagree(320.0, 298.0));
+  EXPECT_FALSE(power_sources_disagree(280.0, 298.0));
+  EXPECT_FALSE(power_sources_disagree(std::nullopt, 298.0));
+  EXPECT_FALSE(power_sources_disagree(320.0, std::nullopt));
+}
+
+}  // namespace
+}  // namespace dyno::metrics

@@ -373,7 +373,7 @@ TEST(PgIndex, RecordsItsSchemaVersionAndRebuildsAnOlderSchema) {
   std::ostringstream warn2;
   RunIndex index(tmp.path(), warn2, pg->url(db));
   EXPECT_TRUE(index.rebuilt());
-  EXPECT_NE(warn2.str().find("schema version 0, this dyno uses 1"), std::string::npos)
+  EXPECT_NE(warn2.str().find("schema version 0, this dyno uses 2"), std::string::npos)
       << warn2.str();
   EXPECT_EQ(index.ids().size(), 3u);
   EXPECT_EQ(index.integrity(), "ok");
