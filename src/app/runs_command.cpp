@@ -1,3 +1,6 @@
+// `dyno runs`: the table of its subcommands and their flags, one piece though long — each
+// subcommand is a few lines over the store and record libraries; verify and the campaign list
+// (runs_verify.cpp) and merge (runs_merge.cpp) are their own files.
 #include "app/runs_command.h"
 
 #include <CLI/CLI.hpp>

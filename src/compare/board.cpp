@@ -1,3 +1,8 @@
+// Building a board, one piece though long: one Builder walks the cells in order — pairing,
+// selection, the run's own findings, the pair checks, the deltas, the audit and the status —
+// and each step reads what the one before left on the cell; the figures themselves
+// (figures.cpp), deltas (delta.cpp), checks (fairness.cpp) and tallies (tallies.cpp) are their
+// own files.
 #include "compare/board.h"
 
 #include <algorithm>
