@@ -18,7 +18,9 @@ struct CapacityOptions {
   std::string by = "concurrency";        ///< --by: concurrency (users) or rate (req/s)
   std::optional<double> min;             ///< --min: the first load probed (default 1)
   std::optional<double> max;             ///< --max: the most load probed (default 256 / 64 req/s)
-  std::optional<double> resolution;      ///< --resolution: bisection stops this close (1 / 10 %)
+  /// --resolution: bisection stops this close — a number in the unit, or a share of the
+  /// capacity with % (default 1 user; 10 % for rate)
+  std::optional<std::string> resolution;
   std::uint32_t repeat_boundary = 3;     ///< --repeat-boundary N: runs of each boundary cell
   std::uint64_t min_requests = 32;       ///< a probe sends max(min_requests, per_slot·C)
   std::uint64_t per_slot = 8;

@@ -87,7 +87,8 @@ int cell_exit_code(const engine_session::CellOutcome& out, const std::string& en
 
 engine_session::CellOutcome run_and_show(engine_session::EngineSession& engine,
                                          const engine_session::CellSpec& cell, const RunOptions& o,
-                                         const std::atomic<bool>& stop, bool print_summary) {
+                                         const std::atomic<bool>& stop, bool print_summary,
+                                         std::set<metrics::WarningCode>* shown) {
   const ConsoleStyle style = detect_style(o.console.color, o.console.quiet);
   ProgressBar bar(style.progress);
   engine_session::CellHooks hooks;
@@ -109,7 +110,11 @@ engine_session::CellOutcome run_and_show(engine_session::EngineSession& engine,
     }
     std::cout.flush();
   }
-  std::cerr << render_warnings(out.summary.warnings, detect_style(o.console.color, true).color &&
+  std::vector<metrics::Warning> fresh;
+  for (const metrics::Warning& w : out.summary.warnings) {
+    if (shown == nullptr || shown->insert(w.code).second) fresh.push_back(w);
+  }
+  std::cerr << render_warnings(fresh, detect_style(o.console.color, true).color &&
                                                          ::isatty(STDERR_FILENO) != 0);
   out.exit_code = cell_exit_code(
       out, engine.launched() != nullptr ? engine.launched()->spec().name : "", cell.error_budget);

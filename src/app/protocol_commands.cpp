@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
+#include "app/capacity_command.h"
 #include "app/flag_values.h"
 #include "app/measure_flags.h"
 #include "app/protocols.h"
@@ -85,6 +86,52 @@ void add_real_flags(CLI::App& cmd, RealOptions& o) {
   add_declared_flags(cmd, o.declared);
 }
 
+void add_capacity_flags(CLI::App& cmd, CapacityOptions& o) {
+  if (CLI::Option* slo = cmd.get_option_no_throw("--slo"))
+    slo->description(
+        "the objectives every probe is judged by (required): ttft_pN, tpot_pN or e2e_pN = a "
+        "duration, errors = a share, e.g. ttft_p90=500ms,tpot_p90=50ms,errors=1%");
+  cmd.add_option("--by", o.by, "what the search varies: concurrency (users) or rate (req/s)")
+      ->capture_default_str();
+  cmd.add_option("--min", o.min, "the lowest load probed (default 1 user, 0.5 req/s)")
+      ->transform(flags::number(flags::kMinRate, flags::kMaxRate));
+  cmd.add_option("--max", o.max, "the highest load probed (default 256 users, 64 req/s)")
+      ->transform(flags::number(flags::kMinRate, flags::kMaxRate));
+  cmd.add_option("--resolution", o.resolution,
+                 "stop bisecting this close: a number in the unit (2) or a share (10%) "
+                 "(default 1 user, 10% of a rate)");
+  cmd.add_option("--repeat-boundary", o.repeat_boundary,
+                 "runs of each boundary cell (and of a probe the bounds leave unclear)")
+      ->transform(flags::integer(1, flags::kMaxRepeat))
+      ->capture_default_str();
+  cmd.add_option("--min-requests", o.min_requests,
+                 "each probe sends max(min-requests, per-slot x C) requests")
+      ->transform(flags::integer(1, flags::kMaxRequests))
+      ->capture_default_str();
+  cmd.add_option("--per-slot", o.per_slot, "requests per concurrency slot (k)")
+      ->transform(flags::integer(1, flags::kMaxRequests))
+      ->capture_default_str();
+  cmd.add_option("--rate-duration", o.rate_duration_s, "--by rate: seconds each probe sends")
+      ->transform(flags::seconds())
+      ->capture_default_str();
+  cmd.add_option("--confidence", o.confidence,
+                 "the confidence of the bounds a percentile objective is judged with")
+      ->transform(flags::number(0.5, 1.0, true, true))
+      ->capture_default_str();
+  cmd.add_option("--predict-with", o.predict_with,
+                 "a fitted sim profile (dyno sim fit) that seeds the bracket; the campaign "
+                 "reports predicted against measured capacity");
+  cmd.add_option("--gpu-hour-cost", o.gpu_hour_cost,
+                 "dollars per GPU-hour: $/Mtok at the capacity point")
+      ->transform(flags::number(0, 1e9));
+  cmd.add_option("--resume", o.resume,
+                 "continue the capacity campaign of this id (auto: the newest unfinished one "
+                 "with this --label)");
+  add_declared_flags(cmd, o.declared);
+}
+
+int run_capacity(const RunOptions& o, const CapacityOptions& c) { return capacity_command(o, c); }
+
 /// A protocol's flags as parsed: the shared measuring flags and its own.
 template <class P>
 struct ProtocolFlags {
@@ -115,6 +162,9 @@ std::span<const Command> protocols() {
       {.name = "speed",
        .describe = "protocol: a solo streamed request and a burst, for each named pass of prompts",
        .add = protocol<SpeedOptions, add_speed_flags, speed_command>},
+      {.name = "capacity",
+       .describe = "the largest load at which every SLO holds (--slo ttft_p90=500ms,...)",
+       .add = protocol<CapacityOptions, add_capacity_flags, run_capacity>},
       {.name = "real",
        .describe = "protocol: real prompts with long outputs, per-case figures (needs --stream)",
        .add = protocol<RealOptions, add_real_flags, real_command>},

@@ -116,6 +116,8 @@ void check_declared(const protocol::CampaignDeclared& d) {
   for (const auto& e : d.evidence) check_declared_text("--evidence", e, 4096);
 }
 
+}  // namespace
+
 /// What every protocol checks first: the shared flags, what the user declares of the
 /// campaign, the close context, the API.
 protocol::Shared shared_flags(const RunOptions& o, const protocol::CampaignDeclared& declared) {
@@ -138,6 +140,8 @@ engine_session::EngineSession make_engine(const RunOptions& o, workload::Api api
   return engine_session::EngineSession(o.target, o.telemetry, o.load.seed, api,
                                        install_stop_signals());
 }
+
+namespace {
 
 /// One row per cell, one column per figure: the selected repetition's value (a run's own
 /// figures, never a blend of runs).
@@ -179,23 +183,14 @@ void print_table(const protocol::ProtocolCampaign& campaign, const protocol::Pro
   std::cout << "campaign file " << file.string() << "\n";
 }
 
-/// Runs `plan` against `engine` as a campaign, writes its file and prints its table (or JSON);
-/// returns the exit code.
-int run_campaign(engine_session::EngineSession& engine, const protocol::ProtocolPlan& plan,
-                 const RunOptions& o, const protocol::CampaignDeclared& declared) {
-  protocol::ProtocolCampaign campaign(plan, o.record.label, declared);
-  const std::atomic<bool>& stop = install_stop_signals();
-  campaign.run(
-      [&](const engine_session::CellSpec& spec) {
-        return run_and_show(engine, spec, o, stop, /*print_summary=*/false);
-      },
-      [](const std::string& line) { std::cerr << line << "\n"; });
-  json::object doc = campaign.document(
-      engine.engine_json(), engine.model(), telemetry::vram_snapshot_json(engine.vram_after_load()),
-      engine_session::hardware_identity(engine.monitor()).label.value_or(""));
+}  // namespace
+
+std::filesystem::path write_campaign_file(json::object& doc, const RunOptions& o,
+                                          const engine_session::EngineSession& engine,
+                                          const std::string& campaign_id) {
   const std::filesystem::path dir = std::filesystem::path(o.record.runs_root) / "campaigns";
   std::filesystem::create_directories(dir);
-  const std::filesystem::path file = dir / (campaign.id() + ".json");
+  const std::filesystem::path file = dir / (campaign_id + ".json");
   // engine.reported holds what the server answered: never the key, even if it echoed it.
   if (const auto& key = engine.target_config().api_key) scrub::redact_literals(doc, {*key});
   {  // what every record's JSON goes through (RunWriter): notes and evidence are the user's text
@@ -206,16 +201,45 @@ int run_campaign(engine_session::EngineSession& engine, const protocol::Protocol
   const std::string text = record::signed_campaign_text(doc);  // what runs verify checks
   record::write_file_atomic(file, text);
   if (o.record.signing_key) record::sign_campaign_file(file, *o.record.signing_key);
+  doc[record::kCampaignDigestKey] = record::campaign_digests(text)->recorded;
+  return file;
+}
+
+json::object campaign_document(const protocol::ProtocolCampaign& campaign,
+                               engine_session::EngineSession& engine) {
+  return campaign.document(
+      engine.engine_json(), engine.model(), telemetry::vram_snapshot_json(engine.vram_after_load()),
+      engine_session::hardware_identity(engine.monitor()).label.value_or(""));
+}
+
+int campaign_exit_code(const std::string& status) {
+  if (status == "ok") return kExitOk;
+  return status == "interrupted" ? kExitInterrupted : kExitRunFailed;
+}
+
+namespace {
+
+/// Runs `plan` against `engine` as a campaign, writes its file and prints its table (or JSON);
+/// returns the exit code.
+int run_campaign(engine_session::EngineSession& engine, const protocol::ProtocolPlan& plan,
+                 const RunOptions& o, const protocol::CampaignDeclared& declared) {
+  protocol::ProtocolCampaign campaign(plan, o.record.label, declared);
+  const std::atomic<bool>& stop = install_stop_signals();
+  std::set<metrics::WarningCode> shown;
+  campaign.run(
+      [&](const engine_session::CellSpec& spec) {
+        return run_and_show(engine, spec, o, stop, /*print_summary=*/false, &shown);
+      },
+      [](const std::string& line) { std::cerr << line << "\n"; });
+  json::object doc = campaign_document(campaign, engine);
+  const std::filesystem::path file = write_campaign_file(doc, o, engine, campaign.id());
   if (o.console.json) {
-    doc[record::kCampaignDigestKey] = record::campaign_digests(text)->recorded;
     doc["campaign_file"] = file.string();
     std::cout << record::pretty_json(doc);
   } else {
     print_table(campaign, plan, doc, file);
   }
-  const std::string status = campaign.status();
-  if (status == "ok") return kExitOk;
-  return status == "interrupted" ? kExitInterrupted : kExitRunFailed;
+  return campaign_exit_code(campaign.status());
 }
 
 }  // namespace

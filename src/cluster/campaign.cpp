@@ -103,8 +103,12 @@ std::vector<std::vector<std::string>> cell_commands(const PlanFile& plan, const 
   }
   const bool run = cell.protocol->kind == "run";
   if (!run && plan.repetitions) {
-    argv.insert(argv.end(), {"--repeat", std::to_string(*plan.repetitions)});
+    // A capacity search repeats its boundary cells; a protocol repeats every cell.
+    argv.insert(argv.end(), {cell.protocol->kind == "capacity" ? "--repeat-boundary" : "--repeat",
+                             std::to_string(*plan.repetitions)});
   }
+  // A capacity search resubmitted (`dyno campaign resume`) takes up the search its cell left.
+  if (cell.protocol->kind == "capacity") argv.insert(argv.end(), {"--resume", "auto"});
   for (const auto& [flag, value] : cell.protocol->flags) {
     argv.push_back(flag);
     if (value) argv.push_back(*value);

@@ -81,6 +81,17 @@ const std::map<std::string, std::map<std::string, ArgType>>& kind_args() {
         {"select", ArgType::text}}},
       {"speed", {{"passes", ArgType::text}, {"burst", ArgType::text}, {"select", ArgType::text}}},
       {"real", {{"select", ArgType::text}}},
+      {"capacity",
+       {{"by", ArgType::text},
+        {"min", ArgType::text},
+        {"max", ArgType::text},
+        {"resolution", ArgType::text},
+        {"min_requests", ArgType::text},
+        {"per_slot", ArgType::text},
+        {"rate_duration", ArgType::text},
+        {"confidence", ArgType::text},
+        {"predict_with", ArgType::path},
+        {"gpu_hour_cost", ArgType::text}}},
   };
   return args;
 }
@@ -89,7 +100,7 @@ const std::map<std::string, std::map<std::string, ArgType>>& kind_args() {
 const std::set<std::string>& reserved_args() {
   static const std::set<std::string> r = {
       "engine", "url",           "model",     "model_file", "model_revision",
-      "plugin", "plugin_config", "runs_root", "label",      "repeat",
+      "plugin", "plugin_config", "runs_root", "label",      "repeat", "repeat_boundary", "resume",
       "json",   "quiet",         "q",         "color",      "profile"};
   return r;
 }
@@ -205,7 +216,7 @@ Protocol read_protocol(const Reader& r, const std::string& name, const json::obj
   if (kinds.count(p.kind) == 0) {
     r.fail(t.contains("kind") ? at + ".kind" : at,
            "unknown protocol '" + p.kind +
-               "'; give kind = one of run, sweep, ladder, speed, real (the dyno command)");
+               "'; give kind = one of run, sweep, ladder, speed, real, capacity (the dyno command)");
   }
   p.resources = read_resources(r, t, at);
   const json::object* args = r.table(t, "args", at + ".args");
@@ -353,7 +364,8 @@ std::string resources_text(const Resources& r) {
 }
 
 const std::vector<std::string>& protocol_kinds() {
-  static const std::vector<std::string> kinds = {"run", "sweep", "ladder", "speed", "real"};
+  static const std::vector<std::string> kinds = {"run", "sweep", "ladder", "speed", "real",
+                                                 "capacity"};
   return kinds;
 }
 

@@ -371,6 +371,10 @@ LoadPlan plan(const LoadOptions& flags, const CellLoad& cell, const StreamFacts&
   return p;
 }
 
+double slo_seconds(const std::string& value, const std::string& key) {
+  return slo_value_ms(value, key) / 1000.0;
+}
+
 metrics::Slo parse_slo(const std::string& text) {
   metrics::Slo slo;
   std::stringstream ss(text);

@@ -86,4 +86,9 @@ LoadPlan plan(const LoadOptions& flags, const CellLoad& cell = {}, const StreamF
 /// days); UsageError naming --slo.
 metrics::Slo parse_slo(const std::string& text);
 
+/// One objective's duration within --slo ("500ms", "2s", "50": ms unless s) in seconds, by
+/// parse_slo's rules; `key` names the objective in the UsageError (e.g. "ttft_p90"). Shared
+/// with the capacity objectives (protocol/capacity.h).
+double slo_seconds(const std::string& value, const std::string& key);
+
 }  // namespace dyno::load

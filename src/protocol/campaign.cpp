@@ -86,50 +86,94 @@ void ProtocolCampaign::run(const CellRunner& run,
   }
 }
 
+ProtocolCampaign::ProtocolCampaign(const ProtocolPlan& plan, std::string label,
+                                   CampaignDeclared declared, const Resumed& resumed)
+    : ProtocolCampaign(plan, std::move(label), std::move(declared)) {
+  id_ = resumed.id;
+  started_ = resumed.started;
+}
+
 void ProtocolCampaign::run_cell(const CellPlan& cell, const CellRunner& run,
                                 const std::function<void(const std::string&)>& say) {
+  CellResult& result = result_of(cell);
+  for (std::uint32_t r = 0; r < plan_.rep.repeat && !stopped_; ++r) {
+    engine_session::CellOutcome out = run_one(cell, r, result.metric, run, say);
+    result.reps.push_back(std::move(out));
+  }
+}
+
+void ProtocolCampaign::run_repetition(const CellPlan& cell, const CellRunner& run,
+                                      const std::function<void(const std::string&)>& say) {
+  if (stopped_) return;
+  CellResult& result = result_of(cell);
+  const auto r = static_cast<std::uint32_t>(result.reps.size());
+  engine_session::CellOutcome out = run_one(cell, r, result.metric, run, say);
+  result.reps.push_back(std::move(out));
+}
+
+void ProtocolCampaign::adopt(const CellPlan& cell, engine_session::CellOutcome outcome) {
+  result_of(cell).reps.push_back(std::move(outcome));
+}
+
+std::vector<std::pair<std::string, const std::vector<engine_session::CellOutcome>*>>
+ProtocolCampaign::results() const {
+  std::vector<std::pair<std::string, const std::vector<engine_session::CellOutcome>*>> out;
+  for (const CellResult& c : cells_) out.emplace_back(c.name, &c.reps);
+  return out;
+}
+
+ProtocolCampaign::CellResult& ProtocolCampaign::result_of(const CellPlan& cell) {
+  for (CellResult& c : cells_) {
+    if (c.name == cell.name) return c;
+  }
   CellResult result;
   result.name = cell.name;
   result.key = cell.key.empty() ? std::vector<std::string>{cell.name} : cell.key;
   result.params = cell.params;
   result.metric = !cell.metric.empty() && !user_selected_ ? cell.metric : metric_;
-  const std::uint32_t repeat = plan_.rep.repeat;
-  for (std::uint32_t r = 0; r < repeat && !stopped_; ++r) {
-    engine_session::CellSpec spec = cell.spec_for(r);
-    spec.campaign = id_;
-    spec.label = label_;
-    spec.protocol.name = plan_.name;
-    spec.protocol.version = plan_.version;
-    spec.protocol.params = plan_.params;
-    spec.protocol.cell = cell.name;
-    spec.protocol.cell_params = cell.params;
-    spec.protocol.repetition = r + 1;
-    spec.protocol.repetitions = repeat;
-    spec.protocol.selection = record::ProtocolSelection{"median", result.metric, repeat, {}};
-    std::string line = "dyno " + plan_.name + ": cell " + cell.name;
-    if (repeat > 1) {
-      line += " (repetition " + std::to_string(r + 1) + " of " + std::to_string(repeat) + ")";
-    }
-    say(line);
-    engine_session::CellOutcome out = run(spec);
-    if (out.interrupted) stopped_ = true;
-    if (out.engine_crashed) {
-      stopped_ = true;  // the engine is gone: no later cell can be measured
-      crashed_ = true;
-    }
-    if (out.status == "target_unreachable") {
-      stopped_ = true;  // the server is gone: later cells would each wait to find it so
-      unreachable_ = true;
-    }
-    // A failed cell: its engine crashed or could not be reached, or (not interrupted) no
-    // request succeeded or more failed than the error budget allows.
-    if (out.crash || unreachable_ ||
-        (!out.interrupted && (out.status == "failed" || out.over_error_budget))) {
-      failed_ = true;
-    }
-    result.reps.push_back(std::move(out));
-  }
   cells_.push_back(std::move(result));
+  return cells_.back();
+}
+
+engine_session::CellOutcome ProtocolCampaign::run_one(
+    const CellPlan& cell, std::uint32_t r, const std::string& metric, const CellRunner& run,
+    const std::function<void(const std::string&)>& say) {
+  const std::uint32_t repeat = plan_.rep.repeat;
+  engine_session::CellSpec spec = cell.spec_for(r);
+  spec.campaign = id_;
+  spec.label = label_;
+  spec.protocol.name = plan_.name;
+  spec.protocol.version = plan_.version;
+  spec.protocol.params = plan_.params;
+  spec.protocol.cell = cell.name;
+  spec.protocol.cell_params = cell.params;
+  spec.protocol.repetition = r + 1;
+  spec.protocol.repetitions = repeat;
+  spec.protocol.selection = record::ProtocolSelection{"median", metric, repeat, {}};
+  std::string line = "dyno " + plan_.name + ": cell " + cell.name;
+  if (plan_.search && r > 0) {
+    line += " (repetition " + std::to_string(r + 1) + ")";
+  } else if (!plan_.search && repeat > 1) {
+    line += " (repetition " + std::to_string(r + 1) + " of " + std::to_string(repeat) + ")";
+  }
+  say(line);
+  engine_session::CellOutcome out = run(spec);
+  if (out.interrupted) stopped_ = true;
+  if (out.engine_crashed) {
+    stopped_ = true;  // the engine is gone: no later cell can be measured
+    crashed_ = true;
+  }
+  if (out.status == "target_unreachable") {
+    stopped_ = true;  // the server is gone: later cells would each wait to find it so
+    unreachable_ = true;
+  }
+  // A failed cell: its engine crashed or could not be reached, or (not interrupted) no
+  // request succeeded or more failed than the error budget allows.
+  if (out.crash || unreachable_ ||
+      (!plan_.search && !out.interrupted && (out.status == "failed" || out.over_error_budget))) {
+    failed_ = true;
+  }
+  return out;
 }
 
 json::object ProtocolCampaign::cell_json(const CellResult& c, json::object& headline) const {

@@ -44,12 +44,32 @@ class ProtocolCampaign {
   /// names no known metric.
   ProtocolCampaign(const ProtocolPlan& plan, std::string label, CampaignDeclared declared = {});
 
+  /// A campaign taken up again (`dyno capacity --resume`): its id and start time as its file
+  /// says.
+  struct Resumed {
+    std::string id;
+    std::chrono::system_clock::time_point started;
+  };
+  ProtocolCampaign(const ProtocolPlan& plan, std::string label, CampaignDeclared declared,
+                   const Resumed& resumed);
+
   const std::string& id() const { return id_; }
   bool stopped() const { return stopped_; }
 
   /// Runs every cell of the plan, each repetition through `run` (announced on `say`), until
   /// a cell is interrupted or the engine is lost.
   void run(const CellRunner& run, const std::function<void(const std::string&)>& say);
+
+  /// Runs one more repetition of `cell` (its first when the campaign has not run it): the
+  /// step of a search whose next cell depends on the last (`dyno capacity`). Numbered after
+  /// the cell's earlier repetitions; plan.rep.repeat is the most a cell may get.
+  void run_repetition(const CellPlan& cell, const CellRunner& run,
+                      const std::function<void(const std::string&)>& say);
+  /// A repetition that ran before the campaign was resumed, read back from its record.
+  void adopt(const CellPlan& cell, engine_session::CellOutcome outcome);
+  /// Each cell's name and its repetitions so far, in the order the cells first ran.
+  std::vector<std::pair<std::string, const std::vector<engine_session::CellOutcome>*>> results()
+      const;
 
   /// The campaign document; `engine` and `model` are the engine session's (manifest.engine
   /// and the model requested), `vram_after_load` its per-GPU snapshot once the engine was
@@ -76,6 +96,10 @@ class ProtocolCampaign {
 
   void run_cell(const CellPlan& cell, const CellRunner& run,
                 const std::function<void(const std::string&)>& say);
+  CellResult& result_of(const CellPlan& cell);
+  engine_session::CellOutcome run_one(const CellPlan& cell, std::uint32_t r,
+                                      const std::string& metric, const CellRunner& run,
+                                      const std::function<void(const std::string&)>& say);
   boost::json::object cell_json(const CellResult& c, boost::json::object& headline) const;
   boost::json::object selection_json(const std::string& metric) const;
 

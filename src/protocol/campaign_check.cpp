@@ -8,6 +8,7 @@
 #include "engine/server_timings.h"
 #include "json/json_text.h"
 #include "protocol/campaign.h"
+#include "protocol/capacity.h"
 #include "protocol/campaign_summary.h"
 #include "protocol/plan.h"
 #include "record/owner_sections.h"
@@ -23,7 +24,8 @@ std::string text_of(const json::object& o, std::string_view key) {
   return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
 }
 
-/// A cell's repetition as the campaign saw it, from its record.
+}  // namespace
+
 engine_session::CellOutcome outcome_of(const record::RunRecord& r) {
   engine_session::CellOutcome out;
   out.run_id = r.run_id;
@@ -39,6 +41,8 @@ engine_session::CellOutcome outcome_of(const record::RunRecord& r) {
   out.telemetry = record::telemetry_section_of(r.manifest.telemetry);
   return out;
 }
+
+namespace {
 
 /// Every leaf where `a` (the file) and `b` (recomputed) differ, under `path`.
 void diff(const std::string& path, const json::value* a, const json::value* b,
@@ -122,6 +126,31 @@ std::vector<RollupMismatch> check_rollups(const json::object& doc,
   diff("session_telemetry", doc.if_contains("session_telemetry"), &telemetry, out);
   const json::value flags(energy_flags(reps));
   diff("energy_flags", doc.if_contains("energy_flags"), &flags, out);
+  if (protocol == "capacity") {
+    // The search's verdicts and answer, judged again over the records' requests.
+    const json::value* params = pv->get_object().if_contains("params");
+    json::value recomputed;
+    try {
+      const CapacityParams p =
+          params_from_json(params != nullptr && params->is_object() ? params->get_object()
+                                                                    : json::object{});
+      std::vector<Probe> probes;
+      const json::array& listed = cv->get_array();
+      for (std::size_t i = 0, k = 0; i < listed.size() && k < cells.size(); ++i) {
+        if (!listed[i].is_object()) continue;
+        const json::value* cp = listed[i].get_object().if_contains("params");
+        const std::optional<double> level =
+            cp != nullptr && cp->is_object() ? level_of(cp->get_object()) : std::nullopt;
+        if (!level) throw std::invalid_argument("cell " + names[k] + " names no level");
+        probes.push_back(probe_of(names[k], *level, cells[k]));
+        ++k;
+      }
+      recomputed = capacity_json(p, probes);
+    } catch (const std::invalid_argument& e) {
+      recomputed = json::string("cannot be recomputed: " + std::string(e.what()));
+    }
+    diff("capacity", doc.if_contains("capacity"), &recomputed, out);
+  }
   return out;
 }
 

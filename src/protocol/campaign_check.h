@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine_session/run_cell.h"
 #include "record/run_record.h"
 
 namespace dyno::protocol {
@@ -24,6 +25,11 @@ struct RollupMismatch {
   std::string in_file;
   std::string recomputed;
 };
+
+/// A cell's repetition as the campaign saw it, read back from its record (its summary, traces,
+/// server timings, telemetry section, pinned digest): what the check recomputes from and what
+/// `dyno capacity --resume` takes up.
+engine_session::CellOutcome outcome_of(const record::RunRecord& r);
 
 /// What the records give against what `doc` (a campaign file) says: the headline (each cell's
 /// selected repetition by its selection metric), `session_telemetry` and `energy_flags`.

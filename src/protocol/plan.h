@@ -104,6 +104,10 @@ struct ProtocolPlan {
   std::string primary;  ///< the selection metric unless --select names one
   Figures figures;
   std::vector<CellPlan> cells;
+  /// A search (capacity): its cells run as it decides (ProtocolCampaign::run_repetition), a
+  /// cell that fails — no request succeeded, errors over the budget — is a finding, not a
+  /// failure of the campaign, and rep.repeat is the most repetitions a cell may get.
+  bool search = false;
 };
 
 /// The figures of one repetition of a cell of `protocol` (sweep, ladder, speed, real): the one

@@ -440,6 +440,18 @@ Figures protocol_figures(const std::string& protocol) {
                           {"error_rate", num(m.error_rate)}};
     };
   }
+  if (protocol == "capacity") {
+    // A sweep cell's figures and the tails the objectives are usually set on.
+    return [sweep = protocol_figures("sweep")](const engine_session::CellOutcome& c) {
+      const auto& m = c.summary;
+      json::object f = sweep(c);
+      f["ttft_p90_ms"] = num(m.ttft_ms.p90);
+      f["tpot_p90_ms"] = num(m.tpot_ms.p90);
+      f["e2e_p90_ms"] = num(m.e2e_ms.p90);
+      f["goodput_requests_per_s"] = num(m.goodput_requests_per_s);
+      return f;
+    };
+  }
   if (protocol == "ladder") {
     return [](const engine_session::CellOutcome& c) {
       const auto& m = c.summary;
