@@ -8,6 +8,7 @@
 
 #include <boost/json.hpp>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -403,6 +404,31 @@ TEST(Diagnose, NetworkFromFirstBytesAndFailures) {
   const Finding n = find(diagnose_run(late), "network");
   EXPECT_EQ(n.verdict, "unknown");
   EXPECT_NE(str(n, "missing").find("first-byte"), std::string::npos);
+}
+
+// ---- a record on disk ------------------------------------------------------------------------
+
+TEST(Diagnose, ARecordReadBackIsDiagnosedFromWhatItKeeps) {
+  // A run of dyno against the embedded sim (tests/compare/data): /metrics counted before and
+  // after, no gauges kept, the client's self-check and every request's trace.
+  const RunRecord run =
+      dyno::record::read_run(std::filesystem::path(DYNO_SOURCE_DIR) / "tests/compare/data/runs" /
+                             "20261130T004322Z-dd1bd8-fast");
+  const Diagnosis d = diagnose_run(run);
+  const Finding q = find(d, "queue");
+  EXPECT_NE(str(q, "source").find("client traces (the engine's gauges were not sampled"),
+            std::string::npos)
+      << str(q, "source");
+  const Finding k = find(d, "kv_cache");
+  EXPECT_EQ(k.verdict, "no") << k.summary;  // the preemption counter's delta: 0
+  EXPECT_EQ(num(k, "preemptions_count"), 0.0);
+  EXPECT_FALSE(k.evidence.contains("kv_usage_max_percent"));
+  const Finding c = find(d, "client_saturated");
+  EXPECT_EQ(c.verdict, "no") << c.summary;
+  EXPECT_DOUBLE_EQ(num(c, "loop_lag_p99_ms"), 2.88);
+  const Finding n = find(d, "network");
+  EXPECT_EQ(n.verdict, "no") << n.summary;
+  EXPECT_EQ(num(n, "requests_count"), static_cast<double>(run.summary->figures.requests_total));
 }
 
 // ---- the forms ------------------------------------------------------------------------------
