@@ -18,10 +18,12 @@
 #include "app/run_command.h"
 #include "app/runs_verify.h"
 #include "app/sign_key_flag.h"
+#include "diagnose/diagnose.h"
 #include "json/json_text.h"
 #include "record/campaign_file.h"
 #include "record/publish.h"
 #include "record/record_json.h"
+#include "record/run_record.h"
 #include "record/run_writer.h"
 #include "record/signature.h"
 #include "scrub/scrub.h"
@@ -288,6 +290,29 @@ int cmd_show(const RunsOptions& o, std::ostream& out, std::ostream& err) {
       scrubbed != nullptr && scrubbed->is_array() ? scrubbed->get_array().size() : 0;
   t.push_back({"scrubbed", n_scrubbed == 0 ? "no" : std::to_string(n_scrubbed) + " fields"});
   out << render_table(t, "");
+  return kExitOk;
+}
+
+/// `dyno runs diagnose RUN`: why the limit is where it is (docs/metrics.md "Diagnosis").
+int cmd_diagnose(const RunsOptions& o, std::ostream& out) {
+  const fs::path dir = resolve_run(o.runs_root, o.ids.at(0));
+  const std::string id = dir.filename().string();
+  if (record::still_running(dir)) {
+    throw UsageError("runs diagnose: run " + id + " is still running; diagnose a finished run");
+  }
+  const record::RunRecord run = record::read_run(dir, {.requests = true, .integrity = false});
+  const diagnose::Diagnosis d = diagnose::diagnose_run(run);
+  if (o.json) {
+    json::object j = diagnose::to_json(d);
+    j.emplace("run_dir", dir.string());
+    j.emplace("run_id", run.run_id);
+    out << record::pretty_json(j);
+    return kExitOk;
+  }
+  out << terminal_text("run " + run.run_id + " (" + dir.string() + ")", true) << "\n";
+  // Every line as a terminal shows it: the evidence quotes the record's own text.
+  std::istringstream lines(diagnose::plain_text(d));
+  for (std::string line; std::getline(lines, line);) out << terminal_text(line, true) << "\n";
   return kExitOk;
 }
 
@@ -679,6 +704,16 @@ RunsCli::RunsCli(CLI::App& runs) : runs_(&runs) {
       ->expected(2);
   diff_->add_flag("--json", o_.json, "print the differences as JSON");
 
+  diagnose_ = runs_->add_subcommand(
+      "diagnose",
+      "why the limit is where it is: queueing, KV cache, prefill interrupting decode, the "
+      "client, the network — each with its evidence from the record");
+  add_root(*diagnose_, o_);
+  diagnose_->add_option("run", o_.ids, "run id, unique prefix, or run directory")
+      ->required()
+      ->expected(1);
+  diagnose_->add_flag("--json", o_.json, "print the findings as JSON");
+
   verify_ = runs_->add_subcommand("verify",
                                   "check runs (SHA256SUMS, manifest, summary) and campaign files "
                                   "(their digest and their runs) (exit 3 on a failure)");
@@ -741,11 +776,12 @@ int RunsCli::execute(std::ostream& out, std::ostream& err) {
     return o_.campaigns ? cmd_list_campaigns(o_, out, err) : cmd_list(o_, out, err);
   if (show_->parsed()) return cmd_show(o_, out, err);
   if (diff_->parsed()) return cmd_diff(o_, out);
+  if (diagnose_->parsed()) return cmd_diagnose(o_, out);
   if (verify_->parsed()) return cmd_verify(o_, out, err);
   if (rm_->parsed()) return cmd_rm(o_, out, err);
   if (reindex_->parsed()) return cmd_reindex(o_, out, err);
   if (publish_->parsed()) return cmd_publish(o_, out, err);
-  throw UsageError("dyno runs: choose list, show, diff, verify, rm, reindex or publish");
+  throw UsageError("dyno runs: choose list, show, diff, diagnose, verify, rm, reindex or publish");
 }
 
 }  // namespace dyno::app

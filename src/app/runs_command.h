@@ -1,4 +1,4 @@
-// `dyno runs list|show|diff|verify|rm|reindex|publish`: the run store (docs/store.md).
+// `dyno runs list|show|diff|diagnose|verify|rm|reindex|publish`: the run store (docs/store.md).
 #pragma once
 
 #include <boost/json/object.hpp>
@@ -63,6 +63,7 @@ class RunsCli {
   CLI::App* list_ = nullptr;
   CLI::App* show_ = nullptr;
   CLI::App* diff_ = nullptr;
+  CLI::App* diagnose_ = nullptr;
   CLI::App* verify_ = nullptr;
   CLI::App* rm_ = nullptr;
   CLI::App* reindex_ = nullptr;
