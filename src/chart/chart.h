@@ -43,34 +43,55 @@ struct Axis {
 };
 
 /// One data point. `label` is drawn next to the point when not empty (e.g. "c=16").
+/// `low`/`high`, when given, draw an error bar through the point from low to high (a
+/// confidence interval), capped at each end given; without one end the bar runs from y. The
+/// y range reaches both ends; an end a log axis cannot show is left out.
 struct Point {
   double x = 0.0;
   double y = 0.0;
   std::string label{};
+  std::optional<double> low{};
+  std::optional<double> high{};
 };
 
 /// A named sequence of points. A non-finite x or y breaks the line there.
 /// `style` picks the palette entry (colour, marker, dash); without it the series gets the
 /// position of its name among the chart's distinct names, in order of first appearance. Pass
 /// the same `style` for the same arm in every chart to keep its colour where arms are absent.
+/// `joined` false draws the points as markers only, in any kind, without a line between them
+/// (a scatter: e.g. probes of a search, one series per verdict); the legend shows the marker.
 struct Series {
   std::string name{};
   std::vector<Point> points{};
   std::optional<std::size_t> style{};
+  bool joined = true;
 };
 
-/// A shaded x interval, e.g. the measured service window of a run.
+/// A shaded x interval, e.g. the measured service window of a run, or the spread of a value
+/// found on x. Windows are drawn under the data and do not widen the x range.
 struct Window {
   double start = 0.0;
   double end = 0.0;
   std::string label{};  ///< drawn at the top of the band
 };
 
+/// A value marked across a plot as a straight line: horizontal at a y value (a limit, e.g. an
+/// SLO's 500 ms) or vertical at an x value (a value found, e.g. a capacity), solid or dashed,
+/// with its label beside it (placed clear of the other marks' labels and of the markers). The
+/// axis range always reaches it, so a limit far from the data is still shown.
+struct Rule {
+  double at = 0.0;
+  std::string label{};
+  bool dashed = false;
+};
+
 /// One plot of a grid (small multiples): e.g. one model, or one cell.
 struct Panel {
   std::string title{};
   std::vector<Series> series{};
-  std::vector<Window> windows{};  ///< used by Timeline
+  std::vector<Window> windows{};  ///< shaded x intervals, e.g. a timeline's service window
+  std::vector<Rule> y_rules{};    ///< horizontal lines at y values (limits)
+  std::vector<Rule> x_rules{};    ///< vertical lines at x values (values found on x)
 };
 
 /// How panels are laid out: `columns` 0 picks 1-3 columns from the panel count.
@@ -91,6 +112,11 @@ struct LineChart {
   Axis y{};
   std::vector<Panel> panels{};
   Grid grid{};
+  /// Words for the SVG's <desc> only (never drawn), after what the chart says of itself:
+  /// e.g. every point's value and verdict, for a reader without the picture.
+  std::string description{};
+  /// A legend even for a single series, whose name then says what its markers mean.
+  bool legend_always = false;
 };
 
 /// Serving trade-off: each series' points joined in the given order (e.g. rising concurrency)

@@ -22,6 +22,8 @@ struct XyFigure {
   Axis y;
   std::vector<Panel> panels;
   Grid grid;
+  std::string description;     ///< LineChart::description
+  bool legend_always = false;  ///< LineChart::legend_always
 };
 
 XyFigure to_figure(const LineChart& chart);

@@ -2,6 +2,7 @@
 // as given, CDFs as step lines; values a log axis cannot show are counted in a note.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,12 @@ void add_log_note(XyFigure& f, std::size_t dropped) {
         const bool bad_x = is_log(f.x.scale) && std::isfinite(pt.x) && pt.x <= 0.0;
         const bool bad_y = is_log(f.y.scale) && std::isfinite(pt.y) && pt.y <= 0.0;
         if (bad_x || bad_y) ++dropped;
+        // An error bar's end a log axis cannot show (the bar is drawn from the point).
+        for (const std::optional<double>& end : {pt.low, pt.high}) {
+          if (!bad_x && !bad_y && is_log(f.y.scale) && end && std::isfinite(*end) && *end <= 0.0) {
+            ++dropped;
+          }
+        }
       }
     }
   }
@@ -55,7 +62,12 @@ double quantile_sorted(const std::vector<double>& v, double q) {
 
 }  // namespace
 
-XyFigure to_figure(const LineChart& chart) { return from_xy(chart, XyKind::kLine); }
+XyFigure to_figure(const LineChart& chart) {
+  XyFigure f = from_xy(chart, XyKind::kLine);
+  f.description = chart.description;
+  f.legend_always = chart.legend_always;
+  return f;
+}
 XyFigure to_figure(const TradeOff& chart) { return from_xy(chart, XyKind::kTradeOff); }
 XyFigure to_figure(const Timeline& chart) { return from_xy(chart, XyKind::kTimeline); }
 

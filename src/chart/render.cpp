@@ -117,7 +117,20 @@ std::pair<std::string, std::string> describe(const Chart& chart) {
             }
             if (!names.empty()) d += " Series: " + join(names) + ".";
             if (f.panels.size() > 1) d += " Panels: " + join(panels) + ".";
+            // The rules' labels: what the lines across the plot mark.
+            std::vector<std::string> marked;
+            for (const Panel& p : f.panels) {
+              for (const auto* rules : {&p.y_rules, &p.x_rules}) {
+                for (const Rule& r : *rules) {
+                  if (std::find(marked.begin(), marked.end(), r.label) == marked.end()) {
+                    marked.push_back(r.label);
+                  }
+                }
+              }
+            }
+            if (!join(marked).empty()) d += " Marked: " + join(marked) + ".";
             for (const std::string& n : f.notes) d += " " + n;
+            if (!f.description.empty()) d += " " + f.description;
             return std::pair{f.title, d};
           },
       },

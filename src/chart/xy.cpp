@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,7 @@ struct Mapper {
 struct PreparedSeries {
   std::string name;
   std::size_t style = 0;
+  bool joined = true;
   std::vector<Point> points;  // a point with a NaN coordinate breaks the line
   std::size_t valid = 0;
 };
@@ -80,6 +82,8 @@ struct PreparedPanel {
   std::string title;
   std::vector<PreparedSeries> series;
   std::vector<Window> windows;
+  std::vector<Rule> y_rules;  // only those the axes can show
+  std::vector<Rule> x_rules;
   Extent x;
   Extent y;
   std::vector<double> x_values;  // distinct valid x values, for ticks at data
@@ -90,6 +94,7 @@ struct LegendEntry {
   std::string name;
   std::size_t style = 0;
   bool has_data = false;
+  bool joined = true;
 };
 
 bool kind_has_markers(XyKind kind) { return kind == XyKind::kLine || kind == XyKind::kTradeOff; }
@@ -125,9 +130,20 @@ std::vector<PreparedPanel> prepare(const XyFigure& f, std::vector<LegendEntry>& 
     PreparedPanel p;
     p.title = panel.title;
     p.windows = panel.windows;
+    for (const Rule& r : panel.y_rules) {
+      if (!valid_on(r.at, f.y.scale)) continue;
+      p.y_rules.push_back(r);
+      p.y.add(r.at);
+    }
+    for (const Rule& r : panel.x_rules) {
+      if (!valid_on(r.at, f.x.scale)) continue;
+      p.x_rules.push_back(r);
+      p.x.add(r.at);
+    }
     for (const Series& s : panel.series) {
       PreparedSeries ps;
       ps.name = s.name;
+      ps.joined = s.joined;
       const std::size_t automatic = auto_style(s.name);
       ps.style = s.style.value_or(automatic);
       for (const Point& pt : s.points) {
@@ -135,12 +151,18 @@ std::vector<PreparedPanel> prepare(const XyFigure& f, std::vector<LegendEntry>& 
         const bool vy = valid_on(pt.y, f.y.scale);
         if (f.kind == XyKind::kLine && !std::isfinite(pt.x)) continue;  // cannot be sorted
         Point q = pt;
+        // Error bar ends the y axis cannot show are left out (the bar runs from the point).
+        for (std::optional<double>* end : {&q.low, &q.high}) {
+          if (*end && !valid_on(**end, f.y.scale)) end->reset();
+        }
         if (!vx || !vy) {
           q.y = kNaN;  // a break in the line
         } else {
           ++ps.valid;
           p.x.add(q.x);
           p.y.add(q.y);
+          if (q.low) p.y.add(*q.low);
+          if (q.high) p.y.add(*q.high);
           p.x_values.push_back(q.x);
           p.y_values.push_back(q.y);
         }
@@ -154,7 +176,7 @@ std::vector<PreparedPanel> prepare(const XyFigure& f, std::vector<LegendEntry>& 
         return e.name == ps.name && e.style == ps.style;
       });
       if (it == legend.end()) {
-        legend.push_back({ps.name, ps.style, ps.valid > 0});
+        legend.push_back({ps.name, ps.style, ps.valid > 0, ps.joined});
       } else {
         it->has_data = it->has_data || ps.valid > 0;
       }
@@ -273,8 +295,10 @@ double draw_legend(Canvas& c, const std::vector<LegendEntry>& entries, XyKind ki
     }
     const SeriesStyle s = series_style(e.style);
     const double mid = y + row_h / 2.0;
-    c.line(x, mid, x + swatch, mid, s.line, line_width(kind), s.dashes);
-    if (kind_has_markers(kind)) c.marker(s.marker, x + swatch / 2.0, mid, 4.5, s.line, s.hollow);
+    if (e.joined) c.line(x, mid, x + swatch, mid, s.line, line_width(kind), s.dashes);
+    if (kind_has_markers(kind) || !e.joined) {
+      c.marker(s.marker, x + swatch / 2.0, mid, 4.5, s.line, s.hollow);
+    }
     c.text(label, x + swatch + 7.0, mid, HAlign::kLeft, VAlign::kMiddle, colour::kText);
     x += w + 24.0;
   }
@@ -288,6 +312,7 @@ struct PanelFrame {
 
 void draw_series_lines(Canvas& c, const PreparedSeries& s, const Mapper& mx, const Mapper& my,
                        XyKind kind) {
+  if (!s.joined) return;
   const SeriesStyle style = series_style(s.style);
   cairo_t* cr = c.cr();
   bool pen_down = false;
@@ -314,12 +339,16 @@ void draw_series_lines(Canvas& c, const PreparedSeries& s, const Mapper& mx, con
   cairo_set_dash(cr, nullptr, 0, 0.0);
 }
 
-// A point gets a marker when the kind draws markers, or when no line reaches it (an isolated
-// point would otherwise be invisible).
+// A point gets a marker when the kind draws markers, when the series is not joined, or when
+// no line reaches it (an isolated point would otherwise be invisible).
 std::vector<bool> marker_mask(const PreparedSeries& s, XyKind kind) {
   std::vector<bool> mask(s.points.size(), false);
   for (std::size_t i = 0; i < s.points.size(); ++i) {
     if (std::isnan(s.points[i].y)) continue;
+    if (!s.joined) {
+      mask[i] = true;
+      continue;
+    }
     const bool prev = i > 0 && !std::isnan(s.points[i - 1].y);
     const bool next = i + 1 < s.points.size() && !std::isnan(s.points[i + 1].y);
     mask[i] = kind_has_markers(kind) || (!prev && !next);
@@ -328,20 +357,129 @@ std::vector<bool> marker_mask(const PreparedSeries& s, XyKind kind) {
 }
 
 constexpr double kMarkerRadius = 4.5;
+constexpr double kErrorCap = 4.0;  // half the width of an error bar's cap
+constexpr double kErrorBarWidth = 1.5;
 
-// Labels go where they overlap no marker and no other label, trying eight positions around
-// the point. A label that fits nowhere is left out rather than drawn over another: the ends of
-// each series are placed first, so a crowded middle loses labels before the ends do.
-void draw_point_labels(Canvas& c, const PreparedPanel& p, const Mapper& mx, const Mapper& my,
-                       const Rect& bounds) {
+// Error bars under the markers, in the series' colour: from low (or the point) to high (or
+// the point), capped at each end given.
+void draw_error_bars(Canvas& c, const PreparedSeries& s, const Mapper& mx, const Mapper& my) {
+  const SeriesStyle style = series_style(s.style);
+  for (const Point& p : s.points) {
+    if (std::isnan(p.y) || (!p.low && !p.high)) continue;
+    const double px = snap(mx(p.x));
+    const double top = my(p.high.value_or(p.y));
+    const double bottom = my(p.low.value_or(p.y));
+    c.line(px, top, px, bottom, style.line, kErrorBarWidth);
+    if (p.high) c.line(px - kErrorCap, top, px + kErrorCap, top, style.line, kErrorBarWidth);
+    if (p.low) c.line(px - kErrorCap, bottom, px + kErrorCap, bottom, style.line, kErrorBarWidth);
+  }
+}
+
+// What labels must not cover: every drawn point's marker and error bar.
+std::vector<Rect> data_boxes(const PreparedPanel& p, const Mapper& mx, const Mapper& my) {
   std::vector<Rect> taken;
   for (const PreparedSeries& s : p.series) {
     for (const Point& pt : s.points) {
       if (std::isnan(pt.y)) continue;
       const double r = kMarkerRadius + 1.0;
-      taken.push_back({mx(pt.x) - r, my(pt.y) - r, 2.0 * r, 2.0 * r});
+      const double px = mx(pt.x);
+      taken.push_back({px - r, my(pt.y) - r, 2.0 * r, 2.0 * r});
+      if (pt.low || pt.high) {
+        const double top = my(pt.high.value_or(pt.y));
+        const double bottom = my(pt.low.value_or(pt.y));
+        taken.push_back({px - kErrorCap - 1.0, std::min(top, bottom) - 1.0, 2.0 * kErrorCap + 2.0,
+                         std::abs(bottom - top) + 2.0});
+      }
     }
   }
+  return taken;
+}
+
+constexpr Rgb kRuleColour{0.2, 0.2, 0.2};
+constexpr double kRuleWidth = 1.5;
+
+// The rules' lines, over the grid and under the data; a rule outside a fixed range is not
+// drawn.
+void draw_rules(Canvas& c, const PreparedPanel& p, const Rect& plot, const Mapper& mx,
+                const Mapper& my) {
+  static const std::vector<double> kDashes = {6.0, 4.0};
+  static const std::vector<double> kSolid;
+  for (const Rule& r : p.y_rules) {
+    const double y = snap(my(r.at));
+    if (y < plot.y - 0.5 || y > plot.bottom() + 0.5) continue;
+    c.line(plot.x, y, plot.right(), y, kRuleColour, kRuleWidth, r.dashed ? kDashes : kSolid);
+  }
+  for (const Rule& r : p.x_rules) {
+    const double x = snap(mx(r.at));
+    if (x < plot.x - 0.5 || x > plot.right() + 0.5) continue;
+    c.line(x, plot.y, x, plot.bottom(), kRuleColour, kRuleWidth, r.dashed ? kDashes : kSolid);
+  }
+}
+
+// The rules' labels: a horizontal rule's at its right end (else its left end), above the line
+// or below it; a vertical rule's at the top, right of the line or left of it, a row lower when
+// the row is taken. A place clear of every marker, bar and other label is taken first; else
+// the first place inside the plot; a label the plot cannot hold anywhere is shortened to its
+// width. The boxes drawn are added to `taken`.
+void label_rules(Canvas& c, const PreparedPanel& p, const Rect& plot, const Mapper& mx,
+                 const Mapper& my, std::vector<Rect>& taken) {
+  struct Spot {
+    double x;
+    double y;
+    HAlign h;
+    VAlign v;
+  };
+  c.set_font(font::kPointLabel);
+  const Rect bounds{plot.x + 1.0, plot.y + 1.0, plot.w - 2.0, plot.h - 2.0};
+  const auto place = [&](const std::string& label, const std::vector<Spot>& spots) {
+    std::optional<Spot> inside;
+    for (const Spot& s : spots) {
+      const Rect box = c.text_box(label, s.x, s.y, s.h, s.v);
+      if (!bounds.contains(box)) continue;
+      if (!inside) inside = s;
+      const bool clash = std::any_of(taken.begin(), taken.end(),
+                                     [&box](const Rect& t) { return t.intersects(box); });
+      if (clash) continue;
+      taken.push_back(c.text(label, s.x, s.y, s.h, s.v, colour::kText, true));
+      return;
+    }
+    if (inside) {
+      taken.push_back(
+          c.text(label, inside->x, inside->y, inside->h, inside->v, colour::kText, true));
+      return;
+    }
+    const Spot& s = spots.front();
+    taken.push_back(c.text(c.ellipsize(label, bounds.w - 8.0), bounds.x + 4.0, s.y, HAlign::kLeft,
+                           s.v, colour::kText, true));
+  };
+  for (const Rule& r : p.y_rules) {
+    const double y = my(r.at);
+    if (r.label.empty() || y < plot.y - 0.5 || y > plot.bottom() + 0.5) continue;
+    place(r.label, {{plot.right() - 4.0, y - 3.0, HAlign::kRight, VAlign::kBottom},
+                    {plot.right() - 4.0, y + 3.0, HAlign::kRight, VAlign::kTop},
+                    {plot.x + 4.0, y - 3.0, HAlign::kLeft, VAlign::kBottom},
+                    {plot.x + 4.0, y + 3.0, HAlign::kLeft, VAlign::kTop}});
+  }
+  const double row = c.line_height() + 3.0;
+  for (const Rule& r : p.x_rules) {
+    const double x = mx(r.at);
+    if (r.label.empty() || x < plot.x - 0.5 || x > plot.right() + 0.5) continue;
+    std::vector<Spot> spots;
+    for (int k = 0; k < 4; ++k) {
+      const double top = plot.y + 4.0 + row * static_cast<double>(k);
+      spots.push_back({x + 5.0, top, HAlign::kLeft, VAlign::kTop});
+      spots.push_back({x - 5.0, top, HAlign::kRight, VAlign::kTop});
+    }
+    place(r.label, spots);
+  }
+}
+
+// Labels go where they overlap no marker and no other label, trying eight positions around
+// the point. A label that fits nowhere is left out rather than drawn over another: the ends of
+// each series are placed first, so a crowded middle loses labels before the ends do.
+// `taken` holds what is already drawn that labels must not cover (markers, rules' labels).
+void draw_point_labels(Canvas& c, const PreparedPanel& p, const Mapper& mx, const Mapper& my,
+                       const Rect& bounds, std::vector<Rect> taken) {
   c.set_font(font::kPointLabel);
   struct Candidate {
     double dx;
@@ -449,13 +587,17 @@ void draw_panel(Canvas& c, const XyFigure& f, const PreparedPanel& p, const Pane
          1.0);
   c.line(snap(plot.x), snap(plot.y), snap(plot.x), snap(plot.bottom()), colour::kAxis, 1.0);
 
+  draw_rules(c, p, plot, mx, my);
+  std::vector<Rect> taken = data_boxes(p, mx, my);
+
   // Data, clipped a marker's width beyond the frame (fixed ranges may cut data).
   bool any_data = false;
   for (const PreparedSeries& s : p.series) any_data = any_data || s.valid > 0;
   if (!any_data) {
     c.set_font(font::kAxisTitle);
-    c.text("no data", plot.x + plot.w / 2.0, plot.y + plot.h / 2.0, HAlign::kCenter,
-           VAlign::kMiddle, colour::kMuted);
+    taken.push_back(c.text("no data", plot.x + plot.w / 2.0, plot.y + plot.h / 2.0, HAlign::kCenter,
+                           VAlign::kMiddle, colour::kMuted));
+    label_rules(c, p, plot, mx, my, taken);
     label_bands();
     return;
   }
@@ -464,6 +606,7 @@ void draw_panel(Canvas& c, const XyFigure& f, const PreparedPanel& p, const Pane
   cairo_rectangle(cr, plot.x - slack, plot.y - slack, plot.w + 2.0 * slack, plot.h + 2.0 * slack);
   cairo_clip(cr);
   for (const PreparedSeries& s : p.series) draw_series_lines(c, s, mx, my, f.kind);
+  for (const PreparedSeries& s : p.series) draw_error_bars(c, s, mx, my);
   for (const PreparedSeries& s : p.series) {
     const SeriesStyle style = series_style(s.style);
     const std::vector<bool> mask = marker_mask(s, f.kind);
@@ -476,7 +619,9 @@ void draw_panel(Canvas& c, const XyFigure& f, const PreparedPanel& p, const Pane
   }
   cairo_restore(cr);
   label_bands();
-  draw_point_labels(c, p, mx, my, {plot.x + 1.0, plot.y + 1.0, plot.w - 2.0, plot.h - 2.0});
+  label_rules(c, p, plot, mx, my, taken);
+  draw_point_labels(c, p, mx, my, {plot.x + 1.0, plot.y + 1.0, plot.w - 2.0, plot.h - 2.0},
+                    std::move(taken));
 }
 
 }  // namespace
@@ -494,7 +639,7 @@ void draw_xy(Canvas& c, const XyFigure& f, double width, double height) {
   c.set_font(font::kAxisTitle);
   const double axis_title_h = c.line_height();
   const double grid_left = kMargin + axis_title_h + 6.0;
-  if (legend.size() > 1) {
+  if (legend.size() > 1 || (f.legend_always && !legend.empty())) {
     top = draw_legend(c, legend, f.kind, grid_left, top, width - grid_left - kMargin);
   }
   top += 6.0;

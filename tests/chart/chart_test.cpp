@@ -3,6 +3,7 @@
 #include <cairo.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -446,6 +447,130 @@ TEST(Render, OrdinalAxisSpacesLevelsEvenlyAndShowsZero) {
   const double half = both[3] - both[2];            // first panel: slots 2, 3
   EXPECT_NEAR(both[6] - both[5], half, 1.5);        // second panel: 16000 → 32000
   EXPECT_NEAR(both[5] - both[4], 2.0 * half, 1.5);  // 0 → 16000: two slots, 8000's left empty
+}
+
+// Rows (or columns) holding at least `min` pixels of colour `c`: where a rule runs across.
+std::size_t lines_of(const Pixels& px, Rgb c, bool horizontal, std::size_t min) {
+  const auto to8 = [](double v) { return static_cast<std::uint32_t>(v * 255.0 + 0.5); };
+  const std::uint32_t want = (to8(c.r) << 16) | (to8(c.g) << 8) | to8(c.b);
+  const auto w = static_cast<std::size_t>(px.width);
+  const auto h = static_cast<std::size_t>(px.height);
+  std::size_t lines = 0;
+  for (std::size_t i = 0; i < (horizontal ? h : w); ++i) {
+    std::size_t n = 0;
+    for (std::size_t j = 0; j < (horizontal ? w : h); ++j) {
+      n += px.rgb[horizontal ? i * w + j : j * w + i] == want ? 1 : 0;
+    }
+    lines += n >= min ? 1 : 0;
+  }
+  return lines;
+}
+
+constexpr Rgb kRule{0.2, 0.2, 0.2};  // xy.cpp's rule colour
+
+// Pixels of colour `c` laid over white with at least half its strength (antialiased edges of
+// lines and markers included, grey and other colours not).
+std::size_t count_blend(const Pixels& px, Rgb c) {
+  const double want[3] = {c.r * 255.0, c.g * 255.0, c.b * 255.0};
+  std::size_t strongest = 0;
+  for (std::size_t k = 1; k < 3; ++k) {
+    if (255.0 - want[k] > 255.0 - want[strongest]) strongest = k;
+  }
+  std::size_t n = 0;
+  for (std::uint32_t p : px.rgb) {
+    const double got[3] = {static_cast<double>(p >> 16), static_cast<double>((p >> 8) & 0xFFu),
+                           static_cast<double>(p & 0xFFu)};
+    const double alpha = (255.0 - got[strongest]) / (255.0 - want[strongest]);
+    if (alpha < 0.5 || alpha > 1.05) continue;
+    bool blend = true;
+    for (std::size_t k = 0; k < 3; ++k) {
+      blend = blend && std::abs(got[k] - (255.0 - alpha * (255.0 - want[k]))) <= 14.0;
+    }
+    n += blend ? 1 : 0;
+  }
+  return n;
+}
+
+// A series drawn as markers only has no line; error bars are drawn in its colour.
+TEST(Render, UnjoinedSeriesAndErrorBars) {
+  const Rgb green = series_style(2).line;
+  const LineChart probes = gallery::limit_probes();
+  const std::size_t scatter = count_blend(Pixels(render(probes, Format::kPng, 960, 600)), green);
+  LineChart joined = probes;
+  joined.panels[0].series[0].joined = true;
+  EXPECT_GT(count_blend(Pixels(render(joined, Format::kPng, 960, 600)), green), scatter + 150);
+  LineChart bare = probes;
+  for (Point& pt : bare.panels[0].series[0].points) {
+    pt.low.reset();
+    pt.high.reset();
+  }
+  const std::size_t without_bars = count_blend(Pixels(render(bare, Format::kPng, 960, 600)), green);
+  EXPECT_GT(scatter, without_bars + 40);  // short bars: 10 % around small values
+  EXPECT_GT(without_bars, 100u);          // the markers are still there
+  // A marker-only series has a marker, not a line, in the legend; legend_always shows one
+  // entry: without it a single series gets no legend.
+  LineChart one = bare;
+  one.panels[0].series.resize(1);
+  LineChart no_legend = one;
+  no_legend.legend_always = false;
+  EXPECT_GT(count_blend(Pixels(render(one, Format::kPng, 960, 600)), green),
+            count_blend(Pixels(render(no_legend, Format::kPng, 960, 600)), green) + 20);
+}
+
+// A bar reaching far above its point widens the y range; its end a log axis cannot show is
+// left out and counted in the note.
+TEST(Render, ErrorBarsWidenTheRange) {
+  const Rgb green = series_style(2).line;
+  LineChart c;
+  c.title = "t";
+  c.x = Axis{.title = "x"};
+  c.y = Axis{.title = "y", .unit = "ms"};
+  c.panels.push_back({"", {{"A", {{1, 10}, {2, 11}, {3, 12}}, 2, false}}, {}});
+  const std::size_t short_bars = count_blend(Pixels(render(c, Format::kPng, 960, 600)), green);
+  c.panels[0].series[0].points[1].high = 1000.0;
+  c.panels[0].series[0].points[1].low = 5.0;
+  const Pixels tall(render(c, Format::kPng, 960, 600));
+  EXPECT_GT(count_blend(tall, green), short_bars + 300);  // a bar over most of the plot's height
+  c.y.scale = Scale::kLog10;
+  c.panels[0].series[0].points[1].low = -1.0;
+  EXPECT_NE(render(c, Format::kSvg).find("1 value at or below 0 not shown on the log axis."),
+            std::string::npos);
+}
+
+// Rules: lines across the plot at a y and an x value the axes reach even far from the data,
+// dashed or solid, their labels in the SVG's <desc>, and the chart's description after it.
+TEST(Render, RulesAreDrawnWhereverTheyAre) {
+  LineChart c;
+  c.title = "t";
+  c.x = Axis{.title = "Load", .unit = "users"};
+  c.y = Axis{.title = "TTFT p90", .unit = "ms"};
+  c.description = "Probes: 1 user: 10 ms, holds.";
+  Panel p{"", {{"A", {{1, 10}, {2, 11}, {4, 12}}, 2, false}}, {}};
+  const Pixels none(render(LineChart{c}, Format::kPng, 960, 600));
+  EXPECT_EQ(lines_of(none, kRule, true, 400), 0u);
+  p.y_rules.push_back({1000.0, "SLO 1000 ms", false});      // far above the data
+  p.x_rules.push_back({40.0, "capacity 40 users", false});  // far right of it
+  p.x_rules.push_back({30.0, "predicted 30 users", true});
+  c.panels.push_back(p);
+  const Pixels ruled(render(c, Format::kPng, 960, 600));
+  EXPECT_GE(lines_of(ruled, kRule, true, 400), 1u);  // the limit, across the plot
+  // The capacity solid from top to bottom; the prediction dashed, covering less.
+  EXPECT_EQ(lines_of(ruled, kRule, false, 300), 1u);
+  EXPECT_EQ(lines_of(ruled, kRule, false, 100), 2u);
+  const std::string svg = render(c, Format::kSvg);
+  EXPECT_NE(svg.find("Marked: SLO 1000 ms, capacity 40 users, predicted 30 users. "
+                     "Probes: 1 user: 10 ms, holds.</desc>"),
+            std::string::npos);
+  EXPECT_EQ(shortened_texts(c, 960, 600), std::vector<std::string>{});
+  // A rule outside a fixed range is not drawn; a tiny plot shortens a label, never fails.
+  c.y.max = 100.0;
+  EXPECT_EQ(lines_of(Pixels(render(c, Format::kPng, 960, 600)), kRule, true, 400), 0u);
+  EXPECT_NO_THROW(render(c, Format::kPng, 64, 64));
+  EXPECT_FALSE(shortened_texts(c, 120, 100).empty());
+  // Without data the rules are drawn all the same.
+  c.y.max.reset();
+  c.panels[0].series.clear();
+  EXPECT_GE(lines_of(Pixels(render(c, Format::kPng, 960, 600)), kRule, true, 400), 1u);
 }
 
 TEST(Palette, SeriesKeepTheirStyleAcrossCharts) {

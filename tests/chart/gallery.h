@@ -300,6 +300,39 @@ inline LineChart many_arms() {
   return chart;
 }
 
+/// Probes of a search against a limit (a capacity search's TTFT p90): markers only, one series
+/// per verdict, each with a confidence interval as an error bar (one without its lower end),
+/// the limit as a horizontal rule, the answer as a vertical one with its spread shaded, a
+/// prediction dashed.
+inline LineChart limit_probes() {
+  LineChart chart;
+  chart.title = "TTFT p90 against concurrency";
+  chart.subtitle = "SLO 500 ms, capacity 24 users (22–26 over 3 repetitions); predicted 20 users";
+  chart.note = "Bars: 95 % confidence bounds over each probe's requests.";
+  chart.x = Axis{.title = "Concurrency", .unit = "users"};
+  chart.y = Axis{.title = "TTFT p90", .unit = "ms", .include_zero = true};
+  chart.legend_always = true;
+  chart.description = "Probes: 1: 95 ms holds; 64: 2100 ms fails.";
+  Panel p;
+  Series holds{.name = "holds", .points = {}, .style = 2, .joined = false};
+  Series fails{.name = "fails", .points = {}, .style = 13, .joined = false};
+  Series unclear{.name = "unclear", .points = {}, .style = 1, .joined = false};
+  for (double c : {1.0, 2.0, 4.0, 8.0, 16.0, 24.0}) {
+    const double v = 90.0 + c * c * 0.6;
+    holds.points.push_back({.x = c, .y = v, .low = v * 0.9, .high = v * 1.12});
+  }
+  fails.points.push_back({.x = 32.0, .y = 720.0, .low = 640.0, .high = 810.0});
+  fails.points.push_back({.x = 64.0, .y = 2100.0, .high = 2400.0});
+  unclear.points.push_back({.x = 28.0, .y = 480.0, .low = 430.0, .high = 540.0});
+  p.series = {holds, fails, unclear};
+  p.y_rules.push_back({500.0, "SLO 500 ms", false});
+  p.x_rules.push_back({24.0, "capacity 24 users", false});
+  p.x_rules.push_back({20.0, "predicted 20 users", true});
+  p.windows.push_back({22.0, 26.0, ""});
+  chart.panels.push_back(std::move(p));
+  return chart;
+}
+
 /// A heatmap whose column labels are too long to sit side by side (they turn upright).
 inline Heatmap long_labels_heatmap() {
   Heatmap h = delta_heatmap(4, 6);
@@ -416,6 +449,7 @@ inline std::vector<std::pair<std::string, Chart>> realistic() {
   out.emplace_back("heatmap_10x8", delta_heatmap(10, 8));
   out.emplace_back("heatmap_long_labels", long_labels_heatmap());
   out.emplace_back("throughput_6_arms", many_arms());
+  out.emplace_back("limit_probes", limit_probes());
   out.emplace_back("cdf_1x1", latency_cdf(1, 400));
   out.emplace_back("cdf_8_cells", latency_cdf(8, 3000));
   out.emplace_back("power_2_cells", power_timeline(2));
