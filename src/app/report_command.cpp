@@ -11,6 +11,7 @@
 #include "app/index_flag.h"
 #include "app/run_command.h"
 #include "compare/board.h"
+#include "compare/frontier.h"
 #include "compare/index_select.h"
 #include "compare/inputs.h"
 #include "digest/digest.h"
@@ -78,6 +79,10 @@ void add_flags(CLI::App& cmd, ReportOptions& o) {
   cmd.add_option("--quality-output-gap-pct", o.output_gap_pct,
                  "quality warning at this mean output length gap in % (default 10)")
       ->transform(flags::number(0, 10000));
+  cmd.add_option("--gpu-hour-cost", o.gpu_hour_cost,
+                 "USD one GPU costs an hour: every load cell gets $/Mtok output and total "
+                 "(price × GPUs over tok/s); an arm's own gpu_hour_cost in the --spec file wins")
+      ->transform(flags::number(0, 1e6));
 }
 
 // A board spec or record that cannot be read is a compare::CompareError (kind input: exit 2).
@@ -119,6 +124,7 @@ compare::Board build(const ReportOptions& o) {
     std::cerr << "dyno: warning: left out of the query, its manifest cannot be read: "
               << terminal_text(skipped, true) << " (dyno runs verify names every problem)\n";
   }
+  compare::default_gpu_hour_cost(input.arms, o.gpu_hour_cost);
   input.title = o.title.empty() ? spec.title : o.title;
   input.baseline = o.baseline.empty() ? spec.baseline : o.baseline;
   input.model_aliases = spec.model_aliases;

@@ -32,6 +32,9 @@ struct ReportOptions {
   std::uint64_t seed = 0;
   std::optional<double> accuracy_pp;
   std::optional<double> output_gap_pct;
+  /// USD per GPU-hour of every arm without its own `gpu_hour_cost` in the spec; nullopt: no
+  /// cost on the board.
+  std::optional<double> gpu_hour_cost;
   bool json = false;  ///< compare: print board.json instead of the text
   std::string out;    ///< report: the board directory
 };

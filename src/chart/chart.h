@@ -131,6 +131,44 @@ struct TradeOff {
   Grid grid{};
 };
 
+/// One operating point of a frontier chart: on the frontier (a full marker, joined by the
+/// frontier line) or dominated (a faded marker). `detail` goes into the SVG's description
+/// only (e.g. its cost), `label` is drawn next to the point when it fits.
+struct FrontierPoint {
+  double x = 0.0;
+  double y = 0.0;
+  std::string label{};
+  bool on_frontier = false;
+  std::string detail{};
+};
+
+/// One arm's points (not joined: they are operating points, not a curve).
+struct FrontierSeries {
+  std::string name{};
+  std::vector<FrontierPoint> points{};
+  std::optional<std::size_t> style{};
+};
+
+struct FrontierPanel {
+  std::string title{};
+  std::vector<FrontierSeries> series{};
+};
+
+/// A Pareto frontier: every series' points as markers, the points marked on_frontier joined
+/// across series in x order by one neutral line (`line_name` in the legend), the dominated
+/// points faded. The chart draws the flags it is given; it computes no frontier. The SVG's
+/// description lists every point with its coordinates, its flag and its detail.
+struct Frontier {
+  std::string title{};
+  std::string subtitle{};
+  std::string note{};
+  Axis x{};
+  Axis y{};
+  std::vector<FrontierPanel> panels{};
+  Grid grid{};
+  std::string line_name = "Pareto frontier";
+};
+
 /// Lines without markers over time (power W over seconds), with shaded windows per panel.
 struct Timeline {
   std::string title{};
@@ -201,7 +239,7 @@ struct Heatmap {
   double min_limit = 0.0;
 };
 
-using Chart = std::variant<LineChart, TradeOff, Timeline, Cdf, Heatmap>;
+using Chart = std::variant<LineChart, TradeOff, Timeline, Cdf, Heatmap, Frontier>;
 
 struct Size {
   int width = 0;

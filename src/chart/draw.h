@@ -10,7 +10,15 @@
 namespace dyno::chart::detail {
 
 /// What differs between the four x/y chart kinds; everything else is one drawing code.
-enum class XyKind { kLine, kTradeOff, kTimeline, kCdf };
+enum class XyKind { kLine, kTradeOff, kTimeline, kCdf, kFrontier };
+
+/// How one series of a frontier is drawn (kNormal: as its kind draws every series).
+enum class SeriesRole {
+  kNormal,
+  kPoints,        ///< markers only, not joined
+  kFadedPoints,   ///< markers only, faded (dominated points)
+  kFrontierLine,  ///< a neutral line without markers
+};
 
 /// An x/y chart in one form: CDFs arrive here already turned into step lines.
 struct XyFigure {
@@ -24,9 +32,12 @@ struct XyFigure {
   Grid grid;
   std::string description;     ///< LineChart::description
   bool legend_always = false;  ///< LineChart::legend_always
+  /// roles[panel][series]; empty: every series kNormal.
+  std::vector<std::vector<SeriesRole>> roles;
 };
 
 XyFigure to_figure(const LineChart& chart);
+XyFigure to_figure(const Frontier& chart);
 XyFigure to_figure(const TradeOff& chart);
 XyFigure to_figure(const Timeline& chart);
 XyFigure to_figure(const Cdf& chart);

@@ -71,6 +71,54 @@ XyFigure to_figure(const LineChart& chart) {
 XyFigure to_figure(const TradeOff& chart) { return from_xy(chart, XyKind::kTradeOff); }
 XyFigure to_figure(const Timeline& chart) { return from_xy(chart, XyKind::kTimeline); }
 
+// Each series becomes its points on the frontier and its faded dominated points (one legend
+// entry: same name and style), and every panel gets the frontier line through its points on
+// the frontier, in x order, drawn last in the legend.
+XyFigure to_figure(const Frontier& chart) {
+  XyFigure f;
+  f.kind = XyKind::kFrontier;
+  f.title = chart.title;
+  f.subtitle = chart.subtitle;
+  if (!chart.note.empty()) f.notes.push_back(chart.note);
+  f.x = chart.x;
+  f.y = chart.y;
+  f.grid = chart.grid;
+  constexpr std::size_t kLineStyle = 1000;  // not an arm's: the line is drawn neutral
+  for (const FrontierPanel& fp : chart.panels) {
+    Panel panel;
+    panel.title = fp.title;
+    std::vector<SeriesRole> roles;
+    std::vector<Point> line;
+    for (const FrontierSeries& fs : fp.series) {
+      Series on{fs.name, {}, fs.style};
+      Series off{fs.name, {}, fs.style};
+      for (const FrontierPoint& p : fs.points) {
+        (p.on_frontier ? on : off).points.push_back({p.x, p.y, p.label});
+        if (p.on_frontier && std::isfinite(p.x) && std::isfinite(p.y)) {
+          line.push_back({p.x, p.y, {}});
+        }
+      }
+      panel.series.push_back(std::move(on));
+      roles.push_back(SeriesRole::kPoints);
+      if (!off.points.empty()) {
+        panel.series.push_back(std::move(off));
+        roles.push_back(SeriesRole::kFadedPoints);
+      }
+    }
+    std::stable_sort(line.begin(), line.end(), [](const Point& a, const Point& b) {
+      return a.x < b.x || (a.x == b.x && a.y > b.y);
+    });
+    if (!line.empty()) {
+      panel.series.push_back({chart.line_name, std::move(line), kLineStyle});
+      roles.push_back(SeriesRole::kFrontierLine);
+    }
+    f.panels.push_back(std::move(panel));
+    f.roles.push_back(std::move(roles));
+  }
+  add_log_note(f, 0);
+  return f;
+}
+
 // Small samples are drawn as exact steps (every value a riser); from 2000 values on, through
 // 1001 quantiles, which is indistinguishable at chart resolution and keeps the SVG small.
 XyFigure to_figure(const Cdf& chart) {

@@ -66,6 +66,47 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+// The words of an x/y chart: subtitle, axes, series, panels, notes.
+std::pair<std::string, std::string> describe_xy(const detail::XyFigure& f) {
+  std::string d = f.subtitle.empty() ? "" : f.subtitle + ". ";
+  d += "x axis: " + axis_label(f.x) + ". y axis: " + axis_label(f.y) + ".";
+  std::vector<std::string> names;
+  std::vector<std::string> panels;
+  for (const Panel& p : f.panels) {
+    panels.push_back(p.title);
+    for (const Series& s : p.series) {
+      if (std::find(names.begin(), names.end(), s.name) == names.end()) {
+        names.push_back(s.name);
+      }
+    }
+  }
+  if (!names.empty()) d += " Series: " + join(names) + ".";
+  if (f.panels.size() > 1) d += " Panels: " + join(panels) + ".";
+  // The rules' labels: what the lines across the plot mark.
+  std::vector<std::string> marked;
+  for (const Panel& p : f.panels) {
+    for (const auto* rules : {&p.y_rules, &p.x_rules}) {
+      for (const Rule& r : *rules) {
+        if (std::find(marked.begin(), marked.end(), r.label) == marked.end()) {
+          marked.push_back(r.label);
+        }
+      }
+    }
+  }
+  if (!join(marked).empty()) d += " Marked: " + join(marked) + ".";
+  for (const std::string& n : f.notes) d += " " + n;
+  if (!f.description.empty()) d += " " + f.description;
+  return std::pair{f.title, d};
+}
+
+/// A coordinate in the description: plain ASCII, one decimal.
+std::string plain_number(double v) {
+  if (!std::isfinite(v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
 // The words a screen reader (and a text search) finds in the SVG: cairo writes glyphs as
 // outlines, so the chart's text is otherwise only pictures.
 std::pair<std::string, std::string> describe(const Chart& chart) {
@@ -101,38 +142,32 @@ std::pair<std::string, std::string> describe(const Chart& chart) {
             if (!h.note.empty()) d += " " + h.note;
             return std::pair{h.title, d};
           },
-          [](const auto& c) {
-            const detail::XyFigure f = detail::to_figure(c);
-            std::string d = f.subtitle.empty() ? "" : f.subtitle + ". ";
-            d += "x axis: " + axis_label(f.x) + ". y axis: " + axis_label(f.y) + ".";
-            std::vector<std::string> names;
-            std::vector<std::string> panels;
-            for (const Panel& p : f.panels) {
-              panels.push_back(p.title);
-              for (const Series& s : p.series) {
-                if (std::find(names.begin(), names.end(), s.name) == names.end()) {
-                  names.push_back(s.name);
+          [](const Frontier& c) {
+            // What the markers say, point by point: a reader without the picture (and a
+            // test) has every point's figures and whether it is on the frontier.
+            auto [title, d] = describe_xy(detail::to_figure(c));
+            std::vector<std::string> points;
+            for (const FrontierPanel& p : c.panels) {
+              for (const FrontierSeries& s : p.series) {
+                for (const FrontierPoint& pt : s.points) {
+                  std::string where = p.title.empty() ? s.name : p.title + " · " + s.name;
+                  if (!pt.label.empty()) where += " · " + pt.label;
+                  std::string item = where + ": x " + plain_number(pt.x) + ", y " +
+                                     plain_number(pt.y) + ", " +
+                                     (pt.on_frontier ? "on the frontier" : "dominated");
+                  if (!pt.detail.empty()) item += ", " + pt.detail;
+                  points.push_back(std::move(item));
                 }
               }
             }
-            if (!names.empty()) d += " Series: " + join(names) + ".";
-            if (f.panels.size() > 1) d += " Panels: " + join(panels) + ".";
-            // The rules' labels: what the lines across the plot mark.
-            std::vector<std::string> marked;
-            for (const Panel& p : f.panels) {
-              for (const auto* rules : {&p.y_rules, &p.x_rules}) {
-                for (const Rule& r : *rules) {
-                  if (std::find(marked.begin(), marked.end(), r.label) == marked.end()) {
-                    marked.push_back(r.label);
-                  }
-                }
-              }
+            if (!points.empty()) {
+              std::string list;
+              for (const std::string& x : points) list += (list.empty() ? "" : "; ") + x;
+              d += " Points: " + list + ".";
             }
-            if (!join(marked).empty()) d += " Marked: " + join(marked) + ".";
-            for (const std::string& n : f.notes) d += " " + n;
-            if (!f.description.empty()) d += " " + f.description;
-            return std::pair{f.title, d};
+            return std::pair{title, d};
           },
+          [](const auto& c) { return describe_xy(detail::to_figure(c)); },
       },
       chart);
 }

@@ -73,7 +73,7 @@ struct Mapper {
 struct PreparedSeries {
   std::string name;
   std::size_t style = 0;
-  bool joined = true;
+  SeriesRole role = SeriesRole::kNormal;
   std::vector<Point> points;  // a point with a NaN coordinate breaks the line
   std::size_t valid = 0;
 };
@@ -94,10 +94,23 @@ struct LegendEntry {
   std::string name;
   std::size_t style = 0;
   bool has_data = false;
-  bool joined = true;
+  SeriesRole role = SeriesRole::kNormal;
 };
 
 bool kind_has_markers(XyKind kind) { return kind == XyKind::kLine || kind == XyKind::kTradeOff; }
+
+bool points_only(SeriesRole role) {
+  return role == SeriesRole::kPoints || role == SeriesRole::kFadedPoints;
+}
+
+// The frontier line: neutral, so that it is no arm's.
+constexpr Rgb kFrontierLine{0.25, 0.25, 0.25};
+
+// A dominated point's marker: its arm's colour, most of the way to white.
+Rgb faded(Rgb c) {
+  constexpr double k = 0.6;
+  return {c.r + (1.0 - c.r) * k, c.g + (1.0 - c.g) * k, c.b + (1.0 - c.b) * k};
+}
 
 double line_width(XyKind kind) {
   switch (kind) {
@@ -126,7 +139,8 @@ std::vector<PreparedPanel> prepare(const XyFigure& f, std::vector<LegendEntry>& 
     return names.size() - 1;
   };
   std::vector<PreparedPanel> out;
-  for (const Panel& panel : f.panels) {
+  for (std::size_t pi = 0; pi < f.panels.size(); ++pi) {
+    const Panel& panel = f.panels[pi];
     PreparedPanel p;
     p.title = panel.title;
     p.windows = panel.windows;
@@ -140,10 +154,12 @@ std::vector<PreparedPanel> prepare(const XyFigure& f, std::vector<LegendEntry>& 
       p.x_rules.push_back(r);
       p.x.add(r.at);
     }
-    for (const Series& s : panel.series) {
+    for (std::size_t si = 0; si < panel.series.size(); ++si) {
+      const Series& s = panel.series[si];
       PreparedSeries ps;
       ps.name = s.name;
-      ps.joined = s.joined;
+      if (pi < f.roles.size() && si < f.roles[pi].size()) ps.role = f.roles[pi][si];
+      if (!s.joined && ps.role == SeriesRole::kNormal) ps.role = SeriesRole::kPoints;
       const std::size_t automatic = auto_style(s.name);
       ps.style = s.style.value_or(automatic);
       for (const Point& pt : s.points) {
@@ -176,7 +192,7 @@ std::vector<PreparedPanel> prepare(const XyFigure& f, std::vector<LegendEntry>& 
         return e.name == ps.name && e.style == ps.style;
       });
       if (it == legend.end()) {
-        legend.push_back({ps.name, ps.style, ps.valid > 0, ps.joined});
+        legend.push_back({ps.name, ps.style, ps.valid > 0, ps.role});
       } else {
         it->has_data = it->has_data || ps.valid > 0;
       }
@@ -295,9 +311,14 @@ double draw_legend(Canvas& c, const std::vector<LegendEntry>& entries, XyKind ki
     }
     const SeriesStyle s = series_style(e.style);
     const double mid = y + row_h / 2.0;
-    if (e.joined) c.line(x, mid, x + swatch, mid, s.line, line_width(kind), s.dashes);
-    if (kind_has_markers(kind) || !e.joined) {
-      c.marker(s.marker, x + swatch / 2.0, mid, 4.5, s.line, s.hollow);
+    if (e.role == SeriesRole::kFrontierLine) {
+      c.line(x, mid, x + swatch, mid, kFrontierLine, line_width(kind));
+    } else if (!points_only(e.role)) {
+      c.line(x, mid, x + swatch, mid, s.line, line_width(kind), s.dashes);
+    }
+    if (kind_has_markers(kind) || points_only(e.role)) {
+      c.marker(s.marker, x + swatch / 2.0, mid, 4.5,
+               e.role == SeriesRole::kFadedPoints ? faded(s.line) : s.line, s.hollow);
     }
     c.text(label, x + swatch + 7.0, mid, HAlign::kLeft, VAlign::kMiddle, colour::kText);
     x += w + 24.0;
@@ -312,7 +333,7 @@ struct PanelFrame {
 
 void draw_series_lines(Canvas& c, const PreparedSeries& s, const Mapper& mx, const Mapper& my,
                        XyKind kind) {
-  if (!s.joined) return;
+  if (points_only(s.role)) return;
   const SeriesStyle style = series_style(s.style);
   cairo_t* cr = c.cr();
   bool pen_down = false;
@@ -330,11 +351,13 @@ void draw_series_lines(Canvas& c, const PreparedSeries& s, const Mapper& mx, con
       pen_down = true;
     }
   }
-  c.set_colour(style.line);
+  const bool frontier = s.role == SeriesRole::kFrontierLine;
+  c.set_colour(frontier ? kFrontierLine : style.line);
   cairo_set_line_width(cr, line_width(kind));
   cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
   cairo_set_line_cap(cr, CAIRO_LINE_CAP_BUTT);
-  cairo_set_dash(cr, style.dashes.data(), static_cast<int>(style.dashes.size()), 0.0);
+  cairo_set_dash(cr, frontier ? nullptr : style.dashes.data(),
+                 frontier ? 0 : static_cast<int>(style.dashes.size()), 0.0);
   cairo_stroke(cr);
   cairo_set_dash(cr, nullptr, 0, 0.0);
 }
@@ -343,9 +366,10 @@ void draw_series_lines(Canvas& c, const PreparedSeries& s, const Mapper& mx, con
 // no line reaches it (an isolated point would otherwise be invisible).
 std::vector<bool> marker_mask(const PreparedSeries& s, XyKind kind) {
   std::vector<bool> mask(s.points.size(), false);
+  if (s.role == SeriesRole::kFrontierLine) return mask;
   for (std::size_t i = 0; i < s.points.size(); ++i) {
     if (std::isnan(s.points[i].y)) continue;
-    if (!s.joined) {
+    if (points_only(s.role)) {
       mask[i] = true;
       continue;
     }
@@ -607,13 +631,17 @@ void draw_panel(Canvas& c, const XyFigure& f, const PreparedPanel& p, const Pane
   cairo_clip(cr);
   for (const PreparedSeries& s : p.series) draw_series_lines(c, s, mx, my, f.kind);
   for (const PreparedSeries& s : p.series) draw_error_bars(c, s, mx, my);
-  for (const PreparedSeries& s : p.series) {
-    const SeriesStyle style = series_style(s.style);
-    const std::vector<bool> mask = marker_mask(s, f.kind);
-    for (std::size_t i = 0; i < s.points.size(); ++i) {
-      if (mask[i]) {
-        c.marker(style.marker, mx(s.points[i].x), my(s.points[i].y), kMarkerRadius, style.line,
-                 style.hollow);
+  // Faded (dominated) points first, so that no point on the frontier is drawn under one.
+  for (const bool faded_pass : {true, false}) {
+    for (const PreparedSeries& s : p.series) {
+      if ((s.role == SeriesRole::kFadedPoints) != faded_pass) continue;
+      const SeriesStyle style = series_style(s.style);
+      const std::vector<bool> mask = marker_mask(s, f.kind);
+      for (std::size_t i = 0; i < s.points.size(); ++i) {
+        if (mask[i]) {
+          c.marker(style.marker, mx(s.points[i].x), my(s.points[i].y), kMarkerRadius,
+                   faded_pass ? faded(style.line) : style.line, style.hollow);
+        }
       }
     }
   }

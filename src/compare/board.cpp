@@ -12,6 +12,7 @@
 
 #include "compare/cell_keys.h"
 #include "compare/delta.h"
+#include "compare/frontier.h"
 #include "compare/tallies.h"
 #include "metrics/stats.h"
 
@@ -106,7 +107,11 @@ class Builder {
     validate_accuracy_marks();
     for (const auto& run : b_.runs())
       b_.engine_figures = b_.engine_figures || has_engine_figure(*run);
+    for (const auto& a : in_.arms) {
+      if (a.gpu_hour_cost) b_.gpu_hour_cost[a.name] = *a.gpu_hour_cost;
+    }
     for (Cell& c : b_.cells) finish_cell(c);
+    mark_frontier(b_.cells);
     expectations();
     if (!unresolved_.empty() && !o_.allow_unresolved) throw UnresolvedError(unresolved_message());
     board_findings();
@@ -117,6 +122,11 @@ class Builder {
 
  private:
   void validate_arms() {
+    for (const auto& a : in_.arms) {
+      if (a.gpu_hour_cost && (!std::isfinite(*a.gpu_hour_cost) || *a.gpu_hour_cost < 0)) {
+        throw CompareError("arm '" + a.name + "': gpu_hour_cost must be a finite number >= 0");
+      }
+    }
     if (in_.arms.size() < 2) {
       throw CompareError("a board needs at least two arms (--arm NAME=SELECTOR, twice or more)");
     }
@@ -511,6 +521,9 @@ class Builder {
     for (auto& ac : cell.arms) {
       select(cell, ac);
       run_findings(cell, ac);
+      const auto price = b_.gpu_hour_cost.find(ac.arm);
+      ac.point = operating_point(
+          cell, ac, price == b_.gpu_hour_cost.end() ? std::nullopt : std::optional(price->second));
     }
     std::vector<const RunRecord*> every_run;
     for (const auto& ac : cell.arms) {

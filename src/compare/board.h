@@ -35,6 +35,9 @@ struct ArmInput {
   std::string name;
   std::vector<std::string> selectors;  ///< as given (provenance)
   std::vector<RunPtr> runs;            ///< paired automatically
+  /// What one GPU of this arm costs an hour, in USD (`--gpu-hour-cost`, or the arm's own
+  /// `gpu_hour_cost` in the board spec, which wins); nullopt: no cost is shown for the arm.
+  std::optional<double> gpu_hour_cost{};
 };
 
 /// A cell mapped explicitly (board spec file): its runs per arm, repetitions of one cell.
@@ -119,6 +122,21 @@ struct Delta {
 
 using Figures = std::map<std::string, std::optional<double>>;  ///< metric key -> value
 
+/// Where an arm's selected run in a cell stands on the frontier, and what its tokens cost
+/// (compare/frontier.h; docs/metrics.md "Cost and energy per million tokens").
+struct OperatingPoint {
+  std::size_t gpus_in_record = 0;  ///< the selected run's manifest hardware.gpus
+  double gpus = 1;                 ///< metrics::normalising_gpus: 1 on a host without GPUs
+  std::optional<double> output_tok_s_per_gpu;  ///< output_tokens_per_s / gpus
+  std::optional<double> per_user_tok_s;        ///< decode_rate_per_user_p50
+  /// On the Pareto frontier of its model's load cells across arms; nullopt when the point is
+  /// not on the chart (a ladder cell: one request; or either figure absent).
+  std::optional<bool> on_frontier;
+  std::optional<double> gpu_hour_cost;        ///< the arm's price, USD per GPU-hour
+  std::optional<double> usd_per_mtok_output;  ///< metrics::cost_per_mtok over output tok/s
+  std::optional<double> usd_per_mtok_total;   ///< over input + output tok/s
+};
+
 /// One arm's runs in one cell.
 struct ArmCell {
   std::string arm;
@@ -126,6 +144,7 @@ struct ArmCell {
   std::size_t selected = 0;      ///< index into runs: the repetition the declared rule picked
   std::string selection;         ///< e.g. "median of 3 by output_tokens_per_s"; "" for one run
   std::vector<Figures> figures;  ///< per repetition
+  OperatingPoint point;          ///< the selected run's
   const RunRecord& run() const { return *runs[selected]; }
   const Figures& selected_figures() const { return figures[selected]; }
 };
@@ -264,6 +283,8 @@ struct Board {
   /// Some run on the board has a figure the engine reported (metric_catalog() entries with an
   /// engine_source): only then does the board show its engine-timed section.
   bool engine_figures = false;
+  /// The arms that have a price (USD per GPU-hour): the board shows cost only when some has.
+  std::map<std::string, double> gpu_hour_cost;
 
   /// Comparisons in cell order (every non-baseline arm's), with their cell.
   std::vector<std::pair<const Cell*, const Comparison*>> comparisons() const;

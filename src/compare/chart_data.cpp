@@ -93,6 +93,17 @@ std::vector<DeltaPoint> delta_grid(const Board& board,
   return out;
 }
 
+std::vector<FrontierChartPoint> frontier_points(const Board& board) {
+  std::vector<FrontierChartPoint> out;
+  for (const auto& c : board.cells) {
+    for (const auto& arm : board.arms) {
+      const ArmCell* a = c.arm(arm);
+      if (a != nullptr && a->point.on_frontier) out.push_back({&c, arm, a->point});
+    }
+  }
+  return out;
+}
+
 std::vector<TradeoffSeries> serving_tradeoff(const Board& board) {
   std::vector<TradeoffSeries> out;
   for (const auto& c : board.cells) {

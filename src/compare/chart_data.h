@@ -76,6 +76,18 @@ struct TradeoffSeries {
 
 std::vector<TradeoffSeries> serving_tradeoff(const Board& board);
 
+/// One point of the frontier chart: an arm's selected run in a load cell, as the board holds
+/// it (ArmCell::point; compare/frontier.h).
+struct FrontierChartPoint {
+  const Cell* cell = nullptr;
+  std::string arm;
+  OperatingPoint point;  ///< on_frontier is set
+};
+
+/// Every point of the frontier (a load cell's arm whose on_frontier the board set), in board
+/// cell order, then arm order.
+std::vector<FrontierChartPoint> frontier_points(const Board& board);
+
 /// Per-request latencies of a cell's arm (its selected run): completed measured requests, in
 /// milliseconds, sorted ascending (a CDF's x values).
 struct LatencySamples {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "metrics/cost.h"
 #include "metrics/registry.h"
 #include "metrics/stats.h"
 #include "metrics/summary.h"
@@ -135,6 +136,12 @@ std::optional<double> read_figure(const MetricDef& m, const RunRecord& run) {
     const std::optional<record::EnergySection> e = run.summary->energy_section();
     if (!e) return std::nullopt;
     return m.key == "power_mean_w" ? e->mean_power_w() : e->peak_power_w();
+  }
+  if (m.key == "joules_per_mtok_output") {
+    const std::optional<record::EnergySection> e = run.summary->energy_section();
+    if (!e || !run.summary->knows("tokens.output_total")) return std::nullopt;
+    return metrics::joules_per_mtok(e->energy_j,
+                                    static_cast<double>(run.summary->figures.output_tokens_total));
   }
   if (m.key == "power_p95_w") return device_figure(run, &record::EnergyDevice::power_p95_w, false);
   if (m.key == "temperature_p95_c") {

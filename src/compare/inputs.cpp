@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/json/parse.hpp>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <set>
@@ -110,7 +111,7 @@ void read_arms(const SpecReader& r, const json::value& a, BoardSpec& spec) {
     const std::string key = "arms[" + std::to_string(i) + "]";
     const auto& av = a.get_array()[i];
     if (!av.is_object()) r.fail(key, "expected an object {name, runs}");
-    r.only(av.get_object(), key, {"name", "runs"});
+    r.only(av.get_object(), key, {"name", "runs", "gpu_hour_cost"});
     ArmSpec arm;
     const auto* n = av.get_object().if_contains("name");
     if (n == nullptr) r.fail(key + ".name", "missing");
@@ -118,6 +119,13 @@ void read_arms(const SpecReader& r, const json::value& a, BoardSpec& spec) {
     if (!valid_name(arm.name)) r.fail(key + ".name", "use letters, digits, '.', '_' or '-'");
     if (const auto* runs = av.get_object().if_contains("runs")) {
       arm.selectors = r.selectors(*runs, key + ".runs");
+    }
+    if (const auto* cost = av.get_object().if_contains("gpu_hour_cost")) {
+      const double v = r.number(*cost, key + ".gpu_hour_cost");
+      if (!std::isfinite(v) || v < 0) {
+        r.fail(key + ".gpu_hour_cost", "expected a finite number >= 0 (USD per GPU-hour)");
+      }
+      arm.gpu_hour_cost = v;
     }
     spec.arms.push_back(std::move(arm));
   }
@@ -402,6 +410,7 @@ std::vector<ArmSpec> merge_arms(const std::vector<ArmSpec>& arms) {
       out.push_back(a);
     } else {
       it->selectors.insert(it->selectors.end(), a.selectors.begin(), a.selectors.end());
+      if (!it->gpu_hour_cost) it->gpu_hour_cost = a.gpu_hour_cost;
     }
   }
   return out;
@@ -447,6 +456,7 @@ BoardInput load_board_input(const fs::path& runs_root, const std::vector<ArmSpec
     ArmInput arm;
     arm.name = a.name;
     arm.selectors = a.selectors;
+    arm.gpu_hour_cost = a.gpu_hour_cost;
     std::set<std::string> ids;
     for (const auto& sel : a.selectors) {
       for (auto& r : resolve(sel)) {

@@ -16,6 +16,9 @@ namespace dyno::compare {
 struct ArmSpec {
   std::string name;
   std::vector<std::string> selectors;
+  /// The arm's own price in the spec file (`gpu_hour_cost`, USD per GPU-hour): it wins over
+  /// --gpu-hour-cost.
+  std::optional<double> gpu_hour_cost{};
 };
 
 struct CellSpec {

@@ -19,6 +19,7 @@ constexpr const char* kTimings = "per-response-server-timings-summaryjson--serve
 constexpr const char* kEnergy =
     "energy-and-power-summaryjson--energy-how-it-is-measured-docstelemetrymd";
 constexpr const char* kBoards = "comparison-boards-dyno-compare-dyno-report-docscomparemd";
+constexpr const char* kPerMtok = "cost-and-energy-per-million-tokens";
 
 using D = Direction;
 using Q = Quantity;
@@ -371,6 +372,8 @@ const char* to_string(Section s) {
   switch (s) {
     case Section::kThroughput:
       return "throughput";
+    case Section::kFrontier:
+      return "frontier";
     case Section::kPrefill:
       return "prefill";
     case Section::kLatency:

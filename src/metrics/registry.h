@@ -44,7 +44,16 @@ enum class Quantity {
 enum class DeltaKind { kPercent, kPoints };
 
 /// The board section (README / report.html) a figure belongs to.
-enum class Section { kThroughput, kPrefill, kLatency, kEngine, kQuality, kGpu, kEnergy };
+enum class Section {
+  kThroughput,
+  kFrontier,  ///< the frontier (per GPU against per user) and the cost per million tokens
+  kPrefill,
+  kLatency,
+  kEngine,
+  kQuality,
+  kGpu,
+  kEnergy
+};
 
 /// How the bootstrap over requests recomputes a board figure (docs/metrics.md "Intervals").
 enum class Resample {

@@ -17,6 +17,7 @@
 #include "compare/chart_data.h"
 #include "report/board_lookup.h"
 #include "report/chart_text.h"
+#include "report/format.h"
 
 namespace dyno::report {
 
@@ -415,6 +416,74 @@ void add_tradeoff(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
   }
 }
 
+// ---- The frontier ------------------------------------------------------------------------
+
+/// The frontier of each model's load cells across arms: output tok/s per GPU against per-user
+/// decode tok/s, the flags and costs as the board holds them (compare::frontier_points).
+void add_frontier(std::vector<BoardChart>& out, Stems& stems, const Board& b) {
+  const auto points = compare::frontier_points(b);
+  if (points.empty()) return;
+  const bool priced = !b.gpu_hour_cost.empty();
+  const bool assumed = std::any_of(points.begin(), points.end(),
+                                   [](const auto& p) { return p.point.gpus_in_record == 0; });
+  std::vector<std::string> models;
+  for (const auto& p : points) {
+    if (std::find(models.begin(), models.end(), p.cell->model) == models.end()) {
+      models.push_back(p.cell->model);
+    }
+  }
+  chart::Frontier c;
+  c.title = "Frontier: output per GPU against speed per user";
+  c.subtitle = "One point per cell and arm; the line joins the points no other beats in both";
+  c.x = chart::Axis{.title = "Per-user decode, p50", .unit = "tok/s", .include_zero = true};
+  c.y = chart::Axis{.title = "Output per GPU", .unit = "tok/s", .include_zero = true};
+  c.grid.shared_x = models.size() == 1;
+  c.grid.shared_y = models.size() == 1;
+  c.note = sentences({"Faded: dominated.", assumed ? "Per GPU: 1 on a host without GPUs." : "",
+                      models.size() > 1 ? "One panel per model, each with its own scales." : ""});
+  std::vector<const compare::Cell*> cells;
+  for (const auto& model : models) {
+    chart::FrontierPanel panel;
+    panel.title = defuse(model);
+    for (const auto& arm : b.arms) {
+      chart::FrontierSeries series;
+      series.name = arm_name(b, arm);
+      series.style = arm_style(b, arm);
+      for (const auto& p : points) {
+        if (p.cell->model != model || p.arm != arm) continue;
+        if (std::find(cells.begin(), cells.end(), p.cell) == cells.end()) cells.push_back(p.cell);
+        std::string detail = number(p.point.gpus, 0) + (p.point.gpus == 1 ? " GPU" : " GPUs") +
+                             (p.point.gpus_in_record == 0 ? " (none in the record)" : "");
+        if (priced) {
+          detail += ", " + usd(p.point.usd_per_mtok_output) + "/Mtok output, " +
+                    usd(p.point.usd_per_mtok_total) + "/Mtok total";
+        }
+        series.points.push_back({*p.point.per_user_tok_s, *p.point.output_tok_s_per_gpu,
+                                 cell_label(b, *p.cell), *p.point.on_frontier, detail});
+      }
+      if (!series.points.empty()) panel.series.push_back(std::move(series));
+    }
+    c.panels.push_back(std::move(panel));
+  }
+  std::string caption =
+      "Output tok/s per GPU (summary.json throughput.output_tokens_per_s over the record's GPU "
+      "count, manifest hardware.gpus" +
+      std::string(assumed ? "; 1 on a host without GPUs" : "") +
+      ") against the median per-user decode rate (rates_tok_s.decode_rate_per_user.p50) of each "
+      "arm's selected run in each load cell (a ladder's cells, one request each, are not "
+      "operating points), per model across arms and cells. The line joins the Pareto frontier: "
+      "the points no other point equals or beats in both and beats in one; dominated points are "
+      "faded. ";
+  if (priced) {
+    caption +=
+        "Each point's cost per million output and total tokens is in the chart's description "
+        "and the table below. ";
+  }
+  caption += runs_phrase(b, cells);
+  add_split(out, stems, "frontier", caption, Section::kFrontier, std::move(c),
+            &chart::Frontier::panels);
+}
+
 // ---- Latency CDFs ------------------------------------------------------------------------
 
 /// A latency CDF: which latency, and its words.
@@ -649,6 +718,8 @@ void decode_delta_heatmap(const Board& b, ChartSet& s) {
 
 void serving_tradeoff(const Board& b, ChartSet& s) { add_tradeoff(s.charts, s.stems, b); }
 
+void frontier(const Board& b, ChartSet& s) { add_frontier(s.charts, s.stems, b); }
+
 /// Aggregate input tok/s: a rate of requests (Σ input tokens over the service window), never
 /// called prefill.
 void input_by_level(const Board& b, ChartSet& s) {
@@ -792,6 +863,10 @@ std::span<const ChartKind> chart_kinds() {
       {.name = "serving-tradeoff",
        .describe = "aggregate output tok/s vs per-user decode tok/s, points by level",
        .add = serving_tradeoff},
+      {.name = "frontier",
+       .describe = "output tok/s per GPU vs per-user decode tok/s, every load cell of every arm, "
+                   "the Pareto frontier drawn, dominated points faded",
+       .add = frontier},
       {.name = "input-throughput-by-<level>",
        .describe = "aggregate input tok/s (a rate of requests, not prefill) vs concurrency or rate",
        .add = input_by_level},

@@ -46,6 +46,9 @@ std::span<const ChartKind> chart_kinds();
 ///   decode-delta-heatmap      Δ per-user decode tok/s p50 of the cells judged by it (a
 ///                             ladder's decode cells)
 ///   serving-tradeoff[-<lvl>]  aggregate output tok/s vs per-user decode tok/s, points by level
+///   frontier                  output tok/s per GPU vs per-user decode tok/s of every load cell
+///                             and arm, one panel per model, the Pareto frontier drawn and the
+///                             dominated points faded (section Frontier and cost)
 ///   input-throughput-by-<level>  aggregate input tok/s (a rate of requests) vs concurrency or rate
 ///   prefill-per-user-by-<level>  per-user prefill tok/s p50 vs concurrency or rate, or a
 ///                             ladder's prefill figure vs its prompt size (prefill cells)

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "compare/chart_data.h"
 #include "compare/select.h"
 #include "report/board_cells.h"
 #include "report/board_engine.h"
@@ -93,6 +94,8 @@ class Builder {
     status();
     glance();
     throughput();
+    // The console shows the frontier and cost when it was asked a price (--gpu-hour-cost).
+    if (kind_ == DocumentKind::kFull || !bd_.gpu_hour_cost.empty()) frontier();
     if (kind_ == DocumentKind::kFull) {
       prefill();
       latency();
@@ -359,6 +362,69 @@ class Builder {
         });
   }
 
+  /// Output per GPU against speed per user, the frontier and the cost: one row per load cell
+  /// and arm, the same figures and flags as the frontier chart (compare/frontier.h).
+  void frontier() {
+    const auto points = compare::frontier_points(bd_);
+    if (points.empty()) return;
+    const bool priced = !bd_.gpu_hour_cost.empty();
+    const bool assumed = std::any_of(points.begin(), points.end(),
+                                     [](const auto& p) { return p.point.gpus_in_record == 0; });
+    Section& s = section("Frontier and cost");
+    std::string intro =
+        "Each arm's selected run in each load cell is an operating point: its output tok/s per "
+        "GPU (aggregate output tok/s over the record's GPU count) against its per-user decode "
+        "tok/s (p50). A point is on the frontier when no other point of its model, of any arm "
+        "or cell, is at least as high in both and higher in one; the others are dominated. "
+        "Ladder cells, one request each, are not operating points.";
+    if (assumed) intro += " Per GPU: 1 on a host without GPUs (a record that counts none).";
+    if (priced) {
+      std::vector<std::string> prices;
+      for (const auto& arm : bd_.arms) {
+        const auto it = bd_.gpu_hour_cost.find(arm);
+        prices.push_back(arm + " " +
+                         (it == bd_.gpu_hour_cost.end() ? std::string("no price")
+                                                        : usd(it->second) + " per GPU-hour"));
+      }
+      intro +=
+          " Cost per million tokens = price per GPU-hour × GPUs / 3600 / tok/s × 10⁶: over "
+          "output tok/s ($/Mtok output) and over input + output tok/s ($/Mtok total); lower is "
+          "better. Prices: " +
+          join(prices, ", ") + ".";
+    }
+    s.blocks.push_back(paragraph({t(intro)}));
+    place_figures(s, Part::kFrontier);
+    Table tb;
+    tb.header = {
+        "Model",   "Cell", "Arm", "GPUs", "Output tok/s per GPU", "Decode tok/s per user p50",
+        "Frontier"};
+    tb.numeric = {false, false, false, true, true, true, false};
+    if (priced) {
+      for (const char* h : {"$/GPU-hour", "$/Mtok output", "$/Mtok total"}) {
+        tb.header.push_back(h);
+        tb.numeric.push_back(true);
+      }
+    }
+    for (const auto& p : points) {
+      const compare::OperatingPoint& o = p.point;
+      std::vector<TableCell> row{
+          cell_text(p.cell->model),
+          cell_text(p.cell->name, p.cell->level),
+          cell_text(p.arm),
+          cell_text(number(o.gpus, 0) + (o.gpus_in_record == 0 ? " (none counted)" : ""), o.gpus),
+          cell_text(number(o.output_tok_s_per_gpu, 1), o.output_tok_s_per_gpu),
+          cell_text(number(o.per_user_tok_s, 1), o.per_user_tok_s),
+          cell_text(*o.on_frontier ? "on the frontier" : "dominated")};
+      if (priced) {
+        row.push_back(cell_text(usd(o.gpu_hour_cost), o.gpu_hour_cost));
+        row.push_back(cell_text(usd(o.usd_per_mtok_output), o.usd_per_mtok_output));
+        row.push_back(cell_text(usd(o.usd_per_mtok_total), o.usd_per_mtok_total));
+      }
+      tb.rows.push_back(std::move(row));
+    }
+    s.blocks.push_back(table_block(std::move(tb)));
+  }
+
   void prefill() {
     per_arm_tables(
         Part::kPrefill, "Prefill",
@@ -566,25 +632,31 @@ class Builder {
     Section& s = section("Energy");
     s.blocks.push_back(paragraph(
         {t("Energy over the service window (GPUs when a GPU reports it, else CPU packages), "
-           "per output token gross and net of the idle baseline, and output tokens per joule. "
+           "per output token gross and net of the idle baseline, output tokens per joule, and "
+           "energy per million output tokens (J/Mtok: energy over output tokens × 10⁶). "
            "Energy has no per-request form: its deltas get an interval only over repetitions.")}));
     place_figures(s, Part::kEnergy);
     const std::size_t before = s.blocks.size();
     arm_rows(s,
              {"energy_j", "joules_per_output_token", "idle_subtracted_joules_per_output_token",
-              "output_tokens_per_j"},
+              "output_tokens_per_j", "joules_per_mtok_output"},
              "No run of this board measured energy" + no_energy_reason() + ".");
     if (s.blocks.size() == before + 1 && s.blocks.back().kind == Block::Kind::kTable) {
       for (const auto& arm : compared_arms(bd_)) {
         Table tb;
-        tb.header = {"Model", "Cell", "Energy per output token Δ, gross",
-                     "Energy per output token Δ, net of idle", "Output tokens per joule Δ"};
-        tb.numeric = {false, false, true, true, true};
+        tb.header = {"Model",
+                     "Cell",
+                     "Energy per output token Δ, gross",
+                     "Energy per output token Δ, net of idle",
+                     "Output tokens per joule Δ",
+                     "Energy per million output tokens Δ"};
+        tb.numeric = {false, false, true, true, true, true};
         for (const auto& [cl, cmp] : of_arm(bd_, arm)) {
           tb.rows.push_back({cell_text(cl->model), cell_text(cl->name, cl->level),
                              delta_cell(*cl, *cmp, "joules_per_output_token"),
                              delta_cell(*cl, *cmp, "idle_subtracted_joules_per_output_token"),
-                             delta_cell(*cl, *cmp, "output_tokens_per_j")});
+                             delta_cell(*cl, *cmp, "output_tokens_per_j"),
+                             delta_cell(*cl, *cmp, "joules_per_mtok_output")});
         }
         if (tb.rows.empty()) continue;
         doc_.sections.back().blocks.push_back(

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <cmath>
 
+#include "compare/frontier.h"
 #include "digest/digest.h"
 #include "json/json_text.h"
 #include "record/run_writer.h"
@@ -113,7 +114,24 @@ json::object not_comparable_json(const std::string& reason) {
                       {"n_baseline", 0},       {"reason", reason}};
 }
 
-json::object cell_json(const Cell& c, bool engine_figures) {
+/// Where an arm's selected run stands on the frontier (compare/frontier.h), and, on a board
+/// with a price, its cost per million tokens.
+json::object point_json(const OperatingPoint& p, bool priced) {
+  json::object o{
+      {"gpus", p.gpus},
+      {"gpus_in_record", p.gpus_in_record},
+      {"output_tokens_per_s_per_gpu", num(p.output_tok_s_per_gpu)},
+      {"decode_rate_per_user_p50", num(p.per_user_tok_s)},
+      {"on_frontier", p.on_frontier ? json::value(*p.on_frontier) : json::value(nullptr)}};
+  if (priced) {
+    o["gpu_hour_cost"] = num(p.gpu_hour_cost);
+    o["usd_per_mtok_output"] = num(p.usd_per_mtok_output);
+    o["usd_per_mtok_total"] = num(p.usd_per_mtok_total);
+  }
+  return o;
+}
+
+json::object cell_json(const Cell& c, bool engine_figures, bool priced) {
   json::array arms;
   for (const auto& a : c.arms) {
     json::array reps;
@@ -128,6 +146,7 @@ json::object cell_json(const Cell& c, bool engine_figures) {
         {"selected_run", a.run().run_id},
         {"selection", a.selection.empty() ? json::value(nullptr) : json::value(a.selection)},
         {"figures", figures_json(a.selected_figures(), engine_figures)},
+        {"operating_point", point_json(a.point, priced)},
         {"repetitions", std::move(reps)}});
   }
   json::array comparisons;
@@ -218,6 +237,17 @@ json::object definitions_json(const Board& b) {
       {"quality_thresholds", json::object{{"accuracy_pp", b.quality.accuracy_pp},
                                           {"output_gap_pct", b.quality.output_gap_pct}}},
       {"metrics", std::move(metrics)},
+      {"frontier",
+       "per model, over every arm's selected run in every load cell (ladder cells are one "
+       "request, no operating point): x decode_rate_per_user_p50, y output_tokens_per_s_per_gpu "
+       "= output_tokens_per_s / gpus (the record's hardware.gpus, 1 on a host without GPUs); a "
+       "point is on the frontier when no other point is at least as high in both and higher in "
+       "one (equal points are both on it)"},
+      {"cost", b.gpu_hour_cost.empty()
+                   ? json::value(nullptr)
+                   : json::value("usd_per_mtok_output = gpu_hour_cost * gpus / 3600 / "
+                                 "output_tokens_per_s * 1e6; usd_per_mtok_total the same over "
+                                 "input_tokens_per_s + output_tokens_per_s; lower is better")},
       {"checks", std::move(checks)}};
 }
 
@@ -284,7 +314,13 @@ std::string board_json(const Board& b, const std::vector<Figure>& figures) {
     if (it != b.selectors.end()) {
       for (const auto& s : it->second) sels.push_back(json::value(s));
     }
-    arms.push_back(json::object{{"name", a}, {"baseline", a == b.baseline}, {"selectors", sels}});
+    json::object arm{{"name", a}, {"baseline", a == b.baseline}, {"selectors", sels}};
+    if (!b.gpu_hour_cost.empty()) {  // a board with a price says each arm's
+      const auto price = b.gpu_hour_cost.find(a);
+      arm["gpu_hour_cost"] =
+          price == b.gpu_hour_cost.end() ? json::value(nullptr) : json::value(price->second);
+    }
+    arms.push_back(std::move(arm));
   }
   json::array runs;
   for (const auto& r : b.runs()) runs.push_back(run_ref(*r));
@@ -315,7 +351,9 @@ std::string board_json(const Board& b, const std::vector<Figure>& figures) {
                                          {"pairs", c.pairs}});
   }
   json::array cells;
-  for (const auto& c : b.cells) cells.push_back(cell_json(c, b.engine_figures));
+  for (const auto& c : b.cells) {
+    cells.push_back(cell_json(c, b.engine_figures, !b.gpu_hour_cost.empty()));
+  }
   std::size_t unexpected = 0;
   for (const auto& r : b.expectations) unexpected += r.pass ? 0 : 1;
   json::array unpaired;
@@ -447,6 +485,47 @@ std::string board_csv(const Board& b) {
                              text(not_comparable ? "not comparable: " + cmp->quality.accuracy_reason
                                   : d            ? d->no_interval
                                                  : "")});
+    }
+    // The operating point and its cost (section Frontier and cost): shown, not compared.
+    if (!on_frontier_chart(cell->level_kind)) continue;
+    struct PointRow {
+      const char* key;
+      const char* unit;
+      Direction direction;
+      std::optional<double> OperatingPoint::*value;
+    };
+    std::vector<PointRow> point_rows{{"output_tokens_per_s_per_gpu", "tok/s", Direction::kHigher,
+                                      &OperatingPoint::output_tok_s_per_gpu}};
+    if (!b.gpu_hour_cost.empty()) {
+      point_rows.push_back({"usd_per_mtok_output", "USD/Mtok", Direction::kLower,
+                            &OperatingPoint::usd_per_mtok_output});
+      point_rows.push_back({"usd_per_mtok_total", "USD/Mtok", Direction::kLower,
+                            &OperatingPoint::usd_per_mtok_total});
+    }
+    for (const PointRow& r : point_rows) {
+      out += workload::csv_row({text(cmp->arm),
+                                text(cmp->baseline),
+                                text(cell->id),
+                                text(cell->model),
+                                text(cell->protocol),
+                                text(cell->name),
+                                text(cell->level_kind),
+                                CsvCell::number(cell->level),
+                                text(to_string(cmp->status)),
+                                text(r.key),
+                                text(r.unit),
+                                text(to_string(r.direction)),
+                                CsvCell::number(a->point.*(r.value)),
+                                CsvCell::number(base->point.*(r.value)),
+                                CsvCell(),
+                                text(""),
+                                CsvCell(),
+                                CsvCell(),
+                                text(""),
+                                text(""),
+                                CsvCell(),
+                                CsvCell(),
+                                text("shown, not compared")});
     }
   }
   return out;

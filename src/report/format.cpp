@@ -55,6 +55,15 @@ std::string gib(std::optional<double> bytes) {
   return number(*bytes / (1024.0 * 1024.0 * 1024.0), 2) + " GiB";
 }
 
+std::string usd(std::optional<double> v) {
+  if (!v || !std::isfinite(*v)) return "n/a";
+  if (*v >= 1.0 || *v == 0.0) return "$" + number(*v, 2);
+  // Three significant digits below a dollar: 0.123, 0.0123, 0.00123.
+  int decimals = 2;
+  for (double x = *v; x < 0.1 && decimals < 12; x *= 10.0) ++decimals;
+  return "$" + number(*v, decimals);
+}
+
 std::string short_hash(const std::string& s) {
   // Only a hash is shortened: a parameter list or a name is shown whole (its cut would read as
   // a value of its own, e.g. "[1.0,2.0,4.0" for "[1.0,2.0,4.0,8.0]").

@@ -14,6 +14,9 @@ std::string signed_pct(std::optional<double> v, int decimals = 1);
 std::string signed_number(std::optional<double> v, int decimals = 1);
 /// Signed percentage points: "+1.56 pp".
 std::string signed_pp(std::optional<double> v, int decimals = 2);
+/// US dollars: "$1.23" (from $1 on, cents), "$0.0123" (below, three significant digits);
+/// "n/a" when absent.
+std::string usd(std::optional<double> v);
 /// Bytes in GiB: "20.29 GiB"; "n/a" when absent.
 std::string gib(std::optional<double> bytes);
 /// The first 12 characters of a hash (hex digits only) longer than 16; anything else whole.

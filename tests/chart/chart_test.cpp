@@ -586,6 +586,36 @@ TEST(Palette, SeriesKeepTheirStyleAcrossCharts) {
   EXPECT_EQ(fixed.count(blue), 0u);
 }
 
+TEST(Render, FrontierFadesDominatedPointsJoinsTheFrontierAndDescribesEveryPoint) {
+  Frontier f;
+  f.title = "Frontier";
+  f.x = Axis{.title = "Per user", .unit = "tok/s"};
+  f.y = Axis{.title = "Per GPU", .unit = "tok/s"};
+  f.panels.push_back({"m",
+                      {{"A",
+                        {{10, 100, "c=1", true, "$1.00/Mtok"},
+                         {20, 50, "c=4", true, ""},
+                         {8, 40, "c=8", false, "$9.00/Mtok"}},
+                        0}}});
+  const Rgb blue = series_style(0).line;
+  const Rgb faded{blue.r + (1 - blue.r) * 0.6, blue.g + (1 - blue.g) * 0.6,
+                  blue.b + (1 - blue.b) * 0.6};
+  const Rgb line{0.25, 0.25, 0.25};
+  const Pixels px(render(f, Format::kPng, 960, 600));
+  EXPECT_GT(px.count(blue), 30u);   // the points on the frontier
+  EXPECT_GT(px.count(faded), 10u);  // the dominated one, faded
+  EXPECT_GT(px.count(line), 100u);  // the frontier line between the two
+  const std::string svg = render(f, Format::kSvg, 960, 600);
+  EXPECT_NE(svg.find("m · A · c=1: x 10.0, y 100.0, on the frontier, $1.00/Mtok"),
+            std::string::npos);
+  EXPECT_NE(svg.find("m · A · c=4: x 20.0, y 50.0, on the frontier;"), std::string::npos);
+  EXPECT_NE(svg.find("m · A · c=8: x 8.0, y 40.0, dominated, $9.00/Mtok"), std::string::npos);
+  EXPECT_NE(svg.find("Pareto frontier"), std::string::npos);  // the line's legend name
+  // Nothing dominated: nothing faded.
+  f.panels[0].series[0].points[2].on_frontier = true;
+  EXPECT_EQ(Pixels(render(f, Format::kPng, 960, 600)).count(faded), 0u);
+}
+
 TEST(Palette, HeatmapUsesBothEndsOfTheDivergingScale) {
   Heatmap h;
   h.title = "t";

@@ -163,6 +163,45 @@ inline TradeOff trade_off(std::size_t models, std::size_t steps) {
   return chart;
 }
 
+/// The frontier of two arms over a concurrency ladder: per GPU (y) against per user (x), the
+/// points no other beats marked as a board marks them (compare::pareto_frontier's rule).
+inline Frontier frontier(std::size_t models, std::size_t steps) {
+  Frontier chart;
+  chart.title = "Frontier: output per GPU against speed per user";
+  chart.subtitle = "One point per cell and arm; the line joins the points no other beats in both";
+  chart.x = Axis{.title = "Per-user decode, p50", .unit = "tok/s", .include_zero = true};
+  chart.y = Axis{.title = "Output per GPU", .unit = "tok/s", .include_zero = true};
+  chart.note = "Faded: dominated.";
+  for (std::size_t m = 0; m < models; ++m) {
+    FrontierPanel p;
+    p.title = models > 1 ? model_names()[m % model_names().size()] : "";
+    std::vector<std::pair<double, double>> all;
+    for (int arm = 0; arm < 2; ++arm) {
+      for (double c : ladder(steps)) {
+        const double u = per_user_tok_s(m, arm, c);
+        all.emplace_back(u, u * c / (arm == 0 ? 1.0 : 2.0));  // B runs on two GPUs
+      }
+    }
+    std::size_t i = 0;
+    for (int arm = 0; arm < 2; ++arm) {
+      FrontierSeries s;
+      s.name = arm == 0 ? "A" : "B";
+      s.style = static_cast<std::size_t>(arm);
+      for (double c : ladder(steps)) {
+        const auto [x, y] = all[i++];
+        bool dominated = false;
+        for (const auto& [qx, qy] : all)
+          dominated = dominated || (qx >= x && qy >= y && (qx > x || qy > y));
+        s.points.push_back({x, y, "c=" + std::to_string(static_cast<int>(c)), !dominated,
+                            "$" + std::to_string(static_cast<int>(1000.0 / y)) + "/Mtok"});
+      }
+      p.series.push_back(std::move(s));
+    }
+    chart.panels.push_back(std::move(p));
+  }
+  return chart;
+}
+
 inline Heatmap delta_heatmap(std::size_t models, std::size_t cells) {
   Heatmap h;
   h.title = "Output throughput, B vs A";
@@ -445,6 +484,8 @@ inline std::vector<std::pair<std::string, Chart>> realistic() {
   out.emplace_back("ladder_decode_3", ladder_decode(3));
   out.emplace_back("tradeoff_1x9", trade_off(1, 9));
   out.emplace_back("tradeoff_10x8", trade_off(10, 8));
+  out.emplace_back("frontier_1x9", frontier(1, 9));
+  out.emplace_back("frontier_4x9", frontier(4, 9));
   out.emplace_back("heatmap_1x1", delta_heatmap(1, 1));
   out.emplace_back("heatmap_10x8", delta_heatmap(10, 8));
   out.emplace_back("heatmap_long_labels", long_labels_heatmap());

@@ -20,7 +20,9 @@
 #include "compare/chart_data.h"
 #include "digest/digest.h"
 #include "record/run_writer.h"
+#include "report/board_document.h"
 #include "report/board_files.h"
+#include "report/format.h"
 #include "temp_dir.h"
 #include "test_records.h"
 
@@ -111,7 +113,7 @@ TEST_F(BoardCharts, TheFixtureBoardGetsEveryChart) {
   EXPECT_EQ(stems(charts),
             (std::vector<std::string>{
                 "throughput-by-concurrency", "decode-per-user-by-concurrency", "delta-heatmap",
-                "serving-tradeoff", "input-throughput-by-concurrency",
+                "serving-tradeoff", "frontier", "input-throughput-by-concurrency",
                 "prefill-per-user-by-concurrency", "prefill-delta-heatmap", "e2e-latency-cdf",
                 "ttft-cdf", "power-timeline", "energy-timeline"}));
   EXPECT_EQ(by_stem(charts, "delta-heatmap").section, compare::Section::kThroughput);
@@ -237,6 +239,156 @@ TEST_F(BoardCharts, TheFixtureBoardGetsEveryChart) {
   for (const auto& c : charts) expect_draws(c);
 }
 
+/// The README's table rows whose first three cells are (model, cell, arm).
+std::vector<std::string> frontier_row(const std::string& readme, const std::string& model,
+                                      const std::string& cell, const std::string& arm) {
+  std::istringstream in(readme);
+  std::string line;
+  const std::string lead = "| " + model + " | " + cell + " | " + arm + " | ";
+  while (std::getline(in, line)) {
+    if (line.rfind(lead, 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::size_t pos = 2;
+    for (std::size_t bar = line.find(" | ", pos); bar != std::string::npos;
+         bar = line.find(" | ", pos)) {
+      cells.push_back(line.substr(pos, bar - pos));
+      pos = bar + 3;
+    }
+    cells.push_back(line.substr(pos, line.rfind(" |") - pos));
+    return cells;
+  }
+  return {};
+}
+
+// Same question, same answer: the frontier chart's points, its SVG description, the README's
+// table and board.json say the same of every operating point, as the board holds it.
+TEST_F(BoardCharts, TheFrontierChartTheTableAndTheLedgerAgreePointByPoint) {
+  compare::BoardInput in = testing::fixture_input();
+  in.arms[0].gpu_hour_cost = 2.5;  // fast priced, slow not
+  const compare::Board b = compare::build_board(in, testing::fixed_options());
+  const auto charts = board_charts(b);
+  const BoardChart& fc = by_stem(charts, "frontier");
+  EXPECT_EQ(fc.section, compare::Section::kFrontier);
+  const auto& f = std::get<chart::Frontier>(fc.chart);
+  EXPECT_EQ(f.x.title, "Per-user decode, p50");
+  EXPECT_EQ(f.y.title, "Output per GPU");
+  EXPECT_EQ(f.note.find("host without GPUs"), std::string::npos);  // every record has a GPU
+  ASSERT_EQ(f.panels.size(), 1u);
+  ASSERT_EQ(f.panels[0].series.size(), 2u);
+  const Figure fig = render_figure(fc);
+  const std::vector<Figure> figures = board_figures(b);
+  const std::string readme = to_markdown(board_document(b, figures, DocumentKind::kFull), figures);
+  EXPECT_NE(readme.find("## Frontier and cost"), std::string::npos);
+  EXPECT_NE(readme.find("Prices: fast $2.50 per GPU-hour, slow no price."), std::string::npos);
+  const boost::json::object ledger = boost::json::parse(board_json(b, figures)).as_object();
+  std::size_t seen = 0, on = 0;
+  for (const auto& series : f.panels[0].series) {
+    const std::string arm = series.name.substr(0, series.name.find(' '));
+    ASSERT_EQ(series.points.size(), 2u);
+    for (std::size_t k = 0; k < 2; ++k) {
+      const auto& pt = series.points[k];
+      const compare::Cell& cell = b.cells[k];
+      const compare::OperatingPoint& op = cell.arm(arm)->point;
+      SCOPED_TRACE(cell.id + " " + arm);
+      EXPECT_EQ(pt.label, k == 0 ? "c=1" : "c=4");
+      EXPECT_EQ(pt.x, *op.per_user_tok_s);
+      EXPECT_EQ(pt.y, *op.output_tok_s_per_gpu);
+      EXPECT_EQ(pt.on_frontier, *op.on_frontier);
+      on += pt.on_frontier ? 1 : 0;
+      // The SVG's description says it point by point.
+      const std::string flag = pt.on_frontier ? "on the frontier" : "dominated";
+      EXPECT_NE(fig.svg.find("stories260K · " + series.name + " · " + pt.label + ": x "),
+                std::string::npos);
+      const std::size_t at = fig.svg.find(series.name + " · " + pt.label + ": x ");
+      ASSERT_NE(at, std::string::npos);
+      const std::string item = fig.svg.substr(at, fig.svg.find(';', at) - at);
+      EXPECT_NE(item.find(flag), std::string::npos) << item;
+      EXPECT_NE(item.find("1 GPU"), std::string::npos) << item;
+      // The table: the same figures and flag (and cost, the chart's detail says the same).
+      const auto row = frontier_row(readme, "stories260K", cell.name, arm);
+      ASSERT_EQ(row.size(), 10u) << readme;
+      EXPECT_EQ(row[3], "1");
+      EXPECT_EQ(row[4], number(op.output_tok_s_per_gpu, 1));
+      EXPECT_EQ(row[5], number(op.per_user_tok_s, 1));
+      EXPECT_EQ(row[6], flag);
+      EXPECT_EQ(row[8], usd(op.usd_per_mtok_output));
+      EXPECT_EQ(row[9], usd(op.usd_per_mtok_total));
+      EXPECT_NE(item.find(usd(op.usd_per_mtok_output) + "/Mtok output"), std::string::npos) << item;
+      if (arm == "fast") {
+        EXPECT_NE(row[8], "n/a");
+      } else {
+        EXPECT_EQ(row[8], "n/a");  // slow has no price: nothing invented
+      }
+      // board.json: the same point.
+      for (const auto& cv : ledger.at("cells").as_array()) {
+        if (cv.at("id").as_string() != cell.id) continue;
+        for (const auto& av : cv.at("arms").as_array()) {
+          if (av.at("arm").as_string() != arm) continue;
+          const auto& o = av.at("operating_point").as_object();
+          EXPECT_EQ(o.at("on_frontier").as_bool(), pt.on_frontier);
+          EXPECT_EQ(o.at("output_tokens_per_s_per_gpu").to_number<double>(), pt.y);
+          EXPECT_EQ(o.at("decode_rate_per_user_p50").to_number<double>(), pt.x);
+          if (op.usd_per_mtok_output) {
+            EXPECT_EQ(o.at("usd_per_mtok_output").to_number<double>(), *op.usd_per_mtok_output);
+          } else {
+            EXPECT_TRUE(o.at("usd_per_mtok_output").is_null());
+          }
+          ++seen;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(seen, 4u);
+  EXPECT_GE(on, 1u);  // some point is always on the frontier
+  expect_draws(fc);
+}
+
+// A record that counts no GPU is normalised by 1, and the chart and the table say so; a record
+// of two GPUs is divided by two. Without a price there is no cost anywhere.
+TEST_F(BoardCharts, PerGpuIsTheRecordsGpuCountAndOneOnAHostWithoutGpus) {
+  compare::BoardInput in = testing::fixture_input();
+  for (auto& arm : in.arms) {
+    for (auto& r : arm.runs) {
+      auto copy = testing::copy_run(r);
+      boost::json::array gpus;
+      if (arm.name == "fast") {
+        const auto& one = copy->manifest_json.at("hardware").at("gpus").as_array().at(0);
+        gpus = {one, one};
+      }
+      testing::set_manifest(*copy, "hardware.gpus", gpus);
+      r = copy;
+    }
+  }
+  const compare::Board b = compare::build_board(in, testing::fixed_options());
+  for (const auto& cell : b.cells) {
+    const auto& fast = cell.arm("fast")->point;
+    const auto& slow = cell.arm("slow")->point;
+    EXPECT_EQ(fast.gpus, 2.0);
+    EXPECT_EQ(fast.gpus_in_record, 2u);
+    EXPECT_DOUBLE_EQ(*fast.output_tok_s_per_gpu,
+                     *cell.arm("fast")->selected_figures().at("output_tokens_per_s") / 2.0);
+    EXPECT_EQ(slow.gpus, 1.0);
+    EXPECT_EQ(slow.gpus_in_record, 0u);
+    EXPECT_EQ(slow.output_tok_s_per_gpu,
+              cell.arm("slow")->selected_figures().at("output_tokens_per_s"));
+  }
+  const auto charts = board_charts(b);
+  const auto& f = std::get<chart::Frontier>(by_stem(charts, "frontier").chart);
+  EXPECT_NE(f.note.find("Per GPU: 1 on a host without GPUs."), std::string::npos) << f.note;
+  const std::vector<Figure> figures = board_figures(b);
+  const std::string readme = to_markdown(board_document(b, figures, DocumentKind::kFull), figures);
+  EXPECT_NE(readme.find("Per GPU: 1 on a host without GPUs"), std::string::npos);
+  EXPECT_EQ(frontier_row(readme, "stories260K", "c1", "slow").at(3), "1 (none counted)");
+  EXPECT_EQ(frontier_row(readme, "stories260K", "c1", "fast").at(3), "2");
+  EXPECT_EQ(frontier_row(readme, "stories260K", "c1", "fast").size(), 7u);  // no cost columns
+  EXPECT_EQ(readme.find("$/Mtok"), std::string::npos);
+  const std::string json = board_json(b, figures);
+  EXPECT_EQ(json.find("usd_per_mtok"), std::string::npos);
+  EXPECT_EQ(json.find("gpu_hour_cost"), std::string::npos);
+  EXPECT_EQ(board_csv(b).find("usd_per_mtok"), std::string::npos);
+  EXPECT_NE(board_csv(b).find("output_tokens_per_s_per_gpu"), std::string::npos);
+}
+
 TEST_F(BoardCharts, TheBoardDirectoryListsReferencesAndInlinesThem) {
   // The fixture's fast c4 run answered q00 with a planted <script>; the model's name too.
   compare::BoardInput in = testing::fixture_input();
@@ -249,7 +401,7 @@ TEST_F(BoardCharts, TheBoardDirectoryListsReferencesAndInlinesThem) {
   }
   const compare::Board b = compare::build_board(in, testing::fixed_options());
   const std::vector<Figure> figures = board_figures(b);
-  ASSERT_EQ(figures.size(), 11u);
+  ASSERT_EQ(figures.size(), 12u);
   const auto names = write_board(dir_, b, figures);
   EXPECT_EQ(names.size(), 4u + 2u * figures.size() + 1u);
   EXPECT_EQ(names.back(), "SHA256SUMS");
