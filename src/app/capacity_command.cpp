@@ -29,6 +29,7 @@
 #include "record/campaign_file.h"
 #include "record/record_json.h"
 #include "record/run_record.h"
+#include "report/capacity_charts.h"
 #include "record/run_verify.h"
 #include "scrub/terminal_text.h"
 #include "sim/profile.h"
@@ -222,6 +223,45 @@ std::vector<protocol::Probe> probes_of(const protocol::ProtocolCampaign& campaig
     probes.push_back(protocol::probe_of(name, level_of_cell.at(name), *reps));
   }
   return probes;
+}
+
+/// The boundary's findings in words: each one that says yes, else (none did) each unknown
+/// one with what its record lacks, else that none of the causes looked for showed.
+std::vector<std::string> why_lines(const json::object& capacity) {
+  const json::value* d = capacity.if_contains("diagnosis");
+  if (d == nullptr || !d->is_object()) return {};
+  const json::value* findings = d->get_object().if_contains("findings");
+  if (findings == nullptr || !findings->is_array()) return {};
+  std::vector<std::string> yes, unknown;
+  for (const json::value& f : findings->get_array()) {
+    if (!f.is_object()) continue;
+    const json::object& o = f.get_object();
+    const std::string line =
+        std::string(o.at("name").as_string()) + ": " + std::string(o.at("summary").as_string());
+    if (o.at("verdict") == "yes") yes.push_back(line);
+    if (o.at("verdict") == "unknown") unknown.push_back("unknown — " + line);
+  }
+  if (!yes.empty()) return yes;
+  if (!unknown.empty()) return unknown;
+  return {"none of the causes looked for (queue, KV cache, prefill interrupting decode, the "
+          "client, the network) shows in the record"};
+}
+
+/// The capacity charts (report/capacity_charts.h) as <stem>.svg and <stem>.png in
+/// <campaign file's stem>-charts/ beside the campaign file; returns that directory.
+std::filesystem::path write_charts(const json::object& capacity,
+                                   const std::filesystem::path& file) {
+  const std::filesystem::path dir = file.parent_path() / (file.stem().string() + "-charts");
+  std::filesystem::create_directories(dir);
+  for (const report::Figure& f : report::capacity_charts(capacity)) {
+    for (const auto& [ext, bytes] : {std::pair{".svg", &f.svg}, std::pair{".png", &f.png}}) {
+      const std::filesystem::path path = dir / (f.stem + ext);
+      std::ofstream out(path, std::ios::binary);
+      out << *bytes;
+      if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
+    }
+  }
+  return dir;
 }
 
 void print_probes(const json::object& capacity, const std::filesystem::path& file) {
@@ -427,7 +467,12 @@ int capacity_command(const RunOptions& options, const CapacityOptions& c,
   const auto say = [](const std::string& line) { std::cerr << line << "\n"; };
   const auto document = [&](bool running) {
     json::object doc = campaign_document(*campaign, engine);
-    doc["capacity"] = protocol::capacity_json(p, probes_of(*campaign, level_of_cell));
+    // The boundary diagnosed from its record as written (what `runs verify` reads again).
+    const protocol::DiagnoseRun diagnose = [](const engine_session::CellOutcome& out) {
+      return protocol::boundary_findings(
+          record::read_run(out.dir, {.requests = true, .integrity = false}));
+    };
+    doc["capacity"] = protocol::capacity_json(p, probes_of(*campaign, level_of_cell), diagnose);
     if (running) doc["status"] = "running";
     return doc;
   };
@@ -444,15 +489,26 @@ int capacity_command(const RunOptions& options, const CapacityOptions& c,
   file = write_campaign_file(doc, o, engine, campaign->id());
   const json::object& capacity = doc.at("capacity").as_object();
   const std::string sentence(capacity.at("answer").at("sentence").as_string());
+  const std::vector<std::string> why = why_lines(capacity);
+  const std::filesystem::path charts = write_charts(capacity, file);
   if (o.console.json) {
     doc["campaign_file"] = file.string();
+    doc["charts_dir"] = charts.string();
     std::cout << record::pretty_json(doc);
   } else {
     std::cout << "dyno capacity · campaign " << campaign->id() << " · "
               << std::string(doc.at("status").as_string()) << " · by " << c.by << " · "
               << p.slo.text << "\n";
     print_probes(capacity, file);
+    std::cout << "charts " << charts.string() << "\n";
     std::cout << sentence << "\n";
+    if (!why.empty()) {
+      const json::object& d = capacity.at("diagnosis").as_object();
+      std::cout << "why, from " << std::string(d.at("cell").as_string()) << " (run "
+                << std::string(d.at("run_id").as_string())
+                << "; dyno runs diagnose shows the evidence):\n";
+      for (const std::string& line : why) std::cout << "  " << terminal_text(line) << "\n";
+    }
   }
   if (result != nullptr) {
     result->campaign_file = file;
@@ -462,6 +518,8 @@ int capacity_command(const RunOptions& options, const CapacityOptions& c,
     if (cap.is_number()) result->capacity = cap.to_number<double>();
     result->unit = std::string(capacity.at("unit").as_string());
     result->sentence = sentence;
+    result->why = why;
+    result->charts_dir = charts;
   }
   return campaign_exit_code(campaign->status());
 }

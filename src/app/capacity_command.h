@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "app/run_options.h"
 #include "protocol/plan.h"
@@ -40,6 +41,10 @@ struct CapacityResult {
   std::optional<double> capacity;   ///< the largest load at which every SLO held
   std::string unit;                 ///< "users" or "req/s"
   std::string sentence;             ///< the console's one plain sentence
+  /// The boundary's diagnosis: "<finding>: <summary>" of each finding that says yes, else
+  /// the unknown ones' reasons; empty when no level failed.
+  std::vector<std::string> why;
+  std::filesystem::path charts_dir;  ///< the capacity charts (SVG and PNG), one per objective
 };
 
 /// Runs the search with `o`'s measuring flags (its --slo read as capacity objectives, e.g.

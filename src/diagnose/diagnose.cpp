@@ -40,7 +40,15 @@ std::string num(double v, int decimals = 1) {
 std::string pct(double ratio) { return num(ratio * 100.0, 1) + " %"; }
 
 /// A computed figure for the evidence, rounded (the record keeps the full precision).
-double rounded(double v, int decimals = 3) {
+double rounded(double v, int decimals = 3);
+
+/// e[key] = v rounded, when there is a v (one place, so the optional is read once: GCC's
+/// -Wmaybe-uninitialized misreads an optional built by a conditional expression and read inline).
+void put_rounded(boost::json::object& e, const char* key, const std::optional<double>& v) {
+  if (v.has_value()) e[key] = rounded(v.value());
+}
+
+double rounded(double v, int decimals) {
   const double f = std::pow(10.0, decimals);
   return std::round(v * f) / f;
 }
@@ -405,10 +413,10 @@ Finding queue_from_client(const record::RunRecord& run, const std::string& no_ga
   e["in_flight_high_third_mean_requests"] = rounded(high.in_flight_mean);
   if (low.ttft) e["ttft_low_third_median_ms"] = rounded(*low.ttft);
   if (high.ttft) e["ttft_high_third_median_ms"] = rounded(*high.ttft);
-  if (growth) e["ttft_growth_ratio"] = rounded(*growth);
+  put_rounded(e, "ttft_growth_ratio", growth);
   if (low.tpot) e["tpot_low_third_median_ms"] = rounded(*low.tpot);
   if (high.tpot) e["tpot_high_third_median_ms"] = rounded(*high.tpot);
-  if (tpot_ratio) e["tpot_ratio"] = rounded(*tpot_ratio);
+  put_rounded(e, "tpot_ratio", tpot_ratio);
   e["served_whole_while_waiting_median_requests"] = served_median;
   if (far_above) e["warning_ttft_far_above_server_prefill"] = far->message;
   return f;
@@ -440,8 +448,10 @@ Finding kv_finding(const ServerView& server) {
       if ((usage = find_series(*s.gauges, d->kv_usage))) break;
     }
   }
-  const std::optional<double> preemptions = s.counted() ? s.preemptions : std::nullopt;
-  if (!usage && !preemptions) {
+  // Two plain values rather than an optional: GCC's -Wmaybe-uninitialized misreads one here.
+  const bool has_preemptions = s.counted() && s.preemptions.has_value();
+  const double preemption_count = has_preemptions ? *s.preemptions : 0.0;
+  if (!usage && !has_preemptions) {
     const std::string no_usage = s.gauges ? "no KV-cache usage gauge dyno knows"
                                           : "no gauges sampled (--telemetry off, or no /metrics)";
     const std::string no_counter =
@@ -452,13 +462,13 @@ Finding kv_finding(const ServerView& server) {
   }
   const double usage_max = usage ? usage->max() : 0;
   const bool full = usage && usage_max >= kKvFullRatio;
-  const bool preempted = preemptions && *preemptions > 0;
+  const bool preempted = has_preemptions && preemption_count > 0;
   Finding f = finding("kv_cache", full || preempted ? "yes" : "no", "");
   std::string usage_text = usage ? "KV-cache use peaked at " + pct(usage_max) + " (median " +
                                        pct(usage->series->samples.p50.value_or(0)) + ")"
                                  : "no KV-cache usage gauge";
   std::string preempt_text =
-      preemptions ? num(*preemptions, 0) + " preemptions" : "no preemption counter";
+      has_preemptions ? num(preemption_count, 0) + " preemptions" : "no preemption counter";
   if (full && preempted) {
     f.summary = "the KV cache was full: " + usage_text + ", and the engine preempted (" +
                 preempt_text + ")";
@@ -472,7 +482,7 @@ Finding kv_finding(const ServerView& server) {
   json::object& e = f.evidence;
   std::string source = "server";
   if (usage) source += " gauge " + usage->key;
-  if (preemptions) source += std::string(usage ? " and" : "") + " counter delta preemptions";
+  if (has_preemptions) source += std::string(usage ? " and" : "") + " counter delta preemptions";
   e["source"] = source;
   if (usage) {
     e["kv_usage_max_percent"] = rounded(usage_max * 100.0, 2);
@@ -481,7 +491,7 @@ Finding kv_finding(const ServerView& server) {
     }
     e["gauge_samples_count"] = usage->series->samples.count;
   }
-  if (preemptions) e["preemptions_count"] = *preemptions;
+  if (has_preemptions) e["preemptions_count"] = preemption_count;
   return f;
 }
 

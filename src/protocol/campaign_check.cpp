@@ -145,7 +145,13 @@ std::vector<RollupMismatch> check_rollups(const json::object& doc,
         probes.push_back(probe_of(names[k], *level, cells[k]));
         ++k;
       }
-      recomputed = capacity_json(p, probes);
+      // The boundary's diagnosis, from the same records read back (what the command wrote).
+      const DiagnoseRun diagnose = [&records](const engine_session::CellOutcome& o) {
+        const auto it = records.find(o.run_id);
+        if (it == records.end()) throw std::invalid_argument("no record of run '" + o.run_id + "'");
+        return boundary_findings(it->second);
+      };
+      recomputed = capacity_json(p, probes, diagnose);
     } catch (const std::invalid_argument& e) {
       recomputed = json::string("cannot be recomputed: " + std::string(e.what()));
     }

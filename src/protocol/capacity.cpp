@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "diagnose/diagnose.h"
 #include "error/error.h"
 #include "load/flag_numbers.h"
 #include "load/plan.h"
@@ -537,6 +538,11 @@ std::optional<double> level_of(const json::object& cell_params) {
     }
   }
   return std::nullopt;
+}
+
+json::value boundary_findings(const record::RunRecord& run) {
+  json::object d = diagnose::to_json(diagnose::diagnose_run(run));
+  return d["findings"];
 }
 
 json::object capacity_json(const CapacityParams& p, const std::vector<Probe>& probes,

@@ -16,6 +16,7 @@
 #include "engine_session/run_cell.h"
 #include "metrics/summary.h"
 #include "metrics/trace.h"
+#include "record/run_record.h"
 
 namespace dyno::protocol {
 
@@ -154,6 +155,11 @@ Step next_step(const CapacityParams& p, const std::vector<Probe>& probes);
 
 /// Why a run went as it did, from its record (diagnose/diagnose.h's findings as JSON).
 using DiagnoseRun = std::function<boost::json::value(const engine_session::CellOutcome&)>;
+
+/// The findings capacity_json keeps for the boundary run: diagnose::diagnose_run of the record
+/// as read back (requests included), its `findings` array. The command and `runs verify` both
+/// diagnose through this, from the record on disk.
+boost::json::value boundary_findings(const record::RunRecord& run);
 
 /// The campaign file's `capacity` member: the objectives, each probe's verdicts and bounds
 /// (pooled and per repetition), the answer with its spread, the cost and energy at the
