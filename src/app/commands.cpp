@@ -8,6 +8,7 @@
 #include "app/export_command.h"
 #include "app/measure_flags.h"
 #include "app/protocol_commands.h"
+#include "app/quick_command.h"
 #include "app/report_command.h"
 #include "app/rescore_command.h"
 #include "app/results_import_command.h"
@@ -43,6 +44,8 @@ int run_rescore(const RescoreCommandOptions& o, CommandIo io) {
 int run_results_import(const ResultsImportOptions& o, CommandIo io) {
   return results_import_command(o, io.out, io.err);
 }
+
+int run_quick(const QuickOptions& o, CommandIo io) { return quick_command(o, io.out, io.err); }
 
 int run_export(const ExportCommandOptions& o, CommandIo io) { return export_command(o, io.out); }
 
@@ -130,6 +133,10 @@ std::vector<Command> make_table() {
   };
   for (const Command& p : protocols()) table.push_back(p);
   const Command rest[] = {
+      {.name = "quick",
+       .describe = "find a server on this machine (or --url), measure one user and a short "
+                   "capacity search in about a minute, and answer in plain words",
+       .add = with_options<QuickOptions, add_quick_options, run_quick>},
       {.name = "doctor",
        .describe = "show what telemetry this host offers, and why a source is missing",
        .add = with_options<telemetry::TelemetryOptions, add_telemetry_flags, run_doctor>},

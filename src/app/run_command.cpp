@@ -19,7 +19,9 @@ namespace dyno::app {
 
 namespace json = boost::json;
 
-int run_command(const RunOptions& o) {
+int run_command(const RunOptions& o) { return run_one_cell(o).exit_code; }
+
+engine_session::CellOutcome run_one_cell(const RunOptions& o, bool print_summary) {
   engine_session::validate_target(o.target, o.telemetry);
   set_close_context({o.telemetry.mode, o.telemetry.period_ms});
   const workload::Api api = engine_session::parse_api(o.target.api);
@@ -78,7 +80,7 @@ int run_command(const RunOptions& o) {
     cell.sampling["ignore_eos"] = true;
     cell.requested_input_tokens = o.stream.input_tokens;  // about one token a word
   }
-  return run_and_show(engine, cell, o, stop).exit_code;
+  return run_and_show(engine, cell, o, stop, print_summary);
 }
 
 }  // namespace dyno::app
