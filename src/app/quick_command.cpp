@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <boost/json.hpp>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -135,7 +136,11 @@ std::optional<double> p50(const metrics::Distribution& d) { return d.p50; }
 
 /// The answer's capacity part when the search gave no sentence of its own.
 std::string capacity_words(const CapacityResult& r) {
-  if (!r.sentence.empty()) return r.sentence;
+  if (!r.sentence.empty()) {
+    std::string s = r.sentence;  // "capacity 4 users: …", a sentence of the answer here
+    s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
+    return s + ".";
+  }
   std::ostringstream s;
   const std::string n = r.capacity ? flags::number_text(*r.capacity) : std::string("?");
   if (r.answer_status == "found") {
@@ -300,8 +305,16 @@ int quick_command(const QuickOptions& q, std::ostream& out, std::ostream& err) {
   answer << head << ": one user gets the first token in "
          << (ttft ? three_digits(*ttft) : std::string("?")) << " ms and "
          << (rate ? three_digits(*rate) : std::string("?")) << " tok/s (medians of "
-         << user.summary.requests_ok << " requests). " << capacity_words(result)
-         << " Records: one user " << user.dir.string();
+         << user.summary.requests_ok << " requests). " << capacity_words(result);
+  if (!result.why.empty()) {
+    answer << " Why, at the boundary:";
+    for (std::size_t i = 0; i < result.why.size(); ++i) {
+      answer << (i == 0 ? " " : "; ") << scrub::terminal_text(result.why[i]);
+    }
+    answer << ".";
+  }
+  if (!result.charts_dir.empty()) answer << " Charts: " << result.charts_dir.string() << ".";
+  answer << " Records: one user " << user.dir.string();
   if (!result.campaign_file.empty()) answer << ", campaign " << result.campaign_file.string();
   answer << "\n";
   out << answer.str();

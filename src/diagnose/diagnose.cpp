@@ -424,7 +424,20 @@ Finding queue_from_client(const record::RunRecord& run, const std::string& no_ga
 
 Finding queue_finding(const record::RunRecord& run, const ServerView& server) {
   if (server.section) {
-    if (auto f = queue_from_gauges(run, *server.section)) return *f;
+    if (auto f = queue_from_gauges(run, *server.section)) {
+      if (f->verdict == "yes") return *f;
+      // Gauges sampled every period miss waits shorter than it, and an engine may count as
+      // waiting only what it deferred (llama.cpp): the client's traces can still show the
+      // queue. They decide only a yes; the gauges' figures stay in the evidence.
+      Finding c = queue_from_client(run, "the server's gauges showed no queue");
+      if (c.verdict != "yes") return *f;
+      c.summary += "; the server's gauges showed none (" + f->summary +
+                   "): their samples miss waits shorter than their period";
+      for (const auto& [key, value] : f->evidence) {
+        c.evidence["gauges_" + std::string(key)] = value;
+      }
+      return c;
+    }
   }
   const std::string no_gauges =
       !server.section              ? server.missing

@@ -617,9 +617,9 @@ json::object capacity_json(const CapacityParams& p, const std::vector<Probe>& pr
           {"output_tokens_per_s_per_gpu",
            s.output_tokens_per_s ? json::value(*s.output_tokens_per_s / p.gpus) : nullptr},
           {"decode_rate_per_user_p50", num(s.decode_rate_per_user.p50)},
-          {"cost_per_mtok_output",
+          {"usd_per_mtok_output",
            num(metrics::cost_per_mtok(p.gpu_hour_cost, p.gpus, s.output_tokens_per_s))},
-          {"cost_per_mtok_total", num(metrics::cost_per_mtok(p.gpu_hour_cost, p.gpus, total_rate))},
+          {"usd_per_mtok_total", num(metrics::cost_per_mtok(p.gpu_hour_cost, p.gpus, total_rate))},
           {"joules_per_mtok_output",
            num(metrics::joules_per_mtok(energy, static_cast<double>(s.output_tokens_total)))}};
     }

@@ -206,7 +206,7 @@ Section read_section(const json::object& o) {
     probe.level = p.number("level");
     (void)p.string("cell");
     probe.verdict = p.word("verdict", kVerdicts);
-    probe.decided_by = p.word("decided_by", {"bound", "point estimate"});
+    probe.decided_by = p.word("decided_by", {"bound", "point estimate", "pending"});
     const std::size_t n_judged = p.array("objectives").size();
     for (std::size_t k = 0; k < n_judged; ++k) {
       const Reader e = p.element("objectives", k);
@@ -236,15 +236,17 @@ Section read_section(const json::object& o) {
                    [](const Probe& a, const Probe& b) { return a.level < b.level; });
 
   const Reader a = r.object("answer");
-  s.status = a.word("status", {"found", "at_least_max", "below_min", "unresolved"});
+  s.status = a.word("status", {"found", "at_least_max", "below_min", "unresolved", "incomplete"});
   s.capacity = a.opt_number("capacity");
   s.first_failing = a.opt_number("first_failing");
   if (const std::optional<Reader> sp = a.opt_object("spread")) {
-    s.spread = Spread{sp->number("min"), sp->number("max"), sp->count("repetitions")};
+    const std::optional<double> lo = sp->nullable_number("min");
+    const std::optional<double> hi = sp->nullable_number("max");
+    if (lo && hi) s.spread = Spread{*lo, *hi, sp->count("repetitions")};
   }
   if (s.status == "found" && !s.capacity) a.fail("capacity", "is null for status \"found\"");
 
-  if (const std::optional<Reader> pr = r.opt_object("predicted")) {
+  if (const std::optional<Reader> pr = r.opt_object("prediction")) {
     s.predicted = pr->opt_number("capacity");
     s.predicted_profile = chart_text::defuse(pr->opt_string("profile").value_or(""));
   }
@@ -332,7 +334,8 @@ std::string answer_words(const Section& s) {
            (s.capacity ? load(s, *s.capacity) : std::string("the most load")) + ", the most probed";
   }
   if (s.status == "below_min") return "capacity below " + lowest_probed(s) + ", the least probed";
-  return "capacity unresolved" +
+  return std::string(s.status == "incomplete" ? "search stopped before it finished"
+                                              : "capacity unresolved") +
          (s.capacity ? " (held up to " + load(s, *s.capacity) + ")" : std::string());
 }
 
@@ -412,7 +415,8 @@ CapacityChart chart_of(const Section& s, const Objective& o) {
   panel.y_rules.push_back({o.limit * sh.factor, slo, false});
   if (s.capacity && s.status != "below_min") {
     const std::string label = s.status == "at_least_max" ? "capacity \u2265 " + load(s, *s.capacity)
-                              : s.status == "unresolved" ? "held up to " + load(s, *s.capacity)
+                              : s.status == "unresolved" || s.status == "incomplete"
+                                  ? "held up to " + load(s, *s.capacity)
                                                          : "capacity " + load(s, *s.capacity);
     panel.x_rules.push_back({*s.capacity, label, false});
   }

@@ -153,6 +153,25 @@ TEST(Diagnose, QueueFromGaugesSaysNoWhenFewSamplesSawAWait) {
   EXPECT_EQ(str(q, "engine"), "llama.cpp");
 }
 
+TEST(Diagnose, TracesShowAQueueTheGaugesMissed) {
+  // llama.cpp -np 1 under 4 users with short answers: its deferred gauge, sampled every
+  // 100 ms, saw almost nothing waiting; the traces show each request waiting while others
+  // were served whole. The finding is the traces', the gauges' figures kept beside them.
+  RunRecord run = with_server(server({{"llamacpp:requests_processing", {1, 1, 1, 1, 1}},
+                                      {"llamacpp:requests_deferred", {0, 1, 0, 0, 0}}},
+                                     std::nullopt, "llamacpp"));
+  run.traces = one_slot(4, 24);
+  const Finding q = find(diagnose_run(run), "queue");
+  EXPECT_EQ(q.verdict, "yes") << q.summary;
+  EXPECT_NE(q.summary.find("the server's gauges showed none"), std::string::npos) << q.summary;
+  EXPECT_NE(str(q, "source").find("client traces"), std::string::npos);
+  EXPECT_EQ(num(q, "gauges_running_max_requests"), 1.0);
+  EXPECT_EQ(num(q, "gauges_waiting_median_requests"), 0.0);
+  // A batching server's traces do not overturn the gauges' no.
+  run.traces = batched(30);
+  EXPECT_EQ(find(diagnose_run(run), "queue").verdict, "no");
+}
+
 TEST(Diagnose, SGLangGaugesAreRead) {
   RunRecord run = with_server(server(
       {{"sglang:num_running_reqs{engine=\"0\"}", {2, 2, 2}}, {"sglang:num_queue_reqs", {3, 3, 2}}},

@@ -103,9 +103,21 @@ TEST_F(Capacity, FindsTheBoundaryAnExhaustiveSweepFindsInFewerCells) {
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
   // The console's sentence is the file's.
   const std::string sentence(answer.at("sentence").as_string());
-  EXPECT_NE(sentence.find("capacity " + std::to_string(static_cast<int>(found)) + " users"),
-            std::string::npos)
-      << sentence;
+  const std::string users = std::to_string(static_cast<int>(found)) + " users";
+  EXPECT_NE(sentence.find("capacity " + users), std::string::npos) << sentence;
+  // The boundary is diagnosed from the first failing level's run: every cause looked for.
+  const json::object& diagnosis = cap.at("diagnosis").as_object();
+  EXPECT_EQ(diagnosis.at("level").to_number<double>(),
+            answer.at("first_failing").to_number<double>());
+  EXPECT_EQ(diagnosis.at("findings").as_array().size(), 5u);
+  // One chart per objective beside the campaign file, saying the same capacity.
+  const fs::path charts(std::string(doc.at("charts_dir").as_string()));
+  for (const char* stem : {"capacity-ttft-p90", "capacity-tpot-p90", "capacity-errors"}) {
+    ASSERT_TRUE(fs::exists(charts / (std::string(stem) + ".png"))) << charts << stem;
+    std::ifstream in(charts / (std::string(stem) + ".svg"));
+    const std::string svg((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_NE(svg.find("capacity " + users), std::string::npos) << stem;
+  }
 }
 
 TEST_F(Capacity, AForgedAnswerDoesNotVerify) {
@@ -198,7 +210,7 @@ TEST_F(Capacity, AProfilePredictsTheCapacityAndSeedsTheBracket) {
   const json::object& at = cap.at("at_capacity").as_object();
   EXPECT_EQ(cap.at("gpus").to_number<double>(), 1.0);
   const double tok_s = at.at("output_tokens_per_s").to_number<double>();
-  EXPECT_NEAR(at.at("cost_per_mtok_output").to_number<double>(), 3.6 / 3600 / tok_s * 1e6,
+  EXPECT_NEAR(at.at("usd_per_mtok_output").to_number<double>(), 3.6 / 3600 / tok_s * 1e6,
               1e-9 * tok_s);
   EXPECT_TRUE(at.at("joules_per_mtok_output").is_null());  // no energy measured
   // The campaign names its selected run, and that run's summary holds the same rate.

@@ -103,7 +103,7 @@ json::object found() {
        "repetitions": [{"run_id": "r32", "verdict": "fails"}]}],
     "answer": {"status": "found", "capacity": 24, "first_failing": 26,
                "spread": {"min": 22, "max": 26, "repetitions": 3}},
-    "predicted": {"capacity": 20, "profile": "fitted.json"}
+    "prediction": {"capacity": 20, "profile": "fitted.json", "measured_over_predicted": 0.2}
   })")
       .as_object();
 }
@@ -126,7 +126,7 @@ json::object at_least_max() {
                        "requests": 512, "verdict": "holds"}],
        "repetitions": [{"run_id": "b", "verdict": "holds"}]}],
     "answer": {"status": "at_least_max", "capacity": 64, "first_failing": null, "spread": null},
-    "predicted": null
+    "prediction": null
   })")
       .as_object();
 }
@@ -149,7 +149,7 @@ json::object below_min() {
                        "limit": 0.2, "requests": 0, "verdict": "fails"}],
        "repetitions": [{"run_id": "y", "verdict": "fails"}]}],
     "answer": {"status": "below_min", "capacity": null, "first_failing": 1, "spread": null},
-    "predicted": null
+    "prediction": null
   })")
       .as_object();
 }
@@ -328,7 +328,7 @@ TEST(CapacityCharts, UnresolvedAndProbesMissingAnObjective) {
   json::object o = found();
   o["answer"] = json::parse(R"({"status": "unresolved", "capacity": 24, "first_failing": null,
                                "spread": null})");
-  o["predicted"] = nullptr;
+  o["prediction"] = nullptr;
   // The probe at 32 users judged TTFT only.
   json::array& judged = o["probes"].as_array()[6].as_object()["objectives"].as_array();
   judged.erase(judged.begin() + 1, judged.end());
@@ -415,7 +415,7 @@ TEST(CapacityCharts, MalformedSectionsNameTheMember) {
        [](json::object& o) { o["answer"].as_object()["capacity"] = nullptr; }},
       {"capacity.answer.spread.repetitions is not a non-negative integer",
        [](json::object& o) { o["answer"].as_object()["spread"].as_object()["repetitions"] = 2.5; }},
-      {"capacity.predicted is not an object", [](json::object& o) { o["predicted"] = 20; }},
+      {"capacity.prediction is not an object", [](json::object& o) { o["prediction"] = 20; }},
       {"capacity.predicted.capacity is not a number",
        [](json::object& o) { o["predicted"].as_object()["capacity"] = "20"; }},
   };
