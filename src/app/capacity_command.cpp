@@ -491,7 +491,9 @@ int capacity_command(const RunOptions& options, const CapacityOptions& c,
   const std::string sentence(capacity.at("answer").at("sentence").as_string());
   const std::vector<std::string> why = why_lines(capacity);
   const std::filesystem::path charts = write_charts(capacity, file);
-  if (o.console.json) {
+  if (!c.print) {
+    // dyno quick answers in its own words.
+  } else if (o.console.json) {
     doc["campaign_file"] = file.string();
     doc["charts_dir"] = charts.string();
     std::cout << record::pretty_json(doc);

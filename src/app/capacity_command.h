@@ -31,6 +31,9 @@ struct CapacityOptions {
   std::optional<double> gpu_hour_cost;      ///< --gpu-hour-cost: $ per GPU-hour
   std::optional<std::string> resume;        ///< --resume: a capacity campaign id to continue
   protocol::CampaignDeclared declared;
+  /// The probe table, sentence and why on stdout (or the JSON document with --json); `dyno
+  /// quick` prints its own answer instead.
+  bool print = true;
 };
 
 /// What the search answered, for a caller that speaks for it (`dyno quick`).

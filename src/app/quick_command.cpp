@@ -298,6 +298,7 @@ int quick_command(const QuickOptions& q, std::ostream& out, std::ostream& err) {
   c.min_requests = 8;
   c.per_slot = 2;
   c.repeat_boundary = 2;
+  c.print = false;
   CapacityResult result;
   const int code = capacity_command(start_measuring(search), c, &result);
 

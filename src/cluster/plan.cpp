@@ -216,7 +216,7 @@ Protocol read_protocol(const Reader& r, const std::string& name, const json::obj
   if (kinds.count(p.kind) == 0) {
     r.fail(t.contains("kind") ? at + ".kind" : at,
            "unknown protocol '" + p.kind +
-               "'; give kind = one of run, sweep, ladder, speed, real, capacity (the dyno command)");
+               "'; give kind = one of run, sweep, ladder, speed, capacity, real (the dyno command)");
   }
   p.resources = read_resources(r, t, at);
   const json::object* args = r.table(t, "args", at + ".args");
@@ -364,8 +364,8 @@ std::string resources_text(const Resources& r) {
 }
 
 const std::vector<std::string>& protocol_kinds() {
-  static const std::vector<std::string> kinds = {"run", "sweep", "ladder", "speed", "real",
-                                                 "capacity"};
+  static const std::vector<std::string> kinds = {"run",   "sweep",    "ladder",
+                                                 "speed", "capacity", "real"};
   return kinds;
 }
 

@@ -279,6 +279,11 @@ std::vector<Figure> make_figures() {
   f.push_back(on_board(
       fig("energy.output_tokens_per_j", "tok/J", Q::kPhysical, D::kHigher, telemetry, kEnergy), 33,
       "output_tokens_per_j", "Output tokens per joule", S::kEnergy, R::kNone, 3));
+  // J/Mtok: energy_j / output_total × 10⁶, computed once in metrics/cost.h (joules_per_mtok).
+  f.push_back(on_board(
+      derived(fig("joules_per_mtok_output", "J/Mtok", Q::kPhysical, D::kLower, telemetry, kPerMtok),
+              "energy.energy_j / tokens.output_total × 10⁶ (metrics::joules_per_mtok)"),
+      34, "joules_per_mtok_output", "Energy per million output tokens", S::kEnergy, R::kNone, 0));
   return f;
 }
 

@@ -686,7 +686,8 @@ std::string answer_sentence(const CapacityParams& p, const Answer& a) {
   const std::string bounds =
       number_text(p.slo.confidence * 100) + " % bounds over requests";
   if (a.status == "found" || (a.status != "below_min" && a.capacity)) {
-    s << "capacity " << level(*a.capacity) << ": " << what << " held at " << number_text(*a.capacity);
+    s << "capacity " << (a.status == "at_least_max" ? "at least " : "") << level(*a.capacity)
+      << ": " << what << " held at " << number_text(*a.capacity);
     if (a.first_failing) s << " and not at " << number_text(*a.first_failing);
     if (a.spread_min && a.spread_max && a.spread_repetitions > 1) {
       s << " (" << number_text(*a.spread_min);
@@ -695,7 +696,7 @@ std::string answer_sentence(const CapacityParams& p, const Answer& a) {
     } else {
       s << " (" << bounds << ")";
     }
-    if (a.status == "at_least_max") s << "; every level up to --max held: the capacity is at least this";
+    if (a.status == "at_least_max") s << "; every level probed held, up to the most the search may probe";
     if (a.status == "unresolved") s << "; the search stopped at its run limit before the boundary was settled";
     if (a.status == "incomplete") s << "; the search was stopped before it finished";
   } else if (a.status == "below_min") {

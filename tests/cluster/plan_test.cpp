@@ -155,6 +155,53 @@ TEST_F(PlanTest, ScriptValuesAreQuotedAndControlCharactersRefused) {
       << error_of(bad);
 }
 
+TEST_F(PlanTest, ACapacitySearchIsOneCellThatResumesItsOwnSearch) {
+  const PlanFile plan = load_plan_file(write("plan.toml", R"(name = "cap"
+repetitions = 3
+
+[arms.a]
+engine = "engine.toml"
+
+[models.small]
+model = "dyno-sim"
+
+[protocols.slo]
+kind = "capacity"
+args = { slo = "ttft_p90=500ms,errors=1%", by = "rate", max = 32, gpu_hour_cost = 2.5 }
+)"));
+  const auto cells = plan.cells();
+  ASSERT_EQ(cells.size(), 1u);
+  CampaignState state;
+  state.campaign_id = "20261207T130000Z-abcdef-cap";
+  state.runs_root = "/shared/runs";
+  state.dir = "/shared/runs/cluster/20261207T130000Z-abcdef-cap";
+  const auto cmds = cell_commands(plan, cells[0], state, "L1", "/bin/dyno");
+  ASSERT_EQ(cmds.size(), 1u);
+  const std::string line = shell_line(cmds[0]);
+  // The plan's repetitions repeat the boundary; a resubmitted job takes up the search its
+  // killed job left (--resume auto, by its label).
+  EXPECT_EQ(line.rfind("/bin/dyno capacity --engine ", 0), 0u) << line;
+  for (const char* part : {" --label L1 --quiet ", " --repeat-boundary 3 --resume auto ",
+                           " --slo ttft_p90=500ms,errors=1%", " --by rate", " --max 32",
+                           " --gpu-hour-cost 2.5"}) {
+    EXPECT_NE(line.find(part), std::string::npos) << part << " in " << line;
+  }
+  EXPECT_EQ(line.find(" --repeat 3"), std::string::npos) << line;
+  // The campaign sets --resume and --repeat-boundary itself.
+  const std::string file = (dir_.path() / "plan.toml").string();
+  for (const char* reserved : {"resume = \"x\"", "repeat_boundary = 2"}) {
+    std::ofstream(file) << "name = \"cap\"\n[arms.a]\nengine = \"engine.toml\"\n"
+                        << "[models.small]\nmodel = \"dyno-sim\"\n[protocols.slo]\n"
+                        << "kind = \"capacity\"\nargs = { " << reserved << " }\n";
+    try {
+      load_plan_file(file);
+      ADD_FAILURE() << reserved << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("set by the campaign"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST_F(PlanTest, ErrorsNameTheFileLineAndKey) {
   const std::string file = (dir_.path() / "plan.toml").string();
   std::string plan = kPlan;

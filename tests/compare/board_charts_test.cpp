@@ -497,11 +497,13 @@ TEST_F(BoardCharts, DrawFromOneModelAndCellToTenModelsAndEightCells) {
     ASSERT_EQ(b.cells.size(), models * cells);
     std::vector<BoardChart> charts;
     ASSERT_NO_THROW(charts = board_charts(b));
-    // No telemetry: no power or energy charts. One CDF chart per model and latency.
+    // No telemetry: no power or energy charts. One CDF chart per model and latency; the
+    // frontier across arms and cells.
     std::vector<std::string> want = {"throughput-by-concurrency",
                                      "decode-per-user-by-concurrency",
                                      "delta-heatmap",
                                      "serving-tradeoff",
+                                     "frontier",
                                      "input-throughput-by-concurrency",
                                      "prefill-per-user-by-concurrency",
                                      "prefill-delta-heatmap"};

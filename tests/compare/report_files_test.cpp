@@ -190,7 +190,10 @@ TEST(Csv, QuotesFieldsThatNeedIt) {
   std::size_t shown = 0;
   for (const auto& m : compare::metric_catalog()) shown += compare::shown(m, false) ? 1 : 0;
   EXPECT_LT(shown, compare::metric_catalog().size());
-  EXPECT_EQ(count(csv, "\r\n"), 1 + 2 * shown);
+  // Each load cell also has its operating point's output per GPU (no price: no cost rows).
+  EXPECT_EQ(count(csv, "\r\n"), 1 + 2 * (shown + 1));
+  EXPECT_EQ(count(csv, ",output_tokens_per_s_per_gpu,"), 2u);
+  EXPECT_EQ(count(csv, "usd_per_mtok"), 0u);
 }
 
 }  // namespace

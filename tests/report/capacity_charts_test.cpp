@@ -154,13 +154,6 @@ json::object below_min() {
       .as_object();
 }
 
-const CapacityChart& by_stem(const std::vector<CapacityChart>& charts, const std::string& stem) {
-  for (const auto& c : charts) {
-    if (c.stem == stem) return c;
-  }
-  throw std::runtime_error("no chart " + stem);
-}
-
 const chart::Series* series(const CapacityChart& c, const std::string& name) {
   for (const auto& s : c.chart.panels.at(0).series) {
     if (s.name == name) return &s;
@@ -239,7 +232,7 @@ TEST(CapacityCharts, FoundOneChartPerObjective) {
   EXPECT_EQ(charts[2].chart.panels[0].y_rules[0].label, "SLO 1 %");
   EXPECT_EQ(xs(series(charts[2], "unclear")), (std::vector<double>{28, 32}));
   EXPECT_EQ(xs(series(charts[1], "fails")), (std::vector<double>{28, 32}));
-  EXPECT_EQ(charts[2].title.substr(0, 42), "Failed requests against concurrency \u2014 SLO");
+  EXPECT_EQ(charts[2].title.substr(0, 43), "Failed requests against concurrency \u2014 SLO");
   expect_drawn_whole(charts);
 }
 
@@ -416,8 +409,8 @@ TEST(CapacityCharts, MalformedSectionsNameTheMember) {
       {"capacity.answer.spread.repetitions is not a non-negative integer",
        [](json::object& o) { o["answer"].as_object()["spread"].as_object()["repetitions"] = 2.5; }},
       {"capacity.prediction is not an object", [](json::object& o) { o["prediction"] = 20; }},
-      {"capacity.predicted.capacity is not a number",
-       [](json::object& o) { o["predicted"].as_object()["capacity"] = "20"; }},
+      {"capacity.prediction.capacity is not a number",
+       [](json::object& o) { o["prediction"].as_object()["capacity"] = "20"; }},
   };
   for (const Case& c : cases) {
     json::object o = found();
