@@ -80,7 +80,8 @@ int main(int argc, char** argv) {
   double exhaustive = 0;
   bool failed = false;
   std::string verdicts;
-  for (const auto& cell : json::parse(w.out()).as_object().at("cells").as_array()) {
+  const json::value swept = json::parse(w.out());  // kept: the loop reads into it
+  for (const auto& cell : swept.as_object().at("cells").as_array()) {
     const std::string id(cell.at("runs").as_array()[0].at("run_id").as_string());
     const auto rec = dyno::record::read_run(dir / "sweep" / id);
     std::vector<const dyno::metrics::Trace*> ptrs;
