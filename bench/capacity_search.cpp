@@ -86,9 +86,7 @@ int main(int argc, char** argv) {
     const auto rec = dyno::record::read_run(dir / "sweep" / id);
     std::vector<const dyno::metrics::Trace*> ptrs;
     for (const auto& t : rec.traces) ptrs.push_back(&t);
-    const auto j = dyno::protocol::judge(objectives, ptrs);
-    const bool holds = j.verdict == dyno::protocol::Verdict::kHolds ||
-                       (j.verdict == dyno::protocol::Verdict::kUnclear && j.point_estimate_holds);
+    const bool holds = dyno::protocol::judge(objectives, ptrs).holds();
     verdicts += holds ? "+" : "-";
     if (!holds) failed = true;
     if (!failed) exhaustive = cell.at("params").at("concurrency").to_number<double>();

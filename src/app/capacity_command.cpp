@@ -41,11 +41,7 @@ namespace json = boost::json;
 
 namespace {
 
-std::string number_text(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
+using flags::number_text;
 
 /// The per-request bounds the probes' records count as goodput (`--slo` of each cell), in the
 /// goodput grammar (load::parse_slo): the objectives' limits.

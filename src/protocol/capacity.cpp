@@ -193,8 +193,7 @@ LevelState level_state(const std::vector<Judgement>& each, const Judgement& pool
                        std::uint32_t /*repeat_boundary*/) {
   LevelState s;
   for (const Judgement& j : each) {
-    s.each_holds.push_back(j.verdict == Verdict::kHolds ||
-                           (j.verdict == Verdict::kUnclear && j.point_estimate_holds));
+    s.each_holds.push_back(j.holds());
   }
   s.pooled = pooled.verdict;
   s.pooled_point_holds = pooled.point_estimate_holds;

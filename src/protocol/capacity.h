@@ -69,6 +69,11 @@ struct Judgement {
   /// The decision an unclear judgement falls back on once the probe cannot be repeated:
   /// every point estimate within its limit.
   bool point_estimate_holds = false;
+  /// The decision once no more runs will come: held by its bounds, or unclear and held by
+  /// its point estimates (what one repetition, and an exhaustive sweep's cell, counts as).
+  bool holds() const {
+    return verdict == Verdict::kHolds || (verdict == Verdict::kUnclear && point_estimate_holds);
+  }
 };
 
 /// Judges the measured requests of `traces` (warm-up and cancelled requests left out; failed

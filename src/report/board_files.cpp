@@ -443,6 +443,16 @@ std::string board_csv(const Board& b) {
   for (const auto& [cell, cmp] : b.comparisons()) {
     const ArmCell* a = cell->arm(cmp->arm);
     const ArmCell* base = cell->arm(cmp->baseline);
+    // A row: the comparison and cell's columns, then the figure's.
+    const auto row = [&](std::initializer_list<CsvCell> figure) {
+      std::vector<CsvCell> cells{text(cmp->arm),        text(cmp->baseline),
+                                 text(cell->id),        text(cell->model),
+                                 text(cell->protocol),  text(cell->name),
+                                 text(cell->level_kind), CsvCell::number(cell->level),
+                                 text(to_string(cmp->status))};
+      cells.insert(cells.end(), figure);
+      return workload::csv_row(cells);
+    };
     for (const auto& m : metric_catalog()) {
       if (!shown(m, b.engine_figures)) continue;
       const auto va = a->selected_figures().at(m.key);
@@ -456,16 +466,7 @@ std::string board_csv(const Board& b) {
         return d ? CsvCell::integer(static_cast<std::uint64_t>(n)) : CsvCell();
       };
       out +=
-          workload::csv_row({text(cmp->arm),
-                             text(cmp->baseline),
-                             text(cell->id),
-                             text(cell->model),
-                             text(cell->protocol),
-                             text(cell->name),
-                             text(cell->level_kind),
-                             CsvCell::number(cell->level),
-                             text(to_string(cmp->status)),
-                             text(m.key),
+          row({text(m.key),
                              text(m.unit),
                              text(to_string(m.direction)),
                              CsvCell::number(va),
@@ -503,16 +504,7 @@ std::string board_csv(const Board& b) {
                             &OperatingPoint::usd_per_mtok_total});
     }
     for (const PointRow& r : point_rows) {
-      out += workload::csv_row({text(cmp->arm),
-                                text(cmp->baseline),
-                                text(cell->id),
-                                text(cell->model),
-                                text(cell->protocol),
-                                text(cell->name),
-                                text(cell->level_kind),
-                                CsvCell::number(cell->level),
-                                text(to_string(cmp->status)),
-                                text(r.key),
+      out += row({text(r.key),
                                 text(r.unit),
                                 text(to_string(r.direction)),
                                 CsvCell::number(a->point.*(r.value)),

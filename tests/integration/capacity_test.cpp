@@ -61,10 +61,7 @@ class Capacity : public Integration {
       const auto rec = dyno::record::read_run(dir_ / "sweep" / id);
       std::vector<const dyno::metrics::Trace*> ptrs;
       for (const auto& t : rec.traces) ptrs.push_back(&t);
-      const auto j = dyno::protocol::judge(slo, ptrs);
-      const bool holds = j.verdict == dyno::protocol::Verdict::kHolds ||
-                         (j.verdict == dyno::protocol::Verdict::kUnclear && j.point_estimate_holds);
-      if (!holds) failed = true;
+      if (!dyno::protocol::judge(slo, ptrs).holds()) failed = true;
       if (!failed) capacity = cell.at("params").at("concurrency").to_number<double>();
     }
     return {capacity, doc.at("cells").as_array().size()};
