@@ -232,6 +232,30 @@ TEST_F(CampaignTest, AProtocolCellIsDoneOnlyWhileItsCampaignFileVerifies) {
       << st;
 }
 
+TEST_F(CampaignTest, ACapacityCellIsOneSearchWhoseCampaignFileIsItsRecord) {
+  // Every level up to --max 2 holds a generous SLO: two probes, the boundary (2) repeated.
+  const fs::path p = plan("cap",
+                          "repetitions = 2\n[arms.a]\nengine = \"sim-a.toml\"\n"
+                          "[models.sim]\nmodel = \"dyno-sim\"\n[protocols.slo]\n"
+                          "kind = \"capacity\"\nargs = { slo = \"e2e_p90=60s,errors=50%\", max = 2, "
+                          "per_slot = 1, min_requests = 2, input_tokens = 16, output_tokens = 8, "
+                          "gpu_hour_cost = 2 }\n");
+  const Result r = dyno({"campaign", "submit", p.string(), "--runs-root", runs()});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  const json::object st = status(campaign_id(r.out));
+  ASSERT_EQ(state_of(st, 0), "done") << st;
+  const auto& records = st.at("cells").as_array()[0].at("records").as_array();
+  ASSERT_EQ(records.size(), 1u);
+  const json::object doc =
+      json::parse(read_file(fs::path(runs()) / std::string(records[0].as_string()))).as_object();
+  EXPECT_EQ(doc.at("protocol").at("name").as_string(), "capacity");
+  const json::object& cap = doc.at("capacity").as_object();
+  EXPECT_EQ(cap.at("answer").at("status").as_string(), "at_least_max") << cap;
+  EXPECT_EQ(cap.at("answer").at("capacity").to_number<double>(), 2.0);
+  EXPECT_EQ(cap.at("search").at("repeat_boundary").to_number<double>(), 2.0);  // repetitions
+  EXPECT_EQ(cap.at("gpu_hour_cost").to_number<double>(), 2.0);
+}
+
 TEST_F(CampaignTest, DryRunWritesScriptsAndSubmitsNothing) {
   const fs::path p =
       plan("dry", std::string(kArms) + kQuick + "[resources]\ngpus = 1\ntime_limit = \"10\"\n");
