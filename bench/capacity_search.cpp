@@ -45,13 +45,24 @@ int main(int argc, char** argv) {
                          << R"( "prefill_tokens_per_s": 10000000, "decode_ctx_token_s": 0,)"
                          << R"( "max_running_seqs": 256})";
   const std::string slo = "tpot_p90=" + limit_ms + "ms,errors=5%";
-  const std::vector<std::string> flags = {"--profile",       profile.string(), "--input-tokens",
-                                          "16",              "--output-tokens", "16",
-                                          "--min-requests", "30",             "--per-slot", "2"};
+  const std::vector<std::string> flags = {"--profile",       profile.string(),
+                                          "--input-tokens",  "16",
+                                          "--output-tokens", "16",
+                                          "--min-requests",  "30",
+                                          "--per-slot",      "2"};
 
-  std::vector<std::string> search = {dyno, "capacity", "--json", "-q", "--runs-root",
-                                     (dir / "search").string(), "--slo", slo, "--max",
-                                     std::to_string(max), "--repeat-boundary", "3"};
+  std::vector<std::string> search = {dyno,
+                                     "capacity",
+                                     "--json",
+                                     "-q",
+                                     "--runs-root",
+                                     (dir / "search").string(),
+                                     "--slo",
+                                     slo,
+                                     "--max",
+                                     std::to_string(max),
+                                     "--repeat-boundary",
+                                     "3"};
   search.insert(search.end(), flags.begin(), flags.end());
   auto t0 = std::chrono::steady_clock::now();
   Child s(search, (dir / "s.out").string(), (dir / "s.err").string());
@@ -66,8 +77,9 @@ int main(int argc, char** argv) {
 
   std::string levels;
   for (int c = 1; c <= max; ++c) levels += (c > 1 ? "," : "") + std::to_string(c);
-  std::vector<std::string> sweep = {dyno, "sweep", "--json", "-q", "--runs-root",
-                                    (dir / "sweep").string(), "--concurrencies", levels};
+  std::vector<std::string> sweep = {
+      dyno,  "sweep", "--json", "-q", "--runs-root", (dir / "sweep").string(), "--concurrencies",
+      levels};
   sweep.insert(sweep.end(), flags.begin(), flags.end());
   t0 = std::chrono::steady_clock::now();
   Child w(sweep, (dir / "w.out").string(), (dir / "w.err").string());
@@ -93,8 +105,8 @@ int main(int argc, char** argv) {
   }
   std::cout << "objectives " << slo << ", levels 1.." << max << "\n"
             << "capacity search: " << cap.at("answer").at("sentence").as_string() << "\n"
-            << "  " << runs << " runs over " << cap.at("probes").as_array().size()
-            << " levels, " << search_s << " s\n"
+            << "  " << runs << " runs over " << cap.at("probes").as_array().size() << " levels, "
+            << search_s << " s\n"
             << "exhaustive sweep: capacity " << exhaustive << " (" << max << " cells, " << sweep_s
             << " s; verdicts by level " << verdicts << ")\n"
             << "search / exhaustive cells: " << static_cast<double>(runs) / max << "\n";

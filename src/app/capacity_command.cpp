@@ -29,8 +29,8 @@
 #include "record/campaign_file.h"
 #include "record/record_json.h"
 #include "record/run_record.h"
-#include "report/capacity_charts.h"
 #include "record/run_verify.h"
+#include "report/capacity_charts.h"
 #include "scrub/terminal_text.h"
 #include "sim/profile.h"
 #include "sim/replay.h"
@@ -239,8 +239,9 @@ std::vector<std::string> why_lines(const json::object& capacity) {
   }
   if (!yes.empty()) return yes;
   if (!unknown.empty()) return unknown;
-  return {"none of the causes looked for (queue, KV cache, prefill interrupting decode, the "
-          "client, the network) shows in the record"};
+  return {
+      "none of the causes looked for (queue, KV cache, prefill interrupting decode, the "
+      "client, the network) shows in the record"};
 }
 
 /// The capacity charts (report/capacity_charts.h) as <stem>.svg and <stem>.png in
@@ -306,14 +307,12 @@ void print_probes(const json::object& capacity, const std::filesystem::path& fil
 
 }  // namespace
 
-int capacity_command(const RunOptions& options, const CapacityOptions& c,
-                     CapacityResult* result) {
+int capacity_command(const RunOptions& options, const CapacityOptions& c, CapacityResult* result) {
   if (c.by != "concurrency" && c.by != "rate") {
     throw UsageError("--by " + terminal_text(c.by, true) + ": use concurrency or rate");
   }
   if (!options.load.slo) {
-    throw UsageError(
-        "capacity needs --slo, e.g. --slo ttft_p90=500ms,tpot_p90=50ms,errors=1%");
+    throw UsageError("capacity needs --slo, e.g. --slo ttft_p90=500ms,tpot_p90=50ms,errors=1%");
   }
   protocol::CapacityParams p;
   p.by = c.by;
@@ -334,8 +333,9 @@ int capacity_command(const RunOptions& options, const CapacityOptions& c,
   std::optional<sim::Profile> profile;
   if (c.predict_with) {
     if (o.stream.file) {
-      throw UsageError("--predict-with: the prediction plays the synthetic stream's lengths "
-                       "(--input-tokens, --output-tokens); give no --stream with it");
+      throw UsageError(
+          "--predict-with: the prediction plays the synthetic stream's lengths "
+          "(--input-tokens, --output-tokens); give no --stream with it");
     }
     profile = about("--predict-with", [&] { return sim::resolve_profile(*c.predict_with); });
   }
@@ -352,20 +352,22 @@ int capacity_command(const RunOptions& options, const CapacityOptions& c,
     engine_session::check_descriptors(static_cast<std::uint64_t>(p.search.max),
                                       "--max " + number_text(p.search.max), o.target);
   }
-  const workload::RequestStream stream = engine_session::build_stream(
-      o.stream, shared.api, o.load.seed,
-      o.load.warmup + protocol::sweep_requests(sweep, {p.search.max}));
+  const workload::RequestStream stream =
+      engine_session::build_stream(o.stream, shared.api, o.load.seed,
+                                   o.load.warmup + protocol::sweep_requests(sweep, {p.search.max}));
 
   std::optional<Resumed> resumed;
   std::optional<std::string> resume = c.resume;
   if (resume && *resume == "auto") {
     resume = unfinished_campaign(o);
-    if (!resume) std::cerr << "dyno capacity: no unfinished capacity campaign to resume; starting one\n";
+    if (!resume)
+      std::cerr << "dyno capacity: no unfinished capacity campaign to resume; starting one\n";
   }
   if (resume) resumed = read_resumed(o, *resume);
 
   engine_session::EngineSession engine = make_engine(o, shared.api);
-  p.gpus = metrics::normalising_gpus(engine_session::hardware_identity(engine.monitor()).gpus.size());
+  p.gpus =
+      metrics::normalising_gpus(engine_session::hardware_identity(engine.monitor()).gpus.size());
   if (profile) {
     p.predicted = predicted_capacity(*profile, p, c, o);
     p.predicted_with = *c.predict_with;
@@ -403,7 +405,8 @@ int capacity_command(const RunOptions& options, const CapacityOptions& c,
     // The same search or none: every parameter as the campaign file says.
     const json::object& was = resumed->doc.at("protocol").at("params").as_object();
     json::object now = plan.params;
-    for (const char* key : {"predicted", "predicted_with"}) now[key] = was.contains(key) ? was.at(key) : nullptr;
+    for (const char* key : {"predicted", "predicted_with"})
+      now[key] = was.contains(key) ? was.at(key) : nullptr;
     if (resumed->doc.at("protocol").at("name") != "capacity") {
       throw UsageError("--resume " + *resume + ": not a capacity campaign");
     }
@@ -432,10 +435,10 @@ int capacity_command(const RunOptions& options, const CapacityOptions& c,
     const std::string started(resumed->doc.at("started_at").as_string());
     std::istringstream in(started);
     in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
-    campaign.emplace(plan, o.record.label, c.declared,
-                     protocol::ProtocolCampaign::Resumed{
-                         std::string(resumed->doc.at("campaign_id").as_string()),
-                         std::chrono::system_clock::from_time_t(timegm(&tm))});
+    campaign.emplace(
+        plan, o.record.label, c.declared,
+        protocol::ProtocolCampaign::Resumed{std::string(resumed->doc.at("campaign_id").as_string()),
+                                            std::chrono::system_clock::from_time_t(timegm(&tm))});
     std::size_t adopted = 0;
     for (const auto& cv : resumed->doc.at("cells").as_array()) {
       const auto level = protocol::level_of(cv.at("params").as_object());
@@ -461,13 +464,21 @@ int capacity_command(const RunOptions& options, const CapacityOptions& c,
     return run_and_show(engine, spec, o, stop, /*print_summary=*/false, &shown);
   };
   const auto say = [](const std::string& line) { std::cerr << line << "\n"; };
+  // The boundary diagnosed from its record as written (what `runs verify` reads again), each
+  // run read once: the boundary often stays on one run while the search goes on.
+  std::map<std::string, json::value> diagnosed;
+  const protocol::DiagnoseRun diagnose = [&diagnosed](const engine_session::CellOutcome& out) {
+    auto it = diagnosed.find(out.run_id);
+    if (it == diagnosed.end()) {
+      it = diagnosed
+               .emplace(out.run_id, protocol::boundary_findings(record::read_run(
+                                        out.dir, {.requests = true, .integrity = false})))
+               .first;
+    }
+    return it->second;
+  };
   const auto document = [&](bool running) {
     json::object doc = campaign_document(*campaign, engine);
-    // The boundary diagnosed from its record as written (what `runs verify` reads again).
-    const protocol::DiagnoseRun diagnose = [](const engine_session::CellOutcome& out) {
-      return protocol::boundary_findings(
-          record::read_run(out.dir, {.requests = true, .integrity = false}));
-    };
     doc["capacity"] = protocol::capacity_json(p, probes_of(*campaign, level_of_cell), diagnose);
     if (running) doc["status"] = "running";
     return doc;

@@ -16,17 +16,17 @@
 namespace dyno::app {
 
 struct CapacityOptions {
-  std::string by = "concurrency";        ///< --by: concurrency (users) or rate (req/s)
-  std::optional<double> min;             ///< --min: the first load probed (default 1)
-  std::optional<double> max;             ///< --max: the most load probed (default 256 / 64 req/s)
+  std::string by = "concurrency";  ///< --by: concurrency (users) or rate (req/s)
+  std::optional<double> min;       ///< --min: the first load probed (default 1)
+  std::optional<double> max;       ///< --max: the most load probed (default 256 / 64 req/s)
   /// --resolution: bisection stops this close — a number in the unit, or a share of the
   /// capacity with % (default 1 user; 10 % for rate)
   std::optional<std::string> resolution;
-  std::uint32_t repeat_boundary = 3;     ///< --repeat-boundary N: runs of each boundary cell
-  std::uint64_t min_requests = 32;       ///< a probe sends max(min_requests, per_slot·C)
+  std::uint32_t repeat_boundary = 3;  ///< --repeat-boundary N: runs of each boundary cell
+  std::uint64_t min_requests = 32;    ///< a probe sends max(min_requests, per_slot·C)
   std::uint64_t per_slot = 8;
-  double rate_duration_s = 30.0;         ///< --by rate: seconds each probe sends
-  double confidence = 0.95;              ///< --confidence of the percentile bounds
+  double rate_duration_s = 30.0;            ///< --by rate: seconds each probe sends
+  double confidence = 0.95;                 ///< --confidence of the percentile bounds
   std::optional<std::string> predict_with;  ///< --predict-with: a fitted sim profile
   std::optional<double> gpu_hour_cost;      ///< --gpu-hour-cost: $ per GPU-hour
   std::optional<std::string> resume;        ///< --resume: a capacity campaign id to continue
@@ -39,11 +39,11 @@ struct CapacityOptions {
 /// What the search answered, for a caller that speaks for it (`dyno quick`).
 struct CapacityResult {
   std::filesystem::path campaign_file;
-  std::string status;               ///< the campaign's: ok | partial | interrupted | …
-  std::string answer_status;        ///< found | at_least_max | below_min | unresolved
-  std::optional<double> capacity;   ///< the largest load at which every SLO held
-  std::string unit;                 ///< "users" or "req/s"
-  std::string sentence;             ///< the console's one plain sentence
+  std::string status;              ///< the campaign's: ok | partial | interrupted | …
+  std::string answer_status;       ///< found | at_least_max | below_min | unresolved
+  std::optional<double> capacity;  ///< the largest load at which every SLO held
+  std::string unit;                ///< "users" or "req/s"
+  std::string sentence;            ///< the console's one plain sentence
   /// The boundary's diagnosis: "<finding>: <summary>" of each finding that says yes, else
   /// the unknown ones' reasons; empty when no level failed.
   std::vector<std::string> why;

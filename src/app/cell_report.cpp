@@ -114,8 +114,8 @@ engine_session::CellOutcome run_and_show(engine_session::EngineSession& engine,
   for (const metrics::Warning& w : out.summary.warnings) {
     if (shown == nullptr || shown->insert(w.code).second) fresh.push_back(w);
   }
-  std::cerr << render_warnings(fresh, detect_style(o.console.color, true).color &&
-                                                         ::isatty(STDERR_FILENO) != 0);
+  std::cerr << render_warnings(
+      fresh, detect_style(o.console.color, true).color && ::isatty(STDERR_FILENO) != 0);
   out.exit_code = cell_exit_code(
       out, engine.launched() != nullptr ? engine.launched()->spec().name : "", cell.error_budget);
   return out;

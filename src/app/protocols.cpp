@@ -207,9 +207,9 @@ std::filesystem::path write_campaign_file(json::object& doc, const RunOptions& o
 
 json::object campaign_document(const protocol::ProtocolCampaign& campaign,
                                engine_session::EngineSession& engine) {
-  return campaign.document(
-      engine.engine_json(), engine.model(), telemetry::vram_snapshot_json(engine.vram_after_load()),
-      engine_session::hardware_identity(engine.monitor()).label.value_or(""));
+  return campaign.document(engine.engine_json(), engine.model(),
+                           telemetry::vram_snapshot_json(engine.vram_after_load()),
+                           engine_session::hardware_identity(engine.monitor()).label.value_or(""));
 }
 
 int campaign_exit_code(const std::string& status) {

@@ -134,25 +134,12 @@ std::string who(const Found& f, const std::optional<std::string>& api_key) {
 
 std::optional<double> p50(const metrics::Distribution& d) { return d.p50; }
 
-/// The answer's capacity part when the search gave no sentence of its own.
+/// The search's own sentence (capacity_command always writes one), as a sentence of the answer:
+/// "capacity 4 users: …" becomes "Capacity 4 users: ….".
 std::string capacity_words(const CapacityResult& r) {
-  if (!r.sentence.empty()) {
-    std::string s = r.sentence;  // "capacity 4 users: …", a sentence of the answer here
-    s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
-    return s + ".";
-  }
-  std::ostringstream s;
-  const std::string n = r.capacity ? flags::number_text(*r.capacity) : std::string("?");
-  if (r.answer_status == "found") {
-    s << "Capacity: " << n << " " << r.unit << " at once.";
-  } else if (r.answer_status == "at_least_max") {
-    s << "Capacity: at least " << n << " " << r.unit << " (every load probed held the SLOs).";
-  } else if (r.answer_status == "below_min") {
-    s << "Capacity: below the smallest load probed (the SLOs failed even there).";
-  } else {
-    s << "Capacity: not resolved (" << r.answer_status << ").";
-  }
-  return s.str();
+  std::string s = r.sentence;
+  if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
+  return s + ".";
 }
 
 }  // namespace

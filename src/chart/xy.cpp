@@ -1,5 +1,7 @@
-// The x/y charts (line, trade-off, timeline, CDF): a grid of panels sharing one legend and
-// one pair of axis titles.
+// The x/y charts (line, trade-off, timeline, CDF, frontier): a grid of panels sharing one
+// legend and one pair of axis titles. One piece though long: every kind goes through the same
+// preparation (scales, roles, error bars, rules) and the same panel drawing, and differs only
+// by XyKind and the series' roles (draw.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>

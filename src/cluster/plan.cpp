@@ -99,9 +99,9 @@ const std::map<std::string, std::map<std::string, ArgType>>& kind_args() {
 /// Flags the campaign itself gives every cell.
 const std::set<std::string>& reserved_args() {
   static const std::set<std::string> r = {
-      "engine", "url",           "model",     "model_file", "model_revision",
-      "plugin", "plugin_config", "runs_root", "label",      "repeat", "repeat_boundary", "resume",
-      "json",   "quiet",         "q",         "color",      "profile"};
+      "engine",        "url",       "model", "model_file", "model_revision",  "plugin",
+      "plugin_config", "runs_root", "label", "repeat",     "repeat_boundary", "resume",
+      "json",          "quiet",     "q",     "color",      "profile"};
   return r;
 }
 
@@ -214,9 +214,10 @@ Protocol read_protocol(const Reader& r, const std::string& name, const json::obj
   p.kind = r.str(t, "kind", at + ".kind").value_or(name);
   const auto& kinds = kind_args();
   if (kinds.count(p.kind) == 0) {
-    r.fail(t.contains("kind") ? at + ".kind" : at,
-           "unknown protocol '" + p.kind +
-               "'; give kind = one of run, sweep, ladder, speed, capacity, real (the dyno command)");
+    r.fail(
+        t.contains("kind") ? at + ".kind" : at,
+        "unknown protocol '" + p.kind +
+            "'; give kind = one of run, sweep, ladder, speed, capacity, real (the dyno command)");
   }
   p.resources = read_resources(r, t, at);
   const json::object* args = r.table(t, "args", at + ".args");

@@ -1,3 +1,7 @@
+// The diagnosis of one run record (diagnose/diagnose.h), one piece though long: every finding
+// reads the same views of the record — the server section and its gauge dialects, the
+// completed requests with their neighbours in flight — built once here, and the queue finding
+// falls back from the gauges to the traces the others read too.
 #include "diagnose/diagnose.h"
 
 #include <algorithm>

@@ -13,8 +13,8 @@ namespace {
 /// log P(X = i) for X ~ Binomial(n, p), 0 < p < 1.
 double log_pmf(std::uint64_t i, std::uint64_t n, double p) {
   const double ni = static_cast<double>(n), ii = static_cast<double>(i);
-  return std::lgamma(ni + 1) - std::lgamma(ii + 1) - std::lgamma(ni - ii + 1) +
-         ii * std::log(p) + (ni - ii) * std::log1p(-p);
+  return std::lgamma(ni + 1) - std::lgamma(ii + 1) - std::lgamma(ni - ii + 1) + ii * std::log(p) +
+         (ni - ii) * std::log1p(-p);
 }
 
 void check_confidence(double confidence) {
@@ -87,7 +87,10 @@ std::optional<ProportionBound> proportion_bound(std::uint64_t k, std::uint64_t n
     double lo = 0.0, hi = 1.0;
     for (int it = 0; it < 100; ++it) {
       const double mid = 0.5 * (lo + hi);
-      if (binomial_cdf(m, n, mid) > level) lo = mid; else hi = mid;
+      if (binomial_cdf(m, n, mid) > level)
+        lo = mid;
+      else
+        hi = mid;
     }
     return 0.5 * (lo + hi);
   };

@@ -8,8 +8,8 @@
 #include "engine/server_timings.h"
 #include "json/json_text.h"
 #include "protocol/campaign.h"
-#include "protocol/capacity.h"
 #include "protocol/campaign_summary.h"
+#include "protocol/capacity.h"
 #include "protocol/plan.h"
 #include "record/owner_sections.h"
 
@@ -131,9 +131,8 @@ std::vector<RollupMismatch> check_rollups(const json::object& doc,
     const json::value* params = pv->get_object().if_contains("params");
     json::value recomputed;
     try {
-      const CapacityParams p =
-          params_from_json(params != nullptr && params->is_object() ? params->get_object()
-                                                                    : json::object{});
+      const CapacityParams p = params_from_json(
+          params != nullptr && params->is_object() ? params->get_object() : json::object{});
       std::vector<Probe> probes;
       const json::array& listed = cv->get_array();
       for (std::size_t i = 0, k = 0; i < listed.size() && k < cells.size(); ++i) {

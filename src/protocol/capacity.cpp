@@ -1,3 +1,8 @@
+// The capacity search (protocol/capacity.h), one piece though long: the objectives' verdicts
+// (judge), the search's steps over load levels (search_step, answer_of) and the campaign file's
+// `capacity` member (capacity_json, params_json and back) all read the same LevelState and
+// Judgement, so that the search, the file and `runs verify`'s recompute cannot disagree. The
+// percentile bounds are metrics/quantile_bound.h's, the cost metrics/cost.h's.
 #include "protocol/capacity.h"
 
 #include <algorithm>
@@ -340,8 +345,8 @@ Step search_step(const SearchOptions& o, const std::map<double, LevelState>& lev
   }
   // 4. Bisect.
   const double gap = *first_fail - *lo;
-  const bool close = o.relative ? gap <= o.resolution * *lo * (1 + 1e-9)
-                                : gap <= o.resolution * (1 + 1e-9);
+  const bool close =
+      o.relative ? gap <= o.resolution * *lo * (1 + 1e-9) : gap <= o.resolution * (1 + 1e-9);
   if (!close) {
     double mid = *lo + gap / 2;
     mid = o.integer ? std::floor(mid) : three_digits(mid);
@@ -402,8 +407,7 @@ std::optional<double> optional_number(const json::object& o, const char* key,
   return v.to_number<double>();
 }
 
-const json::object& object_member(const json::object& o, const char* key,
-                                  const std::string& path) {
+const json::object& object_member(const json::object& o, const char* key, const std::string& path) {
   const json::value& v = member(o, key, path);
   if (!v.is_object()) throw std::invalid_argument(path + "." + key + " is not an object");
   return v.get_object();
@@ -444,8 +448,8 @@ CapacityParams params_from_json(const json::object& params) {
   p.search.relative = rel.get_bool();
   const double rb = number_member(s, "repeat_boundary", at + ".search");
   const double max_runs = number_member(s, "max_runs", at + ".search");
-  if (!(rb >= 1 && rb <= 100) || !(max_runs >= 1 && max_runs <= 10000) ||
-      !(p.search.min > 0) || !(p.search.max >= p.search.min) || !(p.search.resolution > 0)) {
+  if (!(rb >= 1 && rb <= 100) || !(max_runs >= 1 && max_runs <= 10000) || !(p.search.min > 0) ||
+      !(p.search.max >= p.search.min) || !(p.search.resolution > 0)) {
     throw std::invalid_argument(at + ".search holds a value out of range");
   }
   p.search.repeat_boundary = static_cast<std::uint32_t>(rb);
@@ -465,7 +469,8 @@ std::string cell_name(const std::string& by, double level) {
 
 namespace {
 
-std::vector<const metrics::Trace*> traces_of(const std::vector<const engine_session::CellOutcome*>& reps) {
+std::vector<const metrics::Trace*> traces_of(
+    const std::vector<const engine_session::CellOutcome*>& reps) {
   std::vector<const metrics::Trace*> out;
   for (const auto* r : reps) {
     for (const auto& t : r->traces) out.push_back(&t);
@@ -575,26 +580,24 @@ json::object capacity_json(const CapacityParams& p, const std::vector<Probe>& pr
     }
     const LevelState& s = levels.at(probe->level);
     const std::optional<bool> d = decided(p.search, s);
-    probe_list.push_back(json::object{
-        {"level", probe->level},
-        {"cell", probe->cell},
-        {"verdict", to_string(j.pooled.verdict)},
-        {"decided_by", j.pooled.verdict != Verdict::kUnclear ? "bound"
-                       : d                                    ? "point estimate"
-                                                              : "pending"},
-        {"holds", d ? json::value(*d) : json::value(nullptr)},
-        {"objectives", std::move(objectives)},
-        {"repetitions", std::move(reps)}});
+    probe_list.push_back(json::object{{"level", probe->level},
+                                      {"cell", probe->cell},
+                                      {"verdict", to_string(j.pooled.verdict)},
+                                      {"decided_by", j.pooled.verdict != Verdict::kUnclear ? "bound"
+                                                     : d ? "point estimate"
+                                                         : "pending"},
+                                      {"holds", d ? json::value(*d) : json::value(nullptr)},
+                                      {"objectives", std::move(objectives)},
+                                      {"repetitions", std::move(reps)}});
   }
-  json::object answer{
-      {"status", a.status},
-      {"capacity", num(a.capacity)},
-      {"first_failing", num(a.first_failing)},
-      {"spread", json::object{{"min", num(a.spread_min)},
-                              {"max", num(a.spread_max)},
-                              {"repetitions", a.spread_repetitions}}},
-      {"non_monotone", a.non_monotone},
-      {"sentence", answer_sentence(p, a)}};
+  json::object answer{{"status", a.status},
+                      {"capacity", num(a.capacity)},
+                      {"first_failing", num(a.first_failing)},
+                      {"spread", json::object{{"min", num(a.spread_min)},
+                                              {"max", num(a.spread_max)},
+                                              {"repetitions", a.spread_repetitions}}},
+                      {"non_monotone", a.non_monotone},
+                      {"sentence", answer_sentence(p, a)}};
   json::value at_capacity = nullptr;
   if (a.capacity) {
     const Probe* cap = nullptr;
@@ -627,10 +630,10 @@ json::object capacity_json(const CapacityParams& p, const std::vector<Probe>& pr
   if (p.predicted) {
     std::optional<double> error;
     if (a.capacity && *p.predicted > 0) error = *a.capacity / *p.predicted - 1;
-    predicted = json::object{{"capacity", *p.predicted},
-                             {"profile", p.predicted_with ? json::value(*p.predicted_with)
-                                                          : json::value(nullptr)},
-                             {"measured_over_predicted", num(error)}};
+    predicted = json::object{
+        {"capacity", *p.predicted},
+        {"profile", p.predicted_with ? json::value(*p.predicted_with) : json::value(nullptr)},
+        {"measured_over_predicted", num(error)}};
   }
   json::value diagnosis = nullptr;
   if (diagnose && a.first_failing) {
@@ -682,8 +685,7 @@ std::string answer_sentence(const CapacityParams& p, const Answer& a) {
   };
   std::ostringstream s;
   const std::string what = objectives_text(p.slo);
-  const std::string bounds =
-      number_text(p.slo.confidence * 100) + " % bounds over requests";
+  const std::string bounds = number_text(p.slo.confidence * 100) + " % bounds over requests";
   if (a.status == "found" || (a.status != "below_min" && a.capacity)) {
     s << "capacity " << (a.status == "at_least_max" ? "at least " : "") << level(*a.capacity)
       << ": " << what << " held at " << number_text(*a.capacity);
@@ -695,8 +697,10 @@ std::string answer_sentence(const CapacityParams& p, const Answer& a) {
     } else {
       s << " (" << bounds << ")";
     }
-    if (a.status == "at_least_max") s << "; every level probed held, up to the most the search may probe";
-    if (a.status == "unresolved") s << "; the search stopped at its run limit before the boundary was settled";
+    if (a.status == "at_least_max")
+      s << "; every level probed held, up to the most the search may probe";
+    if (a.status == "unresolved")
+      s << "; the search stopped at its run limit before the boundary was settled";
     if (a.status == "incomplete") s << "; the search was stopped before it finished";
   } else if (a.status == "below_min") {
     s << "no capacity within the SLO: " << what << " failed already at " << level(p.search.min)
@@ -706,7 +710,8 @@ std::string answer_sentence(const CapacityParams& p, const Answer& a) {
     s << (a.status == "incomplete" ? "was stopped before any level held"
                                    : "could not settle a level");
   }
-  if (a.non_monotone) s << "; a higher level held once more (noise, repeated; the lower failing level stands)";
+  if (a.non_monotone)
+    s << "; a higher level held once more (noise, repeated; the lower failing level stands)";
   return s.str();
 }
 
