@@ -47,10 +47,13 @@ std::string OpenAiDecoder::accept(const ResponseFacts& head, bool stream_request
 bool OpenAiDecoder::feed(std::int64_t t_ns, std::string_view bytes) {
   read_ns_ = t_ns;
   if (stream_) {
-    if (body_head_.size() <= kServerTextBytes) {  // what no_tokens says the server sent
+    // What no_tokens says the server sent: kept only while no token came (then it is never
+    // said, and a stream holds no copy of its first bytes while it runs).
+    if (!progress_.first_token && body_head_.size() <= kServerTextBytes) {
       body_head_.append(bytes.substr(0, kServerTextBytes + 1 - body_head_.size()));
     }
     sse_.feed(bytes);
+    if (progress_.first_token && !body_head_.empty()) std::string().swap(body_head_);
     if (pending_error_) return false;
     if (sse_.overflowed()) {
       pending_error_ = ErrorCategory::kTooLarge;
@@ -109,7 +112,7 @@ void OpenAiDecoder::on_sse_event(const SseEvent& event) {
     on_error_event(event);
     return;
   }
-  if (!decode_chunk(event.data, chunk_, scratch_error_)) {
+  if (!chunks_.decode(event.data, chunk_, scratch_error_)) {
     pending_error_ = ErrorCategory::kParse;
     pending_message_ = "invalid SSE data payload: " + scratch_error_;
     return;
@@ -143,7 +146,7 @@ void OpenAiDecoder::on_sse_event(const SseEvent& event) {
   }
   if (chunk_.usage && !take_usage(*chunk_.usage)) return;
   if (!chunk_.finish_reason.empty()) done_info_.finish_reason = chunk_.finish_reason;
-  if (!chunk_.timings_json.empty()) done_info_.server_timings_json = chunk_.timings_json;
+  if (!chunk_.timings_json.empty()) done_info_.server_timings_json = std::move(chunk_.timings_json);
 }
 
 Verdict OpenAiDecoder::end_of_body(std::int64_t t_ns, const ResponseFacts& facts) {
@@ -176,7 +179,7 @@ Verdict OpenAiDecoder::end_of_body(std::int64_t t_ns, const ResponseFacts& facts
     return verdict;
   }
   done_info_.finish_reason = chunk_.finish_reason;
-  done_info_.server_timings_json = chunk_.timings_json;
+  done_info_.server_timings_json = std::move(chunk_.timings_json);
   return verdict;
 }
 

@@ -37,7 +37,10 @@ class OpenAiDecoder final : public StreamDecoder {
   Verdict end_of_body(std::int64_t t_ns, const ResponseFacts& facts) override;
   Verdict verdict(const ResponseFacts& facts) override;
   void take_answer(std::optional<Usage>& usage, DoneInfo& info) override;
-  void end() override { observer_ = nullptr; }
+  void end() override {
+    observer_ = nullptr;
+    chunks_.reset();  // the template's bytes are not held while the connection waits
+  }
   std::string describe(const ResponseFacts& facts) const override;
 
  private:
@@ -59,6 +62,7 @@ class OpenAiDecoder final : public StreamDecoder {
   std::string pending_message_;
   std::optional<Usage> usage_;
   DoneInfo done_info_;
+  ChunkDecoder chunks_;  // the stream's chunks (a template of the previous one)
   ChunkInfo chunk_;
   std::string scratch_error_;
   std::string body_;       // whole body of a non-streamed response

@@ -176,6 +176,15 @@ class Scanner {
   Scanner(std::string_view text, ChunkInfo& out)
       : begin_(text.data()), end_(begin_ + text.size()), out_(out) {}
 
+  /// Where the content string (delta.content or text) was: its opening and closing quotes,
+  /// and how many content members were strings (a template needs exactly one).
+  const char* content_open() const { return content_open_; }
+  const char* content_close() const { return content_close_; }
+  int content_strings() const { return content_strings_; }
+  /// The string at p ('"') decoded into the content (ChunkDecoder's path): the position after
+  /// its closing quote, or nullptr when it is no valid string.
+  const char* content_string(const char* p) { return text_or_null(p, out_.content, ""); }
+
   bool parse_document(std::string& error) {
     const char* p = ws(begin_);
     if (p < end_ && *p == '{') {
@@ -371,7 +380,7 @@ class Scanner {
         case Key::kMessage:
           return delta(v);
         case Key::kText:
-          return text_or_null(v, out_.content, "'text' is not a string");
+          return content(v, "'text' is not a string");
         case Key::kFinishReason:
           return text_or_null(v, out_.finish_reason, "'finish_reason' is not a string");
         default:
@@ -386,7 +395,7 @@ class Scanner {
     return object(p, [this](Key id, std::string_view, const char* v) -> const char* {
       switch (id) {
         case Key::kContent:
-          return text_or_null(v, out_.content, "'content' is not a string");
+          return content(v, "'content' is not a string");
         case Key::kReasoning:
           return text_or_null(v, out_.reasoning, "'reasoning' is not a string");
         default:
@@ -461,6 +470,17 @@ class Scanner {
     if (p == nullptr) return nullptr;
     if (out_.error_message.empty()) out_.error_message.assign(start, p);
     return p;
+  }
+
+  // The content string (or null), its place noted for ChunkDecoder.
+  [[gnu::always_inline]] const char* content(const char* p, const char* shape_error) {
+    const char* const after = text_or_null(p, out_.content, shape_error);
+    if (after != nullptr && *p == '"') {
+      ++content_strings_;
+      content_open_ = p;
+      content_close_ = after - 1;
+    }
+    return after;
   }
 
   // A string (decoded into `out`) or null (leaves `out` as it is).
@@ -745,6 +765,9 @@ class Scanner {
   ChunkInfo& out_;
   const char* error_ = nullptr;
   std::string key_scratch_;
+  const char* content_open_ = nullptr;
+  const char* content_close_ = nullptr;
+  int content_strings_ = 0;
 };
 
 void clear(ChunkInfo& out) {
@@ -778,6 +801,57 @@ bool decode_chunk(std::string_view payload, ChunkInfo& out, std::string& error) 
     return true;
   }
   return Scanner(payload, out).parse_document(error);
+}
+
+void ChunkDecoder::reset() {
+  std::string().swap(previous_);
+  prefix_ = 0;
+  suffix_ = 0;
+}
+
+bool ChunkDecoder::decode(std::string_view payload, ChunkInfo& out, std::string& error) {
+  if (!previous_.empty() && payload.size() >= prefix_ + suffix_ + 1 &&
+      std::memcmp(payload.data(), previous_.data(), prefix_) == 0) {
+    // The bytes before the content string are the template's: scan the string alone.
+    const char* const open = payload.data() + prefix_ - 1;
+    const char* const end = payload.data() + payload.size();
+    const char* close = find_special(open + 1, end);
+    if (close < end && *close == '"') [[likely]] {
+      if (static_cast<std::size_t>(end - (close + 1)) == suffix_ &&
+          std::memcmp(close + 1, previous_.data() + previous_.size() - suffix_, suffix_) == 0) {
+        clear(out);
+        out.content.append(open + 1, close);
+        return true;
+      }
+    } else if (close < end && *close == '\\') {
+      // An escaped token ("\n"): validated and resolved as the full scan would.
+      clear(out);
+      Scanner scanner(payload, out);
+      const char* const after = scanner.content_string(open);
+      if (after != nullptr && static_cast<std::size_t>(end - after) == suffix_ &&
+          std::memcmp(after, previous_.data() + previous_.size() - suffix_, suffix_) == 0) {
+        return true;
+      }
+    }
+    // A control character, an end of input, or other bytes around it: the full scan decides.
+  }
+  clear(out);
+  if (payload.size() <= 16 && trim(payload) == "[DONE]") {
+    out.is_done_marker = true;
+    return true;
+  }
+  Scanner scanner(payload, out);
+  const bool ok = scanner.parse_document(error);
+  previous_.clear();
+  // A template: a chunk that decoded to its content alone, from one content string.
+  if (ok && scanner.content_strings() == 1 && out.reasoning.empty() && !out.usage &&
+      out.finish_reason.empty() && out.timings_json.empty() && out.error_message.empty()) {
+    previous_.assign(payload);
+    prefix_ = static_cast<std::size_t>(scanner.content_open() - payload.data()) + 1;
+    suffix_ =
+        static_cast<std::size_t>(payload.data() + payload.size() - (scanner.content_close() + 1));
+  }
+  return ok;
 }
 
 bool decode_full_response(std::string_view body, ChunkInfo& out, std::string& error) {

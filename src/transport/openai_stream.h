@@ -27,6 +27,27 @@ struct ChunkInfo {
 /// of the expected shape. Fast path: does not build a DOM.
 bool decode_chunk(std::string_view payload, ChunkInfo& out, std::string& error);
 
+/// Decodes the chunks of one stream, as decode_chunk() does, with the same results and errors.
+/// What it adds: an engine writes every token of an answer as the same bytes but for the
+/// content string (the same id, model, created second and nulls), so after a chunk whose only
+/// decoded member was its content, the next chunk is compared with it first: when the bytes
+/// before the content string and after it are the previous chunk's, they need no scan — the
+/// scanner's walk over equal bytes is the same walk, and it found nothing but the content — and
+/// only the new content string is scanned. Anything else (another shape, usage, a finish
+/// reason, a new second in `created`) takes the full scan, which learns the new shape.
+/// One per stream (the previous chunk's bytes are kept: a few hundred bytes).
+class ChunkDecoder {
+ public:
+  bool decode(std::string_view payload, ChunkInfo& out, std::string& error);
+  /// Forgets the previous chunk and gives its memory back (the stream ended).
+  void reset();
+
+ private:
+  std::string previous_;    ///< the last chunk decoded by the full scan, when it can be a template
+  std::size_t prefix_ = 0;  ///< its bytes up to and including the content's opening quote
+  std::size_t suffix_ = 0;  ///< its bytes after the content's closing quote
+};
+
 /// Parses a whole non-streamed response body (chat.completion / text_completion).
 bool decode_full_response(std::string_view body, ChunkInfo& out, std::string& error);
 

@@ -251,5 +251,122 @@ TEST(DecodeFullResponse, ReasoningAndCompletions) {
   EXPECT_FALSE(decode_full_response("not json", info, error));
 }
 
+// ChunkDecoder must say exactly what decode_chunk says, for every payload of any sequence: the
+// same verdict, the same members, the same error message.
+std::string describe(bool ok, const ChunkInfo& i, const std::string& error) {
+  std::string out = ok ? "ok" : "fail: " + error;
+  out += "|content=" + i.content + "|reasoning=" + i.reasoning + "|finish=" + i.finish_reason +
+         "|timings=" + i.timings_json + "|error=" + i.error_message +
+         "|done=" + (i.is_done_marker ? "1" : "0");
+  if (i.usage) {
+    const auto n = [](const std::optional<std::int64_t>& v) {
+      return v ? std::to_string(*v) : std::string("-");
+    };
+    out += "|usage=" + n(i.usage->prompt_tokens) + "," + n(i.usage->completion_tokens) + "," +
+           n(i.usage->cached_tokens) + "," + n(i.usage->reasoning_tokens);
+  }
+  return out;
+}
+
+void expect_same_as_decode_chunk(const std::vector<std::string>& sequence) {
+  ChunkDecoder decoder;
+  ChunkInfo streamed;
+  for (const std::string& payload : sequence) {
+    std::string error_a;
+    std::string error_b;
+    ChunkInfo alone;
+    const bool ok_a = decode_chunk(payload, alone, error_a);
+    const bool ok_b = decoder.decode(payload, streamed, error_b);
+    ASSERT_EQ(describe(ok_b, streamed, error_b), describe(ok_a, alone, error_a)) << payload;
+  }
+}
+
+const std::string kHead =
+    R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1795987651,"model":"m",)"
+    R"("choices":[{"index":0,"delta":{"content":")";
+const std::string kTail = R"("},"logprobs":null,"finish_reason":null}]})";
+
+std::string chunk(const std::string& content) { return kHead + content + kTail; }
+
+TEST(ChunkDecoder, AStreamOfTokensDecodesAsEachAlone) {
+  std::vector<std::string> sequence = {chunk(" Hello"),  chunk(","),      chunk(""),
+                                       chunk(" world"),  chunk("\\n\\n"), chunk(" caf\\u00e9"),
+                                       chunk("\\ud83d"), chunk(" \"q\""), chunk("x")};
+  sequence.push_back(
+      R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1795987651,"model":"m",)"
+      R"("choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]})");
+  sequence.push_back(R"({"id":"chatcmpl-1","choices":[],"usage":{"prompt_tokens":5,)"
+                     R"("completion_tokens":9}})");
+  sequence.push_back("[DONE]");
+  sequence.push_back(" [DONE] ");
+  expect_same_as_decode_chunk(sequence);
+  // The fixtures of real servers, in the order they came.
+  expect_same_as_decode_chunk(payloads("chat_stream_sse.txt"));
+  expect_same_as_decode_chunk(payloads("completions_stream_sse.txt"));
+  expect_same_as_decode_chunk(payloads("vllm_chat_reasoning_sse.txt"));
+  expect_same_as_decode_chunk(payloads("chat_stream_timings_per_token_sse.txt"));
+}
+
+TEST(ChunkDecoder, BytesThatDifferFromTheTemplateAreScannedAgain) {
+  const std::string t = chunk(" a");
+  expect_same_as_decode_chunk({
+      t,
+      chunk(" b\x01"),  // a control character in the content
+      t,
+      chunk(" b\\x"),  // a bad escape
+      t,
+      chunk(" b\\u12"),  // a cut \u escape
+      t,
+      kHead + " b",  // the input ends in the string
+      t,
+      kHead + " b\"",  // ... after it
+      t,
+      chunk(" b") + " ",  // trailing whitespace: still valid
+      t,
+      chunk(" b") + "x",  // trailing garbage
+      t,
+      chunk(" b").substr(0, t.size() - 1),  // the last brace missing
+      t,
+      kHead + R"( b"},"logprobs":null,"finish_reason":"stop"}]})",  // a finish reason
+      t,
+      kHead + R"( b","content":"c"},"logprobs":null,"finish_reason":null}]})",  // twice
+      t,
+      kHead + R"( b","content":null},"logprobs":null,"finish_reason":null}]})",
+      t,
+      kHead + R"( b","reasoning_content":"r"},"logprobs":null,"finish_reason":null}]})",
+      t,
+      R"({"id":"chatcmpl-2","object":"chat.completion.chunk","created":1795987651,"model":"m",)"
+      R"("choices":[{"index":0,"delta":{"content":" c"},"logprobs":null,"finish_reason":null}]})",
+      t,
+      R"({"id":"chatcmpl-1","error":{"message":"boom"}})",
+      t,
+      "",
+      t,
+      "{",
+      chunk(" a"),
+      chunk(" b"),
+  });
+}
+
+TEST(ChunkDecoder, EveryOneByteChangeOfATemplateDecodesAsAlone) {
+  // Each byte of a chunk replaced by each of a few telling bytes, after the template it
+  // changes: in the prefix, the content and the suffix alike.
+  const std::string t = chunk(" token");
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    for (const char c : {'"', '\\', '}', ']', ',', ':', '\x01', ' ', 'n', '0', 'x', '{'}) {
+      std::string changed = t;
+      if (changed[i] == c) continue;
+      changed[i] = c;
+      expect_same_as_decode_chunk({t, changed, t});
+      std::string removed = t;
+      removed.erase(i, 1);
+      expect_same_as_decode_chunk({t, removed});
+      std::string inserted = t;
+      inserted.insert(i, 1, c);
+      expect_same_as_decode_chunk({t, inserted});
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dyno::transport
