@@ -269,6 +269,30 @@ TEST(SseParser, OverflowDoesNotDependOnTheSplit) {
   }
 }
 
+TEST(SseParser, AOneLineEventNearTheBoundIsDecidedAsInPieces) {
+  // The whole-event path (one `data:` line and a blank line in one feed) bounds the line, as
+  // the line-by-line path does: a line of 32 bytes passes a bound of 32, one of 33 overflows,
+  // whatever its value's size; fed whole or in two pieces, the same events and overflow.
+  for (const std::size_t value : {24u, 25u, 26u, 27u, 28u, 32u, 33u}) {
+    for (const char* prefix : {"data: ", "data:"}) {
+      const std::string bytes =
+          "data: a\n\n" + std::string(prefix) + std::string(value, 'v') + "\n\ndata: b\n\n";
+      SCOPED_TRACE(bytes);
+      Collector whole(32);
+      whole.parser().feed(bytes);
+      for (std::size_t split = 0; split <= bytes.size(); ++split) {
+        Collector two(32);
+        two.parser().feed(std::string_view(bytes).substr(0, split));
+        two.parser().feed(std::string_view(bytes).substr(split));
+        EXPECT_EQ(two.parser().overflowed(), whole.parser().overflowed()) << "split " << split;
+        EXPECT_EQ(two.events(), whole.events()) << "split at " << split;
+      }
+      const std::size_t line = std::string(prefix).size() + value;
+      EXPECT_EQ(whole.parser().overflowed(), line > 32) << line;
+    }
+  }
+}
+
 TEST(SseParser, AnEventLeftOpenAtTheEndOfAFeedOwnsItsDataOnceTheFedBytesAreGone) {
   // One data line per event is dispatched straight from the fed bytes; an event still open
   // when feed() returns must have copied them, since the caller reuses its buffer.
