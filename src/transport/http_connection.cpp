@@ -311,7 +311,7 @@ void Connection::on_readable(std::uint64_t generation, const error_code& ec) {
     const TimedRecv r =
         recv_timed(plain_->native_handle(), buffer, kSharedReadBufferSize, MSG_DONTWAIT);
     const ssize_t n = r.bytes;
-    const std::int64_t now = steady_now_ns();
+    const std::int64_t now = r.now_ns != 0 ? r.now_ns : steady_now_ns();
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;

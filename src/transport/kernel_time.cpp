@@ -12,7 +12,7 @@ void enable_receive_timestamps(int fd) {
   ::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
 }
 
-std::optional<std::int64_t> kernel_receive_ns(const msghdr& msg) {
+std::optional<std::int64_t> kernel_receive_ns(const msghdr& msg, std::int64_t* now_ns) {
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr;
        c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
@@ -25,6 +25,7 @@ std::optional<std::int64_t> kernel_receive_ns(const msghdr& msg) {
     clock_gettime(CLOCK_MONOTONIC, &mono);
     const std::int64_t offset =
         (real.tv_sec - mono.tv_sec) * 1'000'000'000LL + (real.tv_nsec - mono.tv_nsec);
+    if (now_ns != nullptr) *now_ns = mono.tv_sec * 1'000'000'000LL + mono.tv_nsec;
     return rx.tv_sec * 1'000'000'000LL + rx.tv_nsec - offset;
   }
   return std::nullopt;
@@ -40,7 +41,7 @@ TimedRecv recv_timed(int fd, void* data, std::size_t size, int flags) {
   msg.msg_controllen = sizeof control;
   TimedRecv r;
   r.bytes = ::recvmsg(fd, &msg, flags);
-  if (r.bytes > 0) r.receive_ns = kernel_receive_ns(msg);
+  if (r.bytes > 0) r.receive_ns = kernel_receive_ns(msg, &r.now_ns);
   return r;
 }
 

@@ -18,13 +18,15 @@ void enable_receive_timestamps(int fd);
 
 /// The receive time (the last segment's arrival, CLOCK_REALTIME in the kernel) of the data a
 /// recvmsg() returned, moved onto CLOCK_MONOTONIC (the clocks' offset read now); nullopt when
-/// the message carried no timestamp.
-std::optional<std::int64_t> kernel_receive_ns(const msghdr& msg);
+/// the message carried no timestamp. `now_ns`, when given, receives the CLOCK_MONOTONIC time
+/// read for the offset (the steady clock's now: the caller needs no other clock read).
+std::optional<std::int64_t> kernel_receive_ns(const msghdr& msg, std::int64_t* now_ns = nullptr);
 
 /// What recv_timed() read.
 struct TimedRecv {
   ssize_t bytes = 0;                       ///< recvmsg()'s result; errno is set when < 0
   std::optional<std::int64_t> receive_ns;  ///< kernel_receive_ns() when bytes > 0
+  std::int64_t now_ns = 0;  ///< the steady clock read with receive_ns (0: none was read)
 };
 
 /// One recvmsg() of up to `size` bytes into `data` (`flags`: MSG_DONTWAIT, MSG_PEEK, ...) with
