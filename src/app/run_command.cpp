@@ -4,6 +4,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "app/cell_report.h"
 #include "app/flag_values.h"
@@ -66,10 +67,10 @@ engine_session::CellOutcome run_one_cell(const RunOptions& o, bool print_summary
   // The shared flags become the cell as every protocol's cells get them
   // (engine_session/cell_plan.h).
   engine_session::CellSpec cell = engine_session::cell_from_flags(plan, o.stream, o.record);
-  cell.requests = stream.requests;
   cell.stream_source = stream.source;
   cell.stream_sha256 = stream.sha256;
-  cell.protocol = record::ProtocolRef{};  // {name "run", version 1}
+  cell.requests = std::move(stream.requests);  // not a copy: a request costs ~0.5 KiB
+  cell.protocol = record::ProtocolRef{};       // {name "run", version 1}
   cell.clock_reference = clock_reference;
   cell.sampling =
       json::object{{"temperature", o.stream.temperature},

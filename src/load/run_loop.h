@@ -21,6 +21,38 @@ namespace dyno::load {
 
 class Run;
 
+/// The run's traces, by index, at addresses that never move while requests are in flight (an
+/// observer holds its trace; with --client-threads a shard's thread writes it). Up to the
+/// bound given (the run's warm-up and measured requests, when it has a count) they lie in one
+/// vector reserved at the start, which becomes the result without a copy; beyond it (a run
+/// limited by time) in a deque, moved into the result at the end. Moving a deque's traces into
+/// a vector held both at once: at 10,000 streams 0.7 KiB per stream of the peak.
+class TraceStore {
+ public:
+  void reserve(std::size_t bound) { vector_.reserve(bound); }
+  std::size_t size() const { return vector_.size() + deque_.size(); }
+  metrics::Trace& operator[](std::size_t i) {
+    return i < vector_.size() ? vector_[i] : deque_[i - vector_.size()];
+  }
+  metrics::Trace& emplace_back() {
+    if (deque_.empty() && vector_.size() < vector_.capacity()) return vector_.emplace_back();
+    return deque_.emplace_back();
+  }
+  /// Every trace, by index (once nothing is in flight).
+  std::vector<metrics::Trace> take() {
+    std::vector<metrics::Trace> all = std::move(vector_);
+    all.reserve(all.size() + deque_.size());
+    for (metrics::Trace& t : deque_) all.push_back(std::move(t));
+    deque_.clear();
+    vector_.clear();
+    return all;
+  }
+
+ private:
+  std::vector<metrics::Trace> vector_;
+  std::deque<metrics::Trace> deque_;
+};
+
 /// Turns a target's callbacks into a trace. Only appends: figures come later (P5).
 class RequestObserver final : public transport::StreamObserver {
  public:
@@ -129,7 +161,7 @@ class Run {
   std::vector<std::int64_t> schedule_;
   /// Replay: the stream position (or session) of each arrival; empty: arrivals walk the stream.
   std::vector<std::size_t> schedule_pos_;
-  std::deque<metrics::Trace> traces_;  // stable addresses while requests are in flight
+  TraceStore traces_;  // stable addresses while requests are in flight
   std::deque<RequestObserver> observers_;
   LoadResult result_;
   Progress progress_;

@@ -111,6 +111,14 @@ LoadResult Run::execute() {
     }
   }
   if (config_.open_loop) make_open_loop_schedule();
+  if (sessions_.empty()) {
+    // The traces' count, when the run has one, is their vector's room (TraceStore): bounded,
+    // as its pages are only taken as traces are written; beyond it they go to the deque.
+    const std::uint64_t bound = config_.warmup + (config_.open_loop  ? schedule_.size()
+                                                  : config_.requests ? *config_.requests
+                                                                     : 0);
+    traces_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(bound, 1u << 18)));
+  }
   if (config_.start_at_unix_ns && !wait_for_start()) {
     result_.t0_steady_ns = transport::steady_now_ns();
     result_.interrupted = true;
@@ -124,8 +132,7 @@ LoadResult Run::execute() {
   loop_.post([this] { begin(); });
   start_periodic();
   loop_.run();
-  result_.traces.assign(std::make_move_iterator(traces_.begin()),
-                        std::make_move_iterator(traces_.end()));
+  result_.traces = traces_.take();
   return std::move(result_);
 }
 
