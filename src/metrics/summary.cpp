@@ -124,9 +124,25 @@ void append_event_gaps(const Trace& trace, std::vector<double>& out, F f) {
   }
 }
 
-/// The event gaps of `trace` in ms (as event_gaps_s(trace) × 1e3), appended to `out`.
-void append_event_gaps_ms(const Trace& trace, std::vector<double>& out) {
-  append_event_gaps(trace, out, [](std::int64_t d) { return ns_to_s(d) * 1e3; });
+/// The event gaps of every trace in ns, ascending (radix_sort, linear). Their figures in ms
+/// (as event_gaps_s(trace) × 1e3) read them through ns → ms, which is monotone: the order
+/// std::sort gives the ms values, and the same figures, without an array of doubles.
+std::vector<std::int64_t> sorted_event_gaps_ns(std::span<const Trace* const> traces,
+                                               std::size_t gaps) {
+  std::vector<std::int64_t> ns;
+  ns.reserve(gaps);
+  for (const Trace* t : traces) {
+    const auto& ev = t->event_times_ns;
+    if (ev.size() < 2) continue;
+    auto it = ev.begin();
+    std::int64_t prev = *it;
+    for (++it; it != ev.end(); ++it) {
+      ns.push_back(*it - prev);
+      prev = *it;
+    }
+  }
+  radix_sort(ns);
+  return ns;
 }
 
 }  // namespace
@@ -257,11 +273,10 @@ void completed_figures(std::span<const Trace* const> ok, const SummaryOptions& o
   std::int64_t event_tokens = 0;
   std::int64_t events = 0;
   std::uint64_t good = 0;
-  std::vector<double> queue_delay_ms, ttft_ms, ttft_sched_ms, e2e_ms, tpot_ms, gap_ms;
+  std::vector<double> queue_delay_ms, ttft_ms, ttft_sched_ms, e2e_ms, tpot_ms;
   std::vector<double> decode_rate, prefill_rate, input_tokens, output_tokens;
   std::size_t gaps = 0;  // every event gap of every request, in one vector sized once
   for (const Trace* t : ok) gaps += std::max<std::size_t>(t->event_times_ns.size(), 1) - 1;
-  gap_ms.reserve(gaps);
   for (const Trace* t : ok) {
     const RequestFigures f = request_figures(*t);
     ++s.token_count_sources[to_string(t->token_count_source)];
@@ -292,7 +307,6 @@ void completed_figures(std::span<const Trace* const> ok, const SummaryOptions& o
     if (f.e2e_s) e2e_ms.push_back(*f.e2e_s * 1e3);
     if (f.tpot_s) tpot_ms.push_back(*f.tpot_s * 1e3);
     if (f.prefill_rate_client) prefill_rate.push_back(*f.prefill_rate_client);
-    append_event_gaps_ms(*t, gap_ms);
     if (options.slo.any() && meets_slo(f, options.slo)) ++good;
   }
   if (any_output) {
@@ -317,7 +331,9 @@ void completed_figures(std::span<const Trace* const> ok, const SummaryOptions& o
   s.ttft_from_schedule_ms = summarize(std::move(ttft_sched_ms));
   s.e2e_ms = summarize(std::move(e2e_ms));
   s.tpot_ms = summarize(std::move(tpot_ms));
-  s.event_gap_ms = summarize(std::move(gap_ms));
+  const std::vector<std::int64_t> gaps_ns = sorted_event_gaps_ns(ok, gaps);
+  s.event_gap_ms = summarize_sorted_by(
+      gaps_ns.size(), [&gaps_ns](std::size_t i) { return ns_to_s(gaps_ns[i]) * 1e3; });
   s.decode_rate_per_user = summarize(std::move(decode_rate));
   s.prefill_rate_client = summarize(std::move(prefill_rate));
   s.input_tokens = summarize(std::move(input_tokens));

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
@@ -102,6 +105,56 @@ TEST(Stats, NonFiniteValuesAreDropped) {
   EXPECT_EQ(d.max, 4.0);
   EXPECT_EQ(summarize({nan}).count, 0u);
   EXPECT_FALSE(summarize({nan}).mean);
+}
+
+TEST(RadixSort, OrdersAsStdSortDoes) {
+  std::mt19937_64 rng(7);
+  const auto check = [](std::vector<std::int64_t> v) {
+    std::vector<std::int64_t> expected = v;
+    std::sort(expected.begin(), expected.end());
+    radix_sort(v);
+    EXPECT_EQ(v, expected);
+  };
+  check({});
+  check({5});
+  check({3, 1, 2});
+  for (const std::size_t n : {255u, 256u, 1000u, 100000u}) {
+    std::vector<std::int64_t> gaps(n);  // event gaps in ns: mostly small, a few long stalls
+    for (auto& g : gaps) g = static_cast<std::int64_t>(rng() % 2'000'000);
+    gaps[n / 2] = 9'000'000'000;
+    check(gaps);
+    std::vector<std::int64_t> any(n);  // the whole range, negatives and extremes included
+    for (auto& x : any) x = static_cast<std::int64_t>(rng());
+    any[0] = std::numeric_limits<std::int64_t>::min();
+    any[1] = std::numeric_limits<std::int64_t>::max();
+    any[2] = -1;
+    any[3] = 0;
+    check(any);
+    check(std::vector<std::int64_t>(n, 42));  // every digit the same: no pass runs
+    std::vector<std::int64_t> few(n);
+    for (std::size_t i = 0; i < n; ++i) few[i] = static_cast<std::int64_t>((n - i) % 3) << 40;
+    check(few);
+  }
+}
+
+TEST(SummarizeSorted, TheFiguresOfSummarize) {
+  std::mt19937_64 rng(11);
+  std::vector<double> v(5000);
+  for (auto& x : v) x = static_cast<double>(rng() % 1'000'000) / 1e6 * 1e3;
+  const Distribution a = summarize(v);
+  std::sort(v.begin(), v.end());
+  const Distribution b = summarize_sorted(v);
+  EXPECT_EQ(a.count, b.count);
+  EXPECT_EQ(a.mean, b.mean);  // the same sum in the same (ascending) order: bit for bit
+  EXPECT_EQ(a.stddev, b.stddev);
+  EXPECT_EQ(a.min, b.min);
+  EXPECT_EQ(a.p50, b.p50);
+  EXPECT_EQ(a.p90, b.p90);
+  EXPECT_EQ(a.p95, b.p95);
+  EXPECT_EQ(a.p99, b.p99);
+  EXPECT_EQ(a.p999, b.p999);
+  EXPECT_EQ(a.max, b.max);
+  EXPECT_EQ(a.jitter, b.jitter);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -176,6 +177,44 @@ std::vector<Trace> reference_run() {
   x.sent_ns = 1100 * kMs;
   x.first_token_ns = 1150 * kMs;
   return {warm, a, b, failed(1400, 2000, "timeout"), x};
+}
+
+TEST(SummarizeRun, EventGapsAreEveryGapInMsSummarized) {
+  // Enough events for the linear sort, with uneven gaps: the figures are, bit for bit, those
+  // of summarize() over every gap converted to ms in any order.
+  std::mt19937_64 rng(3);
+  std::vector<Trace> traces;
+  std::vector<double> all_ms;
+  for (int r = 0; r < 20; ++r) {
+    Trace t;
+    t.index = static_cast<std::uint64_t>(r);
+    t.sent_ns = 0;
+    t.first_byte_ns = 1000;
+    std::int64_t at = 5000;
+    std::vector<std::int64_t> times;
+    for (int e = 0; e < 300; ++e) {
+      times.push_back(at);
+      const std::int64_t gap = static_cast<std::int64_t>(rng() % 3'000'000) + (e == 7 ? kMs : 0);
+      if (e + 1 < 300) all_ms.push_back(static_cast<double>(gap) / 1e9 * 1e3);
+      at += gap;
+    }
+    t.event_times_ns = metrics::EventTimes(times);
+    t.first_token_ns = times.front();
+    t.last_token_ns = times.back();
+    t.done_ns = times.back() + 10;
+    t.output_tokens = 300;
+    traces.push_back(std::move(t));
+  }
+  const Summary s = summarize_run(traces, SummaryOptions{});
+  const Distribution expected = summarize(all_ms);
+  EXPECT_EQ(s.event_gap_ms.count, expected.count);
+  EXPECT_EQ(s.event_gap_ms.mean, expected.mean);
+  EXPECT_EQ(s.event_gap_ms.stddev, expected.stddev);
+  EXPECT_EQ(s.event_gap_ms.min, expected.min);
+  EXPECT_EQ(s.event_gap_ms.p50, expected.p50);
+  EXPECT_EQ(s.event_gap_ms.p99, expected.p99);
+  EXPECT_EQ(s.event_gap_ms.p999, expected.p999);
+  EXPECT_EQ(s.event_gap_ms.max, expected.max);
 }
 
 TEST(SummarizeRun, ReferenceRun) {
