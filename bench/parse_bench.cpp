@@ -82,6 +82,7 @@ std::string_view trim_space(std::string_view s) {
   return trim_right(s);
 }
 
+// The members decode_chunk's scanner acts on (openai_stream.cpp): a rival decoder names them too.
 enum class Key : unsigned char {
   kOther,
   kChoices,
