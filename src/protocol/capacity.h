@@ -83,11 +83,11 @@ Judgement judge(const CapacitySlo& slo, const std::vector<const metrics::Trace*>
 
 /// How the search moves over load levels.
 struct SearchOptions {
-  bool integer = true;   ///< concurrency: whole levels
-  double min = 1;        ///< the lowest level probed
-  double max = 256;      ///< the highest
-  double resolution = 1; ///< stop bisecting when first-failing − capacity <= this
-  bool relative = false; ///< resolution is a fraction of the capacity (rate: 0.1)
+  bool integer = true;                ///< concurrency: whole levels
+  double min = 1;                     ///< the lowest level probed
+  double max = 256;                   ///< the highest
+  double resolution = 1;              ///< stop bisecting when first-failing − capacity <= this
+  bool relative = false;              ///< resolution is a fraction of the capacity (rate: 0.1)
   std::uint32_t repeat_boundary = 3;  ///< runs of each boundary cell (and of an unclear probe)
   std::optional<double> start;        ///< a predicted capacity: bracket from it
   std::size_t max_probes = 60;        ///< runs in all, a safety stop (answer: unresolved)
@@ -131,7 +131,7 @@ struct CapacityParams {
   CapacitySlo slo;
   SearchOptions search;
   std::optional<double> gpu_hour_cost;
-  double gpus = 1;  ///< the hardware's GPU count (1 without GPUs)
+  double gpus = 1;                  ///< the hardware's GPU count (1 without GPUs)
   std::optional<double> predicted;  ///< the predicted capacity, when a profile was given
   std::optional<std::string> predicted_with;
 };

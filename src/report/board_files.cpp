@@ -445,11 +445,10 @@ std::string board_csv(const Board& b) {
     const ArmCell* base = cell->arm(cmp->baseline);
     // A row: the comparison and cell's columns, then the figure's.
     const auto row = [&](std::initializer_list<CsvCell> figure) {
-      std::vector<CsvCell> cells{text(cmp->arm),        text(cmp->baseline),
-                                 text(cell->id),        text(cell->model),
-                                 text(cell->protocol),  text(cell->name),
-                                 text(cell->level_kind), CsvCell::number(cell->level),
-                                 text(to_string(cmp->status))};
+      std::vector<CsvCell> cells{
+          text(cmp->arm),         text(cmp->baseline),          text(cell->id),
+          text(cell->model),      text(cell->protocol),         text(cell->name),
+          text(cell->level_kind), CsvCell::number(cell->level), text(to_string(cmp->status))};
       cells.insert(cells.end(), figure);
       return workload::csv_row(cells);
     };
@@ -465,27 +464,19 @@ std::string board_csv(const Board& b) {
       const auto count = [&](std::size_t n) {
         return d ? CsvCell::integer(static_cast<std::uint64_t>(n)) : CsvCell();
       };
-      out +=
-          row({text(m.key),
-                             text(m.unit),
-                             text(to_string(m.direction)),
-                             CsvCell::number(va),
-                             CsvCell::number(vb),
-                             d ? CsvCell::number(d->value) : CsvCell(),
-                             text(m.direction == Direction::kNone      ? ""
-                                  : m.delta_kind == DeltaKind::kPoints ? "pp"
-                                                                       : "%"),
-                             d ? CsvCell::number(d->low) : CsvCell(),
-                             d ? CsvCell::number(d->high) : CsvCell(),
-                             text(not_comparable ? "not_comparable"
-                                  : d            ? to_string(d->verdict)
-                                                 : ""),
-                             text(d ? d->method : ""),
-                             count(d ? d->n_arm : 0),
-                             count(d ? d->n_baseline : 0),
-                             text(not_comparable ? "not comparable: " + cmp->quality.accuracy_reason
-                                  : d            ? d->no_interval
-                                                 : "")});
+      out += row({text(m.key), text(m.unit), text(to_string(m.direction)), CsvCell::number(va),
+                  CsvCell::number(vb), d ? CsvCell::number(d->value) : CsvCell(),
+                  text(m.direction == Direction::kNone      ? ""
+                       : m.delta_kind == DeltaKind::kPoints ? "pp"
+                                                            : "%"),
+                  d ? CsvCell::number(d->low) : CsvCell(), d ? CsvCell::number(d->high) : CsvCell(),
+                  text(not_comparable ? "not_comparable"
+                       : d            ? to_string(d->verdict)
+                                      : ""),
+                  text(d ? d->method : ""), count(d ? d->n_arm : 0), count(d ? d->n_baseline : 0),
+                  text(not_comparable ? "not comparable: " + cmp->quality.accuracy_reason
+                       : d            ? d->no_interval
+                                      : "")});
     }
     // The operating point and its cost (section Frontier and cost): shown, not compared.
     if (!on_frontier_chart(cell->level_kind)) continue;
@@ -504,20 +495,10 @@ std::string board_csv(const Board& b) {
                             &OperatingPoint::usd_per_mtok_total});
     }
     for (const PointRow& r : point_rows) {
-      out += row({text(r.key),
-                                text(r.unit),
-                                text(to_string(r.direction)),
-                                CsvCell::number(a->point.*(r.value)),
-                                CsvCell::number(base->point.*(r.value)),
-                                CsvCell(),
-                                text(""),
-                                CsvCell(),
-                                CsvCell(),
-                                text(""),
-                                text(""),
-                                CsvCell(),
-                                CsvCell(),
-                                text("shown, not compared")});
+      out += row({text(r.key), text(r.unit), text(to_string(r.direction)),
+                  CsvCell::number(a->point.*(r.value)), CsvCell::number(base->point.*(r.value)),
+                  CsvCell(), text(""), CsvCell(), CsvCell(), text(""), text(""), CsvCell(),
+                  CsvCell(), text("shown, not compared")});
     }
   }
   return out;

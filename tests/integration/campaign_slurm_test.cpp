@@ -234,12 +234,13 @@ TEST_F(CampaignTest, AProtocolCellIsDoneOnlyWhileItsCampaignFileVerifies) {
 
 TEST_F(CampaignTest, ACapacityCellIsOneSearchWhoseCampaignFileIsItsRecord) {
   // Every level up to --max 2 holds a generous SLO: two probes, the boundary (2) repeated.
-  const fs::path p = plan("cap",
-                          "repetitions = 2\n[arms.a]\nengine = \"sim-a.toml\"\n"
-                          "[models.sim]\nmodel = \"dyno-sim\"\n[protocols.slo]\n"
-                          "kind = \"capacity\"\nargs = { slo = \"e2e_p90=60s,errors=50%\", max = 2, "
-                          "per_slot = 1, min_requests = 2, input_tokens = 16, output_tokens = 8, "
-                          "gpu_hour_cost = 2 }\n");
+  const fs::path p =
+      plan("cap",
+           "repetitions = 2\n[arms.a]\nengine = \"sim-a.toml\"\n"
+           "[models.sim]\nmodel = \"dyno-sim\"\n[protocols.slo]\n"
+           "kind = \"capacity\"\nargs = { slo = \"e2e_p90=60s,errors=50%\", max = 2, "
+           "per_slot = 1, min_requests = 2, input_tokens = 16, output_tokens = 8, "
+           "gpu_hour_cost = 2 }\n");
   const Result r = dyno({"campaign", "submit", p.string(), "--runs-root", runs()});
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   const json::object st = status(campaign_id(r.out));

@@ -1,10 +1,11 @@
 // `dyno capacity` end to end against the embedded simulated engine: the answer agrees with an
 // exhaustive sweep judged by the same objectives, the campaign file verifies (and a forged
 // answer does not), a search killed mid-way is resumed, hostile flags are refused.
+#include "protocol/capacity.h"
+
 #include <csignal>
 
 #include "integration/integration_fixture.h"
-#include "protocol/capacity.h"
 #include "record/campaign_file.h"
 #include "record/run_record.h"
 
@@ -29,13 +30,16 @@ class Capacity : public Integration {
   }
 
   std::vector<std::string> measure_flags() {
-    return {"--profile", profile().string(), "--input-tokens", "16", "--output-tokens", "10",
-            "--min-requests", "30", "--per-slot", "4"};
+    return {"--profile",       profile().string(),
+            "--input-tokens",  "16",
+            "--output-tokens", "10",
+            "--min-requests",  "30",
+            "--per-slot",      "4"};
   }
 
   Outcome capacity(std::vector<std::string> extra) {
-    std::vector<std::string> args = {"capacity", "--json", "-q", "--runs-root", runs(), "--slo",
-                                     kSlo};
+    std::vector<std::string> args = {"capacity", "--json", "-q", "--runs-root",
+                                     runs(),     "--slo",  kSlo};
     for (const auto& f : measure_flags()) args.push_back(f);
     args.insert(args.end(), extra.begin(), extra.end());
     return dyno(args);
@@ -47,8 +51,9 @@ class Capacity : public Integration {
   std::pair<double, std::size_t> exhaustive(int top) {
     std::string levels;
     for (int c = 1; c <= top; ++c) levels += (c > 1 ? "," : "") + std::to_string(c);
-    std::vector<std::string> args = {"sweep", "--json", "-q", "--runs-root",
-                                     (dir_ / "sweep").string(), "--concurrencies", levels};
+    std::vector<std::string> args = {
+        "sweep",           "--json", "-q", "--runs-root", (dir_ / "sweep").string(),
+        "--concurrencies", levels};
     for (const auto& f : measure_flags()) args.push_back(f);
     const Outcome o = dyno(args);
     EXPECT_EQ(o.exit_code, 0) << o.err;
@@ -127,15 +132,16 @@ TEST_F(Capacity, AForgedAnswerDoesNotVerify) {
   written["capacity"].as_object()["answer"].as_object()["capacity"] = 64;
   // A forger recomputes the file's own digest: the recompute from the records still refuses it.
   std::ofstream(file, std::ios::trunc) << dyno::record::signed_campaign_text(written);
-  const Outcome v = dyno({"runs", "verify", std::string(doc.at("campaign_id").as_string()),
-                          "--runs-root", runs()});
+  const Outcome v = dyno(
+      {"runs", "verify", std::string(doc.at("campaign_id").as_string()), "--runs-root", runs()});
   EXPECT_EQ(v.exit_code, 3) << v.out << v.err;
   EXPECT_NE((v.out + v.err).find("capacity.answer.capacity"), std::string::npos) << v.out << v.err;
 }
 
 TEST_F(Capacity, AnInterruptedSearchIsResumedWithItsFinishedRuns) {
-  std::vector<std::string> argv = {DYNO_BINARY, "capacity", "-q", "--runs-root", runs(), "--slo",
-                                   kSlo, "--max", "64", "--repeat-boundary", "1"};
+  std::vector<std::string> argv = {
+      DYNO_BINARY, "capacity", "-q", "--runs-root",       runs(), "--slo",
+      kSlo,        "--max",    "64", "--repeat-boundary", "1"};
   for (const auto& f : measure_flags()) argv.push_back(f);
   {
     Child c(argv, (dir_ / "c.out").string(), (dir_ / "c.err").string());
@@ -179,7 +185,8 @@ TEST_F(Capacity, AnInterruptedSearchIsResumedWithItsFinishedRuns) {
   EXPECT_EQ(doc.at("capacity").at("answer").at("status").as_string(), "found");
   std::set<std::string> after;
   for (const auto& cell : doc.at("cells").as_array()) {
-    for (const auto& r : cell.at("runs").as_array()) after.insert(std::string(r.at("run_id").as_string()));
+    for (const auto& r : cell.at("runs").as_array())
+      after.insert(std::string(r.at("run_id").as_string()));
   }
   for (const auto& id : finished) EXPECT_TRUE(after.contains(id)) << id;
   const Outcome v = dyno({"runs", "verify", ids[0], "--runs-root", runs()});
@@ -212,7 +219,9 @@ TEST_F(Capacity, AProfilePredictsTheCapacityAndSeedsTheBracket) {
   EXPECT_TRUE(at.at("joules_per_mtok_output").is_null());  // no energy measured
   // The campaign names its selected run, and that run's summary holds the same rate.
   const fs::path run = dir_ / "runs" / std::string(at.at("run_id").as_string());
-  EXPECT_EQ(read_json(run / "summary.json").at("throughput").at("output_tokens_per_s")
+  EXPECT_EQ(read_json(run / "summary.json")
+                .at("throughput")
+                .at("output_tokens_per_s")
                 .to_number<double>(),
             tok_s);
 }
