@@ -1,7 +1,9 @@
 // The OpenAI chunk and response decoder: one hand-written scanner of the members dyno reads
 // (docs/architecture.md, "Parsers dyno keeps beside a library"), shared by the streamed chunk
-// and the whole response. Over 700 lines because it is one decoder: splitting the scanner from
-// its two users would put its internals in a header for no reader's benefit.
+// and the whole response, and ChunkDecoder (a stream's chunk against the previous one, which
+// needs the scanner's note of where the content string lay). Over 700 lines because it is one
+// decoder: splitting the scanner from its three users would put its internals in a header for
+// no reader's benefit.
 #include "transport/openai_stream.h"
 
 #include <bit>
